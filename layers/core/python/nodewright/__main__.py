@@ -1,0 +1,3 @@
+from nodewright.cli import main
+
+raise SystemExit(main())

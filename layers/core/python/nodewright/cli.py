@@ -1,0 +1,46 @@
+"""The `nodewright` command line: validate, simulate, demo, localworld.
+
+Each sub-command lives in its own module and registers itself through `add_parser`, so this file
+only wires them together and nothing heavy is imported until a command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+# sub-command name -> module that defines `add_parser(subparsers)`; the parser it adds sets `func`.
+COMMANDS: dict[str, str] = {
+    "validate": "nodewright.commands.validate",
+    "simulate": "nodewright.commands.simulate",
+    "demo": "nodewright.commands.demo",
+    "localworld": "nodewright.localworld.cli",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="nodewright", description=__doc__)
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    for module_name in COMMANDS.values():
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            # A command whose optional dependencies are missing is left out rather than breaking the rest.
+            if exc.name and exc.name.startswith("nodewright"):
+                continue
+            raise
+        module.add_parser(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    result: int = args.func(args)
+    return result
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""CLI sub-commands (thin: parse arguments, call the core, print)."""
