@@ -1,0 +1,41 @@
+"""NodeClaim: capacity nodewright has asked for (in flight) or launched.
+
+The scheduler treats an in-flight NodeClaim like a node that does not exist yet: pods may be placed on
+it up to the allocatable of the smallest instance type it may still become.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from nodewright.model.objects import Pod
+from nodewright.model.requirements import Requirement
+from nodewright.model.taints import Taint
+
+
+@dataclass(frozen=True, slots=True)
+class NodeClaim:
+    name: str
+    nodepool: str
+    # Requirements the claim was created with (instance types, zones, capacity types, labels).
+    requirements: tuple[Requirement, ...] = ()
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    startup_taints: tuple[Taint, ...] = ()
+    # Resources the claim was sized for (the pods nominated to it plus DaemonSet overhead).
+    requests: Mapping[str, int] = field(default_factory=dict)
+    # Filled once launched.
+    instance_type: str = ""
+    zone: str = ""
+    capacity_type: str = ""
+    instance_id: str = ""
+    provider_id: str = ""
+    node_name: str = ""
+    price_per_hour: float = 0.0
+    created_at: float = 0.0  # seconds since the epoch
+    registered: bool = False
+    initialized: bool = False
+    nominated_pods: tuple[Pod, ...] = ()
+    node_class: str = ""

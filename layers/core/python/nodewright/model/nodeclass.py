@@ -1,0 +1,99 @@
+"""EC2NodeClass: the validated form of a Karpenter v1 / nodewright.io/v1 EC2NodeClass.
+
+Parsing and validation live in `nodewright.model.parse`; this module holds the values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class KubeletConfiguration:
+    """The kubelet settings that change allocatable (and a few that user data carries)."""
+
+    max_pods: int | None = None
+    pods_per_core: int | None = None
+    system_reserved: Mapping[str, int] = field(default_factory=dict)
+    kube_reserved: Mapping[str, int] = field(default_factory=dict)
+    # Hard eviction thresholds as written (`memory.available: 100Mi` or `5%`).
+    eviction_hard: Mapping[str, str] = field(default_factory=dict)
+    eviction_soft: Mapping[str, str] = field(default_factory=dict)
+    cluster_dns: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SelectorTerm:
+    """A subnet / security group / capacity reservation selector term: tags or an id (or name)."""
+
+    tags: Mapping[str, str] = field(default_factory=dict)
+    id: str = ""
+    name: str = ""
+    owner_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class AMISelectorTerm:
+    alias: str = ""  # family@version, e.g. al2023@latest, bottlerocket@v1.20.0
+    id: str = ""
+    name: str = ""
+    owner: str = ""
+    tags: Mapping[str, str] = field(default_factory=dict)
+    ssm_parameter: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class BlockDevice:
+    volume_size_bytes: int | None = None
+    volume_type: str = "gp3"
+    iops: int | None = None
+    throughput: int | None = None
+    encrypted: bool = True
+    kms_key_id: str = ""
+    delete_on_termination: bool = True
+    snapshot_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class BlockDeviceMapping:
+    device_name: str
+    ebs: BlockDevice
+    root_volume: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataOptions:
+    http_endpoint: str = "enabled"
+    http_protocol_ipv6: str = "disabled"
+    http_put_response_hop_limit: int = 1
+    http_tokens: str = "required"
+
+
+@dataclass(frozen=True, slots=True)
+class EC2NodeClass:
+    name: str
+    ami_selector_terms: tuple[AMISelectorTerm, ...] = ()
+    subnet_selector_terms: tuple[SelectorTerm, ...] = ()
+    security_group_selector_terms: tuple[SelectorTerm, ...] = ()
+    capacity_reservation_selector_terms: tuple[SelectorTerm, ...] = ()
+    role: str = ""
+    instance_profile: str = ""
+    user_data: str = ""
+    block_device_mappings: tuple[BlockDeviceMapping, ...] = ()
+    metadata_options: MetadataOptions = field(default_factory=MetadataOptions)
+    kubelet: KubeletConfiguration = field(default_factory=KubeletConfiguration)
+    tags: Mapping[str, str] = field(default_factory=dict)
+    associate_public_ip_address: bool | None = None
+    detailed_monitoring: bool = False
+    instance_store_policy: str = ""
+    api_version: str = "nodewright.io/v1"
+    source: str = ""
+
+    @property
+    def ami_family(self) -> str:
+        """al2023 or bottlerocket (from the alias); al2023 when AMIs are picked by id/name/tags/SSM."""
+        for term in self.ami_selector_terms:
+            if term.alias:
+                return term.alias.split("@", 1)[0].lower()
+        return "al2023"

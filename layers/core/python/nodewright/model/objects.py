@@ -1,0 +1,188 @@
+"""The Kubernetes objects the simulation reads, reduced to what scheduling needs.
+
+These are plain, frozen values built by `nodewright.model.kube` from manifests or API objects. Resource
+figures are canonical integers (see `quantity`); label selectors and node affinity use `Requirements`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from nodewright.model.requirements import Requirement, Requirements
+from nodewright.model.taints import Taint, Toleration
+
+ZONE_LABEL = "topology.kubernetes.io/zone"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    """A metav1.LabelSelector: matchLabels AND matchExpressions (In, NotIn, Exists, DoesNotExist)."""
+
+    match_labels: tuple[tuple[str, str], ...] = ()
+    match_expressions: tuple[Requirement, ...] = ()
+
+    def requirements(self) -> Requirements:
+        return Requirements.from_labels(dict(self.match_labels)).intersect(Requirements.of(self.match_expressions))
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        for key, value in self.match_labels:
+            if labels.get(key) != value:
+                return False
+        return all(r.to_value_set().matches(labels.get(r.key)) for r in self.match_expressions)
+
+    def is_empty(self) -> bool:
+        return not self.match_labels and not self.match_expressions
+
+
+@dataclass(frozen=True, slots=True)
+class TopologySpreadConstraint:
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str  # DoNotSchedule | ScheduleAnyway
+    label_selector: LabelSelector
+    min_domains: int | None = None
+    # Honor (default) counts only nodes that match the pod's node affinity; Ignore counts all.
+    node_affinity_policy: str = "Honor"
+    # Ignore (default) counts tainted nodes too; Honor skips nodes whose taints the pod does not tolerate.
+    node_taints_policy: str = "Ignore"
+
+
+@dataclass(frozen=True, slots=True)
+class PodAffinityTerm:
+    label_selector: LabelSelector
+    topology_key: str
+    # Namespaces the selector applies to; empty means the pod's own namespace.
+    namespaces: tuple[str, ...] = ()
+    # An explicitly empty namespaceSelector ({}) selects all namespaces.
+    all_namespaces: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class WeightedPodAffinityTerm:
+    weight: int
+    term: PodAffinityTerm
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelectorTerm:
+    """One term of required node affinity; the terms of one pod are ORed."""
+
+    requirements: tuple[Requirement, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PreferredSchedulingTerm:
+    weight: int
+    term: NodeSelectorTerm
+
+
+@dataclass(frozen=True, slots=True)
+class HostPort:
+    port: int
+    protocol: str = "TCP"
+    host_ip: str = "0.0.0.0"
+
+
+@dataclass(frozen=True, slots=True)
+class Pod:
+    """A pod as the scheduler sees it.
+
+    `requests` is the effective request (Kubernetes rules for init and sidecar containers, plus pod
+    overhead), always including `pods: 1`. `node_name` is set for pods already bound to a node.
+    """
+
+    namespace: str
+    name: str
+    uid: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    requests: Mapping[str, int] = field(default_factory=dict)
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    required_node_terms: tuple[NodeSelectorTerm, ...] = ()
+    preferred_node_terms: tuple[PreferredSchedulingTerm, ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+    topology_spread: tuple[TopologySpreadConstraint, ...] = ()
+    pod_affinity: tuple[PodAffinityTerm, ...] = ()
+    pod_anti_affinity: tuple[PodAffinityTerm, ...] = ()
+    preferred_pod_affinity: tuple[WeightedPodAffinityTerm, ...] = ()
+    preferred_pod_anti_affinity: tuple[WeightedPodAffinityTerm, ...] = ()
+    host_ports: tuple[HostPort, ...] = ()
+    pvc_names: tuple[str, ...] = ()
+    owner_kind: str = ""
+    owner_name: str = ""
+    node_name: str = ""
+    priority: int = 0
+    priority_class_name: str = ""
+    resource_version: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def is_daemonset_pod(self) -> bool:
+        return self.owner_kind == "DaemonSet"
+
+    @property
+    def do_not_disrupt(self) -> bool:
+        return self.annotations.get(DO_NOT_DISRUPT) == "true"
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """An existing node: its labels, taints and allocatable; `pods` are the pods bound to it."""
+
+    name: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    allocatable: Mapping[str, int] = field(default_factory=dict)
+    provider_id: str = ""
+    unschedulable: bool = False
+    ready: bool = True
+    pods: tuple[Pod, ...] = ()
+    nodeclaim_name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonSet:
+    namespace: str
+    name: str
+    pod: Pod  # the pod template, as a pod (requests, node selector/affinity, tolerations)
+
+
+@dataclass(frozen=True, slots=True)
+class PodDisruptionBudget:
+    namespace: str
+    name: str
+    selector: LabelSelector
+    min_available: str | None = None  # an integer or a percentage, as written
+    max_unavailable: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PersistentVolumeClaim:
+    namespace: str
+    name: str
+    storage_class_name: str = ""
+    volume_name: str = ""  # set when bound
+
+
+@dataclass(frozen=True, slots=True)
+class PersistentVolume:
+    name: str
+    # Required node affinity of the volume (zonal EBS volumes pin topology.kubernetes.io/zone).
+    node_terms: tuple[NodeSelectorTerm, ...] = ()
+    csi_driver: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class StorageClass:
+    name: str
+    provisioner: str = ""
+    volume_binding_mode: str = "Immediate"  # or WaitForFirstConsumer
+    # allowedTopologies as node selector terms (ORed).
+    allowed_topologies: tuple[NodeSelectorTerm, ...] = ()

@@ -1,0 +1,224 @@
+"""Node requirements: label keys constrained by In / NotIn / Exists / DoesNotExist / Gt / Lt.
+
+A NodePool's `spec.template.spec.requirements`, a pod's nodeSelector and required node affinity, and an
+instance type's well-known labels all become `Requirements`: one `ValueSet` per label key. Intersecting
+them answers "can one node satisfy all of these?" and, for a new NodeClaim, "which instance types,
+zones and capacity types are still allowed?".
+
+Semantics follow Kubernetes node selectors: In, Exists, Gt and Lt need the label to be present; NotIn
+and DoesNotExist also match a node without the label. Gt/Lt compare integers; a non-integer value never
+satisfies them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class Operator(StrEnum):
+    IN = "In"
+    NOT_IN = "NotIn"
+    EXISTS = "Exists"
+    DOES_NOT_EXIST = "DoesNotExist"
+    GT = "Gt"
+    LT = "Lt"
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """One requirement as written by a user (`key`, `operator`, `values`, optional `minValues`)."""
+
+    key: str
+    operator: Operator
+    values: tuple[str, ...] = ()
+    min_values: int | None = None
+
+    def to_value_set(self) -> ValueSet:
+        op = self.operator
+        if op is Operator.IN:
+            return ValueSet(allowed=frozenset(self.values), absent_ok=False, min_values=self.min_values)
+        if op is Operator.NOT_IN:
+            return ValueSet(excluded=frozenset(self.values), min_values=self.min_values)
+        if op is Operator.EXISTS:
+            return ValueSet(absent_ok=False, min_values=self.min_values)
+        if op is Operator.DOES_NOT_EXIST:
+            return ValueSet(present_ok=False)
+        bound = int(self.values[0])
+        if op is Operator.GT:
+            return ValueSet(gt=bound, absent_ok=False, min_values=self.min_values)
+        return ValueSet(lt=bound, absent_ok=False, min_values=self.min_values)
+
+    def __str__(self) -> str:
+        if self.operator in (Operator.EXISTS, Operator.DOES_NOT_EXIST):
+            return f"{self.key} {self.operator.value}"
+        return f"{self.key} {self.operator.value} [{', '.join(self.values)}]"
+
+
+def _int_or_none(value: str) -> int | None:
+    try:
+        return int(value)
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class ValueSet:
+    """The values one label key may take.
+
+    `allowed` None means "any value" (subject to `excluded` and the integer bounds). `absent_ok` says a
+    node without the label satisfies it; `present_ok` False is DoesNotExist. Invariant after
+    `normalized()`: when `allowed` is a set, it already excludes `excluded` and out-of-bounds values.
+    """
+
+    allowed: frozenset[str] | None = None
+    excluded: frozenset[str] = frozenset()
+    gt: int | None = None
+    lt: int | None = None
+    absent_ok: bool = True
+    present_ok: bool = True
+    min_values: int | None = None
+
+    def within_bounds(self, value: str) -> bool:
+        if self.gt is None and self.lt is None:
+            return True
+        number = _int_or_none(value)
+        if number is None:
+            return False
+        return (self.gt is None or number > self.gt) and (self.lt is None or number < self.lt)
+
+    def matches(self, value: str | None) -> bool:
+        """Does a node whose label is `value` (None: no such label) satisfy this set?"""
+        if value is None:
+            return self.absent_ok
+        if not self.present_ok or value in self.excluded:
+            return False
+        if self.allowed is not None and value not in self.allowed:
+            return False
+        return self.within_bounds(value)
+
+    def intersect(self, other: ValueSet) -> ValueSet:
+        if self.allowed is None:
+            allowed = other.allowed
+        elif other.allowed is None:
+            allowed = self.allowed
+        else:
+            allowed = self.allowed & other.allowed
+        gt = other.gt if self.gt is None else (self.gt if other.gt is None else max(self.gt, other.gt))
+        lt = other.lt if self.lt is None else (self.lt if other.lt is None else min(self.lt, other.lt))
+        mins = [m for m in (self.min_values, other.min_values) if m is not None]
+        return ValueSet(
+            allowed=allowed,
+            excluded=self.excluded | other.excluded,
+            gt=gt,
+            lt=lt,
+            absent_ok=self.absent_ok and other.absent_ok,
+            present_ok=self.present_ok and other.present_ok,
+            min_values=max(mins) if mins else None,
+        ).normalized()
+
+    def normalized(self) -> ValueSet:
+        if self.allowed is None or (not self.excluded and self.gt is None and self.lt is None):
+            return self
+        allowed = frozenset(v for v in self.allowed if v not in self.excluded and self.within_bounds(v))
+        return ValueSet(allowed, frozenset(), self.gt, self.lt, self.absent_ok, self.present_ok, self.min_values)
+
+    def is_empty(self) -> bool:
+        """True when no node, with or without the label, can satisfy this set."""
+        if self.absent_ok:
+            return False
+        if not self.present_ok:
+            return True
+        if self.allowed is not None:
+            return not self.allowed
+        return self.gt is not None and self.lt is not None and self.lt - self.gt <= 1
+
+    def single_value(self) -> str | None:
+        """The only value allowed, when there is exactly one and the label must be present."""
+        if self.allowed is not None and len(self.allowed) == 1 and not self.absent_ok:
+            return next(iter(self.allowed))
+        return None
+
+    def describe(self, key: str) -> str:
+        if not self.present_ok:
+            return f"{key} DoesNotExist"
+        parts = []
+        if self.allowed is not None:
+            parts.append(f"{key} In [{', '.join(sorted(self.allowed))}]")
+        if self.excluded:
+            parts.append(f"{key} NotIn [{', '.join(sorted(self.excluded))}]")
+        if self.gt is not None:
+            parts.append(f"{key} Gt {self.gt}")
+        if self.lt is not None:
+            parts.append(f"{key} Lt {self.lt}")
+        if not parts:
+            parts.append(f"{key} Exists" if not self.absent_ok else f"{key} (any)")
+        return ", ".join(parts)
+
+
+UNCONSTRAINED = ValueSet()
+
+
+@dataclass(frozen=True, slots=True)
+class Requirements:
+    """Requirements on many label keys; a key that is absent is unconstrained."""
+
+    by_key: Mapping[str, ValueSet] = field(default_factory=dict)
+
+    @staticmethod
+    def of(requirements: Iterable[Requirement]) -> Requirements:
+        out: dict[str, ValueSet] = {}
+        for requirement in requirements:
+            value_set = requirement.to_value_set()
+            previous = out.get(requirement.key)
+            out[requirement.key] = value_set if previous is None else previous.intersect(value_set)
+        return Requirements(out)
+
+    @staticmethod
+    def from_labels(labels: Mapping[str, str]) -> Requirements:
+        return Requirements({k: ValueSet(allowed=frozenset((v,)), absent_ok=False) for k, v in labels.items()})
+
+    def get(self, key: str) -> ValueSet:
+        return self.by_key.get(key, UNCONSTRAINED)
+
+    def keys(self) -> Iterable[str]:
+        return self.by_key.keys()
+
+    def intersect(self, other: Requirements) -> Requirements:
+        if not other.by_key:
+            return self
+        if not self.by_key:
+            return other
+        out = dict(self.by_key)
+        for key, value_set in other.by_key.items():
+            mine = out.get(key)
+            out[key] = value_set if mine is None else mine.intersect(value_set)
+        return Requirements(out)
+
+    def conflict(self, other: Requirements) -> str | None:
+        """None when one node could satisfy both; otherwise the first key (sorted) that cannot."""
+        for key in sorted(set(self.by_key) & set(other.by_key)):
+            if self.by_key[key].intersect(other.by_key[key]).is_empty():
+                return f"{other.by_key[key].describe(key)} conflicts with {self.by_key[key].describe(key)}"
+        return None
+
+    def matches_labels(self, labels: Mapping[str, str]) -> bool:
+        """Does a node with exactly these labels satisfy every requirement?"""
+        return all(value_set.matches(labels.get(key)) for key, value_set in self.by_key.items())
+
+    def first_unmatched(self, labels: Mapping[str, str]) -> str | None:
+        """The first requirement (sorted by key) that a node with `labels` fails, described."""
+        for key in sorted(self.by_key):
+            if not self.by_key[key].matches(labels.get(key)):
+                return self.by_key[key].describe(key)
+        return None
+
+    def labels(self) -> dict[str, str]:
+        """The labels a node built from these requirements is sure to carry (single-valued keys)."""
+        out = {}
+        for key, value_set in self.by_key.items():
+            single = value_set.single_value()
+            if single is not None:
+                out[key] = single
+        return out
