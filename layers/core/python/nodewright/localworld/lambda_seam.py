@@ -1,0 +1,219 @@
+"""The one seam between moto's Lambda service and our handler code.
+
+moto runs Lambda functions in Docker, which the local world does not have. `install()` replaces
+moto's `LambdaFunction._invoke_lambda` (inside the moto server process) with an in-process call of
+the function's real handler. Everything else about Lambda stays moto's: CreateFunction, Invoke,
+Step Functions' lambda tasks, EventBridge and SQS targets all reach the handler through this seam.
+
+Where the code comes from, in order:
+1. the function tag `nodewright:source` = a directory relative to the repository (the CDK app tags
+   each function with its `functions/<name>` folder), or
+2. the deployed zip itself, unpacked once per code hash into the world's state directory.
+The handler string (`handler.handler`, `pkg.mod.fn`) then names a file and a function in that
+directory, exactly as the Lambda runtime resolves it.
+
+Each invocation runs with the function's environment, `AWS_ENDPOINT_URL` pointing back at this
+moto server, and credentials obtained by assuming the function's execution role in moto's STS, so
+the identity the handler presents (for example inside an EKS token) is the role's, as in AWS.
+Environment variables are process-wide, so invocations are serialized by a lock.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import importlib.util
+import io
+import json
+import os
+import sys
+import threading
+import time
+import traceback
+import uuid
+import zipfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+SOURCE_TAG = "nodewright:source"
+
+_LOCK = threading.RLock()
+_MODULES: dict[tuple[str, str], ModuleType] = {}
+
+
+@dataclass(frozen=True)
+class HandlerRef:
+    """A handler string split into the module file (relative to the code root) and function name."""
+
+    module_path: str
+    function: str
+
+    @classmethod
+    def parse(cls, handler: str) -> HandlerRef:
+        """Parse `a.b.fn` into file `a/b.py` and function `fn`, as the Python runtime does."""
+        module, sep, function = handler.rpartition(".")
+        if not sep or not module or not function:
+            raise ValueError(f"handler {handler!r} is not of the form module.function")
+        return cls(module_path=module.replace(".", "/") + ".py", function=function)
+
+
+def resolve_code_dir(tags: dict[str, str], code_bytes: bytes, repo_root: Path, unpack_root: Path) -> Path:
+    """Directory holding the function's code: the tagged source folder, else the unpacked zip."""
+    source = tags.get(SOURCE_TAG)
+    if source:
+        path = (repo_root / source).resolve()
+        if not path.is_dir():
+            raise FileNotFoundError(f"{SOURCE_TAG} tag points at {path}, which is not a directory")
+        return path
+    if not code_bytes:
+        raise FileNotFoundError(f"function has neither a {SOURCE_TAG} tag nor a code package")
+    data = code_bytes
+    if not zipfile.is_zipfile(io.BytesIO(data)):
+        data = base64.b64decode(code_bytes)
+    digest = hashlib.sha256(data).hexdigest()[:16]
+    target = unpack_root / digest
+    if not target.is_dir():
+        tmp = unpack_root / f".{digest}.{uuid.uuid4().hex[:6]}"
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            archive.extractall(tmp)
+        tmp.rename(target)
+    return target
+
+
+def load_handler(code_dir: Path, handler: str) -> Callable[[Any, Any], Any]:
+    """Import the handler's module from `code_dir` (once per directory, like a warm container)."""
+    ref = HandlerRef.parse(handler)
+    key = (str(code_dir), ref.module_path)
+    module = _MODULES.get(key)
+    if module is None:
+        file = code_dir / ref.module_path
+        if not file.is_file():
+            raise FileNotFoundError(f"handler module {file} does not exist")
+        name = "_nodewright_fn_" + hashlib.sha256(str(file).encode()).hexdigest()[:12]
+        spec = importlib.util.spec_from_file_location(name, file)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot load {file}")
+        module = importlib.util.module_from_spec(spec)
+        # Siblings of the handler (helpers in the same folder) import as top-level modules in Lambda.
+        sys.path.insert(0, str(code_dir))
+        try:
+            spec.loader.exec_module(module)
+        finally:
+            with contextlib.suppress(ValueError):
+                sys.path.remove(str(code_dir))
+        _MODULES[key] = module
+    fn = getattr(module, ref.function, None)
+    if not callable(fn):
+        raise AttributeError(f"{ref.module_path} has no callable {ref.function!r}")
+    return fn  # type: ignore[no-any-return]
+
+
+class LambdaContext:
+    """The subset of the Lambda context object handlers and Powertools read."""
+
+    def __init__(self, function_name: str, function_arn: str, memory_mb: int, timeout_s: float) -> None:
+        self.function_name = function_name
+        self.function_version = "$LATEST"
+        self.invoked_function_arn = function_arn
+        self.memory_limit_in_mb = memory_mb
+        self.aws_request_id = str(uuid.uuid4())
+        self.log_group_name = f"/aws/lambda/{function_name}"
+        self.log_stream_name = time.strftime("%Y/%m/%d/[$LATEST]") + uuid.uuid4().hex
+        self._deadline = time.monotonic() + timeout_s
+
+    def get_remaining_time_in_millis(self) -> int:
+        """Milliseconds left before the function's configured timeout."""
+        return max(0, int((self._deadline - time.monotonic()) * 1000))
+
+
+@contextlib.contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def error_payload(exc: BaseException) -> dict[str, Any]:
+    """The payload the Python runtime returns for an unhandled exception; Step Functions matches
+    Retry/Catch `ErrorEquals` against its `errorType`."""
+    return {
+        "errorMessage": str(exc),
+        "errorType": type(exc).__name__,
+        "stackTrace": traceback.format_tb(exc.__traceback__),
+    }
+
+
+def install(repo_root: Path, unpack_root: Path, endpoint_url: str) -> None:
+    """Replace moto's Docker-based Lambda execution with an in-process call (moto server only)."""
+    from moto.awslambda import models as lambda_models
+    from moto.sts.models import sts_backends
+
+    unpack_root.mkdir(parents=True, exist_ok=True)
+
+    def credentials_for(fn: Any) -> dict[str, str]:
+        # The execution role's session, so downstream identity checks see the role like in AWS.
+        backend = sts_backends[fn.account_id]["aws"]
+        role = backend.assume_role(
+            region_name=fn.region,
+            role_session_name=fn.function_name[:64],
+            role_arn=fn.role,
+            policy="",
+            duration=3600,
+            external_id="",
+        )
+        return {
+            "AWS_ACCESS_KEY_ID": role.access_key_id,
+            "AWS_SECRET_ACCESS_KEY": role.secret_access_key,
+            "AWS_SESSION_TOKEN": role.session_token,
+        }
+
+    def invoke(fn: Any, event: Any = None) -> tuple[str, bool, str]:
+        if event is None:
+            event = {}
+        with _LOCK:
+            log_buffer = io.StringIO()
+            env = {
+                "AWS_REGION": fn.region,
+                "AWS_DEFAULT_REGION": fn.region,
+                "AWS_ENDPOINT_URL": endpoint_url,
+                "AWS_LAMBDA_FUNCTION_NAME": fn.function_name,
+                "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(fn.memory_size),
+                "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+                "_HANDLER": fn.handler,
+                **credentials_for(fn),
+                **{str(k): str(v) for k, v in (fn.environment_vars or {}).items()},
+            }
+            try:
+                code_dir = resolve_code_dir(dict(fn.tags or {}), fn.code_bytes, repo_root, unpack_root)
+                with (
+                    _environment(env),
+                    contextlib.redirect_stdout(log_buffer),
+                    contextlib.redirect_stderr(log_buffer),
+                ):
+                    handler = load_handler(code_dir, fn.handler)
+                    context = LambdaContext(fn.function_name, fn.function_arn, int(fn.memory_size), float(fn.timeout))
+                    result = handler(event, context)
+                output, errored = json.dumps(result, default=str), False
+            except Exception as exc:
+                traceback.print_exc(file=log_buffer)
+                output, errored = json.dumps(error_payload(exc)), True
+            logs = log_buffer.getvalue()
+            if logs:
+                sys.stderr.write(f"[lambda {fn.function_name}]\n{logs}")
+            with contextlib.suppress(Exception):
+                fn.save_logs(logs + output)
+            return output, errored, logs
+
+    # A plain function assigned on the class becomes the method moto calls for every invocation.
+    setattr(lambda_models.LambdaFunction, "_invoke_lambda", invoke)  # noqa: B010

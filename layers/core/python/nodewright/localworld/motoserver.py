@@ -1,0 +1,314 @@
+"""The local world's AWS: moto's HTTP server with three additions, run as its own process.
+
+    python -m nodewright.localworld.motoserver --port P --state-dir D --repo-root R [--instant-waits]
+
+1. Step Functions executes state machines for real, and Lambda tasks run our handlers in-process
+   through `lambda_seam` (no Docker). `--instant-waits` turns Wait states and Retry intervals into
+   no-ops so tests do not sleep.
+2. Faults at the wire (`faults`): CreateFleet capacity errors and RequestLimitExceeded throttling,
+   switched per test through `PUT /_nodewright/faults`.
+3. Seeding what the public AWS namespace holds and moto refuses to accept from a client
+   (`POST /_nodewright/seed`): the EKS and Bottlerocket AMI SSM parameters (with matching AMIs), and
+   an EKS cluster record pointing at the local API server.
+
+Control endpoints live under `/_nodewright/` on the same port; nothing in AWS answers that path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import datetime
+import io
+import json
+import os
+import re
+import sys
+import urllib.parse
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from nodewright.localworld import faults as faultmod
+from nodewright.localworld import lambda_seam
+
+DEFAULT_ACCOUNT = "123456789012"
+EKS_AMI_OWNER = "602401143452"
+BOTTLEROCKET_AMI_OWNER = "092701018921"
+
+WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+def ssm_ami_parameters(k8s_version: str) -> list[tuple[str, str, str, str]]:
+    """Every public AMI parameter nodewright reads: (name, family, architecture, variant)."""
+    params = []
+    for arch in ("x86_64", "arm64"):
+        for variant in ("standard", "nvidia"):
+            params.append(
+                (
+                    f"/aws/service/eks/optimized-ami/{k8s_version}/amazon-linux-2023/{arch}/{variant}"
+                    "/recommended/image_id",
+                    "al2023",
+                    arch,
+                    variant,
+                )
+            )
+            suffix = "-nvidia" if variant == "nvidia" else ""
+            params.append(
+                (
+                    f"/aws/service/bottlerocket/aws-k8s-{k8s_version}{suffix}/{arch}/latest/image_id",
+                    "bottlerocket",
+                    arch,
+                    variant,
+                )
+            )
+    return params
+
+
+def seed(doc: dict[str, Any]) -> dict[str, Any]:
+    """Seed SSM AMI parameters (with real moto AMIs behind them) and point the EKS cluster record at
+    the local API server. Runs inside the server process because it writes moto's backends."""
+    from moto.ec2.models import ec2_backends
+    from moto.ec2.models.amis import Ami
+    from moto.ec2.utils import random_ami_id
+    from moto.eks.models import eks_backends
+    from moto.ssm.models import Parameter, ssm_backends
+
+    account = str(doc.get("account", DEFAULT_ACCOUNT))
+    region = str(doc["region"])
+    now = datetime.datetime.now(datetime.UTC)
+    ec2 = ec2_backends[account][region]
+    ssm = ssm_backends[account][region]
+    amis: dict[str, str] = {}
+    for k8s_version in doc.get("k8s_versions", []):
+        for name, family, arch, variant in ssm_ami_parameters(str(k8s_version)):
+            if ssm._parameters.get(name):
+                amis[name] = ssm._parameters[name][-1].value
+                continue
+            ami_id = random_ami_id()
+            owner = EKS_AMI_OWNER if family == "al2023" else BOTTLEROCKET_AMI_OWNER
+            label = f"{family}-{variant}-{k8s_version}-{arch}"
+            ec2.amis[ami_id] = Ami(
+                ec2,
+                ami_id,
+                name=f"nodewright-local-{label}",
+                description=f"Local stand-in for the public {label} AMI",
+                owner_id=owner,
+                public=True,
+                virtualization_type="hvm",
+                architecture=arch,
+                root_device_type="ebs",
+                root_device_name="/dev/xvda",
+                region_name=region,
+            )
+            ssm._parameters[name].append(
+                Parameter(  # type: ignore[abstract]
+                    account_id=account,
+                    name=name,
+                    value=ami_id,
+                    parameter_type="String",
+                    description=None,
+                    allowed_pattern=None,
+                    keyid=None,
+                    last_modified_date=now,
+                    version=1,
+                    data_type="aws:ec2:image",
+                )
+            )
+            amis[name] = ami_id
+
+    cluster_name = doc.get("cluster")
+    if cluster_name:
+        cluster = eks_backends[account][region].clusters[str(cluster_name)]
+        cluster.endpoint = str(doc["endpoint"])
+        cluster.certificate_authority = {"data": str(doc["ca_data"])}
+        cluster.status = "ACTIVE"
+    return {"amis": amis}
+
+
+def _install_instant_waits() -> None:
+    """Make Wait states and Retry intervals return at once (tests only)."""
+    from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
+    from moto.stepfunctions.parser.asl.component.state.wait.wait_function import wait_function
+
+    class _NoSleep:
+        # retrier_decl only calls time.sleep; everything else is delegated to the real module.
+        def __getattr__(self, name: str) -> Any:
+            import time
+
+            return getattr(time, name)
+
+        @staticmethod
+        def sleep(_seconds: float) -> None:
+            return None
+
+    setattr(retrier_decl, "time", _NoSleep())  # noqa: B010
+
+    def _no_wait(self: Any, env: Any, wait_seconds: int) -> None:
+        return None
+
+    setattr(wait_function.WaitFunction, "_wait_interval", _no_wait)  # noqa: B010
+
+
+_REGION_IN_AUTH = re.compile(r"Credential=([^/]+)/\d{8}/([^/]+)/")
+
+
+def _request_action(environ: dict[str, Any], body: bytes) -> str:
+    """The API action of a request, for query (Action=...) and JSON (X-Amz-Target) protocols."""
+    target = environ.get("HTTP_X_AMZ_TARGET", "")
+    if target:
+        return str(target).rsplit(".", 1)[-1]
+    query = urllib.parse.parse_qs(environ.get("QUERY_STRING", ""))
+    if "Action" in query:
+        return str(query["Action"][0])
+    content_type = environ.get("CONTENT_TYPE", "")
+    if body and "x-www-form-urlencoded" in content_type:
+        form = urllib.parse.parse_qs(body.decode("utf-8", "replace"))
+        if "Action" in form:
+            return str(form["Action"][0])
+    return ""
+
+
+class FaultMiddleware:
+    """WSGI middleware in front of moto: control endpoints, throttling and CreateFleet capacity."""
+
+    def __init__(self, app: WsgiApp, faults: faultmod.Faults) -> None:
+        self.app = app
+        self.faults = faults
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        path = str(environ.get("PATH_INFO", ""))
+        if path.startswith("/_nodewright/"):
+            return self._control(path, environ, start_response)
+
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        body = environ["wsgi.input"].read(length) if length else b""
+        action = _request_action(environ, body)
+
+        if action and self.faults.take_throttle(action):
+            payload = faultmod.throttle_response_body()
+            start_response(
+                "503 Service Unavailable",
+                [("Content-Type", "text/xml"), ("Content-Length", str(len(payload)))],
+            )
+            return [payload]
+
+        rejected: list[faultmod.Rejected] = []
+        if action == "CreateFleet":
+            body, rejected, all_gone = self._rewrite_fleet(environ, body)
+            if all_gone:
+                payload = faultmod.all_rejected_response(rejected).encode()
+                start_response("200 OK", [("Content-Type", "text/xml"), ("Content-Length", str(len(payload)))])
+                return [payload]
+
+        environ["wsgi.input"] = io.BytesIO(body)
+        environ["CONTENT_LENGTH"] = str(len(body))
+        if not rejected:
+            return self.app(environ, start_response)
+
+        captured: dict[str, Any] = {}
+
+        def capture(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+            captured["status"], captured["headers"] = status, headers
+            return lambda _data: None
+
+        chunks = b"".join(self.app(environ, capture))
+        status = str(captured["status"])
+        if status.startswith("200"):
+            chunks = faultmod.add_errors_to_response(chunks.decode(), rejected).encode()
+        headers = [(k, v) for k, v in captured["headers"] if k.lower() != "content-length"]
+        headers.append(("Content-Length", str(len(chunks))))
+        start_response(status, headers)
+        return [chunks]
+
+    def _rewrite_fleet(self, environ: dict[str, Any], body: bytes) -> tuple[bytes, list[faultmod.Rejected], bool]:
+        from moto.ec2.models import ec2_backends
+        from moto.iam.models import get_account_id_from
+
+        match = _REGION_IN_AUTH.search(str(environ.get("HTTP_AUTHORIZATION", "")))
+        access_key, region = (match.group(1), match.group(2)) if match else ("", "us-east-1")
+        backend = ec2_backends[get_account_id_from(access_key)][region]
+
+        def zone_of_subnet(subnet_id: str) -> str:
+            return str(backend.get_subnet(subnet_id).availability_zone)
+
+        def instance_type_of_template(spec: dict[str, str]) -> str:
+            if "LaunchTemplateId" in spec:
+                template = backend.get_launch_template(spec["LaunchTemplateId"])
+            else:
+                template = backend.get_launch_template_by_name(spec.get("LaunchTemplateName", ""))
+            version = template.get_version(spec.get("Version", "$Default"))
+            return str(version.data.get("InstanceType", ""))
+
+        flat = {k: v[0] for k, v in urllib.parse.parse_qs(body.decode(), keep_blank_values=True).items()}
+        rewritten, rejected = faultmod.rewrite_create_fleet(
+            flat, self.faults, zone_of_subnet, instance_type_of_template
+        )
+        if not rejected:
+            return body, [], False
+        still_launching = any(k.startswith("LaunchTemplateConfigs.") for k in rewritten)
+        return urllib.parse.urlencode(rewritten).encode(), rejected, not still_launching
+
+    def _control(self, path: str, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        method = environ.get("REQUEST_METHOD", "GET")
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        doc = json.loads(environ["wsgi.input"].read(length) or b"{}") if length else {}
+        status, result = "200 OK", dict[str, Any]()
+        try:
+            if path == "/_nodewright/health":
+                result = {"ok": True}
+            elif path == "/_nodewright/faults" and method in ("PUT", "POST"):
+                self.faults.replace(doc)
+                result = self.faults.to_json()
+            elif path == "/_nodewright/faults" and method == "DELETE":
+                self.faults.replace({})
+                result = self.faults.to_json()
+            elif path == "/_nodewright/faults":
+                result = self.faults.to_json()
+            elif path == "/_nodewright/seed" and method == "POST":
+                result = seed(doc)
+            else:
+                status, result = "404 Not Found", {"error": f"no control endpoint {method} {path}"}
+        except Exception as exc:
+            status, result = "500 Internal Server Error", {"error": f"{type(exc).__name__}: {exc}"}
+        payload = json.dumps(result).encode()
+        start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(payload)))])
+        return [payload]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the server until terminated."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--state-dir", type=Path, required=True)
+    parser.add_argument("--repo-root", type=Path, required=True)
+    parser.add_argument("--instant-waits", action="store_true")
+    args = parser.parse_args(argv)
+
+    # moto's Step Functions and Lambda call back into "the server" through MOTO_PORT.
+    os.environ["MOTO_PORT"] = str(args.port)
+    endpoint = f"http://127.0.0.1:{args.port}"
+
+    from moto.core.config import default_user_config
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+    from werkzeug.serving import run_simple
+
+    default_user_config["stepfunctions"] = {"execute_state_machine": True}
+    lambda_seam.install(args.repo_root.resolve(), args.state_dir / "lambda-code", endpoint)
+    if args.instant_waits:
+        _install_instant_waits()
+
+    app = DomainDispatcherApplication(create_backend_app)
+    wrapped = FaultMiddleware(app, faultmod.Faults())
+    print(f"nodewright moto server on {endpoint} (instant waits: {args.instant_waits})", flush=True)
+    run_simple("127.0.0.1", args.port, wrapped, threaded=True)
+    return 0
+
+
+def encode_ca(pem: bytes) -> str:
+    """EKS reports the cluster CA as base64 of the PEM bundle."""
+    return base64.b64encode(pem).decode()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
