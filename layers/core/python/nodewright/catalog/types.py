@@ -26,22 +26,33 @@ class Offering:
     available: bool = True
     reservation_id: str = ""
     reservation_capacity: int = 0
+    zone_id: str = ""  # topology.k8s.aws/zone-id (e.g. use1-az6) when the source knows it
+    reservation_type: str = ""  # default | capacity-block, for reserved offerings
 
 
 @dataclass(frozen=True, slots=True)
 class GPU:
+    """A GPU or accelerator device group as EC2 describes it (name and manufacturer as EC2 spells them).
+
+    `count` devices of `memory_mib` each; `cores` is the NeuronCores per device (0 for GPUs).
+    """
+
     name: str
     manufacturer: str
     count: int
     memory_mib: int
+    cores: int = 0
 
 
 @dataclass(frozen=True, slots=True)
 class InstanceType:
     """An EC2 instance type with the facts that matter for scheduling and launching.
 
-    Memory is in MiB as EC2 reports it. `labels` holds Karpenter's well-known labels with their values
-    for this type (instance-type, arch, os, karpenter.k8s.aws/*), so requirements filter on them.
+    Memory is in MiB as EC2 reports it; `local_nvme_gib` holds EC2's `TotalSizeInGB` for NVMe instance
+    storage (the value Karpenter's instance-local-nvme label carries). `enis` is the maximum number of
+    network interfaces on the default network card (what the VPC CNI can use). `labels` holds
+    Karpenter's well-known labels with their values for this type (instance-type, arch, os,
+    karpenter.k8s.aws/*; see `catalog.labels`), so requirements filter on them.
     """
 
     name: str
@@ -65,6 +76,8 @@ class InstanceType:
     cpu_manufacturer: str = ""
     encryption_in_transit: bool = False
     efa_supported: bool = False
+    efa_interfaces: int = 0  # vpc.amazonaws.com/efa capacity (MaximumEfaInterfaces)
+    cpu_clock_mhz: int = 0  # sustained clock speed, rounded to MHz
     offerings: tuple[Offering, ...] = ()
     labels: Mapping[str, str] = field(default_factory=dict)
 
