@@ -28,10 +28,10 @@ BINARIES=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
 log() { printf '[build-localworld %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 # The recipe stamp changes whenever an input of the build changes, so a stale cache rebuilds.
-RECIPE="k8s=$K8S_VERSION kwok=$KWOK_VERSION etcd=${NODEWRIGHT_ETCD_VERSION:-pinned} go=$(go env GOVERSION) script=3"
+RECIPE="k8s=$K8S_VERSION kwok=$KWOK_VERSION etcd=${NODEWRIGHT_ETCD_VERSION:-pinned} go=$(go env GOVERSION) script=4"
 all_present() {
     for b in "${BINARIES[@]}"; do [[ -x "$BIN/$b" ]] || return 1; done
-    [[ -f "$BIN/.recipe" && "$(cat "$BIN/.recipe")" == "$RECIPE" ]]
+    [[ -d "$ROOT/kwok-stages" && -f "$BIN/.recipe" && "$(cat "$BIN/.recipe")" == "$RECIPE" ]]
 }
 
 if all_present; then
@@ -136,9 +136,14 @@ log "kwok compiled in $(($(date +%s) - t0))s"
 # KWOK v0.8 simulates nothing without stage definitions; take the node and pod stages that ship in
 # the KWOK module itself so they match the controller's version.
 KWOK_DIR="$(GOFLAGS= go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')"
+# node/fast initializes nodes, node/heartbeat-with-lease keeps them Ready and renews their leases,
+# pod/fast makes pods Ready, completes them and finishes graceful deletion.
+rm -rf "$ROOT/kwok-stages"
 mkdir -p "$ROOT/kwok-stages"
-for f in "$KWOK_DIR"/kustomize/stage/node/fast/*.yaml "$KWOK_DIR"/kustomize/stage/pod/fast/*.yaml; do
-    [[ -f "$f" ]] && cp -f "$f" "$ROOT/kwok-stages/"
+for dir in node/fast node/heartbeat-with-lease pod/fast; do
+    for f in "$KWOK_DIR/kustomize/stage/$dir"/*.yaml; do
+        [[ "$(basename "$f")" == kustomization.yaml ]] || cp -f "$f" "$ROOT/kwok-stages/"
+    done
 done
 chmod -R u+w "$ROOT/kwok-stages"
 

@@ -1,0 +1,66 @@
+"""`nodewright localworld up | down | status`.
+
+Imports stay light here (no boto3, kubernetes or moto) because the top-level CLI imports every
+sub-command's module just to build its parser.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register the `localworld` sub-command on the top-level CLI."""
+    parser = subparsers.add_parser(
+        "localworld",
+        help="run a local Kubernetes control plane with KWOK nodes and moto as AWS",
+        description="Start, inspect or stop the local world (see README, 'The local world').",
+    )
+    parser.add_argument("action", choices=["up", "down", "status"])
+    parser.add_argument("--state-dir", type=Path, default=None, help="default: <repo>/.localworld")
+    parser.add_argument("--cluster", default=None, help="cluster name and discovery tag value")
+    parser.add_argument("--instant-waits", action="store_true", help="Step Functions Wait/Retry return at once")
+    parser.add_argument("--boot-delay", type=float, default=3.0, help="seconds before an instance's node registers")
+    parser.add_argument("--timeout", type=float, default=120.0, help="start-up deadline per component (s)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Carry out the requested action; the exit code is 0 on success."""
+    from nodewright.localworld import procs, world
+
+    state_dir: Path = args.state_dir or world.state_dir_default()
+    if args.action == "up":
+        options = world.Options(
+            instant_waits=args.instant_waits, boot_delay=args.boot_delay, startup_timeout=args.timeout
+        )
+        if args.cluster:
+            options.cluster = args.cluster
+        try:
+            world.up(state_dir, options)
+        except procs.StartupError as exc:
+            print(f"local world failed to start: {exc}")
+            return 1
+        return 0
+    if args.action == "down":
+        if not world.down(state_dir):
+            print("no local world is running")
+        return 0
+    state = world.load_state(state_dir)
+    if state is None:
+        print("no local world")
+        return 1
+    alive = world.running(state)
+    memory = world.resident_memory_kib(state.pids)
+    print(f"cluster {state.cluster} ({state.region}); ready in {state.ready_seconds}s at start")
+    print(f"  API server   {state.api_server}")
+    print(f"  AWS (moto)   {state.endpoint_url}")
+    print(f"  kubeconfig   {state.kubeconfig}")
+    print(f"  env          {Path(state.state_dir) / 'env'}")
+    for name, pid in state.pids.items():
+        status = "running" if alive[name] else "DEAD"
+        print(f"  {name:<24} pid {pid:<8} {status:<8} {memory[name] / 1024:7.1f} MiB  {state.logs[name]}")
+    print(f"  total resident memory {sum(memory.values()) / 1024:.0f} MiB")
+    return 0 if all(alive.values()) else 1

@@ -1,0 +1,281 @@
+"""The registrar: what a node's kubelet does when its EC2 instance boots, for moto instances.
+
+    python -m nodewright.localworld.registrar --kubeconfig K --cluster C --endpoint-url E [--boot-delay S]
+
+Every second it lists this cluster's instances in moto (tag `kubernetes.io/cluster/<cluster>` or
+`eks:eks-cluster-name=<cluster>`). A running instance older than the boot delay gets a Node, named
+by its private DNS name with `spec.providerID = aws:///<az>/<instance-id>`, labels and taints from
+its user data, capacity and allocatable from its instance type, and the well-known labels. KWOK then
+plays the kubelet (Ready, leases, pods). When the instance stops or terminates, the registrar takes
+the node away from KWOK, so its lease stops being renewed and the node lifecycle controller marks it
+NotReady, exactly as when a real machine goes away.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from nodewright.localworld.userdata import BootConfig, parse_user_data
+
+# KWOK is started with --manage-nodes-with-annotation-selector=<this>=fake.
+KWOK_ANNOTATION = "kwok.x-k8s.io/node"
+INSTANCE_ANNOTATION = "nodewright.io/instance-id"
+GONE_STATES = ("stopping", "stopped", "shutting-down", "terminated")
+ARCH = {"x86_64": "amd64", "arm64": "arm64", "i386": "386"}
+# Values a real EKS node reports; the version matches the control plane built for the local world.
+KUBELET_VERSION = "v1.36.3"
+EPHEMERAL_STORAGE_GI = 20
+
+
+@dataclass(frozen=True)
+class InstanceTypeInfo:
+    """The parts of DescribeInstanceTypes a kubelet's capacity depends on."""
+
+    name: str
+    vcpus: int
+    memory_mib: int
+    architecture: str
+    max_enis: int
+    ipv4_per_eni: int
+    gpus: int = 0
+    gpu_manufacturer: str = ""
+
+    @classmethod
+    def from_api(cls, doc: dict[str, Any]) -> InstanceTypeInfo:
+        """Build from one element of DescribeInstanceTypes' `InstanceTypes`."""
+        arches = doc.get("ProcessorInfo", {}).get("SupportedArchitectures", ["x86_64"])
+        gpus = doc.get("GpuInfo", {}).get("Gpus", [])
+        return cls(
+            name=str(doc["InstanceType"]),
+            vcpus=int(doc.get("VCpuInfo", {}).get("DefaultVCpus", 2)),
+            memory_mib=int(doc.get("MemoryInfo", {}).get("SizeInMiB", 4096)),
+            architecture=str(arches[0]),
+            max_enis=int(doc.get("NetworkInfo", {}).get("MaximumNetworkInterfaces", 3)),
+            ipv4_per_eni=int(doc.get("NetworkInfo", {}).get("Ipv4AddressesPerInterface", 10)),
+            gpus=sum(int(g.get("Count", 0)) for g in gpus),
+            gpu_manufacturer=str(gpus[0].get("Manufacturer", "")) if gpus else "",
+        )
+
+
+def eni_max_pods(info: InstanceTypeInfo) -> int:
+    """The VPC CNI's pod limit: ENIs x (IPv4 per ENI - 1) + 2."""
+    return info.max_enis * (info.ipv4_per_eni - 1) + 2
+
+
+def kube_reserved_cpu_millis(vcpus: int) -> int:
+    """EKS's kube-reserved CPU: 6% of core 1, 1% of core 2, 0.5% of cores 3-4, 0.25% beyond."""
+    reserved = 0.0
+    for core in range(1, vcpus + 1):
+        if core == 1:
+            reserved += 60
+        elif core == 2:
+            reserved += 10
+        elif core <= 4:
+            reserved += 5
+        else:
+            reserved += 2.5
+    return int(reserved)
+
+
+def capacity_and_allocatable(info: InstanceTypeInfo, max_pods: int | None) -> tuple[dict[str, str], dict[str, str]]:
+    """Capacity as the kubelet reports it (memory after the VM overhead) and allocatable after
+    kube-reserved and the 100 MiB eviction threshold."""
+    pods = max_pods if max_pods is not None else eni_max_pods(info)
+    memory_mib = int(info.memory_mib * (1 - 0.075))
+    reserved_mib = 11 * pods + 255 + 100
+    capacity = {
+        "cpu": str(info.vcpus),
+        "memory": f"{memory_mib * 1024}Ki",
+        "pods": str(pods),
+        "ephemeral-storage": f"{EPHEMERAL_STORAGE_GI}Gi",
+    }
+    allocatable = {
+        "cpu": f"{info.vcpus * 1000 - kube_reserved_cpu_millis(info.vcpus)}m",
+        "memory": f"{max(0, memory_mib - reserved_mib) * 1024}Ki",
+        "pods": str(pods),
+        "ephemeral-storage": f"{EPHEMERAL_STORAGE_GI * 9 // 10}Gi",
+    }
+    if info.gpus and info.gpu_manufacturer.upper() == "NVIDIA":
+        capacity["nvidia.com/gpu"] = allocatable["nvidia.com/gpu"] = str(info.gpus)
+    return capacity, allocatable
+
+
+def belongs_to(instance: dict[str, Any], cluster: str) -> bool:
+    """True when the instance carries this cluster's ownership tags."""
+    tags = {t["Key"]: t.get("Value", "") for t in instance.get("Tags", [])}
+    return f"kubernetes.io/cluster/{cluster}" in tags or tags.get("eks:eks-cluster-name") == cluster
+
+
+def node_manifest(instance: dict[str, Any], info: InstanceTypeInfo, boot: BootConfig, region: str) -> dict[str, Any]:
+    """The Node object a kubelet would register for this instance."""
+    name = str(instance.get("PrivateDnsName") or instance["InstanceId"])
+    zone = str(instance["Placement"]["AvailabilityZone"])
+    capacity_type = "spot" if instance.get("InstanceLifecycle") == "spot" else "on-demand"
+    labels = {
+        "kubernetes.io/arch": ARCH.get(info.architecture, info.architecture),
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/hostname": name,
+        "node.kubernetes.io/instance-type": info.name,
+        "topology.kubernetes.io/zone": zone,
+        "topology.kubernetes.io/region": region,
+        "karpenter.sh/capacity-type": capacity_type,
+        "type": "kwok",
+    }
+    # User-data labels win: the provisioner's intent is what the kubelet is told.
+    labels.update(boot.labels)
+    capacity, allocatable = capacity_and_allocatable(info, boot.max_pods)
+    addresses = [{"type": "Hostname", "address": name}, {"type": "InternalDNS", "address": name}]
+    if instance.get("PrivateIpAddress"):
+        addresses.insert(0, {"type": "InternalIP", "address": str(instance["PrivateIpAddress"])})
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": labels,
+            "annotations": {
+                KWOK_ANNOTATION: "fake",
+                INSTANCE_ANNOTATION: str(instance["InstanceId"]),
+                "node.alpha.kubernetes.io/ttl": "0",
+            },
+        },
+        "spec": {
+            "providerID": f"aws:///{zone}/{instance['InstanceId']}",
+            "taints": [
+                {"key": t.key, "value": t.value, "effect": t.effect} if t.value else {"key": t.key, "effect": t.effect}
+                for t in boot.taints
+            ],
+        },
+        "status": {
+            "capacity": capacity,
+            "allocatable": allocatable,
+            "addresses": addresses,
+            "nodeInfo": {
+                "architecture": labels["kubernetes.io/arch"],
+                "operatingSystem": "linux",
+                "kubeletVersion": KUBELET_VERSION,
+                "kubeProxyVersion": KUBELET_VERSION,
+                "osImage": "Amazon Linux 2023" if boot.format != "bottlerocket" else "Bottlerocket OS",
+                "containerRuntimeVersion": "containerd://2.0.0",
+                "machineID": "",
+                "systemUUID": "",
+                "bootID": str(instance["InstanceId"]),
+                "kernelVersion": "6.1.0",
+            },
+        },
+    }
+
+
+class Registrar:
+    """One pass of the loop is `sync()`; state is what the API server and moto say, nothing cached
+    except instance-type facts, which never change."""
+
+    def __init__(self, ec2: Any, core_v1: Any, cluster: str, region: str, boot_delay: float) -> None:
+        self.ec2 = ec2
+        self.core = core_v1
+        self.cluster = cluster
+        self.region = region
+        self.boot_delay = boot_delay
+        self._types: dict[str, InstanceTypeInfo] = {}
+
+    def _instances(self) -> list[dict[str, Any]]:
+        found: dict[str, dict[str, Any]] = {}
+        for filters in (
+            [{"Name": "tag-key", "Values": [f"kubernetes.io/cluster/{self.cluster}"]}],
+            [{"Name": "tag:eks:eks-cluster-name", "Values": [self.cluster]}],
+        ):
+            for page in self.ec2.get_paginator("describe_instances").paginate(Filters=filters):
+                for reservation in page["Reservations"]:
+                    for instance in reservation["Instances"]:
+                        found[instance["InstanceId"]] = instance
+        return [i for i in found.values() if belongs_to(i, self.cluster)]
+
+    def _type(self, name: str) -> InstanceTypeInfo:
+        if name not in self._types:
+            doc = self.ec2.describe_instance_types(InstanceTypes=[name])["InstanceTypes"][0]
+            self._types[name] = InstanceTypeInfo.from_api(doc)
+        return self._types[name]
+
+    def _user_data(self, instance_id: str) -> str | None:
+        attribute = self.ec2.describe_instance_attribute(InstanceId=instance_id, Attribute="userData")
+        value = attribute.get("UserData", {}).get("Value")
+        return str(value) if value else None
+
+    def sync(self, now: datetime.datetime) -> list[str]:
+        """Register booted instances and release gone ones; returns what it did, for the log."""
+        from kubernetes.client.exceptions import ApiException
+
+        actions = []
+        nodes = {
+            n.metadata.annotations.get(INSTANCE_ANNOTATION): n
+            for n in self.core.list_node().items
+            if n.metadata.annotations and INSTANCE_ANNOTATION in n.metadata.annotations
+        }
+        for instance in self._instances():
+            instance_id = instance["InstanceId"]
+            state = instance["State"]["Name"]
+            node = nodes.get(instance_id)
+            if state in GONE_STATES:
+                if node is not None and node.metadata.annotations.get(KWOK_ANNOTATION):
+                    # Taking the node away from KWOK is the machine dying: no more lease renewals.
+                    self.core.patch_node(node.metadata.name, {"metadata": {"annotations": {KWOK_ANNOTATION: None}}})
+                    actions.append(f"released {node.metadata.name} ({instance_id} is {state})")
+                continue
+            if state != "running" or node is not None:
+                continue
+            launched = instance["LaunchTime"]
+            if (now - launched).total_seconds() < self.boot_delay:
+                continue
+            boot = parse_user_data(self._user_data(instance_id))
+            manifest = node_manifest(instance, self._type(instance["InstanceType"]), boot, self.region)
+            status = manifest.pop("status")
+            try:
+                self.core.create_node(manifest)
+            except ApiException as exc:
+                if exc.status != 409:
+                    raise
+            self.core.patch_node_status(manifest["metadata"]["name"], {"status": status})
+            actions.append(f"registered {manifest['metadata']['name']} for {instance_id}")
+        return actions
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the registrar loop until terminated."""
+    parser = argparse.ArgumentParser(description="register moto instances as Kubernetes nodes")
+    parser.add_argument("--kubeconfig", required=True)
+    parser.add_argument("--cluster", required=True)
+    parser.add_argument("--endpoint-url", required=True)
+    parser.add_argument("--region", default="us-east-1")
+    parser.add_argument("--boot-delay", type=float, default=3.0)
+    parser.add_argument("--interval", type=float, default=1.0)
+    args = parser.parse_args(argv)
+
+    import boto3
+    from kubernetes import client, config
+
+    config.load_kube_config(config_file=args.kubeconfig)  # type: ignore[no-untyped-call]
+    registrar = Registrar(
+        boto3.client("ec2", region_name=args.region, endpoint_url=args.endpoint_url),
+        client.CoreV1Api(),
+        args.cluster,
+        args.region,
+        args.boot_delay,
+    )
+    print(f"registrar for cluster {args.cluster} (boot delay {args.boot_delay}s)", flush=True)
+    while True:
+        try:
+            for action in registrar.sync(datetime.datetime.now(datetime.UTC)):
+                print(action, flush=True)
+        except Exception as exc:
+            # A transient API error must not kill the node agent; the next pass retries.
+            print(f"sync failed: {type(exc).__name__}: {exc}", flush=True)
+        time.sleep(args.interval)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

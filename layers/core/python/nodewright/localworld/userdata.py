@@ -1,0 +1,176 @@
+"""Read what a booting node would read from its EC2 user data: labels, taints and kubelet settings.
+
+Two formats, the ones nodewright writes:
+- Amazon Linux 2023 `nodeadm`: a MIME multipart document whose `application/node.eks.aws` part is a
+  YAML `NodeConfig` (`apiVersion: node.eks.aws/v1alpha1`). Labels come from the kubelet flag
+  `--node-labels=k=v,...`, taints from `spec.kubelet.config.registerWithTaints` (and the flag
+  `--register-with-taints`, which nodeadm also honours).
+- Bottlerocket: TOML with `[settings.kubernetes.node-labels]` and `[settings.kubernetes.node-taints]`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import email
+import email.policy
+import tomllib
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+NODECONFIG_CONTENT_TYPE = "application/node.eks.aws"
+NODECONFIG_API_VERSION = "node.eks.aws/v1alpha1"
+
+
+@dataclass(frozen=True)
+class Taint:
+    """A node taint as the kubelet registers it."""
+
+    key: str
+    value: str
+    effect: str
+
+
+@dataclass
+class BootConfig:
+    """What the registrar needs from the user data to register a node like the kubelet would."""
+
+    format: str
+    cluster_name: str = ""
+    labels: dict[str, str] = field(default_factory=dict)
+    taints: list[Taint] = field(default_factory=list)
+    max_pods: int | None = None
+
+
+def _maybe_base64(raw: str | bytes) -> str:
+    """EC2 hands user data back base64-encoded; accept both encoded and plain text."""
+    data = raw.encode() if isinstance(raw, str) else raw
+    stripped = data.strip()
+    if stripped and not stripped.startswith((b"MIME", b"Content-", b"[", b"apiVersion", b"#", b"---")):
+        try:
+            return base64.b64decode(stripped, validate=True).decode()
+        except (binascii.Error, UnicodeDecodeError):
+            pass
+    return data.decode()
+
+
+def parse_label_list(text: str) -> dict[str, str]:
+    """Parse `k=v,k2=v2` (the kubelet's --node-labels syntax)."""
+    labels: dict[str, str] = {}
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        key, _, value = item.partition("=")
+        labels[key.strip()] = value.strip()
+    return labels
+
+
+def parse_taint(text: str) -> Taint:
+    """Parse `key[=value]:Effect` (the kubelet's --register-with-taints syntax)."""
+    head, sep, effect = text.strip().rpartition(":")
+    if not sep:
+        raise ValueError(f"taint {text!r} has no effect")
+    key, _, value = head.partition("=")
+    return Taint(key=key, value=value, effect=effect)
+
+
+def _flag_values(flags: list[str], name: str) -> list[str]:
+    """Values of `--name=value` and `--name value` in a kubelet flag list."""
+    values = []
+    for i, flag in enumerate(flags):
+        for piece_index, piece in enumerate(flag.split()):
+            if piece.startswith(f"{name}="):
+                values.append(piece.split("=", 1)[1])
+            elif piece == name:
+                rest = flag.split()[piece_index + 1 : piece_index + 2]
+                if rest:
+                    values.append(rest[0])
+                elif i + 1 < len(flags):
+                    values.append(flags[i + 1])
+    return values
+
+
+def parse_nodeconfig(doc: dict[str, Any]) -> BootConfig:
+    """Extract labels, taints and settings from one NodeConfig document."""
+    spec = doc.get("spec") or {}
+    kubelet = spec.get("kubelet") or {}
+    config = kubelet.get("config") or {}
+    flags = [str(f) for f in kubelet.get("flags") or []]
+    boot = BootConfig(format="al2023", cluster_name=str((spec.get("cluster") or {}).get("name", "")))
+    for value in _flag_values(flags, "--node-labels"):
+        boot.labels.update(parse_label_list(value))
+    for value in _flag_values(flags, "--register-with-taints"):
+        boot.taints.extend(parse_taint(t) for t in value.split(",") if t.strip())
+    for taint in config.get("registerWithTaints") or []:
+        boot.taints.append(Taint(key=str(taint["key"]), value=str(taint.get("value", "")), effect=str(taint["effect"])))
+    if "maxPods" in config:
+        boot.max_pods = int(config["maxPods"])
+    for value in _flag_values(flags, "--max-pods"):
+        boot.max_pods = int(value)
+    return boot
+
+
+def _merge(into: BootConfig, other: BootConfig) -> None:
+    into.cluster_name = other.cluster_name or into.cluster_name
+    into.labels.update(other.labels)
+    into.taints.extend(t for t in other.taints if t not in into.taints)
+    if other.max_pods is not None:
+        into.max_pods = other.max_pods
+
+
+def _nodeconfig_documents(text: str) -> list[dict[str, Any]]:
+    return [
+        d
+        for d in yaml.safe_load_all(text)
+        if isinstance(d, dict) and d.get("apiVersion") == NODECONFIG_API_VERSION and d.get("kind") == "NodeConfig"
+    ]
+
+
+def parse_al2023(text: str) -> BootConfig:
+    """Parse nodeadm user data: MIME multipart (every NodeConfig part merged in order) or bare YAML."""
+    boot = BootConfig(format="al2023")
+    if text.lstrip().startswith(("MIME-Version", "Content-Type")):
+        message = email.message_from_string(text, policy=email.policy.default)
+        for part in message.walk():
+            if part.get_content_type() != NODECONFIG_CONTENT_TYPE:
+                continue
+            payload = part.get_payload(decode=True)
+            body = payload.decode() if isinstance(payload, bytes) else str(part.get_payload())
+            for doc in _nodeconfig_documents(body):
+                _merge(boot, parse_nodeconfig(doc))
+        return boot
+    for doc in _nodeconfig_documents(text):
+        _merge(boot, parse_nodeconfig(doc))
+    return boot
+
+
+def parse_bottlerocket(text: str) -> BootConfig:
+    """Parse Bottlerocket TOML settings."""
+    settings = tomllib.loads(text).get("settings", {})
+    kubernetes = settings.get("kubernetes", {})
+    boot = BootConfig(format="bottlerocket", cluster_name=str(kubernetes.get("cluster-name", "")))
+    boot.labels = {str(k): str(v) for k, v in (kubernetes.get("node-labels") or {}).items()}
+    for key, spec in (kubernetes.get("node-taints") or {}).items():
+        # Bottlerocket takes "value:Effect" or a list of them for the same key.
+        for item in spec if isinstance(spec, list) else [spec]:
+            value, _, effect = str(item).rpartition(":")
+            boot.taints.append(Taint(key=str(key), value=value, effect=effect))
+    if "max-pods" in kubernetes:
+        boot.max_pods = int(kubernetes["max-pods"])
+    return boot
+
+
+def parse_user_data(raw: str | bytes | None) -> BootConfig:
+    """Parse user data of either format; empty or unknown user data yields an empty config."""
+    if not raw:
+        return BootConfig(format="none")
+    text = _maybe_base64(raw)
+    stripped = text.lstrip()
+    if stripped.startswith("[") or "[settings." in text:
+        return parse_bottlerocket(text)
+    if NODECONFIG_API_VERSION in text:
+        return parse_al2023(text)
+    return BootConfig(format="unknown")

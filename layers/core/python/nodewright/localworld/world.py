@@ -1,0 +1,422 @@
+"""Bring the whole local world up, report on it, and tear it down.
+
+State lives in `<repo>/.localworld/` (git-ignored): `state.json` (ports, pids, names), `kubeconfig`,
+`env` (shell exports for clients), `pki/`, `logs/`, etcd data. `up` is idempotent: a world whose
+processes all run is reused; a half-dead one is torn down and started afresh.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import ssl
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nodewright.localworld import controlplane, procs
+from nodewright.localworld.pki import Pki, create_pki
+
+K8S_VERSION = "v1.36.3"
+K8S_MINOR = "1.36"
+DEFAULT_CLUSTER = "nodewright-local"
+DEFAULT_REGION = "us-east-1"
+ZONES = ("a", "b", "c")
+DUMMY_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
+# Processes in start order; `down` stops them in reverse.
+COMPONENTS = (
+    "moto",
+    "token-webhook",
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kwok",
+    "registrar",
+)
+
+
+def repo_root() -> Path:
+    """The repository this package is installed from (editable install), else the working directory."""
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        if (parent / "pyproject.toml").is_file() and (parent / "layers").is_dir():
+            return parent
+    return Path.cwd()
+
+
+def cache_root() -> Path:
+    """Where built binaries live, outside the repository."""
+    return Path(os.environ.get("NODEWRIGHT_CACHE", Path.home() / ".cache" / "nodewright"))
+
+
+def bin_dir() -> Path:
+    """Directory of the control-plane binaries for the pinned Kubernetes version."""
+    return cache_root() / "k8s" / K8S_VERSION / "bin"
+
+
+@dataclass
+class Options:
+    """How to start a world; tests make waits instant and boots quick."""
+
+    cluster: str = DEFAULT_CLUSTER
+    region: str = DEFAULT_REGION
+    instant_waits: bool = False
+    boot_delay: float = 3.0
+    startup_timeout: float = 120.0
+    timing: controlplane.Timing = field(default_factory=controlplane.Timing)
+
+
+@dataclass
+class WorldState:
+    """Everything a client or a later `down` needs to know about a running world."""
+
+    state_dir: str
+    cluster: str
+    region: str
+    endpoint_url: str
+    api_server: str
+    kubeconfig: str
+    ca_file: str
+    node_role_name: str
+    node_role_arn: str
+    vpc_id: str
+    subnet_ids: dict[str, str]
+    security_group_id: str
+    pids: dict[str, int]
+    logs: dict[str, str]
+    ready_seconds: float
+    instant_waits: bool
+
+    def env(self) -> dict[str, str]:
+        """Environment for clients (boto3, kubernetes, nodewright) of this world."""
+        return {
+            "KUBECONFIG": self.kubeconfig,
+            "AWS_ENDPOINT_URL": self.endpoint_url,
+            "AWS_REGION": self.region,
+            "AWS_DEFAULT_REGION": self.region,
+            **DUMMY_CREDENTIALS,
+            "NODEWRIGHT_CLUSTER": self.cluster,
+            "NODEWRIGHT_NODE_ROLE": self.node_role_name,
+            "NODEWRIGHT_NODE_ROLE_ARN": self.node_role_arn,
+        }
+
+
+def state_dir_default() -> Path:
+    """`.localworld/` in the repository root."""
+    return repo_root() / ".localworld"
+
+
+def load_state(state_dir: Path) -> WorldState | None:
+    """The recorded world, or None when there is none."""
+    path = state_dir / "state.json"
+    if not path.is_file():
+        return None
+    return WorldState(**json.loads(path.read_text()))
+
+
+def running(state: WorldState) -> dict[str, bool]:
+    """Which recorded processes are alive."""
+    return {name: procs.alive(pid) for name, pid in state.pids.items()}
+
+
+def ensure_binaries(log: Callable[[str], None]) -> Path:
+    """Build the control-plane binaries unless the cache already has them (prints progress)."""
+    script = repo_root() / "scripts" / "build-localworld.sh"
+    env = dict(os.environ, NODEWRIGHT_K8S_VERSION=K8S_VERSION, NODEWRIGHT_CACHE=str(cache_root()))
+    log(f"checking binaries in {bin_dir()}")
+    result = subprocess.run([str(script)], env=env, check=False)
+    if result.returncode != 0:
+        raise procs.StartupError(f"building the local world binaries failed ({script} exit {result.returncode})")
+    return bin_dir()
+
+
+def _https_get(url: str, pki: Pki) -> int:
+    context = ssl.create_default_context(cafile=str(pki.ca_cert))
+    context.load_cert_chain(str(pki.admin_cert), str(pki.admin_key))
+    try:
+        with urllib.request.urlopen(url, context=context, timeout=3) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as exc:
+        return int(exc.code)
+
+
+def _post_json(url: str, doc: dict[str, Any]) -> dict[str, Any]:
+    request = urllib.request.Request(
+        url, data=json.dumps(doc).encode(), method="POST", headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        result: dict[str, Any] = json.loads(response.read())
+        return result
+
+
+def webhook_config(cluster: str, endpoint_url: str, account: str = "123456789012") -> dict[str, Any]:
+    """The token webhook's identity mappings.
+
+    Every IAM role of the local account maps to a cluster admin, which is what the stack's EKS access
+    entries grant nodewright's functions; identities that are not roles (moto's default user) map to
+    nobody, so an unauthenticated path stays visible in tests.
+    """
+    return {
+        "cluster": cluster,
+        "sts_endpoint": endpoint_url,
+        "mappings": [
+            {
+                "arn": f"arn:aws:iam::{account}:role/*",
+                "username": "nodewright:{{SessionName}}",
+                "groups": ["system:masters"],
+            }
+        ],
+    }
+
+
+def seed_aws(state_dir: Path, endpoint_url: str, options: Options, api_server: str, pki: Pki) -> dict[str, Any]:
+    """Make moto look like the account nodewright is deployed to."""
+    import boto3
+
+    kwargs: dict[str, Any] = {
+        "endpoint_url": endpoint_url,
+        "region_name": options.region,
+        "aws_access_key_id": DUMMY_CREDENTIALS["AWS_ACCESS_KEY_ID"],
+        "aws_secret_access_key": DUMMY_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+    }
+    # Untyped on purpose: the seed passes plain dicts and the stubs' TypedDicts add nothing here.
+    ec2: Any = boto3.client("ec2", **kwargs)
+    iam: Any = boto3.client("iam", **kwargs)
+    eks: Any = boto3.client("eks", **kwargs)
+    discovery = [{"Key": "karpenter.sh/discovery", "Value": options.cluster}]
+
+    def tagged(resource: str, name: str) -> list[dict[str, Any]]:
+        return [{"ResourceType": resource, "Tags": [*discovery, {"Key": "Name", "Value": name}]}]
+
+    vpc_id = ec2.create_vpc(CidrBlock="10.0.0.0/16", TagSpecifications=tagged("vpc", options.cluster))["Vpc"]["VpcId"]
+    subnets = {}
+    for i, suffix in enumerate(ZONES):
+        zone = options.region + suffix
+        subnets[zone] = ec2.create_subnet(
+            VpcId=vpc_id,
+            CidrBlock=f"10.0.{i * 32}.0/19",
+            AvailabilityZone=zone,
+            TagSpecifications=tagged("subnet", f"{options.cluster}-private-{zone}"),
+        )["Subnet"]["SubnetId"]
+    sg_id = ec2.create_security_group(
+        GroupName=f"{options.cluster}-node",
+        Description="nodes of the local cluster",
+        VpcId=vpc_id,
+        TagSpecifications=tagged("security-group", f"{options.cluster}-node"),
+    )["GroupId"]
+
+    def role(name: str, service: str) -> str:
+        trust = {
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Principal": {"Service": service}, "Action": "sts:AssumeRole"}],
+        }
+        arn: str = iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(trust))["Role"]["Arn"]
+        return arn
+
+    cluster_role = role(f"{options.cluster}-cluster", "eks.amazonaws.com")
+    node_role_name = f"{options.cluster}-node"
+    node_role = role(node_role_name, "ec2.amazonaws.com")
+    eks.create_cluster(
+        name=options.cluster,
+        version=K8S_MINOR,
+        roleArn=cluster_role,
+        resourcesVpcConfig={"subnetIds": list(subnets.values()), "securityGroupIds": [sg_id]},
+        kubernetesNetworkConfig={"serviceIpv4Cidr": controlplane.SERVICE_CIDR},
+    )
+    import base64
+
+    _post_json(
+        f"{endpoint_url}/_nodewright/seed",
+        {
+            "region": options.region,
+            "k8s_versions": [K8S_MINOR],
+            "cluster": options.cluster,
+            "endpoint": api_server,
+            "ca_data": base64.b64encode(pki.ca_cert.read_bytes()).decode(),
+        },
+    )
+    return {
+        "vpc_id": vpc_id,
+        "subnet_ids": subnets,
+        "security_group_id": sg_id,
+        "node_role_name": node_role_name,
+        "node_role_arn": node_role,
+    }
+
+
+def _write_env(state: WorldState, state_dir: Path) -> None:
+    lines = [f"export {k}={v}" for k, v in state.env().items()]
+    (state_dir / "env").write_text("\n".join(lines) + "\n")
+
+
+def up(state_dir: Path, options: Options, log: Callable[[str], None] = print) -> WorldState:
+    """Start the world (building what is missing) and wait until it is ready; reuse a running one."""
+    existing = load_state(state_dir)
+    if existing is not None:
+        alive = running(existing)
+        if all(alive.values()):
+            log(f"local world already running ({len(alive)} processes)")
+            return existing
+        log("a previous world is partly down; stopping its remains and starting afresh")
+        down(state_dir, log)
+
+    binaries = ensure_binaries(log)
+    started_at = time.monotonic()
+    state_dir.mkdir(parents=True, exist_ok=True)
+    logs = state_dir / "logs"
+    started: list[procs.Proc] = []
+    python = sys.executable
+    env = dict(os.environ, **DUMMY_CREDENTIALS, AWS_DEFAULT_REGION=options.region)
+    env.pop("AWS_ENDPOINT_URL", None)
+    env.pop("AWS_PROFILE", None)
+    try:
+        pki = create_pki(state_dir / "pki")
+
+        moto_port = procs.free_port()
+        endpoint_url = f"http://127.0.0.1:{moto_port}"
+        argv = [python, "-m", "nodewright.localworld.motoserver", f"--port={moto_port}"]
+        argv += [f"--state-dir={state_dir}", f"--repo-root={repo_root()}"]
+        if options.instant_waits:
+            argv.append("--instant-waits")
+        moto = procs.start("moto", argv, logs, env=env)
+        started.append(moto)
+        log(f"moto server on {endpoint_url}")
+        procs.wait_ready(
+            moto,
+            lambda: urllib.request.urlopen(f"{endpoint_url}/_nodewright/health", timeout=2).status == 200,
+            options.startup_timeout,
+        )
+
+        webhook_port = procs.free_port()
+        webhook_json = state_dir / "token-webhook.json"
+        webhook_json.write_text(json.dumps(webhook_config(options.cluster, endpoint_url), indent=2))
+        webhook = procs.start(
+            "token-webhook",
+            [
+                python,
+                "-m",
+                "nodewright.localworld.tokenwebhook",
+                f"--port={webhook_port}",
+                f"--config={webhook_json}",
+                f"--cert={pki.serving_cert}",
+                f"--key={pki.serving_key}",
+            ],
+            logs,
+            env=env,
+        )
+        started.append(webhook)
+        procs.wait_ready(webhook, lambda: procs.port_open(webhook_port), options.startup_timeout)
+        webhook_kubeconfig = state_dir / "token-webhook.kubeconfig"
+        controlplane.write_webhook_kubeconfig(webhook_kubeconfig, webhook_port, pki)
+
+        log("starting etcd and kube-apiserver")
+        etcd, etcd_port = controlplane.start_etcd(binaries, state_dir, logs, options.startup_timeout)
+        started.append(etcd)
+        apiserver, api_port = controlplane.start_apiserver(
+            binaries, pki, etcd_port, webhook_kubeconfig, logs, options.startup_timeout
+        )
+        started.append(apiserver)
+        api_server = f"https://127.0.0.1:{api_port}"
+        kubeconfig = state_dir / "kubeconfig"
+        controlplane.write_kubeconfig(kubeconfig, api_server, pki)
+
+        log("starting kube-controller-manager, kube-scheduler and kwok")
+        stages = binaries.parent / "kwok-stages"
+        started += controlplane.start_controllers(binaries, pki, kubeconfig, stages, state_dir, logs, options.timing)
+        kcm = started[-3]
+        procs.wait_ready(
+            kcm,
+            lambda: _https_get(f"{api_server}/api/v1/namespaces/default/serviceaccounts/default", pki) == 200,
+            options.startup_timeout,
+        )
+        for proc in started:
+            if not procs.alive(proc.pid):
+                raise procs.StartupError(f"{proc.name} exited; last log lines:\n{procs.log_tail(proc.log)}")
+
+        log("seeding moto (VPC, subnets, security group, roles, EKS cluster, AMI parameters)")
+        aws = seed_aws(state_dir, endpoint_url, options, api_server, pki)
+
+        registrar = procs.start(
+            "registrar",
+            [
+                python,
+                "-m",
+                "nodewright.localworld.registrar",
+                f"--kubeconfig={kubeconfig}",
+                f"--cluster={options.cluster}",
+                f"--endpoint-url={endpoint_url}",
+                f"--region={options.region}",
+                f"--boot-delay={options.boot_delay}",
+            ],
+            logs,
+            env=env,
+        )
+        started.append(registrar)
+        procs.wait_ready(registrar, lambda: "registrar for cluster" in registrar.log.read_text(), 30)
+
+        state = WorldState(
+            state_dir=str(state_dir),
+            cluster=options.cluster,
+            region=options.region,
+            endpoint_url=endpoint_url,
+            api_server=api_server,
+            kubeconfig=str(kubeconfig),
+            ca_file=str(pki.ca_cert),
+            pids={p.name: p.pid for p in started},
+            logs={p.name: str(p.log) for p in started},
+            ready_seconds=round(time.monotonic() - started_at, 1),
+            instant_waits=options.instant_waits,
+            **aws,
+        )
+    except BaseException:
+        for proc in reversed(started):
+            procs.stop(proc.pid, grace=3)
+        raise
+    (state_dir / "state.json").write_text(json.dumps(asdict(state), indent=2))
+    _write_env(state, state_dir)
+    log(f"local world ready in {state.ready_seconds}s; source {state_dir / 'env'}")
+    return state
+
+
+def down(state_dir: Path, log: Callable[[str], None] = print) -> bool:
+    """Stop every process the world started and remove its state; False when there was none."""
+    state = load_state(state_dir)
+    if state is None:
+        if state_dir.exists():
+            shutil.rmtree(state_dir, ignore_errors=True)
+        return False
+    for name in reversed(COMPONENTS):
+        pid = state.pids.get(name)
+        if pid is not None:
+            procs.stop(pid)
+            log(f"stopped {name} ({pid})")
+    shutil.rmtree(state_dir, ignore_errors=True)
+    return True
+
+
+def resident_memory_kib(pids: dict[str, int]) -> dict[str, int]:
+    """Resident memory per component, counting every process in its process group."""
+    groups = set(pids.values())
+    by_group: dict[int, int] = dict.fromkeys(groups, 0)
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            pgrp = int(stat.rsplit(")", 1)[1].split()[2])
+            if pgrp not in by_group:
+                continue
+            for line in (entry / "status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    by_group[pgrp] += int(line.split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    return {name: by_group.get(pid, 0) for name, pid in pids.items()}
