@@ -19,8 +19,15 @@ from nodewright.catalog.catalog import (
     is_accelerated,
     is_bare_metal,
     offering_matches,
+    type_matches,
 )
-from nodewright.catalog.labels import OFFERING_LABELS, WELL_KNOWN_LABELS, offering_labels, well_known_labels
+from nodewright.catalog.labels import (
+    OFFERING_LABELS,
+    TYPE_LABELS,
+    WELL_KNOWN_LABELS,
+    offering_labels,
+    well_known_labels,
+)
 from nodewright.catalog.snapshot import Snapshot, SnapshotError, SnapshotSource
 from nodewright.catalog.types import (
     CAPACITY_TYPES,
@@ -40,6 +47,7 @@ __all__ = [
     "ON_DEMAND",
     "RESERVED",
     "SPOT",
+    "TYPE_LABELS",
     "WELL_KNOWN_LABELS",
     "CapacityReservation",
     "Catalog",
@@ -62,5 +70,6 @@ __all__ = [
     "offering_matches",
     "overhead",
     "root_volume_bytes",
+    "type_matches",
     "well_known_labels",
 ]

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from nodewright.catalog.labels import CAPACITY_RESERVATION_ID, CAPACITY_TYPE, ZONE, ZONE_ID
+from nodewright.catalog.labels import CAPACITY_RESERVATION_ID, CAPACITY_TYPE, TYPE_LABELS, ZONE, ZONE_ID
 from nodewright.catalog.pricing import reserved_price
 from nodewright.catalog.types import ON_DEMAND, RESERVED, InstanceType, Offering
 from nodewright.model.requirements import Requirements
@@ -62,9 +62,24 @@ def filter_exotic(
     """
     candidates = list(instance_types)
     if requirements is not None and requirements.by_key:
-        candidates = [it for it in candidates if requirements.matches_labels(it.labels)]
+        candidates = [it for it in candidates if type_matches(it, requirements)]
     generic = [it for it in candidates if not is_bare_metal(it) and not is_accelerated(it)]
     return generic or candidates
+
+
+def type_matches(it: InstanceType, requirements: Requirements) -> bool:
+    """Do the instance type's own labels satisfy `requirements`?
+
+    Only keys an instance type decides are checked (`labels.TYPE_LABELS`: instance-type, arch, os,
+    region, karpenter.k8s.aws/instance-*); a missing label is absent, so `In` fails and `NotIn` /
+    `DoesNotExist` pass. Zone, capacity type and reservation keys are per offering (`offering_matches`);
+    hostname, nodepool and custom labels are given to the node by its NodePool, not by its type.
+    """
+    labels = it.labels
+    for key, value_set in requirements.by_key.items():
+        if key in TYPE_LABELS and not value_set.matches(labels.get(key)):
+            return False
+    return True
 
 
 def offering_matches(offering: Offering, requirements: Requirements) -> bool:
@@ -138,12 +153,12 @@ class Catalog:
         return sorted({o.zone for it in self._types for o in it.offerings})
 
     def compatible(self, requirements: Requirements) -> list[InstanceType]:
-        """Types whose well-known labels satisfy `requirements` and that have an available offering that
-        satisfies the zone / capacity-type / reservation requirements. Name order."""
+        """Types that satisfy `requirements` (`type_matches`) and have an available offering that
+        satisfies the zone / capacity-type / reservation requirements (`offering_matches`). Name order."""
         return [
             it
             for it in self._types
-            if requirements.matches_labels(it.labels)
+            if type_matches(it, requirements)
             and any(offering_matches(o, requirements) for o in it.offerings if o.available)
         ]
 
@@ -216,4 +231,5 @@ __all__ = [
     "is_accelerated",
     "is_bare_metal",
     "offering_matches",
+    "type_matches",
 ]

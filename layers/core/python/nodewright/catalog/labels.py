@@ -101,6 +101,10 @@ OFFERING_LABELS: frozenset[str] = frozenset(
     {ZONE, ZONE_ID, CAPACITY_TYPE, CAPACITY_RESERVATION_ID, CAPACITY_RESERVATION_TYPE}
 )
 
+# Labels an instance type decides by itself; the rest of WELL_KNOWN_LABELS come from the offering
+# (zone, capacity type, reservation) or from the node (hostname, nodepool).
+TYPE_LABELS: frozenset[str] = WELL_KNOWN_LABELS - OFFERING_LABELS - {HOSTNAME, NODEPOOL}
+
 # Category is the leading letters, generation the digits after them; the optional "-<n>tb" of the high
 # memory families (u-6tb1) sits between the two and belongs to neither.
 _NAME_SCHEME = re.compile(r"^([a-z]+)(-[0-9]+tb)?([0-9]+).*\.")
