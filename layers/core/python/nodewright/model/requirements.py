@@ -140,6 +140,23 @@ class ValueSet:
             return next(iter(self.allowed))
         return None
 
+    def to_requirements(self, key: str) -> list[Requirement]:
+        """This set written back as node selector requirements (what a NodeClaim records)."""
+        if not self.present_ok:
+            return [Requirement(key, Operator.DOES_NOT_EXIST)]
+        out = []
+        if self.allowed is not None:
+            out.append(Requirement(key, Operator.IN, tuple(sorted(self.allowed)), self.min_values))
+        if self.excluded:
+            out.append(Requirement(key, Operator.NOT_IN, tuple(sorted(self.excluded))))
+        if self.gt is not None:
+            out.append(Requirement(key, Operator.GT, (str(self.gt),)))
+        if self.lt is not None:
+            out.append(Requirement(key, Operator.LT, (str(self.lt),)))
+        if not out and not self.absent_ok:
+            out.append(Requirement(key, Operator.EXISTS, (), self.min_values))
+        return out
+
     def describe(self, key: str) -> str:
         if not self.present_ok:
             return f"{key} DoesNotExist"
@@ -213,6 +230,14 @@ class Requirements:
             if not self.by_key[key].matches(labels.get(key)):
                 return self.by_key[key].describe(key)
         return None
+
+    def without(self, keys: Iterable[str]) -> Requirements:
+        drop = set(keys)
+        return Requirements({k: v for k, v in self.by_key.items() if k not in drop})
+
+    def to_list(self) -> list[Requirement]:
+        """Every constraint as node selector requirements, sorted by key."""
+        return [r for key in sorted(self.by_key) for r in self.by_key[key].to_requirements(key)]
 
     def labels(self) -> dict[str, str]:
         """The labels a node built from these requirements is sure to carry (single-valued keys)."""

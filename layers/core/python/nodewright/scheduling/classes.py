@@ -1,0 +1,254 @@
+"""Equivalence classes: pods that the simulation can place as a count instead of one by one.
+
+Two pending pods belong to one class when everything the scheduler looks at is equal: namespace, the
+labels that some selector in the input refers to, effective requests, node selector and affinity,
+tolerations, topology spread and pod (anti-)affinity terms, host ports and the zones their volumes
+allow. Pods from one Deployment therefore form one class, however many replicas it has.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from nodewright.model.objects import (
+    ZONE_LABEL,
+    LabelSelector,
+    NodeSelectorTerm,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    Pod,
+    StorageClass,
+)
+from nodewright.model.requirements import Requirements
+from nodewright.model.taints import Toleration
+
+EBS_CSI_DRIVER = "ebs.csi.aws.com"
+# The per-node EBS attachment limit is handled as one more resource: each pod requests one unit per EBS
+# volume it mounts and each instance type offers as many as it can attach.
+EBS_VOLUMES = "attachable-volumes-aws-ebs"
+
+
+@dataclass(frozen=True, slots=True)
+class TopologyTerm:
+    """A spread constraint or a pod (anti-)affinity term, in the form the simulation counts.
+
+    `namespaces` None means every namespace. `group` identifies what is counted (selector, namespaces,
+    topology key); several terms of different pods share a group when they count the same pods.
+    """
+
+    kind: str  # "spread" | "affinity" | "anti"
+    topology_key: str
+    selector: LabelSelector
+    namespaces: frozenset[str] | None
+    max_skew: int = 1
+    min_domains: int | None = None
+    required: bool = True
+    weight: int = 0
+
+    @property
+    def group(self) -> tuple[object, ...]:
+        return (self.topology_key, self.selector, self.namespaces)
+
+    def selects(self, namespace: str, labels: Mapping[str, str]) -> bool:
+        if self.namespaces is not None and namespace not in self.namespaces:
+            return False
+        return self.selector.matches(labels)
+
+    def describe(self) -> str:
+        selector = ",".join(f"{k}={v}" for k, v in self.selector.match_labels) or "selector"
+        if self.kind == "spread":
+            return f"topology spread on {self.topology_key} (maxSkew {self.max_skew}, {selector})"
+        kind = "pod affinity" if self.kind == "affinity" else "pod anti-affinity"
+        return f"{kind} on {self.topology_key} ({selector})"
+
+
+@dataclass(slots=True)
+class PodClass:
+    """Pods placed together as a count; `pods` keep input order (sorted by namespace/name)."""
+
+    key: tuple[object, ...]
+    pods: list[Pod]
+    namespace: str
+    labels: Mapping[str, str]
+    requests: Mapping[str, int]
+    # Alternatives from ORed required node selector terms; each already includes nodeSelector and volumes.
+    requirement_options: tuple[Requirements, ...]
+    preferred_node_terms: tuple[tuple[int, Requirements], ...]
+    tolerations: tuple[Toleration, ...]
+    terms: tuple[TopologyTerm, ...]  # required spread (DoNotSchedule), affinity, anti-affinity
+    preferred_terms: tuple[TopologyTerm, ...]  # ScheduleAnyway spread, preferred (anti-)affinity
+    host_ports: frozenset[tuple[str, int]]
+    volume_error: str = ""
+    member_of: list[int] = field(default_factory=list)  # topology group indexes whose selectors match
+
+    @property
+    def size(self) -> tuple[int, int]:
+        return (self.requests.get("cpu", 0), self.requests.get("memory", 0))
+
+
+def _term_requirements(term: NodeSelectorTerm) -> Requirements:
+    return Requirements.of(term.requirements)
+
+
+class VolumeIndex:
+    """Looks up what a pod's PersistentVolumeClaims imply for its placement."""
+
+    def __init__(
+        self,
+        pvcs: Iterable[PersistentVolumeClaim],
+        pvs: Iterable[PersistentVolume],
+        storage_classes: Iterable[StorageClass],
+    ) -> None:
+        self.pvcs = {(c.namespace, c.name): c for c in pvcs}
+        self.pvs = {v.name: v for v in pvs}
+        self.storage_classes = {s.name: s for s in storage_classes}
+
+    def constraints(self, pod: Pod) -> tuple[list[tuple[Requirements, ...]], int, str]:
+        """For each claim of the pod: its ORed topology alternatives; the EBS volume count; an error."""
+        alternatives: list[tuple[Requirements, ...]] = []
+        ebs = 0
+        for claim_name in pod.pvc_names:
+            claim = self.pvcs.get((pod.namespace, claim_name))
+            if claim is None:
+                return [], 0, f"PersistentVolumeClaim {pod.namespace}/{claim_name} not found"
+            if claim.volume_name:
+                volume = self.pvs.get(claim.volume_name)
+                if volume is None:
+                    return [], 0, f"PersistentVolume {claim.volume_name} (bound to {claim_name}) not found"
+                if volume.node_terms:
+                    alternatives.append(tuple(_term_requirements(t) for t in volume.node_terms))
+                if volume.csi_driver == EBS_CSI_DRIVER:
+                    ebs += 1
+                continue
+            storage_class = self.storage_classes.get(claim.storage_class_name)
+            if storage_class is None:
+                if claim.storage_class_name:
+                    return [], 0, f"StorageClass {claim.storage_class_name} (of claim {claim_name}) not found"
+                continue
+            if storage_class.provisioner == EBS_CSI_DRIVER:
+                ebs += 1
+            if storage_class.volume_binding_mode == "WaitForFirstConsumer" and storage_class.allowed_topologies:
+                alternatives.append(tuple(_term_requirements(t) for t in storage_class.allowed_topologies))
+        return alternatives, ebs, ""
+
+
+def selector_keys(pods: Iterable[Pod]) -> frozenset[str]:
+    """Every label key that a spread or (anti-)affinity selector of these pods refers to."""
+    keys: set[str] = set()
+    for pod in pods:
+        selectors: list[LabelSelector] = [c.label_selector for c in pod.topology_spread]
+        selectors += [t.label_selector for t in (*pod.pod_affinity, *pod.pod_anti_affinity)]
+        selectors += [w.term.label_selector for w in (*pod.preferred_pod_affinity, *pod.preferred_pod_anti_affinity)]
+        for selector in selectors:
+            keys.update(k for k, _ in selector.match_labels)
+            keys.update(r.key for r in selector.match_expressions)
+    return frozenset(keys)
+
+
+def _namespaces(pod: Pod, namespaces: tuple[str, ...], all_namespaces: bool) -> frozenset[str] | None:
+    if all_namespaces:
+        return None
+    return frozenset(namespaces) if namespaces else frozenset((pod.namespace,))
+
+
+def pod_terms(pod: Pod) -> tuple[tuple[TopologyTerm, ...], tuple[TopologyTerm, ...]]:
+    """The pod's required and preferred topology terms."""
+    required: list[TopologyTerm] = []
+    preferred: list[TopologyTerm] = []
+    own_ns = frozenset((pod.namespace,))
+    for spread in pod.topology_spread:
+        term = TopologyTerm(
+            "spread",
+            spread.topology_key,
+            spread.label_selector,
+            own_ns,
+            spread.max_skew,
+            spread.min_domains,
+            spread.when_unsatisfiable == "DoNotSchedule",
+        )
+        (required if term.required else preferred).append(term)
+    for kind, terms in (("affinity", pod.pod_affinity), ("anti", pod.pod_anti_affinity)):
+        for t in terms:
+            ns = _namespaces(pod, t.namespaces, t.all_namespaces)
+            required.append(TopologyTerm(kind, t.topology_key, t.label_selector, ns))
+    for kind, weighted in (("affinity", pod.preferred_pod_affinity), ("anti", pod.preferred_pod_anti_affinity)):
+        for w in sorted(weighted, key=lambda w: -w.weight):
+            ns = _namespaces(pod, w.term.namespaces, w.term.all_namespaces)
+            preferred.append(
+                TopologyTerm(kind, w.term.topology_key, w.term.label_selector, ns, required=False, weight=w.weight)
+            )
+    return tuple(required), tuple(preferred)
+
+
+def _signature(pod: Pod, relevant_labels: frozenset[str]) -> tuple[object, ...]:
+    return (
+        pod.namespace,
+        tuple(sorted((k, v) for k, v in pod.labels.items() if k in relevant_labels)),
+        tuple(sorted(pod.requests.items())),
+        tuple(sorted(pod.node_selector.items())),
+        pod.required_node_terms,
+        pod.preferred_node_terms,
+        tuple(sorted(pod.tolerations, key=repr)),
+        pod.topology_spread,
+        pod.pod_affinity,
+        pod.pod_anti_affinity,
+        pod.preferred_pod_affinity,
+        pod.preferred_pod_anti_affinity,
+        tuple(sorted((p.protocol, p.port) for p in pod.host_ports)),
+        pod.pvc_names if pod.pvc_names else (),
+    )
+
+
+def build_classes(pods: Sequence[Pod], volumes: VolumeIndex, relevant_labels: frozenset[str]) -> list[PodClass]:
+    """Group pods into classes, in a deterministic order: larger requests first, then by key.
+
+    Pods with PersistentVolumeClaims are keyed by their claims, so only pods sharing claims merge.
+    """
+    grouped: dict[tuple[object, ...], list[Pod]] = {}
+    for pod in sorted(pods, key=lambda p: (p.namespace, p.name)):
+        grouped.setdefault(_signature(pod, relevant_labels), []).append(pod)
+    classes = [_make_class(key, members, volumes, relevant_labels) for key, members in grouped.items()]
+    classes.sort(key=lambda c: (-c.size[0], -c.size[1], repr(c.key)))
+    return classes
+
+
+def _make_class(
+    key: tuple[object, ...], pods: list[Pod], volumes: VolumeIndex, relevant_labels: frozenset[str]
+) -> PodClass:
+    pod = pods[0]
+    base = Requirements.from_labels(pod.node_selector)
+    volume_alternatives, ebs, volume_error = volumes.constraints(pod)
+    for alternatives in volume_alternatives:
+        # A claim usually has exactly one term (its zone); with several we keep the first, as binding picks one.
+        base = base.intersect(alternatives[0])
+    options = (
+        tuple(base.intersect(_term_requirements(t)) for t in pod.required_node_terms)
+        if pod.required_node_terms
+        else (base,)
+    )
+    requests = dict(pod.requests)
+    if ebs:
+        requests[EBS_VOLUMES] = ebs
+    required, preferred = pod_terms(pod)
+    preferred_node = tuple(
+        (p.weight, _term_requirements(p.term)) for p in sorted(pod.preferred_node_terms, key=lambda p: -p.weight)
+    )
+    return PodClass(
+        key=key,
+        pods=pods,
+        namespace=pod.namespace,
+        labels=dict(pod.labels),
+        requests=requests,
+        requirement_options=options,
+        preferred_node_terms=preferred_node,
+        tolerations=pod.tolerations,
+        terms=required,
+        preferred_terms=preferred,
+        host_ports=frozenset((p.protocol, p.port) for p in pod.host_ports),
+        volume_error=volume_error,
+    )
+
+
+def zone_requirement(zone: str) -> Requirements:
+    return Requirements.from_labels({ZONE_LABEL: zone})

@@ -1,0 +1,926 @@
+"""The scheduling simulation: where do pending pods go, and which NodeClaims must be launched?
+
+`solve()` follows Karpenter's order (existing nodes, then NodeClaims in flight, then new NodeClaims
+from NodePools by weight) but places equivalence classes of pods as counts (see `classes`). For each
+class it tries the strictest form first (preferences treated as required) and relaxes preferences
+for the pods that do not fit, as Karpenter does.
+
+Costs: per (NodePool, requirement set) the compatible instance types, their allocatable (minus the
+DaemonSet pods that would land there) and their cheapest offering are computed once; topology domains
+keep counts per selector, so spread and (anti-)affinity checks are dictionary look-ups.
+
+A new NodeClaim is sized for the class that opens it: the instance type with the lowest price per pod
+for the pods still to place (ties go to the type that holds more pods, so fewer, larger nodes). Later
+classes fill the room it has left. When the simulation ends, each NodeClaim keeps every compatible
+type that fits all its pods, cheapest first, so the launch can fall back and a partly filled claim
+launches as the smallest type that holds it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from nodewright.catalog.allocatable import allocatable_for, capacity
+from nodewright.catalog.catalog import is_accelerated, is_bare_metal
+from nodewright.catalog.labels import (
+    CAPACITY_RESERVATION_ID,
+    CAPACITY_TYPE,
+    WELL_KNOWN_LABELS,
+    ZONE,
+)
+from nodewright.catalog.types import RESERVED, InstanceType, Offering
+from nodewright.model import resources as res
+from nodewright.model.nodeclaim import NodeClaim
+from nodewright.model.nodeclass import EC2NodeClass
+from nodewright.model.nodepool import NodePool
+from nodewright.model.objects import (
+    HOSTNAME_LABEL,
+    DaemonSet,
+    Node,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    Pod,
+    StorageClass,
+)
+from nodewright.model.requirements import Operator, Requirement, Requirements, ValueSet
+from nodewright.model.taints import Taint, untolerated
+from nodewright.scheduling.classes import (
+    EBS_VOLUMES,
+    PodClass,
+    TopologyTerm,
+    VolumeIndex,
+    build_classes,
+    pod_terms,
+    selector_keys,
+    zone_requirement,
+)
+from nodewright.scheduling.results import LaunchOption, PlannedNodeClaim, Results, Unschedulable
+
+# Labels an instance type (not the NodePool) defines; checked against the type's own labels.
+_OFFERING_KEYS = frozenset({ZONE, CAPACITY_TYPE, CAPACITY_RESERVATION_ID})
+_TYPE_KEYS = WELL_KNOWN_LABELS - _OFFERING_KEYS - {HOSTNAME_LABEL, "karpenter.sh/nodepool"}
+# Taints a node carries while it starts; the pods it was launched for tolerate them implicitly.
+_EPHEMERAL_TAINTS = frozenset(
+    {"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable", "node.cloudprovider.kubernetes.io/uninitialized"}
+)
+DISRUPTED_TAINT = "karpenter.sh/disrupted"
+# A NodeClaim keeps at most this many instance types, cheapest first (Karpenter's limit, and CreateFleet's).
+MAX_INSTANCE_TYPES = 60
+_BIG = 1 << 40
+
+ReqKey = tuple[tuple[str, ValueSet], ...]
+
+
+def req_key(requirements: Requirements) -> ReqKey:
+    return tuple(sorted(requirements.by_key.items()))
+
+
+@dataclass(slots=True)
+class Candidate:
+    """An instance type a NodePool may launch, with what pods can use on it and its offerings."""
+
+    it: InstanceType
+    allocatable: Mapping[str, int]  # allocatable minus DaemonSet overhead
+    capacity: Mapping[str, int]
+    offerings: tuple[Offering, ...]  # available ones, cheapest first
+    exotic: bool = False  # bare metal or accelerated: used only when nothing else fits (Karpenter's rule)
+
+    def offerings_for(self, requirements: Requirements) -> list[Offering]:
+        zones, types, reservations = (
+            requirements.get(ZONE),
+            requirements.get(CAPACITY_TYPE),
+            requirements.get(CAPACITY_RESERVATION_ID),
+        )
+        return [
+            o
+            for o in self.offerings
+            if zones.matches(o.zone)
+            and types.matches(o.capacity_type)
+            and reservations.matches(o.reservation_id or None)
+        ]
+
+
+@dataclass(slots=True)
+class PoolCompat:
+    """A NodePool's answer for one requirement set: merged requirements and priced candidates."""
+
+    requirements: Requirements
+    candidates: list[tuple[float, Candidate]]  # (cheapest allowed price, candidate), cheapest first
+    zones: frozenset[str]
+
+
+@dataclass(slots=True)
+class PoolContext:
+    pool: NodePool
+    node_class: EC2NodeClass | None
+    requirements: Requirements
+    taints: tuple[Taint, ...]
+    candidates: list[Candidate]
+    remaining: dict[str, int] | None  # limits left; None when the NodePool has no limits
+    error: str = ""
+    compat: dict[ReqKey, PoolCompat | str] = field(default_factory=dict)
+    choice: dict[tuple[object, ...], tuple[Candidate, int] | None] = field(default_factory=dict)
+
+
+@dataclass(slots=True, eq=False)
+class Bin:
+    """Somewhere pods can go: an existing node, a NodeClaim in flight, or a new NodeClaim."""
+
+    name: str
+    kind: str  # node | inflight | new
+    labels: dict[str, str]
+    requirements: Requirements
+    rkey: ReqKey
+    taints: tuple[Taint, ...]
+    remaining: dict[str, int]
+    pods: list[Pod] = field(default_factory=list)
+    ports: set[tuple[str, int]] = field(default_factory=set)
+    pool: PoolContext | None = None
+    chosen: Candidate | None = None
+    used: dict[str, int] = field(default_factory=dict)
+    limit_budget: dict[str, int] | None = None
+    order: int = 0
+
+    def domain(self, key: str) -> str | None:
+        if key == HOSTNAME_LABEL:
+            return self.name
+        value = self.labels.get(key)
+        if value is None:
+            value = self.requirements.get(key).single_value()
+        return value
+
+
+class _Groups:
+    """Counts of pods per topology domain, one counter per (topology key, selector, namespaces)."""
+
+    def __init__(self) -> None:
+        self.index: dict[tuple[object, ...], int] = {}
+        self.terms: list[TopologyTerm] = []
+        self.counts: list[dict[str, int]] = []
+        self.carried: list[dict[str, int]] = []  # anti-affinity: pods that carry the term, per domain
+
+    def add(self, term: TopologyTerm) -> int:
+        g = self.index.get(term.group)
+        if g is None:
+            g = self.index[term.group] = len(self.terms)
+            self.terms.append(term)
+            self.counts.append({})
+            self.carried.append({})
+        return g
+
+    def total(self, g: int) -> int:
+        return sum(self.counts[g].values())
+
+
+class Solver:
+    """One simulation run. Build it with the inputs, call `run()`; it is not reusable."""
+
+    def __init__(
+        self,
+        pods: Sequence[Pod],
+        nodes: Sequence[Node],
+        nodeclaims: Sequence[NodeClaim],
+        nodepools: Sequence[NodePool],
+        nodeclasses: Sequence[EC2NodeClass],
+        instance_types: Sequence[InstanceType],
+        daemonsets: Sequence[DaemonSet],
+        volumes: VolumeIndex,
+    ) -> None:
+        self.volumes = volumes
+        self.instance_types = sorted(instance_types, key=lambda it: it.name)
+        self.types_by_name = {it.name: it for it in self.instance_types}
+        self.daemonsets = sorted(daemonsets, key=lambda d: (d.namespace, d.name))
+        classes_of = {nc.name: nc for nc in nodeclasses}
+        self.pools = [
+            self._pool_context(p, classes_of.get(p.node_class_ref.name), nodes, nodeclaims)
+            for p in sorted(nodepools, key=lambda p: (-p.weight, p.name))
+        ]
+        self.groups = _Groups()
+        self.bins: list[Bin] = []
+        self.new_bins: list[Bin] = []
+        self.compat_cache: dict[tuple[ReqKey, ReqKey], tuple[Requirements, ReqKey] | None] = {}
+        existing_pods = [p for n in nodes for p in n.pods] + [p for c in nodeclaims for p in c.nominated_pods]
+        relevant = selector_keys([*pods, *existing_pods])
+        self.classes = build_classes(pods, volumes, relevant)
+        for cls in self.classes:
+            for term in (*cls.terms, *cls.preferred_terms):
+                self.groups.add(term)
+        for pod in existing_pods:
+            for term in pod_terms(pod)[0]:
+                if term.kind == "anti":
+                    self.groups.add(term)
+        for cls in self.classes:
+            cls.member_of = [g for g, t in enumerate(self.groups.terms) if t.selects(cls.namespace, cls.labels)]
+        for node in sorted(nodes, key=lambda n: n.name):
+            self._add_existing_node(node)
+        for claim in sorted(nodeclaims, key=lambda c: c.name):
+            self._add_inflight_claim(claim)
+        # Zones of existing nodes and in-flight claims: domains for zonal topology even without a NodePool.
+        self.existing_zones = frozenset(z for b in self.bins if (z := b.domain(ZONE)) is not None)
+        # Per request vector, the bins that may still have room for it, and how far self.bins was scanned.
+        # Room only shrinks, so a bin dropped from a list never needs to come back.
+        self.room: dict[tuple[tuple[str, int], ...], tuple[list[Bin], int]] = {}
+        self.unschedulable: list[Unschedulable] = []
+
+    # ----- set-up -------------------------------------------------------------------------------------
+
+    def _pool_context(
+        self, pool: NodePool, node_class: EC2NodeClass | None, nodes: Sequence[Node], claims: Sequence[NodeClaim]
+    ) -> PoolContext:
+        requirements = pool.node_requirements()
+        ctx = PoolContext(pool, node_class, requirements, pool.taints, [], None)
+        if node_class is None:
+            ctx.error = f"EC2NodeClass {pool.node_class_ref.name} not found"
+            return ctx
+        if pool.limits:
+            used: dict[str, int] = {}
+            for node in nodes:
+                if node.labels.get("karpenter.sh/nodepool") == pool.name:
+                    used = res.add(used, {**node.allocatable, "nodes": 1})
+            for claim in claims:
+                if claim.nodepool == pool.name and not claim.node_name:
+                    it = self.types_by_name.get(claim.instance_type)
+                    used = res.add(used, {**(capacity(it) if it else claim.requests), "nodes": 1})
+            ctx.remaining = {k: v - used.get(k, 0) for k, v in pool.limits.items()}
+        for it in self.instance_types:
+            if not self._type_matches(it, requirements):
+                continue
+            offerings = tuple(sorted((o for o in it.offerings if o.available), key=_offering_order))
+            if not offerings:
+                continue
+            alloc = allocatable_for(it, node_class)
+            overhead = self._daemonset_overhead(pool, it)
+            ctx.candidates.append(
+                Candidate(
+                    it,
+                    res.subtract(alloc, overhead) if overhead else alloc,
+                    capacity(it),
+                    offerings,
+                    is_bare_metal(it) or is_accelerated(it),
+                )
+            )
+        return ctx
+
+    def _daemonset_overhead(self, pool: NodePool, it: InstanceType) -> dict[str, int]:
+        """Requests of the DaemonSet pods that would run on a node of this pool and type."""
+        labels = {**pool.labels, **it.labels, "karpenter.sh/nodepool": pool.name}
+        node_requirements = pool.node_requirements().intersect(Requirements.from_labels(it.labels))
+        total: dict[str, int] = {}
+        for ds in self.daemonsets:
+            pod = ds.pod
+            if untolerated(pod.tolerations, pool.taints) is not None:
+                continue
+            if any(labels.get(k) != v for k, v in pod.node_selector.items() if k in labels):
+                continue
+            if pod.required_node_terms and all(
+                node_requirements.conflict(Requirements.of(t.requirements)) for t in pod.required_node_terms
+            ):
+                continue
+            total = res.add(total, pod.requests)
+        return total
+
+    @staticmethod
+    def _type_matches(it: InstanceType, requirements: Requirements) -> bool:
+        for key, value_set in requirements.by_key.items():
+            if key in _TYPE_KEYS and not value_set.matches(it.labels.get(key)):
+                return False
+        return True
+
+    def _add_existing_node(self, node: Node) -> None:
+        if node.unschedulable or any(t.key == DISRUPTED_TAINT for t in node.taints):
+            return
+        taints = tuple(t for t in node.taints if node.ready or t.key not in _EPHEMERAL_TAINTS)
+        used = res.total(p.requests for p in node.pods)
+        remaining = res.subtract(node.allocatable, used)
+        it = self.types_by_name.get(node.labels.get("node.kubernetes.io/instance-type", ""))
+        if it is not None and EBS_VOLUMES not in remaining:
+            remaining[EBS_VOLUMES] = it.ebs_volume_limit
+        labels = {**node.labels, HOSTNAME_LABEL: node.labels.get(HOSTNAME_LABEL, node.name)}
+        requirements = Requirements.from_labels(labels)
+        b = Bin(node.name, "node", labels, requirements, req_key(requirements), taints, remaining)
+        self._register_bin(b, node.pods)
+
+    def _add_inflight_claim(self, claim: NodeClaim) -> None:
+        requirements = Requirements.of(claim.requirements).intersect(Requirements.from_labels(claim.labels))
+        pool = next((p for p in self.pools if p.pool.name == claim.nodepool), None)
+        node_class = pool.node_class if pool else None
+        it = self.types_by_name.get(claim.instance_type)
+        if it is not None:
+            alloc = dict(allocatable_for(it, node_class))
+            labels = {**claim.labels, **it.labels}
+            if claim.zone:
+                labels[ZONE] = claim.zone
+            if claim.capacity_type:
+                labels[CAPACITY_TYPE] = claim.capacity_type
+        else:
+            # Not launched yet: it can only be counted on for what its smallest option offers.
+            options = [t for t in self.instance_types if self._type_matches(t, requirements)]
+            if not options:
+                return
+            smallest = min(options, key=lambda t: (t.vcpu, t.memory_mib, t.name))
+            alloc = dict(allocatable_for(smallest, node_class))
+            labels = dict(claim.labels)
+        labels.setdefault(HOSTNAME_LABEL, claim.node_name or claim.name)
+        remaining = res.subtract(alloc, claim.requests)
+        taints = claim.taints
+        b = Bin(
+            claim.name,
+            "inflight",
+            labels,
+            requirements.intersect(Requirements.from_labels(labels)),
+            (),
+            taints,
+            remaining,
+            pool=pool,
+        )
+        b.rkey = req_key(b.requirements)
+        self._register_bin(b, claim.nominated_pods)
+
+    def _register_bin(self, b: Bin, pods: Iterable[Pod]) -> None:
+        b.order = len(self.bins)
+        self.bins.append(b)
+        for pod in pods:
+            b.pods.append(pod)
+            b.ports.update((p.protocol, p.port) for p in pod.host_ports)
+            self._count(b, pod.namespace, pod.labels, 1)
+            for term in pod_terms(pod)[0]:
+                if term.kind == "anti":
+                    g = self.groups.index[term.group]
+                    d = b.domain(term.topology_key)
+                    if d is not None:
+                        self.groups.carried[g][d] = self.groups.carried[g].get(d, 0) + 1
+
+    def _count(self, b: Bin, namespace: str, labels: Mapping[str, str], k: int) -> None:
+        for g, term in enumerate(self.groups.terms):
+            if term.selects(namespace, labels):
+                d = b.domain(term.topology_key)
+                if d is not None:
+                    self.groups.counts[g][d] = self.groups.counts[g].get(d, 0) + k
+
+    # ----- compatibility ------------------------------------------------------------------------------
+
+    def _pool_compat(self, ctx: PoolContext, requirements: Requirements, rkey: ReqKey) -> PoolCompat | str:
+        cached = ctx.compat.get(rkey)
+        if cached is not None:
+            return cached
+        result = self._compute_pool_compat(ctx, requirements)
+        ctx.compat[rkey] = result
+        return result
+
+    def _compute_pool_compat(self, ctx: PoolContext, requirements: Requirements) -> PoolCompat | str:
+        conflict = ctx.requirements.conflict(requirements)
+        if conflict:
+            return f"incompatible requirements: {conflict}"
+        for key, value_set in sorted(requirements.by_key.items()):
+            if key not in ctx.requirements.by_key and key not in WELL_KNOWN_LABELS and not value_set.absent_ok:
+                return f"label {key} is not defined by the NodePool (add it to its requirements or template labels)"
+        merged = ctx.requirements.intersect(requirements)
+        priced: list[tuple[float, Candidate]] = []
+        zones: set[str] = set()
+        for candidate in ctx.candidates:
+            if not self._type_matches(candidate.it, requirements):
+                continue
+            offerings = candidate.offerings_for(merged)
+            if offerings:
+                priced.append((offerings[0].price, candidate))
+                zones.update(o.zone for o in offerings)
+        if not priced:
+            return f"no instance type satisfies {_describe(requirements) or 'the NodePool requirements'}"
+        priced.sort(key=lambda pc: (pc[0], pc[1].it.name))
+        return PoolCompat(merged, priced, frozenset(zones))
+
+    def _bin_compat(self, b: Bin, requirements: Requirements, rkey: ReqKey) -> tuple[Requirements, ReqKey] | None:
+        """The bin's requirements (and their key) after adding these, or None when it cannot take them."""
+        key = (b.rkey, rkey)
+        if key in self.compat_cache:
+            merged = self.compat_cache[key]
+        else:
+            merged = self._compute_bin_compat(b, requirements)
+            self.compat_cache[key] = merged
+        if merged is not None and b.kind == "new" and merged[1] != b.rkey:
+            # Narrowing a new claim (a zone, a capacity type) must keep the type it is sized for.
+            assert b.chosen is not None
+            if not self._type_matches(b.chosen.it, merged[0]) or not b.chosen.offerings_for(merged[0]):
+                return None
+        return merged
+
+    def _compute_bin_compat(self, b: Bin, requirements: Requirements) -> tuple[Requirements, ReqKey] | None:
+        if b.kind != "new":
+            return (b.requirements, b.rkey) if requirements.matches_labels(b.labels) else None
+        if b.requirements.conflict(requirements):
+            return None
+        for key, value_set in requirements.by_key.items():
+            if key not in b.requirements.by_key and key not in WELL_KNOWN_LABELS and not value_set.absent_ok:
+                return None
+        merged = b.requirements.intersect(requirements)
+        return merged, req_key(merged)
+
+    # ----- topology -----------------------------------------------------------------------------------
+
+    def _term_group(self, term: TopologyTerm) -> int:
+        return self.groups.index[term.group]
+
+    def _bin_cap(self, b: Bin, cls: PodClass, terms: Sequence[TopologyTerm], n: int) -> int:
+        """How many pods of the class the topology terms (hostname and other non-zone keys) allow on b."""
+        cap = n
+        for term in terms:
+            if term.topology_key == ZONE:
+                continue
+            g = self._term_group(term)
+            d = b.domain(term.topology_key)
+            count = self.groups.counts[g].get(d, 0) if d is not None else 0
+            member = g in cls.member_of
+            if term.kind == "spread":
+                # A new node is always a possible domain with no matching pods, so the minimum is 0.
+                allowed = term.max_skew - count
+                cap = min(cap, allowed if member else (n if count <= term.max_skew else 0))
+            elif term.kind == "anti":
+                cap = min(cap, 0 if count > 0 else (1 if member else n))
+            elif count == 0 and not (member and self.groups.total(g) == 0):
+                # Required pod affinity: only where matching pods run, unless none runs anywhere and
+                # the class matches its own term (then the first pods choose the domain).
+                return 0
+            if cap <= 0:
+                return 0
+        for g in cls.member_of:
+            carried = self.groups.carried[g]
+            if carried:
+                d = b.domain(self.groups.terms[g].topology_key)
+                if d is not None and carried.get(d, 0) > 0:
+                    return 0
+        if cls.host_ports:
+            if b.ports & cls.host_ports:
+                return 0
+            cap = min(cap, 1)
+        return cap
+
+    def _new_bin_cap(self, cls: PodClass, terms: Sequence[TopologyTerm], n: int) -> int:
+        """The most pods of the class one brand-new node may take under its non-zone topology terms."""
+        cap = n
+        for term in terms:
+            if term.topology_key == ZONE:
+                continue
+            g = self._term_group(term)
+            member = g in cls.member_of
+            if term.kind == "spread" and member:
+                cap = min(cap, term.max_skew)
+            elif term.kind == "anti" and member:
+                cap = min(cap, 1)
+            elif term.kind == "affinity" and not (member and self.groups.total(g) == 0):
+                return 0
+        if cls.host_ports:
+            cap = min(cap, 1)
+        return cap
+
+    def _zone_quotas(
+        self, cls: PodClass, terms: Sequence[TopologyTerm], zones: list[str], n: int
+    ) -> dict[str, int] | None:
+        """Per zone, how many pods of the class may go there; None when no zone term applies."""
+        zone_terms = [t for t in terms if t.topology_key == ZONE]
+        blocking = [g for g in cls.member_of if self.groups.terms[g].topology_key == ZONE and self.groups.carried[g]]
+        if not zone_terms and not blocking:
+            return None
+        quotas = {z: n for z in zones}
+        for term in zone_terms:
+            g = self._term_group(term)
+            counts = {z: self.groups.counts[g].get(z, 0) for z in zones}
+            member = g in cls.member_of
+            if term.kind == "spread":
+                floor = 0 if term.min_domains is not None and len(zones) < term.min_domains else None
+                if member:
+                    fill = _water_fill(counts, n, term.max_skew, floor)
+                    quotas = {z: min(quotas[z], fill.get(z, 0)) for z in zones}
+                else:
+                    lowest = 0 if floor is not None else min(counts.values(), default=0)
+                    quotas = {z: (quotas[z] if counts[z] - lowest <= term.max_skew else 0) for z in zones}
+            elif term.kind == "anti":
+                quotas = {z: (min(quotas[z], 1 if member else n) if counts[z] == 0 else 0) for z in zones}
+            else:
+                present = [z for z in zones if counts[z] > 0]
+                if not present and member and self.groups.total(g) == 0:
+                    present = zones[:1]
+                quotas = {z: (quotas[z] if z in present else 0) for z in zones}
+        for g in blocking:
+            quotas = {z: (0 if self.groups.carried[g].get(z, 0) else q) for z, q in quotas.items()}
+        return quotas
+
+    def _zones_for(self, requirements: Requirements, rkey: ReqKey) -> list[str]:
+        allowed = requirements.get(ZONE)
+        zones = {z for z in self.existing_zones if allowed.matches(z)}
+        for ctx in self.pools:
+            if ctx.error:
+                continue
+            compat = self._pool_compat(ctx, requirements, rkey)
+            if isinstance(compat, PoolCompat):
+                zones.update(compat.zones)
+        return sorted(zones)
+
+    # ----- placement ----------------------------------------------------------------------------------
+
+    def run(self) -> Results:
+        deferred: list[tuple[PodClass, list[Pod], str]] = []
+        for cls in self.classes:
+            left, reason = self._place_class(cls, list(cls.pods))
+            if left:
+                deferred.append((cls, left, reason))
+        # Pod affinity can depend on classes placed later in the order: give those pods one more pass.
+        progress = True
+        while deferred and progress:
+            progress = False
+            retry, deferred = deferred, []
+            for cls, pods, reason in retry:
+                left, new_reason = self._place_class(cls, pods)
+                progress = progress or len(left) < len(pods)
+                if left:
+                    deferred.append((cls, left, new_reason or reason))
+        for _cls, pods, reason in deferred:
+            self.unschedulable.extend(Unschedulable(p.key, reason) for p in pods)
+        return self._results()
+
+    def _variants(self, cls: PodClass) -> list[tuple[Requirements, tuple[TopologyTerm, ...]]]:
+        """The class's constraints, strictest first, each later one relaxing one more preference."""
+        variants: list[tuple[Requirements, tuple[TopologyTerm, ...]]] = []
+        preferred_affinity = [t for t in cls.preferred_terms if t.kind == "affinity"]
+        preferred_anti = [t for t in cls.preferred_terms if t.kind == "anti"]
+        preferred_spread = [t for t in cls.preferred_terms if t.kind == "spread"]
+        for base in cls.requirement_options:
+            node_prefs = [r for _, r in cls.preferred_node_terms]
+            steps: list[tuple[list[Requirements], list[TopologyTerm]]] = []
+            affinity, anti, spread = list(preferred_affinity), list(preferred_anti), list(preferred_spread)
+            steps.append((list(node_prefs), affinity + anti + spread))
+            while affinity:
+                affinity.pop()
+                steps.append((list(node_prefs), affinity + anti + spread))
+            while anti:
+                anti.pop()
+                steps.append((list(node_prefs), anti + spread))
+            while node_prefs:
+                node_prefs.pop()
+                steps.append((list(node_prefs), spread))
+            while spread:
+                spread.pop()
+                steps.append(([], list(spread)))
+            for prefs, extra_terms in steps:
+                requirements = base
+                for pref in prefs:
+                    requirements = requirements.intersect(pref)
+                variant = (requirements, cls.terms + tuple(extra_terms))
+                if variant not in variants:
+                    variants.append(variant)
+        return variants
+
+    def _place_class(self, cls: PodClass, pods: list[Pod]) -> tuple[list[Pod], str]:
+        if cls.volume_error:
+            return pods, cls.volume_error
+        reason = ""
+        for requirements, terms in self._variants(cls):
+            if not pods:
+                break
+            pods, why = self._place_variant(cls, pods, requirements, terms)
+            reason = reason or why
+        return pods, reason
+
+    def _place_variant(
+        self, cls: PodClass, pods: list[Pod], requirements: Requirements, terms: tuple[TopologyTerm, ...]
+    ) -> tuple[list[Pod], str]:
+        rkey = req_key(requirements)
+        quotas = None
+        if any(t.topology_key == ZONE for t in terms) or any(
+            self.groups.terms[g].topology_key == ZONE and self.groups.carried[g] for g in cls.member_of
+        ):
+            zones = self._zones_for(requirements, rkey)
+            quotas = self._zone_quotas(cls, terms, zones, len(pods))
+        if quotas is None:
+            return self._place_batch(cls, pods, requirements, rkey, terms)
+        reason = ""
+        left: list[Pod] = []
+        for zone in sorted(quotas):
+            quota = min(quotas[zone], len(pods))
+            if quota <= 0:
+                continue
+            batch, pods = pods[:quota], pods[quota:]
+            pinned = requirements.intersect(zone_requirement(zone))
+            rest, why = self._place_batch(cls, batch, pinned, req_key(pinned), terms)
+            left.extend(rest)
+            reason = reason or why
+        if pods or left:
+            zone_terms = [t.describe() for t in terms if t.topology_key == ZONE]
+            reason = reason or (
+                f"{'; '.join(zone_terms) or 'pod anti-affinity on ' + ZONE} leaves no zone for this pod"
+            )
+        return left + pods, reason
+
+    def _place_batch(
+        self,
+        cls: PodClass,
+        pods: list[Pod],
+        requirements: Requirements,
+        rkey: ReqKey,
+        terms: tuple[TopologyTerm, ...],
+    ) -> tuple[list[Pod], str]:
+        request = cls.requests
+        for b in self._bins_with_room(request):
+            if not pods:
+                return pods, ""
+            k = res.max_copies(request, b.remaining)
+            if k <= 0 or untolerated(cls.tolerations, b.taints) is not None:
+                continue
+            merged = self._bin_compat(b, requirements, rkey)
+            if merged is None:
+                continue
+            k = min(k, self._bin_cap(b, cls, terms, len(pods)))
+            if k > 0:
+                pods = self._assign(b, cls, pods, k, *merged)
+        reasons: list[str] = []
+        while pods:
+            opened = self._open_claim(cls, pods, requirements, rkey, terms, reasons)
+            if opened is None:
+                break
+            b, k = opened
+            pods = self._assign(b, cls, pods, k, b.requirements, b.rkey)
+        return pods, "; ".join(reasons)
+
+    def _bins_with_room(self, request: Mapping[str, int]) -> list[Bin]:
+        """Bins (in placement order) that may still fit one pod with this request."""
+        key = tuple(sorted(request.items()))
+        kept, scanned = self.room.get(key, ([], 0))
+        fresh = [b for b in kept if res.fits(request, b.remaining)]
+        fresh.extend(b for b in self.bins[scanned:] if res.fits(request, b.remaining))
+        self.room[key] = (fresh, len(self.bins))
+        return fresh
+
+    def _assign(self, b: Bin, cls: PodClass, pods: list[Pod], k: int, merged: Requirements, mkey: ReqKey) -> list[Pod]:
+        if mkey != b.rkey:
+            b.requirements = merged
+            b.rkey = mkey
+            zone = merged.get(ZONE).single_value()
+            if zone is not None:
+                b.labels[ZONE] = zone
+        placed, rest = pods[:k], pods[k:]
+        total = res.scale(cls.requests, k)
+        b.remaining = res.subtract(b.remaining, total)
+        b.used = res.add(b.used, total)
+        b.pods.extend(placed)
+        b.ports.update(cls.host_ports)
+        for g in cls.member_of:
+            d = b.domain(self.groups.terms[g].topology_key)
+            if d is not None:
+                self.groups.counts[g][d] = self.groups.counts[g].get(d, 0) + k
+        for term in cls.terms:
+            if term.kind == "anti":
+                g = self._term_group(term)
+                d = b.domain(term.topology_key)
+                if d is not None:
+                    self.groups.carried[g][d] = self.groups.carried[g].get(d, 0) + k
+        return rest
+
+    def _open_claim(
+        self,
+        cls: PodClass,
+        pods: list[Pod],
+        requirements: Requirements,
+        rkey: ReqKey,
+        terms: tuple[TopologyTerm, ...],
+        reasons: list[str],
+    ) -> tuple[Bin, int] | None:
+        cap = self._new_bin_cap(cls, terms, len(pods))
+        if cap <= 0:
+            blocking = [t.describe() for t in terms if t.kind == "affinity"] or ["topology"]
+            reasons.append(f"{blocking[0]}: no node with matching pods can take it")
+            return None
+        del reasons[:]
+        for ctx in self.pools:
+            why = self._pool_refusal(ctx, cls)
+            if why:
+                reasons.append(f"NodePool {ctx.pool.name}: {why}")
+                continue
+            compat = self._pool_compat(ctx, requirements, rkey)
+            if isinstance(compat, str):
+                reasons.append(f"NodePool {ctx.pool.name}: {compat}")
+                continue
+            choice = self._choose(ctx, compat, cls, rkey, cap)
+            if choice is None:
+                reasons.append(f"NodePool {ctx.pool.name}: {self._no_fit_reason(ctx, compat, cls)}")
+                continue
+            candidate, k = choice
+            budget = dict(ctx.remaining) if ctx.remaining is not None else None
+            if ctx.remaining is not None:
+                ctx.remaining = res.subtract(ctx.remaining, {**candidate.capacity, "nodes": 1})
+            b = Bin(
+                "",
+                "new",
+                {},
+                compat.requirements,
+                req_key(compat.requirements),
+                (*ctx.pool.taints,),
+                dict(candidate.allocatable),
+                pool=ctx,
+                chosen=candidate,
+                limit_budget=budget,
+            )
+            zone = compat.requirements.get(ZONE).single_value()
+            if zone is not None:
+                b.labels[ZONE] = zone
+            b.name = f"{ctx.pool.name}-pending-{len(self.new_bins)}"
+            b.labels[HOSTNAME_LABEL] = b.name
+            b.order = len(self.bins)
+            self.bins.append(b)
+            self.new_bins.append(b)
+            return b, k
+        return None
+
+    def _pool_refusal(self, ctx: PoolContext, cls: PodClass) -> str:
+        if ctx.error:
+            return ctx.error
+        taint = untolerated(cls.tolerations, ctx.taints)
+        if taint is not None:
+            return f"taint {taint} is not tolerated"
+        if ctx.remaining is not None:
+            exhausted = sorted(k for k, v in ctx.remaining.items() if v <= 0)
+            if exhausted:
+                return f"limits reached for {', '.join(exhausted)}"
+        return ""
+
+    def _choose(
+        self, ctx: PoolContext, compat: PoolCompat, cls: PodClass, rkey: ReqKey, cap: int
+    ) -> tuple[Candidate, int] | None:
+        """The instance type with the lowest price per pod for up to `cap` pods of the class.
+
+        Ties go to the type that holds more pods (fewer, larger nodes), then the cheaper, then the name.
+        Types that would break the NodePool's limits are skipped; bare metal and accelerated types are
+        considered only when no other type fits (Karpenter's exotic rule).
+        """
+        key = (rkey, tuple(sorted(cls.requests.items())), cap)
+        remaining = ctx.remaining
+        if remaining is None and key in ctx.choice:
+            return ctx.choice[key]
+        chosen: tuple[Candidate, int] | None = None
+        for exotic in (False, True):
+            best: tuple[float, int, float, str] | None = None
+            for price, candidate in compat.candidates:
+                if candidate.exotic != exotic:
+                    continue
+                if remaining is not None and not _within(candidate.capacity, remaining):
+                    continue
+                k = min(cap, res.max_copies(cls.requests, candidate.allocatable))
+                if k <= 0:
+                    continue
+                score = (price / k, -k, price, candidate.it.name)
+                if best is None or score < best:
+                    best, chosen = score, (candidate, k)
+            if chosen is not None:
+                break
+        if remaining is None:
+            ctx.choice[key] = chosen
+        return chosen
+
+    def _no_fit_reason(self, ctx: PoolContext, compat: PoolCompat, cls: PodClass) -> str:
+        if ctx.remaining is not None and not any(_within(c.capacity, ctx.remaining) for _, c in compat.candidates):
+            return "limits leave no room for another node"
+        largest = max(compat.candidates, key=lambda pc: sorted(pc[1].allocatable.items()))[1]
+        short = res.first_shortfall(cls.requests, largest.allocatable)
+        need = cls.requests.get(short or "cpu", 0)
+        return f"no instance type has enough {short} (the pod needs {need}, after DaemonSet overhead)"
+
+    # ----- results ------------------------------------------------------------------------------------
+
+    def _results(self) -> Results:
+        claims: list[PlannedNodeClaim] = []
+        existing: dict[str, tuple[str, ...]] = {}
+        pending_keys = {p.key for c in self.classes for p in c.pods}
+        for b in self.bins:
+            if b.kind == "new":
+                continue
+            placed = tuple(sorted(p.key for p in b.pods if p.key in pending_keys))
+            if placed:
+                existing[b.name] = placed
+        for b in self.new_bins:
+            claims.append(self._finalize(b))
+        return Results(
+            nodeclaims=tuple(claims),
+            existing=existing,
+            unschedulable=tuple(sorted(self.unschedulable, key=lambda u: u.pod)),
+        )
+
+    def _finalize(self, b: Bin) -> PlannedNodeClaim:
+        ctx = b.pool
+        assert ctx is not None and b.chosen is not None
+        compat = self._pool_compat(ctx, b.requirements, b.rkey)
+        assert isinstance(compat, PoolCompat)  # the claim was opened from this NodePool's answer
+        chosen: list[Candidate] = []
+        for _price, candidate in compat.candidates:
+            if candidate.exotic and not b.chosen.exotic:
+                continue
+            if b.limit_budget is not None and not _within(candidate.capacity, b.limit_budget):
+                continue
+            if res.fits(b.used, candidate.allocatable):
+                chosen.append(candidate)
+                if len(chosen) == MAX_INSTANCE_TYPES:
+                    break
+        launch = sorted(
+            (
+                LaunchOption(c.it.name, o.capacity_type, o.zone, o.price, o.reservation_id)
+                for c in chosen
+                for o in c.offerings_for(compat.requirements)
+            ),
+            key=_launch_order,
+        )
+        pods = tuple(sorted(p.key for p in b.pods))
+        digest = hashlib.sha256("\n".join((ctx.pool.name, *pods)).encode()).hexdigest()[:8]
+        type_names = tuple(c.it.name for c in chosen)
+        capacity_types = tuple(sorted({o.capacity_type for o in launch}, key=_capacity_rank))
+        zones = tuple(sorted({o.zone for o in launch}))
+        requirement_list = [
+            Requirement("node.kubernetes.io/instance-type", Operator.IN, type_names),
+            Requirement(CAPACITY_TYPE, Operator.IN, capacity_types),
+            Requirement(ZONE, Operator.IN, zones),
+        ]
+        kept = b.requirements.without(_OFFERING_KEYS | {HOSTNAME_LABEL, "node.kubernetes.io/instance-type"})
+        labels = {**ctx.pool.labels, **b.requirements.labels(), "karpenter.sh/nodepool": ctx.pool.name}
+        labels.pop(HOSTNAME_LABEL, None)
+        return PlannedNodeClaim(
+            name=f"{ctx.pool.name}-{digest}",
+            nodepool=ctx.pool.name,
+            instance_types=type_names,
+            capacity_types=capacity_types,
+            zones=zones,
+            launch_options=tuple(launch),
+            pods=pods,
+            requirements=(*kept.to_list(), *requirement_list),
+            labels=labels,
+            taints=ctx.pool.taints,
+            startup_taints=ctx.pool.startup_taints,
+            requests=dict(b.used),
+            node_class=ctx.pool.node_class_ref.name,
+        )
+
+
+def _launch_order(o: LaunchOption) -> tuple[int, float, str, str]:
+    return (_capacity_rank(o.capacity_type), o.price, o.instance_type, o.zone)
+
+
+def _capacity_rank(capacity_type: str) -> int:
+    # Reserved capacity is already paid for, so it is tried first, as Karpenter does.
+    return 0 if capacity_type == RESERVED else 1
+
+
+def _offering_order(o: Offering) -> tuple[int, float, str, str]:
+    return (_capacity_rank(o.capacity_type), o.price, o.zone, o.capacity_type)
+
+
+def _within(capacity_: Mapping[str, int], remaining: Mapping[str, int]) -> bool:
+    for key, left in remaining.items():
+        need = 1 if key == "nodes" else capacity_.get(key, 0)
+        if need > left:
+            return False
+    return True
+
+
+def _water_fill(counts: Mapping[str, int], n: int, max_skew: int, floor: int | None) -> dict[str, int]:
+    """Share n pods over zones as one-at-a-time placement into the emptiest zone would.
+
+    Returns pods per zone. Each pod goes to the zone with the fewest matching pods (ties by name) as
+    long as that keeps the zone within `max_skew` of the global minimum; `floor` replaces that minimum
+    when minDomains is not met (Kubernetes then treats the minimum as 0).
+    """
+    share = dict.fromkeys(counts, 0)
+    for _ in range(n):
+        zone = min(counts, key=lambda z: (counts[z] + share[z], z))
+        minimum = floor if floor is not None else counts[zone] + share[zone]
+        if counts[zone] + share[zone] + 1 - minimum > max_skew:
+            break
+        share[zone] += 1
+    return share
+
+
+def _describe(requirements: Requirements) -> str:
+    return "; ".join(vs.describe(k) for k, vs in sorted(requirements.by_key.items()))
+
+
+def solve(
+    pods: Sequence[Pod],
+    nodes: Sequence[Node] = (),
+    nodeclaims: Sequence[NodeClaim] = (),
+    nodepools: Sequence[NodePool] = (),
+    nodeclasses: Sequence[EC2NodeClass] = (),
+    instance_types: Sequence[InstanceType] = (),
+    daemonsets: Sequence[DaemonSet] = (),
+    pvcs: Sequence[PersistentVolumeClaim] = (),
+    pvs: Sequence[PersistentVolume] = (),
+    storage_classes: Sequence[StorageClass] = (),
+) -> Results:
+    """Decide where pending `pods` go.
+
+    Inputs: the pending pods; existing nodes (with their bound pods); NodeClaims in flight; NodePools
+    and their EC2NodeClasses; the instance types with offerings (unavailable offerings are skipped);
+    DaemonSets (their pods count against every new node they would run on); volumes for topology.
+    Output: `Results` in which every pending pod is placed exactly once or listed as unschedulable
+    with a reason naming the constraint and the NodePools that failed it.
+    Invariants: no node or NodeClaim is over its allocatable; every placement satisfies requirements,
+    taints, topology and NodePool limits; the result does not depend on the order of the inputs.
+    """
+    volumes = VolumeIndex(pvcs, pvs, storage_classes)
+    solver = Solver(pods, nodes, nodeclaims, nodepools, nodeclasses, instance_types, daemonsets, volumes)
+    return solver.run()
