@@ -21,6 +21,12 @@ class KubeletConfiguration:
     eviction_hard: Mapping[str, str] = field(default_factory=dict)
     eviction_soft: Mapping[str, str] = field(default_factory=dict)
     cluster_dns: tuple[str, ...] = ()
+    # Grace periods per soft eviction signal, as written (Go durations such as `1m30s`).
+    eviction_soft_grace_period: Mapping[str, str] = field(default_factory=dict)
+    eviction_max_pod_grace_period: int | None = None
+    image_gc_high_threshold_percent: int | None = None
+    image_gc_low_threshold_percent: int | None = None
+    cpu_cfs_quota: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,11 +95,15 @@ class EC2NodeClass:
     instance_store_policy: str = ""
     api_version: str = "nodewright.io/v1"
     source: str = ""
+    # spec.context (reserved for EC2 CreateFleet), passed through as written.
+    context: str = ""
+    # spec.amiFamily as written, lower-cased (al2023 / bottlerocket); needed when no alias term picks it.
+    ami_family_setting: str = ""
 
     @property
     def ami_family(self) -> str:
-        """al2023 or bottlerocket (from the alias); al2023 when AMIs are picked by id/name/tags/SSM."""
+        """al2023 or bottlerocket: from the alias, else from spec.amiFamily, else al2023."""
         for term in self.ami_selector_terms:
             if term.alias:
                 return term.alias.split("@", 1)[0].lower()
-        return "al2023"
+        return self.ami_family_setting or "al2023"

@@ -1,0 +1,60 @@
+"""Everything the scheduling simulation reads about a cluster, as loaded from files or the API server."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from nodewright.model.nodeclaim import NodeClaim
+from nodewright.model.nodeclass import EC2NodeClass
+from nodewright.model.nodepool import NodePool
+from nodewright.model.objects import (
+    DaemonSet,
+    Node,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    Pod,
+    PodDisruptionBudget,
+    StorageClass,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedObject:
+    """One object that loaded cleanly, with a one-line description for `nodewright validate`."""
+
+    source: str
+    kind: str
+    name: str  # namespace/name for namespaced kinds
+    summary: str
+
+    def __str__(self) -> str:
+        return f"{self.source}: {self.kind}/{self.name} ({self.summary})"
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterInputs:
+    """The cluster as the scheduler sees it.
+
+    `nodes` carry the pods bound to them (`Node.pods`); `pending_pods` are the pods still to place, in input
+    order. `objects` lists every loaded document (workloads once, not per pod) for summaries.
+    """
+
+    nodepools: tuple[NodePool, ...] = ()
+    nodeclasses: tuple[EC2NodeClass, ...] = ()
+    nodes: tuple[Node, ...] = ()
+    pending_pods: tuple[Pod, ...] = ()
+    daemonsets: tuple[DaemonSet, ...] = ()
+    pdbs: tuple[PodDisruptionBudget, ...] = ()
+    pvcs: tuple[PersistentVolumeClaim, ...] = ()
+    pvs: tuple[PersistentVolume, ...] = ()
+    storage_classes: tuple[StorageClass, ...] = ()
+    nodeclaims: tuple[NodeClaim, ...] = ()
+    objects: tuple[LoadedObject, ...] = ()
+
+    def nodepool(self, name: str) -> NodePool | None:
+        """The NodePool called `name`, if loaded."""
+        return next((p for p in self.nodepools if p.name == name), None)
+
+    def nodeclass(self, name: str) -> EC2NodeClass | None:
+        """The EC2NodeClass called `name`, if loaded."""
+        return next((c for c in self.nodeclasses if c.name == name), None)

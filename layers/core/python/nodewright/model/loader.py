@@ -1,0 +1,407 @@
+"""Load a cluster description (multi-document YAML files, or API objects) into `ClusterInputs`.
+
+Files and API objects go through the same code (`load_documents`), so what `nodewright validate` accepts
+is exactly what the provisioner accepts. Every document is checked and every error is returned; objects
+with errors are left out of the result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from nodewright.model import kube
+from nodewright.model.durations import format_duration
+from nodewright.model.errors import Collector, ValidationError
+from nodewright.model.inputs import ClusterInputs, LoadedObject
+from nodewright.model.nodeclaim import NodeClaim
+from nodewright.model.nodeclass import EC2NodeClass
+from nodewright.model.nodepool import NodePool
+from nodewright.model.objects import (
+    DaemonSet,
+    Node,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    Pod,
+    PodDisruptionBudget,
+    StorageClass,
+)
+from nodewright.model.parse import ec2nodeclass_from, nodeclaim_from, nodepool_from, object_name
+from nodewright.model.quantity import format_canonical
+from nodewright.model.schema import suggest, type_name
+
+WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "Job", "CronJob")
+KNOWN_KINDS = (
+    "NodePool",
+    "EC2NodeClass",
+    "NodeClaim",
+    "Pod",
+    *WORKLOAD_KINDS,
+    "DaemonSet",
+    "Node",
+    "PodDisruptionBudget",
+    "PersistentVolumeClaim",
+    "PersistentVolume",
+    "StorageClass",
+    "PriorityClass",
+)
+
+
+def describe_resources(resources: Mapping[str, int], skip: Iterable[str] = ()) -> str:
+    """`cpu=500m memory=1Gi` for messages and summaries (sorted, cpu and memory first)."""
+    order = {"cpu": 0, "memory": 1}
+    names = sorted((n for n in resources if n not in skip), key=lambda n: (order.get(n, 2), n))
+    return " ".join(f"{n}={format_canonical(n, resources[n])}" for n in names)
+
+
+@dataclass
+class _State:
+    nodepools: list[NodePool] = field(default_factory=list)
+    nodeclasses: list[EC2NodeClass] = field(default_factory=list)
+    nodeclaims: list[NodeClaim] = field(default_factory=list)
+    nodes: list[Node] = field(default_factory=list)
+    pods: list[tuple[Pod, str]] = field(default_factory=list)  # (pod, source)
+    daemonsets: list[DaemonSet] = field(default_factory=list)
+    pdbs: list[PodDisruptionBudget] = field(default_factory=list)
+    pvcs: list[PersistentVolumeClaim] = field(default_factory=list)
+    generated_pvcs: list[PersistentVolumeClaim] = field(default_factory=list)
+    pvs: list[PersistentVolume] = field(default_factory=list)
+    storage_classes: list[tuple[StorageClass, bool]] = field(default_factory=list)
+    priority_classes: dict[str, tuple[int, bool]] = field(default_factory=dict)
+    objects: list[tuple[LoadedObject, Any]] = field(default_factory=list)  # (object, value for summaries)
+    seen: dict[tuple[str, str], str] = field(default_factory=dict)  # (kind, name) -> source
+    errors: list[ValidationError] = field(default_factory=list)
+
+
+def _expand(docs: Iterable[Any], source: str, errors: list[ValidationError]) -> list[Mapping[str, Any]]:
+    """Drop empty documents and expand `kind: List` (and `<Kind>List`) into their items."""
+    out: list[Mapping[str, Any]] = []
+    for index, doc in enumerate(docs):
+        if doc is None:
+            continue
+        if not isinstance(doc, dict):
+            errors.append(
+                ValidationError(source, "", "", f"document {index + 1}", f"must be a map, not {type_name(doc)}")
+            )
+            continue
+        kind = doc.get("kind")
+        if isinstance(kind, str) and kind.endswith("List") and "items" in doc:
+            items = doc.get("items")
+            if not isinstance(items, list):
+                errors.append(ValidationError(source, kind, "", "items", "must be a list"))
+                continue
+            out.extend(_expand(items, source, errors))
+            continue
+        out.append(doc)
+    return out
+
+
+def load_text(text: str, source: str) -> tuple[ClusterInputs, list[ValidationError]]:
+    """Load one multi-document YAML text (named `source` in messages)."""
+    docs, errors = _parse_yaml(text, source)
+    inputs, more = load_documents(docs, source)
+    return inputs, errors + more
+
+
+def _parse_yaml(text: str, source: str) -> tuple[list[Any], list[ValidationError]]:
+    try:
+        return list(yaml.safe_load_all(text)), []
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        return [], [ValidationError(source, "", "", where, f"YAML syntax error: {problem}")]
+
+
+def load_files(paths: Sequence[str | Path]) -> tuple[ClusterInputs, list[ValidationError]]:
+    """Read multi-document YAML files and load every object they hold.
+
+    Returns the inputs (objects with errors left out) and all errors, each naming file, object and field.
+    """
+    sources: list[tuple[list[Any], str]] = []
+    errors: list[ValidationError] = []
+    for path in paths:
+        source = str(path)
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as exc:
+            errors.append(ValidationError(source, "", "", "", f"cannot read the file: {exc.strerror or exc}"))
+            continue
+        docs, yaml_errors = _parse_yaml(text, source)
+        errors.extend(yaml_errors)
+        sources.append((docs, source))
+    inputs, more = load_sources(sources)
+    return inputs, errors + more
+
+
+def load_documents(docs: Iterable[Any], source: str) -> tuple[ClusterInputs, list[ValidationError]]:
+    """Load already-parsed documents (YAML-loaded dicts or API objects as dicts) from one source."""
+    return load_sources([(list(docs), source)])
+
+
+def load_sources(sources: Iterable[tuple[Sequence[Any], str]]) -> tuple[ClusterInputs, list[ValidationError]]:
+    """Load documents from several sources into one `ClusterInputs` (names must be unique across them)."""
+    state = _State()
+    for docs, source in sources:
+        for doc in _expand(docs, source, state.errors):
+            _load_one(state, doc, source)
+    return _finish(state), state.errors
+
+
+def _display_name(doc: Mapping[str, Any], kind: str) -> str:
+    if kind in kube.NAMESPACED:
+        namespace, name = kube.namespaced_name(doc)
+        return f"{namespace}/{name}" if name else ""
+    return object_name(doc)
+
+
+def _claim(state: _State, kind: str, name: str, source: str, ctx: Collector) -> bool:
+    """Record that `kind/name` exists; report a duplicate (with where the first one was) and refuse it."""
+    key = (kind, name)
+    if key in state.seen:
+        ctx.error("metadata.name", f"duplicate {kind} {name!r}; the first one is in {state.seen[key]}")
+        return False
+    state.seen[key] = source
+    return True
+
+
+def _load_one(state: _State, doc: Mapping[str, Any], source: str) -> None:
+    raw_kind = doc.get("kind")
+    kind = raw_kind if isinstance(raw_kind, str) else ""
+    name = _display_name(doc, kind) if kind else object_name(doc)
+    ctx = Collector(source, kind, name)
+    if kind not in KNOWN_KINDS:
+        near = suggest(kind, KNOWN_KINDS) if kind else None
+        hint = f"; did you mean {near}?" if near else ""
+        what = f'"{kind}" is not a kind nodewright reads' if kind else "is missing"
+        ctx.kind = kind or "<no kind>"
+        ctx.error("kind", f"{what}{hint} (it reads {', '.join(KNOWN_KINDS)})")
+        state.errors.extend(ctx.errors)
+        return
+    value: Any = None
+    if kind == "NodePool":
+        value = nodepool_from(ctx, doc)
+    elif kind == "EC2NodeClass":
+        value = ec2nodeclass_from(ctx, doc)
+    elif kind == "NodeClaim":
+        value = nodeclaim_from(ctx, doc)
+    elif kind == "Pod":
+        value = kube.parse_pod(ctx, doc)
+    elif kind in WORKLOAD_KINDS:
+        value = kube.parse_workload(ctx, doc, kind)
+    elif kind == "DaemonSet":
+        value = kube.parse_daemonset(ctx, doc)
+    elif kind == "Node":
+        value = kube.parse_node(ctx, doc)
+    elif kind == "PodDisruptionBudget":
+        value = kube.parse_pdb(ctx, doc)
+    elif kind == "PersistentVolumeClaim":
+        value = kube.parse_pvc(ctx, doc)
+    elif kind == "PersistentVolume":
+        value = kube.parse_pv(ctx, doc)
+    elif kind == "StorageClass":
+        value = kube.parse_storage_class(ctx, doc)
+    elif kind == "PriorityClass":
+        value = kube.parse_priority_class(ctx, doc)
+    if ctx.ok and value is not None and name and kind != "Pod":
+        # Pods are claimed by their namespace/name in _store, together with pods that workloads create.
+        _claim(state, kind, name, source, ctx)
+    if not ctx.ok or value is None:
+        state.errors.extend(ctx.errors)
+        return
+    _store(state, kind, value, source, ctx)
+    state.errors.extend(ctx.errors)
+    if ctx.ok:
+        state.objects.append((LoadedObject(source, kind, name, ""), value))
+
+
+def _store(state: _State, kind: str, value: Any, source: str, ctx: Collector) -> None:
+    if isinstance(value, NodePool):
+        state.nodepools.append(value)
+    elif isinstance(value, EC2NodeClass):
+        state.nodeclasses.append(value)
+    elif isinstance(value, NodeClaim):
+        state.nodeclaims.append(value)
+    elif isinstance(value, kube.ParsedPod):
+        if _claim_pod(state, value.pod, source, ctx):
+            state.pods.append((value.pod, source))
+            state.generated_pvcs.extend(value.ephemeral_claims)
+    elif isinstance(value, kube.Workload):
+        for pod in value.pods:
+            if _claim_pod(state, pod, source, ctx):
+                state.pods.append((pod, source))
+        state.generated_pvcs.extend(value.claims)
+    elif isinstance(value, DaemonSet):
+        state.daemonsets.append(value)
+    elif isinstance(value, Node):
+        state.nodes.append(value)
+    elif isinstance(value, PodDisruptionBudget):
+        state.pdbs.append(value)
+    elif isinstance(value, PersistentVolumeClaim):
+        state.pvcs.append(value)
+    elif isinstance(value, PersistentVolume):
+        state.pvs.append(value)
+    elif kind == "StorageClass":
+        state.storage_classes.append(value)
+    elif kind == "PriorityClass":
+        class_name, priority, default = value
+        state.priority_classes[class_name] = (priority, default)
+
+
+def _claim_pod(state: _State, pod: Pod, source: str, ctx: Collector) -> bool:
+    # Pods expanded from different workloads can collide (a Deployment "web" and a Pod "web-0").
+    key = ("Pod", pod.key)
+    if key in state.seen:
+        ctx.error("metadata.name", f"creates pod {pod.key}, which is already defined in {state.seen[key]}")
+        return False
+    state.seen[key] = source
+    return True
+
+
+def _finish(state: _State) -> ClusterInputs:
+    pods = _resolve_priorities(state)
+    node_names = {node.name for node in state.nodes}
+    bound: dict[str, list[Pod]] = {name: [] for name in node_names}
+    pending: list[Pod] = []
+    for pod, source in pods:
+        if pod.node_name:
+            if pod.node_name in bound:
+                bound[pod.node_name].append(pod)
+            else:
+                state.errors.append(
+                    ValidationError(
+                        source,
+                        "Pod",
+                        pod.key,
+                        "spec.nodeName",
+                        f'node "{pod.node_name}" is not defined in the inputs; add its Node or remove nodeName',
+                    )
+                )
+        elif not pod.is_daemonset_pod:
+            # From files every unbound pod waits for capacity (DaemonSet pods follow their nodes instead).
+            pending.append(pod)
+    nodes = tuple(replace(node, pods=tuple(bound[node.name])) for node in state.nodes)
+    _check_references(state)
+    pvcs = _resolve_claims(state)
+    inputs = ClusterInputs(
+        nodepools=tuple(state.nodepools),
+        nodeclasses=tuple(state.nodeclasses),
+        nodes=nodes,
+        pending_pods=tuple(pending),
+        daemonsets=tuple(state.daemonsets),
+        pdbs=tuple(state.pdbs),
+        pvcs=pvcs,
+        pvs=tuple(state.pvs),
+        storage_classes=tuple(sc for sc, _ in state.storage_classes),
+        nodeclaims=tuple(state.nodeclaims),
+    )
+    objects = tuple(replace(obj, summary=_summary(value, inputs)) for obj, value in state.objects)
+    return replace(inputs, objects=objects)
+
+
+def _resolve_priorities(state: _State) -> list[tuple[Pod, str]]:
+    """Give pods the value of their PriorityClass (or the global default), as admission would."""
+    if not state.priority_classes:
+        return state.pods
+    default = next((value for value, is_default in state.priority_classes.values() if is_default), None)
+    out = []
+    for pod, source in state.pods:
+        if pod.priority_class_name in state.priority_classes:
+            pod = replace(pod, priority=state.priority_classes[pod.priority_class_name][0])
+        elif not pod.priority_class_name and default is not None and not pod.priority:
+            pod = replace(pod, priority=default)
+        out.append((pod, source))
+    return out
+
+
+def _resolve_claims(state: _State) -> tuple[PersistentVolumeClaim, ...]:
+    """Explicit claims win over ones a StatefulSet or ephemeral volume would create; fill default classes."""
+    default = next((sc.name for sc, is_default in state.storage_classes if is_default), "")
+    explicit = {(c.namespace, c.name) for c in state.pvcs}
+    claims = list(state.pvcs) + [c for c in state.generated_pvcs if (c.namespace, c.name) not in explicit]
+    if default:
+        claims = [c if c.storage_class_name else replace(c, storage_class_name=default) for c in claims]
+    return tuple(claims)
+
+
+def _check_references(state: _State) -> None:
+    """A NodePool must reference a loaded EC2NodeClass, when any EC2NodeClass was loaded at all.
+
+    Validating a file of NodePools alone is allowed, so a missing class is only an error when the inputs
+    describe node classes and this one is not among them. Pools with a dangling reference are left out.
+    """
+    if not state.nodeclasses:
+        return
+    names = sorted(c.name for c in state.nodeclasses)
+    kept = []
+    for pool in state.nodepools:
+        if pool.node_class_ref.name in names:
+            kept.append(pool)
+            continue
+        state.errors.append(
+            ValidationError(
+                pool.source,
+                "NodePool",
+                pool.name,
+                "spec.template.spec.nodeClassRef.name",
+                f'EC2NodeClass "{pool.node_class_ref.name}" is not defined in the inputs (defined: {", ".join(names)})',
+            )
+        )
+    state.nodepools = kept
+
+
+def _summary(value: Any, inputs: ClusterInputs) -> str:
+    if isinstance(value, NodePool):
+        parts = [f"weight {value.weight}" if value.weight else "no weight"]
+        parts.append(f"{len(value.requirements)} requirement{'s' if len(value.requirements) != 1 else ''}")
+        if value.taints:
+            parts.append("taints " + ", ".join(str(t) for t in value.taints))
+        if value.limits:
+            parts.append("limits " + describe_resources(value.limits))
+        parts.append(f"expireAfter {format_duration(value.expire_after_seconds)}")
+        parts.append(f"class {value.node_class_ref.name}")
+        return ", ".join(parts)
+    if isinstance(value, EC2NodeClass):
+        ami = next((t.alias for t in value.ami_selector_terms if t.alias), "")
+        parts = [f"ami {ami}" if ami else f"{value.ami_family} ({len(value.ami_selector_terms)} AMI terms)"]
+        parts.append(f"role {value.role}" if value.role else f"instance profile {value.instance_profile}")
+        parts.append(f"{len(value.subnet_selector_terms)} subnet term(s)")
+        parts.append(f"{len(value.security_group_selector_terms)} security group term(s)")
+        if value.kubelet.max_pods is not None:
+            parts.append(f"maxPods {value.kubelet.max_pods}")
+        return ", ".join(parts)
+    if isinstance(value, NodeClaim):
+        return f"nodepool {value.nodepool}, {value.instance_type or 'not launched'}"
+    if isinstance(value, kube.ParsedPod):
+        pod = value.pod
+        where = f"bound to {pod.node_name}" if pod.node_name else "pending"
+        return f"{where}, requests {describe_resources(pod.requests, skip=('pods',))}"
+    if isinstance(value, kube.Workload):
+        if not value.pods:
+            return "0 pods" if value.replicas == 0 else "not expanded: runs on its schedule"
+        first = value.pods[0]
+        noun = "pod" if value.replicas == 1 else "pods"
+        return f"{value.replicas} {noun}, each {describe_resources(first.requests, skip=('pods',))}"
+    if isinstance(value, DaemonSet):
+        return f"on every fitting node: {describe_resources(value.pod.requests, skip=('pods',))}"
+    if isinstance(value, Node):
+        node = next((n for n in inputs.nodes if n.name == value.name), value)
+        return f"allocatable {describe_resources(node.allocatable)}, {len(node.pods)} pods bound"
+    if isinstance(value, PodDisruptionBudget):
+        if value.min_available is not None:
+            return f"minAvailable {value.min_available}"
+        return f"maxUnavailable {value.max_unavailable}"
+    if isinstance(value, PersistentVolumeClaim):
+        return f"bound to {value.volume_name}" if value.volume_name else f"class {value.storage_class_name or '-'}"
+    if isinstance(value, PersistentVolume):
+        return f"{len(value.node_terms)} node affinity term(s)"
+    if isinstance(value, tuple) and value and isinstance(value[0], StorageClass):
+        storage_class: StorageClass = value[0]
+        return f"{storage_class.provisioner}, {storage_class.volume_binding_mode}"
+    if isinstance(value, tuple) and len(value) == 3:
+        return f"value {value[1]}"
+    return ""
