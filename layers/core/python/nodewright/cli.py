@@ -24,14 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="nodewright", description=__doc__)
     subparsers = parser.add_subparsers(dest="command", required=True)
     for module_name in COMMANDS.values():
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            # A command whose optional dependencies are missing is left out rather than breaking the rest.
-            if exc.name and exc.name.startswith("nodewright"):
-                continue
-            raise
-        module.add_parser(subparsers)
+        importlib.import_module(module_name).add_parser(subparsers)
     return parser
 
 

@@ -32,6 +32,7 @@ from nodewright.catalog.labels import (
 )
 from nodewright.catalog.types import RESERVED, InstanceType, Offering
 from nodewright.model import resources as res
+from nodewright.model.inputs import ClusterInputs
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.model.nodepool import NodePool
@@ -235,22 +236,23 @@ class Solver:
             ctx.error = f"EC2NodeClass {pool.node_class_ref.name} not found"
             return ctx
         if pool.limits:
-            used: dict[str, int] = {}
+            # Karpenter counts node capacity; a Node object only reports allocatable, which is close below it.
+            remaining = dict(pool.limits)
             for node in nodes:
                 if node.labels.get("karpenter.sh/nodepool") == pool.name:
-                    used = res.add(used, {**node.allocatable, "nodes": 1})
+                    remaining = _consume(remaining, node.allocatable)
             for claim in claims:
                 if claim.nodepool == pool.name and not claim.node_name:
                     it = self.types_by_name.get(claim.instance_type)
-                    used = res.add(used, {**(capacity(it) if it else claim.requests), "nodes": 1})
-            ctx.remaining = {k: v - used.get(k, 0) for k, v in pool.limits.items()}
+                    remaining = _consume(remaining, capacity(it) if it else claim.requests)
+            ctx.remaining = remaining
         for it in self.instance_types:
             if not self._type_matches(it, requirements):
                 continue
             offerings = tuple(sorted((o for o in it.offerings if o.available), key=_offering_order))
             if not offerings:
                 continue
-            alloc = allocatable_for(it, node_class)
+            alloc = {**allocatable_for(it, node_class), EBS_VOLUMES: it.ebs_volume_limit}
             overhead = self._daemonset_overhead(pool, it)
             ctx.candidates.append(
                 Candidate(
@@ -707,7 +709,7 @@ class Solver:
             candidate, k = choice
             budget = dict(ctx.remaining) if ctx.remaining is not None else None
             if ctx.remaining is not None:
-                ctx.remaining = res.subtract(ctx.remaining, {**candidate.capacity, "nodes": 1})
+                ctx.remaining = _consume(ctx.remaining, candidate.capacity)
             b = Bin(
                 "",
                 "new",
@@ -870,6 +872,11 @@ def _offering_order(o: Offering) -> tuple[int, float, str, str]:
     return (_capacity_rank(o.capacity_type), o.price, o.zone, o.capacity_type)
 
 
+def _consume(remaining: Mapping[str, int], capacity_: Mapping[str, int]) -> dict[str, int]:
+    """NodePool limits left after one more node of this capacity (only the limited resources count)."""
+    return {key: left - (1 if key == "nodes" else capacity_.get(key, 0)) for key, left in remaining.items()}
+
+
 def _within(capacity_: Mapping[str, int], remaining: Mapping[str, int]) -> bool:
     for key, left in remaining.items():
         need = 1 if key == "nodes" else capacity_.get(key, 0)
@@ -924,3 +931,19 @@ def solve(
     volumes = VolumeIndex(pvcs, pvs, storage_classes)
     solver = Solver(pods, nodes, nodeclaims, nodepools, nodeclasses, instance_types, daemonsets, volumes)
     return solver.run()
+
+
+def solve_inputs(inputs: ClusterInputs, instance_types: Sequence[InstanceType]) -> Results:
+    """`solve()` for a loaded cluster (files or API objects): its pending pods against everything else."""
+    return solve(
+        inputs.pending_pods,
+        nodes=inputs.nodes,
+        nodeclaims=inputs.nodeclaims,
+        nodepools=inputs.nodepools,
+        nodeclasses=inputs.nodeclasses,
+        instance_types=instance_types,
+        daemonsets=inputs.daemonsets,
+        pvcs=inputs.pvcs,
+        pvs=inputs.pvs,
+        storage_classes=inputs.storage_classes,
+    )

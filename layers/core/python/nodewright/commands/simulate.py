@@ -1,0 +1,86 @@
+"""`nodewright simulate FILE... [--json]`: what would nodewright launch for these pending pods?
+
+FILEs hold multi-document YAML: NodePools, EC2NodeClasses, existing Nodes (with the pods bound to them)
+and workloads. The simulation runs against the offline instance catalog (prices from the shipped
+snapshot) and prints each NodeClaim with its cheapest option, the pods on existing capacity, the pods
+that cannot be scheduled with the reason, and the total price per hour.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from nodewright.catalog.snapshot import SnapshotSource
+from nodewright.model.loader import load_files
+from nodewright.scheduling import Results, solve_inputs
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register the `simulate` sub-command."""
+    parser = subparsers.add_parser(
+        "simulate",
+        help="simulate scheduling of the pending pods in YAML files",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("files", nargs="+", metavar="FILE", help="multi-document YAML files")
+    parser.add_argument("--json", action="store_true", help="print the decisions as one JSON document")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load, validate and simulate; 0 on success (even with unschedulable pods), 1 on invalid input."""
+    inputs, errors = load_files(args.files)
+    if errors:
+        for error in errors:
+            print(error, file=sys.stderr)
+        print(f"{len(errors)} error{'s' if len(errors) != 1 else ''} found; nothing simulated", file=sys.stderr)
+        return 1
+    results = solve_inputs(inputs, SnapshotSource().instance_types())
+    if args.json:
+        print(json.dumps(results.to_json(), indent=2))
+    else:
+        print(render_table(results))
+    return 0
+
+
+def render_table(results: Results) -> str:
+    """The human-readable report: NodeClaims, existing capacity, unschedulable pods, total price."""
+    lines: list[str] = []
+    header = (
+        f"{'NODECLAIM':<22} {'NODEPOOL':<14} {'INSTANCE TYPE':<16} {'CAPACITY':<10} {'ZONE':<12} {'$/HOUR':>8}  PODS"
+    )
+    lines.append(header)
+    for claim in results.nodeclaims:
+        cheapest = claim.cheapest
+        lines.append(
+            f"{claim.name:<22} {claim.nodepool:<14} {cheapest.instance_type:<16} {cheapest.capacity_type:<10} "
+            f"{cheapest.zone:<12} {cheapest.price:>8.4f}  {len(claim.pods)}"
+        )
+        lines.append(f"    pods: {', '.join(claim.pods)}")
+        alternatives = ", ".join(claim.instance_types[1:6])
+        if alternatives:
+            more = len(claim.instance_types) - 6
+            lines.append(f"    fallbacks: {alternatives}{f' (+{more} more)' if more > 0 else ''}")
+    if not results.nodeclaims:
+        lines.append("(no new NodeClaims)")
+    if results.existing:
+        lines.append("")
+        lines.append("ON EXISTING CAPACITY")
+        for name, pods in sorted(results.existing.items()):
+            lines.append(f"  {name}: {', '.join(pods)}")
+    if results.unschedulable:
+        lines.append("")
+        lines.append("UNSCHEDULABLE")
+        for item in results.unschedulable:
+            lines.append(f"  {item.pod}: {item.reason}")
+    placed = sum(len(c.pods) for c in results.nodeclaims) + sum(len(p) for p in results.existing.values())
+    lines.append("")
+    lines.append(
+        f"TOTAL ${results.cost_per_hour:.4f}/hour for {len(results.nodeclaims)} new NodeClaims; "
+        f"{placed} pods placed, {len(results.unschedulable)} unschedulable"
+    )
+    return "\n".join(lines)
