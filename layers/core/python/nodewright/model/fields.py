@@ -152,7 +152,9 @@ def parse_requirement(
     min_value = None
     if allow_min:
         min_value = get_int(ctx, item.get("minValues"), join(path, "minValues"), minimum=1, maximum=50)
-    if operator is None:
+    raw_values = item.get("values")
+    if operator is None or (isinstance(raw_values, list) and len(raw_values) != len(values)):
+        # A bad value was reported already; counting the remaining ones would only add a misleading error.
         return None
     where = join(path, "values")
     if operator in (Operator.IN, Operator.NOT_IN) and not values and (operator is Operator.IN or not nodepool):

@@ -503,7 +503,9 @@ def _check_alias(ctx: Collector, alias: str, path: str) -> None:
         return
     pattern, example = _AMI_VERSIONS[family]
     if version != "latest" and not pattern.match(version):
-        ctx.error(path, f'version "{version}" is not a {family} release; use latest or a version such as {example}')
+        ctx.error(
+            path, f'version "{version}" is not a valid {family} version; use latest or a version such as {example}'
+        )
 
 
 def _ami_family(ctx: Collector, value: Any, terms: tuple[AMISelectorTerm, ...]) -> str:

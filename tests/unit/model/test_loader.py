@@ -1,0 +1,228 @@
+"""Loading multi-document YAML files into ClusterInputs, with errors across documents and files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from nodewright.model.loader import load_documents, load_files, load_text
+
+from .helpers import NODECLASS, NODEPOOL, container, pod, with_field
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+
+
+def dump(*docs: object) -> str:
+    return yaml.safe_dump_all(docs, sort_keys=False)
+
+
+def test_examples_load_cleanly() -> None:
+    inputs, errors = load_files(sorted(EXAMPLES.glob("*.yaml")))
+    assert errors == [], [str(e) for e in errors]
+    assert [p.name for p in inputs.nodepools] == ["default", "gpu"]
+    assert [c.name for c in inputs.nodeclasses] == ["default", "gpu"]
+    assert {c.ami_family for c in inputs.nodeclasses} == {"al2023", "bottlerocket"}
+    (node,) = inputs.nodes
+    assert sorted(p.name for p in node.pods) == ["billing-7d9f-abcde", "cache-0"]
+    pending = {p.key for p in inputs.pending_pods}
+    assert len(pending) == 12 + 4 + 3 + 2 + 2
+    assert "data/postgres-1" in pending and "ml/train-1" in pending
+    assert [d.name for d in inputs.daemonsets] == ["node-agent"]
+    assert {(c.name, c.storage_class_name) for c in inputs.pvcs} == {
+        ("data-postgres-0", "gp3"),
+        ("data-postgres-1", "gp3"),
+    }
+    assert inputs.storage_classes[0].volume_binding_mode == "WaitForFirstConsumer"
+    assert inputs.pdbs[0].max_unavailable == "1"
+
+
+def test_karpenter_v1_docs_yaml_loads_unchanged() -> None:
+    inputs, errors = load_files(sorted((EXAMPLES / "karpenter-v1").glob("*.yaml")))
+    assert errors == [], [str(e) for e in errors]
+    (pool,) = inputs.nodepools
+    (node_class,) = inputs.nodeclasses
+    assert pool.api_version == "karpenter.sh/v1" and node_class.api_version == "karpenter.k8s.aws/v1"
+    assert pool.requirements[0].min_values == 2
+    assert node_class.kubelet.max_pods == 20
+
+
+def test_empty_documents_and_lists() -> None:
+    text = "---\n---\n" + dump(
+        {"apiVersion": "v1", "kind": "List", "items": [NODEPOOL, NODECLASS]},
+        None,
+        pod({"containers": [container({"cpu": "1"})]}),
+    )
+    inputs, errors = load_text(text, "all.yaml")
+    assert errors == []
+    assert len(inputs.nodepools) == 1 and len(inputs.nodeclasses) == 1
+    assert [p.name for p in inputs.pending_pods] == ["p"]
+
+
+def test_unknown_kind_is_named() -> None:
+    _, errors = load_documents([{"apiVersion": "v1", "kind": "Servce", "metadata": {"name": "x"}}], "a.yaml")
+    assert len(errors) == 1
+    message = str(errors[0])
+    assert message.startswith('a.yaml: Servce/x: kind: "Servce" is not a kind nodewright reads')
+    assert "did you mean Service" not in message  # Service is not read either; no misleading hint
+    _, errors = load_documents([{"apiVersion": "v1", "kind": "Nodepool", "metadata": {"name": "x"}}], "a.yaml")
+    assert "did you mean NodePool?" in str(errors[0])
+
+
+def test_missing_kind_and_non_map_documents() -> None:
+    _, errors = load_documents([{"metadata": {"name": "x"}}, ["not", "a", "map"]], "a.yaml")
+    messages = [str(e) for e in errors]
+    assert messages[0] == "a.yaml: document 2: must be a map, not a list"
+    assert messages[1].startswith("a.yaml: <no kind>/x: kind: is missing")
+
+
+def test_duplicates_across_files(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text(dump(NODEPOOL))
+    (tmp_path / "b.yaml").write_text(dump(NODEPOOL))
+    inputs, errors = load_files([tmp_path / "a.yaml", tmp_path / "b.yaml"])
+    assert len(inputs.nodepools) == 1
+    assert [str(e) for e in errors] == [
+        f"{tmp_path / 'b.yaml'}: NodePool/default: metadata.name: duplicate NodePool 'default'; "
+        f"the first one is in {tmp_path / 'a.yaml'}"
+    ]
+
+
+def test_expanded_pods_collide_with_bare_pods() -> None:
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"a": "b"}},
+            "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [container()]}},
+        },
+    }
+    inputs, errors = load_documents([pod({"containers": [container()]}, name="web-1"), deployment], "w.yaml")
+    assert [str(e) for e in errors] == [
+        "w.yaml: Deployment/default/web: metadata.name: creates pod default/web-1, which is already defined in w.yaml"
+    ]
+    assert sorted(p.name for p in inputs.pending_pods) == ["web-0", "web-1"]
+
+
+def test_same_name_in_other_namespace_is_fine() -> None:
+    a = pod({"containers": [container()]}, name="x")
+    b = with_field(pod({"containers": [container()]}, name="x"), "metadata.namespace", "other")
+    inputs, errors = load_documents([a, b], "w.yaml")
+    assert errors == [] and len(inputs.pending_pods) == 2
+
+
+def test_bound_pods_need_their_node() -> None:
+    bound = pod({"containers": [container()], "nodeName": "ghost"})
+    inputs, errors = load_documents([bound], "w.yaml")
+    assert [str(e) for e in errors] == [
+        'w.yaml: Pod/default/p: spec.nodeName: node "ghost" is not defined in the inputs; '
+        "add its Node or remove nodeName"
+    ]
+    assert inputs.pending_pods == ()
+
+
+def test_daemonset_owned_pods_are_not_pending() -> None:
+    ds_pod = pod({"containers": [container()]})
+    ds_pod["metadata"]["ownerReferences"] = [{"kind": "DaemonSet", "name": "agent", "controller": True}]
+    inputs, errors = load_documents([ds_pod], "w.yaml")
+    assert errors == [] and inputs.pending_pods == ()
+
+
+def test_nodeclass_reference_checked_when_classes_are_given() -> None:
+    other = with_field(NODECLASS, "metadata.name", "other")
+    inputs, errors = load_documents([NODEPOOL, other], "c.yaml")
+    assert [str(e) for e in errors] == [
+        'c.yaml: NodePool/default: spec.template.spec.nodeClassRef.name: EC2NodeClass "default" is not defined '
+        "in the inputs (defined: other)"
+    ]
+    assert inputs.nodepools == ()
+    # A file of NodePools alone is fine.
+    inputs, errors = load_documents([NODEPOOL], "pools.yaml")
+    assert errors == [] and len(inputs.nodepools) == 1
+
+
+def test_errors_from_all_documents_are_collected() -> None:
+    bad_pool = with_field(NODEPOOL, "spec.weight", 0)
+    bad_class = with_field(NODECLASS, "spec.role", 7)
+    bad_pod = pod({"containers": [container({"cpu": "x"})]})
+    _, errors = load_documents([bad_pool, bad_class, bad_pod], "all.yaml")
+    assert [(e.kind, e.name, e.path) for e in errors] == [
+        ("NodePool", "default", "spec.weight"),
+        ("EC2NodeClass", "default", "spec.role"),
+        ("Pod", "default/p", 'spec.containers[0].resources.requests["cpu"]'),
+    ]
+
+
+def test_yaml_syntax_error_names_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "broken.yaml"
+    path.write_text("kind: NodePool\nmetadata:\n  name: [unclosed\n")
+    _, errors = load_files([path])
+    assert len(errors) == 1
+    assert str(errors[0]).startswith(f"{path}: line ")
+    assert "YAML syntax error" in str(errors[0])
+
+
+def test_missing_file() -> None:
+    _, errors = load_files(["/nonexistent/pools.yaml"])
+    assert str(errors[0]).startswith("/nonexistent/pools.yaml: cannot read the file")
+
+
+def test_priority_classes_and_default_storage_class() -> None:
+    docs = [
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000},
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": "base"},
+            "value": 10,
+            "globalDefault": True,
+        },
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "StorageClass",
+            "provisioner": "ebs.csi.aws.com",
+            "metadata": {"name": "gp3", "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
+        },
+        {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "c"}, "spec": {}},
+        pod({"containers": [container()], "priorityClassName": "high"}, name="a"),
+        pod({"containers": [container()]}, name="b"),
+    ]
+    inputs, errors = load_documents(docs, "w.yaml")
+    assert errors == []
+    assert {p.name: p.priority for p in inputs.pending_pods} == {"a": 1000, "b": 10}
+    assert inputs.pvcs[0].storage_class_name == "gp3"
+
+
+def test_nodeclaims() -> None:
+    claim = {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodeClaim",
+        "metadata": {
+            "name": "default-abcde",
+            "labels": {
+                "karpenter.sh/nodepool": "default",
+                "node.kubernetes.io/instance-type": "m6i.large",
+                "topology.kubernetes.io/zone": "us-east-1a",
+                "karpenter.sh/capacity-type": "spot",
+            },
+            "creationTimestamp": "2024-08-01T00:00:00Z",
+        },
+        "spec": {
+            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+            "requirements": [
+                {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m6i.large"], "minValues": 1}
+            ],
+            "resources": {"requests": {"cpu": "1"}},
+        },
+        "status": {
+            "providerID": "aws:///us-east-1a/i-0abc",
+            "nodeName": "ip-1",
+            "conditions": [{"type": "Registered", "status": "True"}],
+        },
+    }
+    inputs, errors = load_documents([claim], "claims.yaml")
+    assert errors == []
+    (nc,) = inputs.nodeclaims
+    assert (nc.nodepool, nc.instance_type, nc.zone, nc.capacity_type) == ("default", "m6i.large", "us-east-1a", "spot")
+    assert (nc.instance_id, nc.node_name, nc.registered, nc.initialized) == ("i-0abc", "ip-1", True, False)
+    assert nc.created_at == 1722470400.0 and nc.requests == {"cpu": 1000}
