@@ -226,3 +226,9 @@ def test_nodeclaims() -> None:
     assert (nc.nodepool, nc.instance_type, nc.zone, nc.capacity_type) == ("default", "m6i.large", "us-east-1a", "spot")
     assert (nc.instance_id, nc.node_name, nc.registered, nc.initialized) == ("i-0abc", "ip-1", True, False)
     assert nc.created_at == 1722470400.0 and nc.requests == {"cpu": 1000}
+
+
+def test_directory_means_its_yaml_files() -> None:
+    inputs, errors = load_files([EXAMPLES / "karpenter-v1"])
+    assert errors == []
+    assert [o.kind for o in inputs.objects] == ["EC2NodeClass", "NodePool"]  # name order: ec2nodeclass, nodepool

@@ -118,13 +118,13 @@ def _parse_yaml(text: str, source: str) -> tuple[list[Any], list[ValidationError
 
 
 def load_files(paths: Sequence[str | Path]) -> tuple[ClusterInputs, list[ValidationError]]:
-    """Read multi-document YAML files and load every object they hold.
+    """Read multi-document YAML files (a directory means its *.yaml / *.yml files) and load every object.
 
     Returns the inputs (objects with errors left out) and all errors, each naming file, object and field.
     """
     sources: list[tuple[list[Any], str]] = []
     errors: list[ValidationError] = []
-    for path in paths:
+    for path in _expand_paths(paths):
         source = str(path)
         try:
             text = Path(path).read_text(encoding="utf-8")
@@ -136,6 +136,17 @@ def load_files(paths: Sequence[str | Path]) -> tuple[ClusterInputs, list[Validat
         sources.append((docs, source))
     inputs, more = load_sources(sources)
     return inputs, errors + more
+
+
+def _expand_paths(paths: Sequence[str | Path]) -> list[str | Path]:
+    """A directory stands for its *.yaml and *.yml files (not recursive), in name order."""
+    out: list[str | Path] = []
+    for path in paths:
+        if Path(path).is_dir():
+            out.extend(sorted(p for p in Path(path).iterdir() if p.suffix in (".yaml", ".yml") and p.is_file()))
+        else:
+            out.append(path)
+    return out
 
 
 def load_documents(docs: Iterable[Any], source: str) -> tuple[ClusterInputs, list[ValidationError]]:
