@@ -18,6 +18,7 @@ launches as the smallest type that holds it.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -72,6 +73,7 @@ MAX_INSTANCE_TYPES = 60
 _BIG = 1 << 40
 
 ReqKey = tuple[tuple[str, ValueSet], ...]
+Score = tuple[float, int, float, str]
 
 
 def req_key(requirements: Requirements) -> ReqKey:
@@ -87,20 +89,22 @@ class Candidate:
     capacity: Mapping[str, int]
     offerings: tuple[Offering, ...]  # available ones, cheapest first
     exotic: bool = False  # bare metal or accelerated: used only when nothing else fits (Karpenter's rule)
+    allowed: dict[tuple[ValueSet, ValueSet, ValueSet], list[Offering]] = field(default_factory=dict)
 
     def offerings_for(self, requirements: Requirements) -> list[Offering]:
-        zones, types, reservations = (
-            requirements.get(ZONE),
-            requirements.get(CAPACITY_TYPE),
-            requirements.get(CAPACITY_RESERVATION_ID),
-        )
-        return [
-            o
-            for o in self.offerings
-            if zones.matches(o.zone)
-            and types.matches(o.capacity_type)
-            and reservations.matches(o.reservation_id or None)
-        ]
+        """The available offerings these requirements allow (zone, capacity type, reservation), cheapest first."""
+        key = (requirements.get(ZONE), requirements.get(CAPACITY_TYPE), requirements.get(CAPACITY_RESERVATION_ID))
+        cached = self.allowed.get(key)
+        if cached is None:
+            zones, types, reservations = key
+            cached = self.allowed[key] = [
+                o
+                for o in self.offerings
+                if zones.matches(o.zone)
+                and types.matches(o.capacity_type)
+                and reservations.matches(o.reservation_id or None)
+            ]
+        return cached
 
 
 @dataclass(slots=True)
@@ -110,6 +114,55 @@ class PoolCompat:
     requirements: Requirements
     candidates: list[tuple[float, Candidate]]  # (cheapest allowed price, candidate), cheapest first
     zones: frozenset[str]
+
+
+class _FitTable:
+    """Answers "which type gives the lowest price per pod for up to `cap` pods?" in O(log types).
+
+    For one request vector, every candidate holds f = max_copies(request, allocatable) pods. For a cap c,
+    candidates with f >= c all take c pods (so the cheapest wins) and the others take f (so the lowest
+    price / f wins); a prefix minimum over f-descending order and a suffix minimum answer both halves.
+    The score is (price per pod, -pods, price, name): ties go to more pods, then cheaper, then name.
+    Non-exotic types are preferred; exotic ones (bare metal, accelerated) only when none fits.
+    """
+
+    def __init__(self, compat: PoolCompat, request: Mapping[str, int]) -> None:
+        self.phases: list[tuple[list[int], list[tuple[float, str, Candidate]], list[tuple[Score, Candidate]]]] = []
+        for exotic in (False, True):
+            entries = []
+            for price, candidate in compat.candidates:
+                if candidate.exotic == exotic:
+                    f = res.max_copies(request, candidate.allocatable)
+                    if f > 0:
+                        entries.append((f, price, candidate))
+            entries.sort(key=lambda e: (-e[0], e[1], e[2].it.name))
+            negated = [-f for f, _, _ in entries]
+            prefix: list[tuple[float, str, Candidate]] = []
+            for _, price, candidate in entries:
+                item = (price, candidate.it.name, candidate)
+                prefix.append(item if not prefix or item[:2] < prefix[-1][:2] else prefix[-1])
+            suffix: list[tuple[Score, Candidate]] = [((0.0, 0, 0.0, ""), entries[0][2])] * len(entries)
+            for i in range(len(entries) - 1, -1, -1):
+                f, price, candidate = entries[i]
+                score = (price / f, -f, price, candidate.it.name)
+                suffix[i] = (score, candidate) if i == len(entries) - 1 or score < suffix[i + 1][0] else suffix[i + 1]
+            self.phases.append((negated, prefix, suffix))
+
+    def best(self, cap: int) -> tuple[Candidate, int] | None:
+        for negated, prefix, suffix in self.phases:
+            if not negated:
+                continue
+            split = bisect.bisect_right(negated, -cap)  # entries [0, split) hold at least `cap` pods
+            options: list[tuple[Score, Candidate, int]] = []
+            if split > 0:
+                price, name, candidate = prefix[split - 1]
+                options.append(((price / cap, -cap, price, name), candidate, cap))
+            if split < len(negated):
+                score, candidate = suffix[split]
+                options.append((score, candidate, -score[1]))
+            _, candidate, k = min(options, key=lambda o: o[0])
+            return candidate, k
+        return None
 
 
 @dataclass(slots=True)
@@ -122,7 +175,7 @@ class PoolContext:
     remaining: dict[str, int] | None  # limits left; None when the NodePool has no limits
     error: str = ""
     compat: dict[ReqKey, PoolCompat | str] = field(default_factory=dict)
-    choice: dict[tuple[object, ...], tuple[Candidate, int] | None] = field(default_factory=dict)
+    fit_tables: dict[tuple[object, ...], _FitTable] = field(default_factory=dict)
 
 
 @dataclass(slots=True, eq=False)
@@ -205,9 +258,11 @@ class Solver:
         existing_pods = [p for n in nodes for p in n.pods] + [p for c in nodeclaims for p in c.nominated_pods]
         relevant = selector_keys([*pods, *existing_pods])
         self.classes = build_classes(pods, volumes, relevant)
+        # Group index per term object: terms live as long as their classes, so id() is a stable key.
+        self.term_groups: dict[int, int] = {}
         for cls in self.classes:
             for term in (*cls.terms, *cls.preferred_terms):
-                self.groups.add(term)
+                self.term_groups[id(term)] = self.groups.add(term)
         for pod in existing_pods:
             for term in pod_terms(pod)[0]:
                 if term.kind == "anti":
@@ -222,6 +277,8 @@ class Solver:
         self.existing_zones = frozenset(z for b in self.bins if (z := b.domain(ZONE)) is not None)
         # Per request vector, the bins that may still have room for it, and how far self.bins was scanned.
         # Room only shrinks, so a bin dropped from a list never needs to come back.
+        # Claims with the same requirements and usage get the same options: computed once.
+        self.finalized: dict[tuple[object, ...], tuple[tuple[str, ...], tuple[LaunchOption, ...]]] = {}
         self.room: dict[tuple[tuple[str, int], ...], tuple[list[Bin], int]] = {}
         self.unschedulable: list[Unschedulable] = []
 
@@ -422,7 +479,7 @@ class Solver:
     # ----- topology -----------------------------------------------------------------------------------
 
     def _term_group(self, term: TopologyTerm) -> int:
-        return self.groups.index[term.group]
+        return self.term_groups[id(term)]
 
     def _bin_cap(self, b: Bin, cls: PodClass, terms: Sequence[TopologyTerm], n: int) -> int:
         """How many pods of the class the topology terms (hostname and other non-zone keys) allow on b."""
@@ -623,11 +680,21 @@ class Solver:
         terms: tuple[TopologyTerm, ...],
     ) -> tuple[list[Pod], str]:
         request = cls.requests
-        for b in self._bins_with_room(request):
+        key = tuple(sorted(request.items()))
+        kept, scanned = self.room.get(key, ([], 0))
+        kept.extend(self.bins[scanned:])
+        scanned = len(self.bins)
+        # Bins without room for this request are dropped for good; the list is compacted as it is walked.
+        survivors: list[Bin] = []
+        for index, b in enumerate(kept):
             if not pods:
-                return pods, ""
+                survivors.extend(kept[index:])
+                break
             k = res.max_copies(request, b.remaining)
-            if k <= 0 or untolerated(cls.tolerations, b.taints) is not None:
+            if k <= 0:
+                continue
+            survivors.append(b)
+            if untolerated(cls.tolerations, b.taints) is not None:
                 continue
             merged = self._bin_compat(b, requirements, rkey)
             if merged is None:
@@ -635,6 +702,7 @@ class Solver:
             k = min(k, self._bin_cap(b, cls, terms, len(pods)))
             if k > 0:
                 pods = self._assign(b, cls, pods, k, *merged)
+        self.room[key] = (survivors, scanned)
         reasons: list[str] = []
         while pods:
             opened = self._open_claim(cls, pods, requirements, rkey, terms, reasons)
@@ -643,15 +711,6 @@ class Solver:
             b, k = opened
             pods = self._assign(b, cls, pods, k, b.requirements, b.rkey)
         return pods, "; ".join(reasons)
-
-    def _bins_with_room(self, request: Mapping[str, int]) -> list[Bin]:
-        """Bins (in placement order) that may still fit one pod with this request."""
-        key = tuple(sorted(request.items()))
-        kept, scanned = self.room.get(key, ([], 0))
-        fresh = [b for b in kept if res.fits(request, b.remaining)]
-        fresh.extend(b for b in self.bins[scanned:] if res.fits(request, b.remaining))
-        self.room[key] = (fresh, len(self.bins))
-        return fresh
 
     def _assign(self, b: Bin, cls: PodClass, pods: list[Pod], k: int, merged: Requirements, mkey: ReqKey) -> list[Pod]:
         if mkey != b.rkey:
@@ -754,17 +813,18 @@ class Solver:
         Types that would break the NodePool's limits are skipped; bare metal and accelerated types are
         considered only when no other type fits (Karpenter's exotic rule).
         """
-        key = (rkey, tuple(sorted(cls.requests.items())), cap)
+        request_key = tuple(sorted(cls.requests.items()))
         remaining = ctx.remaining
-        if remaining is None and key in ctx.choice:
-            return ctx.choice[key]
+        if remaining is None:
+            table = ctx.fit_tables.get((rkey, request_key))
+            if table is None:
+                table = ctx.fit_tables[(rkey, request_key)] = _FitTable(compat, cls.requests)
+            return table.best(cap)
         chosen: tuple[Candidate, int] | None = None
         for exotic in (False, True):
             best: tuple[float, int, float, str] | None = None
             for price, candidate in compat.candidates:
-                if candidate.exotic != exotic:
-                    continue
-                if remaining is not None and not _within(candidate.capacity, remaining):
+                if candidate.exotic != exotic or not _within(candidate.capacity, remaining):
                     continue
                 k = min(cap, res.max_copies(cls.requests, candidate.allocatable))
                 if k <= 0:
@@ -774,8 +834,6 @@ class Solver:
                     best, chosen = score, (candidate, k)
             if chosen is not None:
                 break
-        if remaining is None:
-            ctx.choice[key] = chosen
         return chosen
 
     def _no_fit_reason(self, ctx: PoolContext, compat: PoolCompat, cls: PodClass) -> str:
@@ -811,27 +869,33 @@ class Solver:
         assert ctx is not None and b.chosen is not None
         compat = self._pool_compat(ctx, b.requirements, b.rkey)
         assert isinstance(compat, PoolCompat)  # the claim was opened from this NodePool's answer
-        chosen: list[Candidate] = []
-        for _price, candidate in compat.candidates:
-            if candidate.exotic and not b.chosen.exotic:
-                continue
-            if b.limit_budget is not None and not _within(candidate.capacity, b.limit_budget):
-                continue
-            if res.fits(b.used, candidate.allocatable):
-                chosen.append(candidate)
-                if len(chosen) == MAX_INSTANCE_TYPES:
-                    break
-        launch = sorted(
-            (
-                LaunchOption(c.it.name, o.capacity_type, o.zone, o.price, o.reservation_id)
-                for c in chosen
-                for o in c.offerings_for(compat.requirements)
-            ),
-            key=_launch_order,
-        )
+        budget_key = tuple(sorted(b.limit_budget.items())) if b.limit_budget is not None else None
+        memo_key = (ctx.pool.name, b.rkey, tuple(sorted(b.used.items())), b.chosen.exotic, budget_key)
+        memo = self.finalized.get(memo_key)
+        if memo is None:
+            chosen: list[Candidate] = []
+            for _price, candidate in compat.candidates:
+                if candidate.exotic and not b.chosen.exotic:
+                    continue
+                if b.limit_budget is not None and not _within(candidate.capacity, b.limit_budget):
+                    continue
+                if res.fits(b.used, candidate.allocatable):
+                    chosen.append(candidate)
+                    if len(chosen) == MAX_INSTANCE_TYPES:
+                        break
+            launch_list = sorted(
+                (
+                    LaunchOption(c.it.name, o.capacity_type, o.zone, o.price, o.reservation_id)
+                    for c in chosen
+                    for o in c.offerings_for(compat.requirements)
+                ),
+                key=_launch_order,
+            )
+            memo = (tuple(c.it.name for c in chosen), tuple(launch_list))
+            self.finalized[memo_key] = memo
+        type_names, launch = memo
         pods = tuple(sorted(p.key for p in b.pods))
         digest = hashlib.sha256("\n".join((ctx.pool.name, *pods)).encode()).hexdigest()[:8]
-        type_names = tuple(c.it.name for c in chosen)
         capacity_types = tuple(sorted({o.capacity_type for o in launch}, key=_capacity_rank))
         zones = tuple(sorted({o.zone for o in launch}))
         requirement_list = [
@@ -848,7 +912,7 @@ class Solver:
             instance_types=type_names,
             capacity_types=capacity_types,
             zones=zones,
-            launch_options=tuple(launch),
+            launch_options=launch,
             pods=pods,
             requirements=(*kept.to_list(), *requirement_list),
             labels=labels,
