@@ -28,7 +28,7 @@ BINARIES=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
 log() { printf '[build-localworld %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 # The recipe stamp changes whenever an input of the build changes, so a stale cache rebuilds.
-RECIPE="k8s=$K8S_VERSION kwok=$KWOK_VERSION etcd=${NODEWRIGHT_ETCD_VERSION:-pinned} go=$(go env GOVERSION) script=4"
+RECIPE="k8s=$K8S_VERSION kwok=$KWOK_VERSION etcd=${NODEWRIGHT_ETCD_VERSION:-pinned} go=$(go env GOVERSION) script=5"
 all_present() {
     for b in "${BINARIES[@]}"; do [[ -x "$BIN/$b" ]] || return 1; done
     [[ -d "$ROOT/kwok-stages" && -f "$BIN/.recipe" && "$(cat "$BIN/.recipe")" == "$RECIPE" ]]
@@ -137,10 +137,11 @@ log "kwok compiled in $(($(date +%s) - t0))s"
 # the KWOK module itself so they match the controller's version.
 KWOK_DIR="$(GOFLAGS= go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')"
 # node/fast initializes nodes, node/heartbeat-with-lease keeps them Ready and renews their leases,
-# pod/fast makes pods Ready, completes them and finishes graceful deletion.
+# pod/general makes pods Ready after a realistic delay (1-6 s, per-pod annotations can change it),
+# completes them, and finishes graceful deletion when the grace period ends.
 rm -rf "$ROOT/kwok-stages"
 mkdir -p "$ROOT/kwok-stages"
-for dir in node/fast node/heartbeat-with-lease pod/fast; do
+for dir in node/fast node/heartbeat-with-lease pod/general; do
     for f in "$KWOK_DIR/kustomize/stage/$dir"/*.yaml; do
         [[ "$(basename "$f")" == kustomization.yaml ]] || cp -f "$f" "$ROOT/kwok-stages/"
     done

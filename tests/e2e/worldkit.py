@@ -1,0 +1,139 @@
+"""Helpers for end-to-end tests over a running local world: clients, a node factory, Lambda
+functions from tests/e2e/functions, fault switching, and bounded waiting."""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+import urllib.request
+import uuid
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import boto3
+from kubernetes import client, config
+from nodewright.localworld import controlplane, world
+
+T = TypeVar("T")
+FUNCTIONS_DIR = Path(__file__).parent / "functions"
+
+
+def wait_for(predicate: Callable[[], T | None], timeout: float, message: str, interval: float = 0.25) -> T:
+    """Poll `predicate` until it returns something truthy, and return that; fail after `timeout`."""
+    deadline = time.monotonic() + timeout
+    last_error: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            result = predicate()
+            if result:
+                return result
+        except Exception as exc:  # the condition may be unreadable while it converges
+            last_error = exc
+        time.sleep(interval)
+    suffix = f" (last error: {last_error})" if last_error else ""
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {message}{suffix}")
+
+
+class World:
+    """Clients and helpers for a running local world."""
+
+    def __init__(self, state: world.WorldState) -> None:
+        self.state = state
+        self.api_client = config.new_client_from_config(config_file=state.kubeconfig)
+        self.core = client.CoreV1Api(self.api_client)
+        self.apps = client.AppsV1Api(self.api_client)
+        self.policy = client.PolicyV1Api(self.api_client)
+
+    def aws(self, service: str, **overrides: Any) -> Any:
+        """A boto3 client for `service` against the world's moto server."""
+        kwargs: dict[str, Any] = {
+            "endpoint_url": self.state.endpoint_url,
+            "region_name": self.state.region,
+            "aws_access_key_id": "testing",
+            "aws_secret_access_key": "testing",
+        }
+        kwargs.update(overrides)
+        return boto3.client(service, **kwargs)
+
+    def set_faults(self, doc: dict[str, Any]) -> dict[str, Any]:
+        """Replace the moto server's fault rules (see nodewright.localworld.faults)."""
+        request = urllib.request.Request(
+            f"{self.state.endpoint_url}/_nodewright/faults", data=json.dumps(doc).encode(), method="PUT"
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            result: dict[str, Any] = json.loads(response.read())
+            return result
+
+    def make_node(
+        self,
+        name: str | None = None,
+        labels: dict[str, str] | None = None,
+        taints: list[dict[str, str]] | None = None,
+        cpu: str = "4",
+        memory: str = "16Gi",
+        pods: str = "110",
+    ) -> str:
+        """Create a KWOK-managed node (no EC2 instance behind it) and wait until it is Ready."""
+        name = name or f"kwok-{uuid.uuid4().hex[:8]}"
+        node_labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "type": "kwok"}
+        node_labels.update(labels or {})
+        self.core.create_node(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {
+                    "name": name,
+                    "labels": node_labels,
+                    "annotations": {controlplane.KWOK_ANNOTATION_SELECTOR.split("=")[0]: "fake"},
+                },
+                "spec": {"taints": taints or []},
+                "status": {
+                    "capacity": {"cpu": cpu, "memory": memory, "pods": pods},
+                    "allocatable": {"cpu": cpu, "memory": memory, "pods": pods},
+                },
+            }
+        )
+        wait_for(lambda: self.node_ready(name), 30, f"node {name} Ready")
+        return name
+
+    def node_ready(self, name: str) -> bool:
+        """True when the node's Ready condition is True."""
+        node = self.core.read_node(name)
+        return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])
+
+    def create_function(self, name: str, source: str, tag_source: bool = False) -> str:
+        """Create a Lambda function from tests/e2e/functions/<source>; returns its ARN.
+
+        By default the folder is zipped and uploaded (the seam then runs the deployed package); with
+        `tag_source` the function points at the folder through the `nodewright:source` tag instead.
+        """
+        iam = self.aws("iam")
+        role_name = f"fn-{name}"
+        trust = {
+            "Version": "2012-10-17",
+            "Statement": [
+                {"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}
+            ],
+        }
+        role = iam.create_role(RoleName=role_name, AssumeRolePolicyDocument=json.dumps(trust))["Role"]["Arn"]
+        folder = FUNCTIONS_DIR / source
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w") as archive:
+            for file in folder.rglob("*.py"):
+                archive.write(file, file.relative_to(folder).as_posix())
+        kwargs: dict[str, Any] = {}
+        if tag_source:
+            kwargs["Tags"] = {"nodewright:source": str(folder.relative_to(world.repo_root()))}
+        arn: str = self.aws("lambda").create_function(
+            FunctionName=name,
+            Runtime="python3.11",
+            Role=role,
+            Handler="handler.handler",
+            Code={"ZipFile": buffer.getvalue()},
+            Timeout=30,
+            **kwargs,
+        )["FunctionArn"]
+        return arn
