@@ -31,7 +31,7 @@ from nodewright.catalog.labels import (
     WELL_KNOWN_LABELS,
     ZONE,
 )
-from nodewright.catalog.types import RESERVED, InstanceType, Offering
+from nodewright.catalog.types import CAPACITY_TYPES, RESERVED, InstanceType, Offering
 from nodewright.model import resources as res
 from nodewright.model.inputs import ClusterInputs
 from nodewright.model.nodeclaim import NodeClaim
@@ -896,7 +896,9 @@ class Solver:
         type_names, launch = memo
         pods = tuple(sorted(p.key for p in b.pods))
         digest = hashlib.sha256("\n".join((ctx.pool.name, *pods)).encode()).hexdigest()[:8]
-        capacity_types = tuple(sorted({o.capacity_type for o in launch}, key=_capacity_rank))
+        # Listed in the order they are tried when prices tie: reserved, spot, on-demand (a total order, so the
+        # output does not depend on set iteration order).
+        capacity_types = tuple(sorted({o.capacity_type for o in launch}, key=CAPACITY_TYPES.index))
         zones = tuple(sorted({o.zone for o in launch}))
         requirement_list = [
             Requirement("node.kubernetes.io/instance-type", Operator.IN, type_names),
