@@ -12,8 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from nodewright.localworld import world
 from worldkit import World, wait_for
+
+from nodewright.localworld import world
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 import boto3
 from kubernetes import client, config
+
 from nodewright.localworld import controlplane, world
 
 T = TypeVar("T")

@@ -17,6 +17,7 @@ import boto3
 import pytest
 from botocore.stub import ANY, Stubber
 from moto import mock_aws
+
 from nodewright.adapters.ec2_catalog import LiveSource, latest_spot_prices, parse_price_list
 from nodewright.catalog import ON_DEMAND, SPOT, Catalog, SnapshotSource, allocatable
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
+
 from nodewright.catalog import SnapshotSource, allocatable, allocatable_for, capacity, max_pods, overhead
 from nodewright.catalog.allocatable import (
     BOTTLEROCKET,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from nodewright.catalog import WELL_KNOWN_LABELS, Offering, SnapshotSource, offering_labels, well_known_labels
 from nodewright.catalog import labels as L
 from nodewright.catalog.labels import split_name

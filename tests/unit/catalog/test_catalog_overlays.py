@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from nodewright.catalog import (
     ON_DEMAND,
     RESERVED,

@@ -7,6 +7,7 @@ import time
 from importlib import resources
 
 import pytest
+
 from nodewright.catalog import ON_DEMAND, SPOT, SnapshotError, SnapshotSource, snapshot
 from nodewright.catalog.pricing import estimated_spot_price, spot_discount, zone_variation
 from nodewright.catalog.types import InstanceTypeSource

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from nodewright.model.durations import DurationError, cron_problem, format_duration, parse_duration
 
 

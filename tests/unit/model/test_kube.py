@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from nodewright.model import kube
 from nodewright.model.errors import Collector
 from nodewright.model.kube import ContainerRequests, effective_requests

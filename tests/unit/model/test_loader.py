@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
+
 from nodewright.model.loader import load_documents, load_files, load_text
 
 from .helpers import NODECLASS, NODEPOOL, container, pod, with_field

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from nodewright.model.nodeclass import EC2NodeClass, MetadataOptions
 from nodewright.model.parse import parse_ec2nodeclass
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from nodewright.model.nodepool import Budget, NodePool
 from nodewright.model.parse import parse_nodepool
 from nodewright.model.requirements import Operator, Requirement

@@ -7,6 +7,7 @@ from fractions import Fraction
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from nodewright.model.quantity import QuantityError, format_canonical, parse_quantity, to_canonical
 
 

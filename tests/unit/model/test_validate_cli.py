@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from nodewright.cli import main
 
 from .helpers import NODECLASS, NODEPOOL, with_field
