@@ -1,0 +1,209 @@
+"""NodePools: limits, weights, placement order, unschedulable reasons and the JSON shape of Results."""
+
+from __future__ import annotations
+
+import json
+
+from builders import (
+    INSTANCE_TYPE,
+    affinity_term,
+    by_name,
+    inflight,
+    node,
+    nodeclass,
+    pod,
+    pods,
+    pool,
+    req,
+    run,
+    small_catalog,
+    toleration,
+    unschedulable,
+)
+
+from nodewright.catalog.allocatable import capacity
+from nodewright.catalog.labels import ARCH, CAPACITY_TYPE, HOSTNAME
+from nodewright.catalog.types import ON_DEMAND
+from nodewright.model.taints import Taint
+from nodewright.scheduling.solver import solve
+
+
+def launched_cpu(results: object, pool_name: str) -> int:
+    total = 0
+    for claim in results.nodeclaims:  # type: ignore[attr-defined]
+        if claim.nodepool == pool_name:
+            total += capacity(by_name(small_catalog(), claim.cheapest.instance_type))["cpu"]
+    return total
+
+
+# ----- limits -------------------------------------------------------------------------------------------
+
+
+def test_cpu_limit_is_never_exceeded() -> None:
+    capped = pool("capped", limits={"cpu": "8"})
+    results = run(pods("p", 10, cpu="1500m", memory="512Mi"), pools=[capped])
+    assert launched_cpu(results, "capped") <= 8000
+    assert results.unschedulable
+    assert all("limits" in r and "NodePool capped" in r for r in unschedulable(results).values())
+
+
+def test_node_limit_is_never_exceeded() -> None:
+    capped = pool("capped", limits={"nodes": 2})
+    results = run(pods("p", 6, cpu="100m", memory="128Mi", topology_spread=()), pools=[capped])
+    assert len(results.nodeclaims) <= 2
+    apart = (affinity_term(HOSTNAME, app="solo"),)
+    solos = [pod(f"solo-{i}", cpu="1", labels={"app": "solo"}, pod_anti_affinity=apart) for i in range(4)]
+    results = run(solos, pools=[capped])
+    assert len(results.nodeclaims) == 2
+    assert len(results.unschedulable) == 2
+    assert all("nodes" in r for r in unschedulable(results).values())
+
+
+def test_limits_count_existing_nodes_of_the_pool() -> None:
+    cat = small_catalog()
+    capped = pool("capped", limits={"cpu": "8"})
+    existing = node("old", by_name(cat, "m5.xlarge"), pool_name="capped", bound=[pod("busy", cpu="3900m")])
+    results = run(pods("p", 6, cpu="1500m", memory="512Mi"), pools=[capped], nodes=[existing])
+    assert launched_cpu(results, "capped") <= 4000
+
+
+def test_limit_spills_over_to_next_pool() -> None:
+    first = pool("first", weight=100, limits={"cpu": "4"})
+    second = pool("second")
+    results = run(pods("p", 6, cpu="1500m", memory="512Mi"), pools=[first, second])
+    assert not results.unschedulable
+    assert launched_cpu(results, "first") <= 4000
+    assert {c.nodepool for c in results.nodeclaims} == {"first", "second"}
+
+
+# ----- weights ---------------------------------------------------------------------------------------------
+
+
+def test_higher_weight_pool_first_even_if_pricier() -> None:
+    pricey = pool("pricey", req(INSTANCE_TYPE, "In", "m5.2xlarge"), req(CAPACITY_TYPE, "In", ON_DEMAND), weight=50)
+    cheap = pool("cheap", weight=10)
+    results = run(pods("p", 3), pools=[cheap, pricey])
+    assert {c.nodepool for c in results.nodeclaims} == {"pricey"}
+    assert all(c.instance_types == ("m5.2xlarge",) for c in results.nodeclaims)
+
+
+def test_lower_weight_pool_used_when_higher_cannot_serve() -> None:
+    arm = pool("arm", req(ARCH, "In", "arm64"), weight=50)
+    amd = pool("amd", req(ARCH, "In", "amd64"))
+    results = run([pod("big", cpu="3")], pools=[arm, amd])
+    (claim,) = results.nodeclaims
+    assert claim.nodepool == "amd"
+
+
+# ----- placement order -------------------------------------------------------------------------------------
+
+
+def test_existing_node_with_room_used_before_new_claims() -> None:
+    cat = small_catalog()
+    results = run(pods("p", 2), nodes=[node("roomy", by_name(cat, "m5.2xlarge"))])
+    assert results.existing == {"roomy": ("default/p-0", "default/p-1")}
+    assert not results.nodeclaims
+
+
+def test_existing_node_overflow_goes_to_new_claim() -> None:
+    cat = small_catalog()
+    results = run(pods("p", 5, cpu="1"), nodes=[node("small", by_name(cat, "m5.xlarge"))])
+    assert len(results.existing["small"]) == 3
+    assert sum(len(c.pods) for c in results.nodeclaims) == 2
+
+
+def test_in_flight_nodeclaim_used_before_new_claims() -> None:
+    cat = small_catalog()
+    claim = inflight("default-abc", by_name(cat, "m5.2xlarge"), nominated=[pod("first", cpu="2")])
+    results = run(pods("p", 3), nodeclaims=[claim])
+    assert results.existing == {"default-abc": ("default/p-0", "default/p-1", "default/p-2")}
+    assert not results.nodeclaims
+
+
+def test_existing_node_before_in_flight_claim() -> None:
+    cat = small_catalog()
+    claim = inflight("default-abc", by_name(cat, "m5.2xlarge"))
+    results = run([pod("p")], nodes=[node("zz-node", by_name(cat, "m5.2xlarge"))], nodeclaims=[claim])
+    assert results.existing == {"zz-node": ("default/p",)}
+
+
+def test_cordoned_node_not_used() -> None:
+    cat = small_catalog()
+    cordoned = node("cordoned", by_name(cat, "m5.2xlarge"))
+    cordoned = type(cordoned)(**{**{f: getattr(cordoned, f) for f in cordoned.__slots__}, "unschedulable": True})
+    results = run([pod("p")], nodes=[cordoned])
+    assert not results.existing
+
+
+# ----- unschedulable reasons ---------------------------------------------------------------------------------
+
+
+def test_reason_names_constraint_and_every_pool() -> None:
+    pools = [
+        pool("tainted", taints=[Taint("dedicated", "NoSchedule", "x")]),
+        pool("arm", req(ARCH, "In", "arm64")),
+    ]
+    results = run([pod("p", cpu="3")], pools=pools)
+    reason = unschedulable(results)["default/p"]
+    assert "NodePool tainted" in reason and "dedicated=x:NoSchedule" in reason
+    assert "NodePool arm" in reason and "cpu" in reason
+
+
+def test_reason_when_nodeclass_missing() -> None:
+    results = run([pod("p")], pools=[pool("orphan", node_class="missing")])
+    reason = unschedulable(results)["default/p"]
+    assert "NodePool orphan" in reason and "missing" in reason
+
+
+# ----- Results.to_json ---------------------------------------------------------------------------------------
+
+
+def test_to_json_shape() -> None:
+    cat = small_catalog()
+    pools = [pool("default", req(CAPACITY_TYPE, "In", "spot", "on-demand"))]
+    pending = [
+        *pods("web", 3, cpu="1"),
+        pod("arm", cpu="500m", node_selector={ARCH: "arm64"}),
+        pod("nope", tolerations=(toleration("x"),), node_selector={ARCH: "s390x"}),
+    ]
+    results = solve(
+        pending,
+        nodes=[node("old", by_name(cat, "m5.large"))],
+        nodepools=pools,
+        nodeclasses=[nodeclass()],
+        instance_types=cat,
+    )
+    doc = results.to_json()
+    assert json.loads(json.dumps(doc)) == doc
+    assert set(doc) == {"nodeclaims", "existing", "unschedulable", "cost_per_hour"}
+    assert doc["nodeclaims"]
+    for c in doc["nodeclaims"]:
+        assert set(c) == {
+            "name",
+            "nodepool",
+            "instance_types",
+            "capacity_types",
+            "zones",
+            "instance_type",
+            "capacity_type",
+            "zone",
+            "price_per_hour",
+            "pods",
+        }
+        assert c["nodepool"] == "default" and c["name"].startswith("default-")
+        assert c["instance_type"] == c["instance_types"][0]
+        assert c["capacity_type"] in c["capacity_types"] and c["zone"] in c["zones"]
+        assert isinstance(c["price_per_hour"], float) and c["price_per_hour"] > 0
+        assert c["pods"] == sorted(c["pods"]) and all("/" in p for p in c["pods"])
+    assert doc["existing"] == {"old": ["default/web-0"]} or list(doc["existing"]) == ["old"]
+    assert doc["unschedulable"] == [{"pod": "default/nope", "reason": doc["unschedulable"][0]["reason"]}]
+    assert ARCH in doc["unschedulable"][0]["reason"]
+    assert doc["cost_per_hour"] == round(sum(c["price_per_hour"] for c in doc["nodeclaims"]), 6)
+    names = [c["name"] for c in doc["nodeclaims"]]
+    assert len(names) == len(set(names))
+    placed = [p for c in doc["nodeclaims"] for p in c["pods"]] + [p for ps in doc["existing"].values() for p in ps]
+    assert sorted([*placed, "default/nope"]) == sorted(p.key for p in pending)
+
+
+def test_to_json_empty() -> None:
+    assert run([]).to_json() == {"nodeclaims": [], "existing": {}, "unschedulable": [], "cost_per_hour": 0.0}

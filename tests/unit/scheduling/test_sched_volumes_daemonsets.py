@@ -1,0 +1,181 @@
+"""Volume topology, EBS attachment limits and DaemonSet overhead."""
+
+from __future__ import annotations
+
+from builders import (
+    by_name,
+    daemonset,
+    itype,
+    node,
+    node_terms,
+    pod,
+    pool,
+    pvc,
+    req,
+    run,
+    small_catalog,
+    storage_class,
+    toleration,
+    unschedulable,
+    zonal_pv,
+)
+
+from nodewright.catalog.allocatable import allocatable_for
+from nodewright.catalog.labels import ARCH, ZONE
+from nodewright.model.objects import StorageClass
+from nodewright.model.taints import Taint
+
+# ----- volume topology -----------------------------------------------------------------------------------
+
+
+def test_bound_claim_pins_zone_of_its_volume() -> None:
+    results = run(
+        [pod("db-0", pvc_names=("data-db-0",))],
+        pvcs=[pvc("data-db-0", "gp3", "pv-1")],
+        pvs=[zonal_pv("pv-1", "us-east-1b")],
+        storage_classes=[storage_class("gp3")],
+    )
+    (claim,) = results.nodeclaims
+    assert claim.zones == ("us-east-1b",)
+    assert claim.cheapest.zone == "us-east-1b"
+
+
+def test_bound_claim_rules_out_existing_node_in_other_zone() -> None:
+    roomy = node("roomy-a", by_name(small_catalog(), "m5.4xlarge"), zone="us-east-1a")
+    results = run(
+        [pod("db-0", pvc_names=("data",))],
+        nodes=[roomy],
+        pvcs=[pvc("data", "gp3", "pv-1")],
+        pvs=[zonal_pv("pv-1", "us-east-1c")],
+        storage_classes=[storage_class("gp3")],
+    )
+    assert not results.existing
+    (claim,) = results.nodeclaims
+    assert claim.zones == ("us-east-1c",)
+
+
+def test_bound_claim_in_zone_no_pool_serves_is_unschedulable() -> None:
+    only_a = pool("only-a", req(ZONE, "In", "us-east-1a"))
+    results = run(
+        [pod("db-0", pvc_names=("data",))],
+        pools=[only_a],
+        pvcs=[pvc("data", "gp3", "pv-1")],
+        pvs=[zonal_pv("pv-1", "us-east-1c")],
+        storage_classes=[storage_class("gp3")],
+    )
+    assert not results.nodeclaims
+    reason = unschedulable(results)["default/db-0"]
+    assert "NodePool only-a" in reason and ZONE in reason
+
+
+def test_unbound_wait_for_first_consumer_follows_allowed_topologies() -> None:
+    results = run(
+        [pod("db-0", pvc_names=("data",))],
+        pvcs=[pvc("data", "zonal-c")],
+        storage_classes=[storage_class("zonal-c", "us-east-1c")],
+    )
+    (claim,) = results.nodeclaims
+    assert claim.zones == ("us-east-1c",)
+
+
+def test_unbound_wait_for_first_consumer_without_topologies_is_free() -> None:
+    results = run([pod("db-0", pvc_names=("data",))], pvcs=[pvc("data", "gp3")], storage_classes=[storage_class("gp3")])
+    (claim,) = results.nodeclaims
+    assert len(claim.zones) == 3
+
+
+def test_missing_claim_is_unschedulable_naming_it() -> None:
+    results = run([pod("db-0", pvc_names=("ghost",))])
+    assert "ghost" in unschedulable(results)["default/db-0"]
+
+
+def test_ebs_attachment_limit_caps_volumes_per_new_node() -> None:
+    types = [itype("m5.2xlarge", 8, 32, 0.384, ebs_limit=2)]
+    names = [f"db-{i}" for i in range(5)]
+    results = run(
+        [pod(n, cpu="100m", memory="128Mi", pvc_names=(f"data-{n}",)) for n in names],
+        types=types,
+        pvcs=[pvc(f"data-{n}", "gp3") for n in names],
+        storage_classes=[storage_class("gp3")],
+    )
+    assert not results.unschedulable
+    assert sorted(len(c.pods) for c in results.nodeclaims) == [1, 2, 2]
+
+
+def test_non_ebs_volume_does_not_count_against_ebs_limit() -> None:
+    types = [itype("m5.2xlarge", 8, 32, 0.384, ebs_limit=1)]
+    names = [f"nfs-{i}" for i in range(3)]
+    results = run(
+        [pod(n, cpu="100m", memory="128Mi", pvc_names=(f"data-{n}",)) for n in names],
+        types=types,
+        pvcs=[pvc(f"data-{n}", "nfs") for n in names],
+        storage_classes=[StorageClass("nfs", "nfs.csi.k8s.io", "Immediate")],
+    )
+    assert len(results.nodeclaims) == 1
+
+
+# ----- DaemonSet overhead ---------------------------------------------------------------------------------------
+
+
+def test_daemonset_overhead_counts_on_new_nodes() -> None:
+    # Without the DaemonSet a 1-CPU pod fits a c5.large (1930m allocatable); with 1 CPU of DaemonSet it does not.
+    (claim,) = run([pod("p", cpu="1", memory="512Mi")]).nodeclaims
+    assert claim.instance_types[0] == "c5.large"
+    ds = daemonset("logs", cpu="1", memory="256Mi", tolerations=(toleration(operator="Exists"),))
+    (claim,) = run([pod("p", cpu="1", memory="512Mi")], daemonsets=[ds]).nodeclaims
+    assert not {"c5.large", "m5.large", "r5.large", "m6g.large"} & set(claim.instance_types)
+    for name in claim.instance_types:
+        alloc = allocatable_for(by_name(small_catalog(), name), None)
+        assert claim.requests["cpu"] + 1000 <= alloc["cpu"]
+
+
+def test_daemonset_overhead_fills_node_exactly() -> None:
+    # m5.xlarge has 3920m: 3 pods of 1 CPU plus a 900m DaemonSet fit; 4 pods do not.
+    types = [by_name(small_catalog(), "m5.xlarge")]
+    ds = daemonset("agent", cpu="900m", memory="128Mi")
+    results = run([pod(f"p-{i}", cpu="1", memory="256Mi") for i in range(4)], types=types, daemonsets=[ds])
+    assert sorted(len(c.pods) for c in results.nodeclaims) == [1, 3]
+
+
+def test_daemonset_not_tolerating_pool_taint_does_not_count() -> None:
+    tainted = pool("tainted", taints=[Taint("dedicated", "NoSchedule", "x")])
+    ds = daemonset("logs", cpu="1", memory="256Mi")
+    p = pod("p", cpu="1", memory="512Mi", tolerations=(toleration("dedicated", "x"),))
+    (claim,) = run([p], pools=[tainted], daemonsets=[ds]).nodeclaims
+    assert claim.instance_types[0] == "c5.large"
+
+
+def test_daemonset_tolerating_pool_taint_counts() -> None:
+    tainted = pool("tainted", taints=[Taint("dedicated", "NoSchedule", "x")])
+    ds = daemonset("logs", cpu="1", memory="256Mi", tolerations=(toleration("dedicated", "x"),))
+    p = pod("p", cpu="1", memory="512Mi", tolerations=(toleration("dedicated", "x"),))
+    (claim,) = run([p], pools=[tainted], daemonsets=[ds]).nodeclaims
+    assert "c5.large" not in claim.instance_types
+
+
+def test_daemonset_with_node_selector_counts_only_where_it_matches() -> None:
+    arm_only = daemonset("arm-agent", cpu="1", memory="256Mi", node_selector={ARCH: "arm64"})
+    (claim,) = run([pod("p", cpu="1", memory="512Mi")], daemonsets=[arm_only]).nodeclaims
+    assert "c5.large" in claim.instance_types  # amd64: the DaemonSet does not run there
+    assert "m6g.large" not in claim.instance_types  # arm64: it does, and leaves no room
+
+
+def test_daemonset_selecting_label_the_pool_sets_counts() -> None:
+    gpu_only = daemonset("gpu-agent", cpu="1", memory="256Mi", node_selector={"accelerator": "nvidia"})
+    labelled = pool("gpu", labels={"accelerator": "nvidia"})
+    (claim,) = run([pod("p", cpu="1", memory="512Mi")], pools=[labelled], daemonsets=[gpu_only]).nodeclaims
+    assert "c5.large" not in claim.instance_types
+
+
+def test_daemonset_with_non_matching_required_affinity_does_not_count() -> None:
+    other_team = daemonset("team-b", cpu="1", memory="256Mi", required_node_terms=node_terms([req("team", "In", "b")]))
+    team_a = pool("team-a", labels={"team": "a"})
+    (claim,) = run([pod("p", cpu="1", memory="512Mi")], pools=[team_a], daemonsets=[other_team]).nodeclaims
+    assert claim.instance_types[0] == "c5.large"
+
+
+def test_daemonset_with_matching_required_affinity_counts() -> None:
+    mine = daemonset("team-a", cpu="1", memory="256Mi", required_node_terms=node_terms([req("team", "In", "a")]))
+    team_a = pool("team-a", labels={"team": "a"})
+    (claim,) = run([pod("p", cpu="1", memory="512Mi")], pools=[team_a], daemonsets=[mine]).nodeclaims
+    assert "c5.large" not in claim.instance_types
