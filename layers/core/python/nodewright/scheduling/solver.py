@@ -136,6 +136,8 @@ class _FitTable:
                     if f > 0:
                         entries.append((f, price, candidate))
             entries.sort(key=lambda e: (-e[0], e[1], e[2].it.name))
+            if not entries:
+                continue
             negated = [-f for f, _, _ in entries]
             prefix: list[tuple[float, str, Candidate]] = []
             for _, price, candidate in entries:
@@ -331,7 +333,8 @@ class Solver:
             pod = ds.pod
             if untolerated(pod.tolerations, pool.taints) is not None:
                 continue
-            if any(labels.get(k) != v for k, v in pod.node_selector.items() if k in labels):
+            # A selector on a label the node will not have excludes the DaemonSet, as in Kubernetes.
+            if any(labels.get(k) != v for k, v in pod.node_selector.items()):
                 continue
             if pod.required_node_terms and all(
                 node_requirements.conflict(Requirements.of(t.requirements)) for t in pod.required_node_terms
@@ -355,7 +358,8 @@ class Solver:
         remaining = res.subtract(node.allocatable, used)
         it = self.types_by_name.get(node.labels.get("node.kubernetes.io/instance-type", ""))
         if it is not None and EBS_VOLUMES not in remaining:
-            remaining[EBS_VOLUMES] = it.ebs_volume_limit
+            attached = sum(self.volumes.constraints(p)[1] for p in node.pods)
+            remaining[EBS_VOLUMES] = it.ebs_volume_limit - attached
         labels = {**node.labels, HOSTNAME_LABEL: node.labels.get(HOSTNAME_LABEL, node.name)}
         requirements = Requirements.from_labels(labels)
         b = Bin(node.name, "node", labels, requirements, req_key(requirements), taints, remaining)
@@ -534,7 +538,7 @@ class Solver:
         return cap
 
     def _zone_quotas(
-        self, cls: PodClass, terms: Sequence[TopologyTerm], zones: list[str], n: int
+        self, cls: PodClass, terms: Sequence[TopologyTerm], zones: list[str], n: int, full: set[str]
     ) -> dict[str, int] | None:
         """Per zone, how many pods of the class may go there; None when no zone term applies."""
         zone_terms = [t for t in terms if t.topology_key == ZONE]
@@ -549,7 +553,7 @@ class Solver:
             if term.kind == "spread":
                 floor = 0 if term.min_domains is not None and len(zones) < term.min_domains else None
                 if member:
-                    fill = _water_fill(counts, n, term.max_skew, floor)
+                    fill = _water_fill(counts, n, term.max_skew, floor, full)
                     quotas = {z: min(quotas[z], fill.get(z, 0)) for z in zones}
                 else:
                     lowest = 0 if floor is not None else min(counts.values(), default=0)
@@ -563,7 +567,7 @@ class Solver:
                 quotas = {z: (quotas[z] if z in present else 0) for z in zones}
         for g in blocking:
             quotas = {z: (0 if self.groups.carried[g].get(z, 0) else q) for z, q in quotas.items()}
-        return quotas
+        return {z: (0 if z in full else q) for z, q in quotas.items()}
 
     def _zones_for(self, requirements: Requirements, rkey: ReqKey) -> list[str]:
         allowed = requirements.get(ZONE)
@@ -650,26 +654,39 @@ class Solver:
             self.groups.terms[g].topology_key == ZONE and self.groups.carried[g] for g in cls.member_of
         ):
             zones = self._zones_for(requirements, rkey)
-            quotas = self._zone_quotas(cls, terms, zones, len(pods))
+            quotas = self._zone_quotas(cls, terms, zones, len(pods), set())
         if quotas is None:
             return self._place_batch(cls, pods, requirements, rkey, terms)
+        # Zones are filled in rounds that never go more than maxSkew above the emptiest zone, so a zone
+        # that cannot take its share (no capacity, limits) stops the others instead of skewing them.
         reason = ""
-        left: list[Pod] = []
-        for zone in sorted(quotas):
-            quota = min(quotas[zone], len(pods))
-            if quota <= 0:
-                continue
-            batch, pods = pods[:quota], pods[quota:]
-            pinned = requirements.intersect(zone_requirement(zone))
-            rest, why = self._place_batch(cls, batch, pinned, req_key(pinned), terms)
-            left.extend(rest)
-            reason = reason or why
-        if pods or left:
-            zone_terms = [t.describe() for t in terms if t.topology_key == ZONE]
-            reason = reason or (
-                f"{'; '.join(zone_terms) or 'pod anti-affinity on ' + ZONE} leaves no zone for this pod"
+        full: set[str] = set()
+        while pods and quotas:
+            progress = False
+            for zone in sorted(quotas):
+                quota = min(quotas[zone], len(pods))
+                if quota <= 0 or zone in full:
+                    continue
+                batch, pods = pods[:quota], pods[quota:]
+                pinned = requirements.intersect(zone_requirement(zone))
+                rest, why = self._place_batch(cls, batch, pinned, req_key(pinned), terms)
+                progress = progress or len(rest) < quota
+                if rest:
+                    full.add(zone)
+                    pods = rest + pods
+                    reason = reason or why
+            if not progress:
+                break
+            quotas = self._zone_quotas(cls, terms, zones, len(pods), full)
+        if pods:
+            zone_terms = "; ".join(t.describe() for t in terms if t.topology_key == ZONE)
+            constraint = zone_terms or f"pod anti-affinity on {ZONE}"
+            reason = (
+                f"{constraint}: no zone can take this pod ({reason})"
+                if reason
+                else (f"{constraint} leaves no zone for this pod")
             )
-        return left + pods, reason
+        return pods, reason
 
     def _place_batch(
         self,
@@ -752,6 +769,8 @@ class Solver:
             reasons.append(f"{blocking[0]}: no node with matching pods can take it")
             return None
         del reasons[:]
+        if not self.pools:
+            reasons.append("no NodePool exists (create one, or check that its EC2NodeClass loaded)")
         for ctx in self.pools:
             why = self._pool_refusal(ctx, cls)
             if why:
@@ -951,17 +970,21 @@ def _within(capacity_: Mapping[str, int], remaining: Mapping[str, int]) -> bool:
     return True
 
 
-def _water_fill(counts: Mapping[str, int], n: int, max_skew: int, floor: int | None) -> dict[str, int]:
-    """Share n pods over zones as one-at-a-time placement into the emptiest zone would.
+def _water_fill(counts: Mapping[str, int], n: int, max_skew: int, floor: int | None, full: set[str]) -> dict[str, int]:
+    """Share up to n pods over zones as one-at-a-time placement into the emptiest zone would.
 
-    Returns pods per zone. Each pod goes to the zone with the fewest matching pods (ties by name) as
-    long as that keeps the zone within `max_skew` of the global minimum; `floor` replaces that minimum
-    when minDomains is not met (Kubernetes then treats the minimum as 0).
+    Returns pods per zone. Each pod goes to the open zone (not in `full`) with the fewest matching pods
+    (ties by name) while that keeps it within `max_skew` of the emptiest zone *now* (full zones
+    included), so whatever happens to the other zones' shares the skew holds; the caller repeats in
+    rounds. `floor` replaces the minimum when minDomains is not met (Kubernetes then uses 0).
     """
     share = dict.fromkeys(counts, 0)
+    open_zones = [z for z in counts if z not in full]
+    if not open_zones:
+        return share
+    minimum = floor if floor is not None else min(counts.values())
     for _ in range(n):
-        zone = min(counts, key=lambda z: (counts[z] + share[z], z))
-        minimum = floor if floor is not None else counts[zone] + share[zone]
+        zone = min(open_zones, key=lambda z: (counts[z] + share[z], z))
         if counts[zone] + share[zone] + 1 - minimum > max_skew:
             break
         share[zone] += 1
