@@ -94,15 +94,6 @@ def test_min_values_unsatisfiable_makes_pod_unschedulable() -> None:
     assert "default/p" in unschedulable(results)
 
 
-def test_claim_grows_into_larger_type_rather_than_break_node_limit() -> None:
-    # Two different pods of 1.5 CPU: one node may be launched, and an m5.xlarge holds both.
-    capped = pool("capped", limits={"nodes": 1})
-    results = run([pod("a", cpu="1500m", memory="1Gi"), pod("b", cpu="1500m", memory="512Mi")], pools=[capped])
-    assert not results.unschedulable, results.unschedulable
-    (claim,) = results.nodeclaims
-    assert set(claim.pods) == {"default/a", "default/b"}
-
-
 def test_reason_when_no_nodepool_exists() -> None:
     results = run([pod("p")], pools=[])
     assert unschedulable(results)["default/p"]

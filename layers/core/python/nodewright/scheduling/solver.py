@@ -785,6 +785,13 @@ class Solver:
                 reasons.append(f"NodePool {ctx.pool.name}: {self._no_fit_reason(ctx, compat, cls)}")
                 continue
             candidate, k = choice
+            short = self._min_values_shortfall(compat, candidate, cls.requests, k)
+            while short and k > 1:  # fewer pods per claim leave more types that fit
+                k = max(1, k // 2)
+                short = self._min_values_shortfall(compat, candidate, cls.requests, k)
+            if short:
+                reasons.append(f"NodePool {ctx.pool.name}: {short}")
+                continue
             budget = dict(ctx.remaining) if ctx.remaining is not None else None
             if ctx.remaining is not None:
                 ctx.remaining = _consume(ctx.remaining, candidate.capacity)
@@ -810,6 +817,27 @@ class Solver:
             self.new_bins.append(b)
             return b, k
         return None
+
+    def _min_values_shortfall(self, compat: PoolCompat, chosen: Candidate, request: Mapping[str, int], k: int) -> str:
+        """Why a claim for k pods would break a requirement's minValues ("" when it would not).
+
+        minValues asks for at least N distinct values of a label among the claim's instance types, so
+        the launch can fall back across them; the types that fit the pods must provide that many.
+        """
+        keyed = [(key, vs.min_values) for key, vs in compat.requirements.by_key.items() if vs.min_values]
+        if not keyed:
+            return ""
+        total = res.scale(request, k)
+        fitting = [
+            c
+            for _, c in compat.candidates
+            if (c.exotic == chosen.exotic or not c.exotic) and res.fits(total, c.allocatable)
+        ][:MAX_INSTANCE_TYPES]
+        for key, wanted in sorted(keyed, key=lambda kv: kv[0]):
+            values = {c.it.labels.get(key) for c in fitting} - {None}
+            if len(values) < (wanted or 0):
+                return f"minValues {wanted} for {key} cannot be met: the types that fit offer {len(values)}"
+        return ""
 
     def _pool_refusal(self, ctx: PoolContext, cls: PodClass) -> str:
         if ctx.error:
