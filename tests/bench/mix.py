@@ -1,0 +1,203 @@
+"""The Karpenter-style mixed workload: scheduling throughput, fleet size, price and peak memory.
+
+The mix follows the description of Karpenter's scheduling benchmark (`makeDiversePods`): a sixth each
+of generic pods, zone topology-spread pods, hostname topology-spread pods, hostname pod-affinity pods,
+zone pod-affinity pods and hostname anti-affinity pods, with the remainder generic. Sizes and label
+values are drawn from a seeded RNG (42), so every run schedules the same pods.
+
+What is measured:
+- `pods_per_s` and `seconds`: wall time (time.perf_counter) of `solve()` alone, the median of `runs`
+  runs (up to 3, fewer when they get slow) after one untimed warm-up that fills process-wide caches
+  such as allocatable per instance type, as a warm Lambda would have them. Building pods and loading
+  the catalog are not timed. The machine is small and shared, so figures are noisy; compare medians.
+- `peak_mib`: tracemalloc's peak of Python allocations during the warm-up run (traced apart from the
+  timed runs because tracing slows Python down about twice). It counts what the solver allocates, not
+  the pods and catalog that already exist, and not memory outside the Python allocator.
+- `violations`: invariants the result must keep (see `fixtures.audit` and `mix_violations`); any
+  non-zero figure is a solver bug, not noise.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import time
+import tracemalloc
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from nodewright.model.objects import (
+    HOSTNAME_LABEL,
+    ZONE_LABEL,
+    LabelSelector,
+    Pod,
+    PodAffinityTerm,
+    TopologySpreadConstraint,
+)
+from nodewright.scheduling.results import Results
+from nodewright.scheduling.solver import solve
+from tests.bench.fixtures import NAMESPACE, Cluster, audit, default_cluster, requests
+
+SEED = 42
+LABEL_VALUES = tuple("abcdefg")
+CPU_SIZES = ("100m", "250m", "500m", "1000m", "1500m")
+MEMORY_SIZES = ("100Mi", "256Mi", "512Mi", "1Gi", "2Gi", "4Gi")
+# The label key is spelled as in Karpenter's benchmark, so the two mixes select the same way.
+AFFINITY_LABEL = "my-affininity"
+SPREAD_LABEL = "my-label"
+SIZES = (1_000, 5_000, 10_000, 20_000)
+
+
+class _Maker:
+    """Draws pods for the mix from one RNG, numbering them so every name is unique."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self.made = 0
+
+    def value(self) -> str:
+        return self.rng.choice(LABEL_VALUES)
+
+    def pod(self, kind: str, labels: dict[str, str], **constraints: object) -> Pod:
+        size = requests(self.rng.choice(CPU_SIZES), self.rng.choice(MEMORY_SIZES))
+        self.made += 1
+        return Pod(
+            namespace=NAMESPACE,
+            name=f"{kind}-{self.made:05d}",
+            labels=labels,
+            requests=size,
+            **constraints,  # type: ignore[arg-type]
+        )
+
+    def generic(self, n: int) -> list[Pod]:
+        return [self.pod("generic", {SPREAD_LABEL: self.value()}) for _ in range(n)]
+
+    def spread(self, n: int, topology_key: str) -> list[Pod]:
+        out = []
+        for _ in range(n):
+            labels = {SPREAD_LABEL: self.value()}
+            selector = LabelSelector(match_labels=((SPREAD_LABEL, self.value()),))
+            spread = TopologySpreadConstraint(1, topology_key, "DoNotSchedule", selector)
+            out.append(self.pod("spread", labels, topology_spread=(spread,)))
+        return out
+
+    def affinity(self, n: int, topology_key: str) -> list[Pod]:
+        out = []
+        for _ in range(n):
+            labels = {AFFINITY_LABEL: self.value()}
+            term = PodAffinityTerm(LabelSelector(match_labels=((AFFINITY_LABEL, self.value()),)), topology_key)
+            out.append(self.pod("affinity", labels, pod_affinity=(term,)))
+        return out
+
+    def anti_affinity(self, n: int, topology_key: str) -> list[Pod]:
+        term = PodAffinityTerm(LabelSelector(match_labels=(("app", "nginx"),)), topology_key)
+        return [self.pod("anti", {"app": "nginx"}, pod_anti_affinity=(term,)) for _ in range(n)]
+
+
+def diverse_pods(count: int, seed: int = SEED) -> list[Pod]:
+    """`count` pods of the Karpenter-style mix (a sixth per kind, remainder generic)."""
+    maker = _Maker(seed)
+    share = count // 6
+    pods = maker.generic(share)
+    pods += maker.spread(share, ZONE_LABEL)
+    pods += maker.spread(share, HOSTNAME_LABEL)
+    pods += maker.affinity(share, HOSTNAME_LABEL)
+    pods += maker.affinity(share, ZONE_LABEL)
+    pods += maker.anti_affinity(share, HOSTNAME_LABEL)
+    pods += maker.generic(count - len(pods))
+    return pods
+
+
+def mix_violations(results: Results, pods: Sequence[Pod]) -> list[str]:
+    """Required (anti-)affinity checks on the final fleet, one message per violation.
+
+    Spread is not checked here: Kubernetes judges skew when each pod is placed, so the final counts may
+    legitimately differ from what any single placement saw.
+    """
+    by_key = {p.key: p for p in pods}
+    problems: list[str] = []
+    # Label value -> zones with a pinned NodeClaim holding a pod that carries it.
+    zones_with: dict[str, set[str]] = defaultdict(set)
+    for claim in results.nodeclaims:
+        members = [by_key[k] for k in claim.pods if k in by_key]
+        if len(claim.zones) == 1:
+            for pod in members:
+                if AFFINITY_LABEL in pod.labels:
+                    zones_with[pod.labels[AFFINITY_LABEL]].add(claim.zones[0])
+    for claim in results.nodeclaims:
+        members = [by_key[k] for k in claim.pods if k in by_key]
+        nginx = sum(1 for p in members if p.labels.get("app") == "nginx")
+        if nginx > 1:
+            problems.append(f"{claim.name}: {nginx} pods with hostname anti-affinity on app=nginx")
+        here = {p.labels.get(AFFINITY_LABEL) for p in members}
+        for pod in members:
+            for term in pod.pod_affinity:
+                wanted = dict(term.label_selector.match_labels)[AFFINITY_LABEL]
+                if term.topology_key == HOSTNAME_LABEL and wanted not in here:
+                    problems.append(f"{claim.name}: {pod.key} wants {AFFINITY_LABEL}={wanted} on its node")
+                if term.topology_key == ZONE_LABEL and not (
+                    len(claim.zones) == 1 and claim.zones[0] in zones_with[wanted]
+                ):
+                    problems.append(f"{claim.name} ({claim.zones}): {pod.key} wants {AFFINITY_LABEL}={wanted} in zone")
+    return problems
+
+
+@dataclass(frozen=True, slots=True)
+class MixFigure:
+    pods: int
+    seconds: float  # median of the timed runs
+    runs: int
+    nodeclaims: int
+    unschedulable: int
+    cost_per_hour: float
+    peak_mib: float
+    violations: int
+
+    def line(self) -> str:
+        rate = self.pods / self.seconds if self.seconds > 0 else float("inf")
+        return (
+            f"scheduling mix={self.pods} pods_per_s={rate:.0f} seconds={self.seconds:.3f} runs={self.runs} "
+            f"nodeclaims={self.nodeclaims} unschedulable={self.unschedulable} "
+            f"cost_per_hour={self.cost_per_hour:.4f} peak_mib={self.peak_mib:.1f} violations={self.violations}"
+        )
+
+
+def _solve(pods: Sequence[Pod], cluster: Cluster) -> Results:
+    return solve(pods, **cluster.solve_kwargs())  # type: ignore[arg-type]
+
+
+def measure(
+    count: int, max_runs: int = 3, budget_seconds: float = 30.0, cluster: Cluster | None = None
+) -> tuple[MixFigure, list[str]]:
+    """Schedule the mix of `count` pods; the figure and the invariant violations found.
+
+    The first, untimed run is traced for peak memory (a cold solve: it also fills the process-wide
+    caches) and gives the result that is audited. Then up to `max_runs` timed runs, stopping early once
+    they have taken `budget_seconds`, so the large sizes stay affordable; at least one always runs.
+    """
+    cluster = cluster or default_cluster()
+    pods = diverse_pods(count)
+    tracemalloc.start()
+    try:
+        results = _solve(pods, cluster)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    times: list[float] = []
+    while len(times) < max_runs and (not times or sum(times) < budget_seconds):
+        start = time.perf_counter()
+        _solve(pods, cluster)
+        times.append(time.perf_counter() - start)
+    problems = audit(results, pods, cluster) + mix_violations(results, pods)
+    figure = MixFigure(
+        pods=count,
+        seconds=statistics.median(times),
+        runs=len(times),
+        nodeclaims=len(results.nodeclaims),
+        unschedulable=len(results.unschedulable),
+        cost_per_hour=results.cost_per_hour,
+        peak_mib=peak / 2**20,
+        violations=len(problems),
+    )
+    return figure, problems
