@@ -70,7 +70,7 @@ def test_pdb_blocks_the_second_of_two_concurrent_evictions_then_allows_after_rep
                         "containers": [{"name": "web", "image": "registry.k8s.io/pause:3.10"}],
                         "terminationGracePeriodSeconds": 1,
                         # Only the KWOK nodes of this world run pods; keep off any other node.
-                        "nodeSelector": {"type": "kwok"},
+                        "nodeSelector": {"kwok.x-k8s.io/node": "fake"},
                     },
                 },
             },

@@ -79,7 +79,7 @@ class World:
     ) -> str:
         """Create a KWOK-managed node (no EC2 instance behind it) and wait until it is Ready."""
         name = name or f"kwok-{uuid.uuid4().hex[:8]}"
-        node_labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "type": "kwok"}
+        node_labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", controlplane.KWOK_LABEL_KEY: "fake"}
         node_labels.update(labels or {})
         self.core.create_node(
             {
@@ -88,7 +88,6 @@ class World:
                 "metadata": {
                     "name": name,
                     "labels": node_labels,
-                    "annotations": {controlplane.KWOK_ANNOTATION_SELECTOR.split("=")[0]: "fake"},
                 },
                 "spec": {"taints": taints or []},
                 "status": {

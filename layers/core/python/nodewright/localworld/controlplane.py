@@ -15,7 +15,11 @@ from nodewright.localworld.pki import Pki
 
 SERVICE_CIDR = "10.96.0.0/16"
 POD_CIDR = "10.244.0.0/16"
-KWOK_ANNOTATION_SELECTOR = "kwok.x-k8s.io/node=fake"
+# KWOK simulates the kubelet of nodes carrying this label. A label, not an annotation: KWOK watches
+# with it as a server-side selector, so removing the label makes the node leave KWOK's watch and its
+# lease stop being renewed (with an annotation selector KWOK keeps heartbeating a node it once saw).
+KWOK_LABEL_KEY = "kwok.x-k8s.io/node"
+KWOK_LABEL_SELECTOR = f"{KWOK_LABEL_KEY}=fake"
 
 
 @dataclass(frozen=True)
@@ -195,7 +199,7 @@ def start_controllers(
             str(bin_dir / "kwok"),
             f"--kubeconfig={kubeconfig}",
             f"--config={kwok_config}",
-            f"--manage-nodes-with-annotation-selector={KWOK_ANNOTATION_SELECTOR}",
+            f"--manage-nodes-with-label-selector={KWOK_LABEL_SELECTOR}",
             f"--node-lease-duration-seconds={timing.node_lease_seconds}",
             f"--server-address=127.0.0.1:{procs.free_port()}",
             "--cidr=10.244.0.0/16",

@@ -20,10 +20,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from nodewright.localworld.controlplane import KWOK_LABEL_KEY
 from nodewright.localworld.userdata import BootConfig, parse_user_data
 
-# KWOK is started with --manage-nodes-with-annotation-selector=<this>=fake.
-KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 INSTANCE_ANNOTATION = "nodewright.io/instance-id"
 GONE_STATES = ("stopping", "stopped", "shutting-down", "terminated")
 ARCH = {"x86_64": "amd64", "arm64": "arm64", "i386": "386"}
@@ -124,7 +123,7 @@ def node_manifest(instance: dict[str, Any], info: InstanceTypeInfo, boot: BootCo
         "topology.kubernetes.io/zone": zone,
         "topology.kubernetes.io/region": region,
         "karpenter.sh/capacity-type": capacity_type,
-        "type": "kwok",
+        KWOK_LABEL_KEY: "fake",
     }
     # User-data labels win: the provisioner's intent is what the kubelet is told.
     labels.update(boot.labels)
@@ -139,7 +138,6 @@ def node_manifest(instance: dict[str, Any], info: InstanceTypeInfo, boot: BootCo
             "name": name,
             "labels": labels,
             "annotations": {
-                KWOK_ANNOTATION: "fake",
                 INSTANCE_ANNOTATION: str(instance["InstanceId"]),
                 "node.alpha.kubernetes.io/ttl": "0",
             },
@@ -221,9 +219,9 @@ class Registrar:
             state = instance["State"]["Name"]
             node = nodes.get(instance_id)
             if state in GONE_STATES:
-                if node is not None and node.metadata.annotations.get(KWOK_ANNOTATION):
+                if node is not None and (node.metadata.labels or {}).get(KWOK_LABEL_KEY):
                     # Taking the node away from KWOK is the machine dying: no more lease renewals.
-                    self.core.patch_node(node.metadata.name, {"metadata": {"annotations": {KWOK_ANNOTATION: None}}})
+                    self.core.patch_node(node.metadata.name, {"metadata": {"labels": {KWOK_LABEL_KEY: None}}})
                     actions.append(f"released {node.metadata.name} ({instance_id} is {state})")
                 continue
             if state != "running" or node is not None:
@@ -233,13 +231,14 @@ class Registrar:
                 continue
             boot = parse_user_data(self._user_data(instance_id))
             manifest = node_manifest(instance, self._type(instance["InstanceType"]), boot, self.region)
-            status = manifest.pop("status")
+            # Status goes in with the create, as the kubelet registers it: KWOK initializes a node the
+            # moment it appears and keeps capacity that is already there, but fills in its own defaults
+            # if a later status patch has not landed yet.
             try:
                 self.core.create_node(manifest)
             except ApiException as exc:
                 if exc.status != 409:
                     raise
-            self.core.patch_node_status(manifest["metadata"]["name"], {"status": status})
             actions.append(f"registered {manifest['metadata']['name']} for {instance_id}")
         return actions
 
