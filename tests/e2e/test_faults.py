@@ -21,7 +21,7 @@ def _launch_template(world: World, name: str) -> str:
 
 
 def _fleet(world: World, template_id: str, overrides: list[dict[str, str]], capacity_type: str) -> dict[str, Any]:
-    result: dict[str, Any] = world.aws("ec2").create_fleet(  # type: ignore[type-arg]
+    result: dict[str, Any] = world.aws("ec2").create_fleet(
         Type="instant",
         TargetCapacitySpecification={"TotalTargetCapacity": 1, "DefaultTargetCapacityType": capacity_type},
         LaunchTemplateConfigs=[

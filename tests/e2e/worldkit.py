@@ -43,7 +43,7 @@ class World:
 
     def __init__(self, state: world.WorldState) -> None:
         self.state = state
-        self.api_client = config.new_client_from_config(config_file=state.kubeconfig)
+        self.api_client = config.new_client_from_config(config_file=state.kubeconfig)  # type: ignore[no-untyped-call]
         self.core = client.CoreV1Api(self.api_client)
         self.apps = client.AppsV1Api(self.api_client)
         self.policy = client.PolicyV1Api(self.api_client)
@@ -57,7 +57,8 @@ class World:
             "aws_secret_access_key": "testing",
         }
         kwargs.update(overrides)
-        return boto3.client(service, **kwargs)
+        # The service name is a runtime string, which the stubs' per-service overloads cannot type.
+        return boto3.client(service, **kwargs)  # type: ignore[call-overload]
 
     def set_faults(self, doc: dict[str, Any]) -> dict[str, Any]:
         """Replace the moto server's fault rules (see nodewright.localworld.faults)."""
@@ -81,28 +82,29 @@ class World:
         name = name or f"kwok-{uuid.uuid4().hex[:8]}"
         node_labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", controlplane.KWOK_LABEL_KEY: "fake"}
         node_labels.update(labels or {})
-        self.core.create_node(
-            {
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {
-                    "name": name,
-                    "labels": node_labels,
-                },
-                "spec": {"taints": taints or []},
-                "status": {
-                    "capacity": {"cpu": cpu, "memory": memory, "pods": pods},
-                    "allocatable": {"cpu": cpu, "memory": memory, "pods": pods},
-                },
-            }
-        )
+        # A plain manifest: the client serializes dicts as they are, like kubectl would.
+        manifest: Any = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": name,
+                "labels": node_labels,
+            },
+            "spec": {"taints": taints or []},
+            "status": {
+                "capacity": {"cpu": cpu, "memory": memory, "pods": pods},
+                "allocatable": {"cpu": cpu, "memory": memory, "pods": pods},
+            },
+        }
+        self.core.create_node(manifest)
         wait_for(lambda: self.node_ready(name), 30, f"node {name} Ready")
         return name
 
     def node_ready(self, name: str) -> bool:
         """True when the node's Ready condition is True."""
         node = self.core.read_node(name)
-        return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])
+        conditions = node.status.conditions if node.status else None
+        return any(c.type == "Ready" and c.status == "True" for c in conditions or [])
 
     def create_function(self, name: str, source: str, tag_source: bool = False) -> str:
         """Create a Lambda function from tests/e2e/functions/<source>; returns its ARN.
