@@ -106,7 +106,9 @@ class World:
         conditions = node.status.conditions if node.status else None
         return any(c.type == "Ready" and c.status == "True" for c in conditions or [])
 
-    def create_function(self, name: str, source: str, tag_source: bool = False) -> str:
+    def create_function(
+        self, name: str, source: str, tag_source: bool = False, environment: dict[str, str] | None = None
+    ) -> str:
         """Create a Lambda function from tests/e2e/functions/<source>; returns its ARN.
 
         By default the folder is zipped and uploaded (the seam then runs the deployed package); with
@@ -127,6 +129,8 @@ class World:
             for file in folder.rglob("*.py"):
                 archive.write(file, file.relative_to(folder).as_posix())
         kwargs: dict[str, Any] = {}
+        if environment:
+            kwargs["Environment"] = {"Variables": environment}
         if tag_source:
             kwargs["Tags"] = {"nodewright:source": str(folder.relative_to(world.repo_root()))}
         arn: str = self.aws("lambda").create_function(

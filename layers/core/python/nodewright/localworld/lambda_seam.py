@@ -156,6 +156,7 @@ def error_payload(exc: BaseException) -> dict[str, Any]:
 
 def install(repo_root: Path, unpack_root: Path, endpoint_url: str) -> None:
     """Replace moto's Docker-based Lambda execution with an in-process call (moto server only)."""
+    import boto3
     from moto.awslambda import models as lambda_models
     from moto.sts.models import sts_backends
 
@@ -196,6 +197,9 @@ def install(repo_root: Path, unpack_root: Path, endpoint_url: str) -> None:
             }
             try:
                 code_dir = resolve_code_dir(dict(fn.tags or {}), fn.code_bytes, repo_root, unpack_root)
+                # boto3's default session caches the first credentials it finds; each function must
+                # see its own role's, as it would in its own Lambda sandbox.
+                boto3.DEFAULT_SESSION = None
                 with (
                     _environment(env),
                     contextlib.redirect_stdout(log_buffer),
@@ -208,6 +212,8 @@ def install(repo_root: Path, unpack_root: Path, endpoint_url: str) -> None:
             except Exception as exc:
                 traceback.print_exc(file=log_buffer)
                 output, errored = json.dumps(error_payload(exc)), True
+            finally:
+                boto3.DEFAULT_SESSION = None
             logs = log_buffer.getvalue()
             if logs:
                 sys.stderr.write(f"[lambda {fn.function_name}]\n{logs}")

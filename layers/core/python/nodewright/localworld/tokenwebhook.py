@@ -138,7 +138,16 @@ def replay(url: str, cluster: str, sts_endpoint: str) -> Identity:
     parts = urllib.parse.urlsplit(url)
     target = urllib.parse.urlsplit(sts_endpoint)
     replayed = urllib.parse.urlunsplit((target.scheme, target.netloc, parts.path or "/", parts.query, ""))
-    request = urllib.request.Request(replayed, headers={CLUSTER_ID_HEADER: cluster}, method="GET")
+    headers = {CLUSTER_ID_HEADER: cluster}
+    query = {k: v[0] for k, v in urllib.parse.parse_qs(parts.query).items()}
+    if "X-Amz-Credential" in query:
+        # moto identifies the caller only from an Authorization header, not from SigV4 query
+        # parameters; restate the same credential and signature in header form for it.
+        headers["Authorization"] = (
+            f"{query.get('X-Amz-Algorithm', 'AWS4-HMAC-SHA256')} Credential={query['X-Amz-Credential']}, "
+            f"SignedHeaders={query.get('X-Amz-SignedHeaders', '')}, Signature={query.get('X-Amz-Signature', '')}"
+        )
+    request = urllib.request.Request(replayed, headers=headers, method="GET")
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
             return parse_caller_identity(response.read())

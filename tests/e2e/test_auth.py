@@ -1,0 +1,38 @@
+"""Lambdas authenticate to the local API server with real EKS tokens, through the token webhook."""
+
+from __future__ import annotations
+
+import json
+import ssl
+import urllib.error
+import urllib.request
+
+import pytest
+from worldkit import World
+
+from nodewright.adapters.eks_token import EksTokenSource
+
+
+def test_a_handler_reaches_the_api_server_as_its_execution_role(local_world: World) -> None:
+    world = local_world
+    world.create_function("whoami", "whoami", environment={"NODEWRIGHT_CLUSTER": world.state.cluster})
+    response = world.aws("lambda").invoke(FunctionName="whoami", Payload=b"{}")
+    payload = json.loads(response["Payload"].read())
+    assert "FunctionError" not in response, payload
+    # The webhook mapped the role session (role fn-whoami, session = function name) to a user.
+    assert payload["username"] == "nodewright:whoami"
+    assert "system:masters" in payload["groups"]
+    assert "system:authenticated" in payload["groups"]
+
+
+def test_a_token_of_an_unmapped_identity_is_refused(local_world: World) -> None:
+    world = local_world
+    # moto's default credentials are an IAM user, not a role: no mapping admits it.
+    token = EksTokenSource(world.state.cluster, sts_client=world.aws("sts")).token()
+    request = urllib.request.Request(
+        f"{world.state.api_server}/api/v1/namespaces", headers={"Authorization": f"Bearer {token}"}
+    )
+    context = ssl.create_default_context(cafile=world.state.ca_file)
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(request, context=context, timeout=10)
+    assert caught.value.code == 401
