@@ -1,0 +1,174 @@
+"""The registrar's kubelet arithmetic and the Node it registers for an instance."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from nodewright.localworld.registrar import (
+    InstanceTypeInfo,
+    Registrar,
+    belongs_to,
+    capacity_and_allocatable,
+    eni_max_pods,
+    kube_reserved_cpu_millis,
+    node_manifest,
+)
+from nodewright.localworld.userdata import BootConfig, Taint
+
+M5_LARGE = InstanceTypeInfo.from_api(
+    {
+        "InstanceType": "m5.large",
+        "VCpuInfo": {"DefaultVCpus": 2},
+        "MemoryInfo": {"SizeInMiB": 8192},
+        "ProcessorInfo": {"SupportedArchitectures": ["x86_64"]},
+        "NetworkInfo": {"MaximumNetworkInterfaces": 3, "Ipv4AddressesPerInterface": 10},
+    }
+)
+G5 = InstanceTypeInfo.from_api(
+    {
+        "InstanceType": "g5.xlarge",
+        "VCpuInfo": {"DefaultVCpus": 4},
+        "MemoryInfo": {"SizeInMiB": 16384},
+        "ProcessorInfo": {"SupportedArchitectures": ["x86_64"]},
+        "NetworkInfo": {"MaximumNetworkInterfaces": 4, "Ipv4AddressesPerInterface": 15},
+        "GpuInfo": {"Gpus": [{"Count": 1, "Manufacturer": "NVIDIA"}]},
+    }
+)
+
+
+def test_kubelet_numbers_follow_the_eks_formulas() -> None:
+    assert eni_max_pods(M5_LARGE) == 29
+    assert kube_reserved_cpu_millis(1) == 60
+    assert kube_reserved_cpu_millis(2) == 70
+    assert kube_reserved_cpu_millis(4) == 80
+    assert kube_reserved_cpu_millis(8) == 90
+    capacity, allocatable = capacity_and_allocatable(M5_LARGE, None)
+    assert capacity["pods"] == "29"
+    assert allocatable["cpu"] == "1930m"
+    # 8192 MiB less 7.5 % VM overhead = 7577 MiB; less 11*29+255 kube-reserved and 100 eviction.
+    assert capacity["memory"] == f"{7577 * 1024}Ki"
+    assert allocatable["memory"] == f"{(7577 - 319 - 255 - 100) * 1024}Ki"
+    assert capacity_and_allocatable(M5_LARGE, 110)[0]["pods"] == "110"
+    assert capacity_and_allocatable(G5, None)[1]["nvidia.com/gpu"] == "1"
+
+
+def _instance(**extra: Any) -> dict[str, Any]:
+    instance = {
+        "InstanceId": "i-0abc",
+        "InstanceType": "m5.large",
+        "PrivateDnsName": "ip-10-0-1-5.ec2.internal",
+        "PrivateIpAddress": "10.0.1.5",
+        "Placement": {"AvailabilityZone": "us-east-1b"},
+        "State": {"Name": "running"},
+        "Tags": [{"Key": "kubernetes.io/cluster/prod", "Value": "owned"}],
+        "LaunchTime": datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC),
+    }
+    instance.update(extra)
+    return instance
+
+
+def test_node_manifest_carries_identity_labels_and_taints() -> None:
+    boot = BootConfig(
+        format="al2023",
+        labels={"karpenter.sh/nodepool": "default", "karpenter.sh/capacity-type": "spot"},
+        taints=[Taint("dedicated", "gpu", "NoSchedule"), Taint("startup", "", "NoExecute")],
+    )
+    node = node_manifest(_instance(InstanceLifecycle="spot"), M5_LARGE, boot, "us-east-1")
+    meta = node["metadata"]
+    assert meta["name"] == "ip-10-0-1-5.ec2.internal"
+    assert node["spec"]["providerID"] == "aws:///us-east-1b/i-0abc"
+    assert meta["labels"]["node.kubernetes.io/instance-type"] == "m5.large"
+    assert meta["labels"]["topology.kubernetes.io/zone"] == "us-east-1b"
+    assert meta["labels"]["kubernetes.io/arch"] == "amd64"
+    assert meta["labels"]["kubernetes.io/hostname"] == "ip-10-0-1-5.ec2.internal"
+    assert meta["labels"]["karpenter.sh/capacity-type"] == "spot"
+    assert meta["labels"]["karpenter.sh/nodepool"] == "default"
+    assert node["spec"]["taints"] == [
+        {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"},
+        {"key": "startup", "effect": "NoExecute"},
+    ]
+    assert {"type": "InternalIP", "address": "10.0.1.5"} in node["status"]["addresses"]
+    assert (
+        node_manifest(_instance(), M5_LARGE, BootConfig("none"), "us-east-1")["metadata"]["labels"][
+            "karpenter.sh/capacity-type"
+        ]
+        == "on-demand"
+    )
+
+
+def test_ownership_tags() -> None:
+    assert belongs_to(_instance(), "prod")
+    assert not belongs_to(_instance(), "staging")
+    assert belongs_to(_instance(Tags=[{"Key": "eks:eks-cluster-name", "Value": "staging"}]), "staging")
+
+
+class _FakeEc2:
+    """Just enough EC2 for one sync pass."""
+
+    def __init__(self, instances: list[dict[str, Any]]) -> None:
+        self.instances = instances
+
+    def get_paginator(self, name: str) -> Any:
+        instances = self.instances
+
+        class _Pages:
+            def paginate(self, Filters: Any) -> list[dict[str, Any]]:
+                return [{"Reservations": [{"Instances": instances}]}]
+
+        return _Pages()
+
+    def describe_instance_types(self, InstanceTypes: list[str]) -> dict[str, Any]:
+        return {"InstanceTypes": [{"InstanceType": InstanceTypes[0], "VCpuInfo": {"DefaultVCpus": 2}}]}
+
+    def describe_instance_attribute(self, InstanceId: str, Attribute: str) -> dict[str, Any]:
+        return {"UserData": {}}
+
+
+class _FakeCore:
+    """Records what the registrar asks of the API server."""
+
+    def __init__(self, nodes: list[Any]) -> None:
+        self.nodes = nodes
+        self.created: list[dict[str, Any]] = []
+        self.patched: list[tuple[str, dict[str, Any]]] = []
+
+    def list_node(self) -> Any:
+        return type("NodeList", (), {"items": self.nodes})()
+
+    def create_node(self, body: dict[str, Any]) -> None:
+        self.created.append(body)
+
+    def patch_node(self, name: str, body: dict[str, Any]) -> None:
+        self.patched.append((name, body))
+
+
+def _node(name: str, instance_id: str) -> Any:
+    meta = type(
+        "Meta",
+        (),
+        {
+            "name": name,
+            "annotations": {"nodewright.io/instance-id": instance_id},
+            "labels": {"kwok.x-k8s.io/node": "fake"},
+        },
+    )()
+    return type("Node", (), {"metadata": meta})()
+
+
+def test_sync_waits_for_boot_then_registers_and_releases_gone_instances() -> None:
+    launched = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+    ec2 = _FakeEc2([_instance(LaunchTime=launched)])
+    core = _FakeCore([])
+    registrar = Registrar(ec2, core, "prod", "us-east-1", boot_delay=5)
+    assert registrar.sync(launched + datetime.timedelta(seconds=2)) == []
+    assert registrar.sync(launched + datetime.timedelta(seconds=6)) == [
+        "registered ip-10-0-1-5.ec2.internal for i-0abc"
+    ]
+    assert core.created[0]["status"]["capacity"]["cpu"] == "2"
+
+    ec2.instances = [_instance(State={"Name": "terminated"})]
+    core.nodes = [_node("ip-10-0-1-5.ec2.internal", "i-0abc")]
+    actions = registrar.sync(launched + datetime.timedelta(seconds=60))
+    assert actions == ["released ip-10-0-1-5.ec2.internal (i-0abc is terminated)"]
+    assert core.patched == [("ip-10-0-1-5.ec2.internal", {"metadata": {"labels": {"kwok.x-k8s.io/node": None}}})]

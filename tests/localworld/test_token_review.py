@@ -1,0 +1,88 @@
+"""The token webhook's checks, identity mapping and STS response parsing."""
+
+from __future__ import annotations
+
+import datetime
+
+import pytest
+
+from nodewright.adapters.eks_token import encode_token
+from nodewright.localworld.tokenwebhook import (
+    Identity,
+    TokenRejected,
+    canonical_arn,
+    check_presigned_url,
+    map_identity,
+    parse_caller_identity,
+    review,
+    token_review_response,
+)
+
+NOW = datetime.datetime(2026, 1, 1, 12, 0, 0, tzinfo=datetime.UTC)
+
+
+def _url(action: str = "GetCallerIdentity", signed: str = "host;x-k8s-aws-id", date: str = "20260101T115500Z") -> str:
+    return (
+        f"https://sts.us-east-1.amazonaws.com/?Action={action}&Version=2011-06-15"
+        "&X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKID%2F20260101%2Fus-east-1%2Fsts%2Faws4_request"
+        f"&X-Amz-Date={date}&X-Amz-Expires=60&X-Amz-SignedHeaders={signed.replace(';', '%3B')}&X-Amz-Signature=ab"
+    )
+
+
+def test_a_fresh_signed_get_caller_identity_url_passes() -> None:
+    query = check_presigned_url(_url(), "prod", NOW)
+    assert query["X-Amz-Credential"].startswith("AKID/")
+
+
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        (_url(action="AssumeRole"), "GetCallerIdentity"),
+        (_url(signed="host"), "x-k8s-aws-id"),
+        (_url(date="20260101T114400Z"), "expired"),
+        (_url(date="20260101T121000Z"), "future"),
+        (_url(date="yesterday"), "X-Amz-Date"),
+    ],
+)
+def test_urls_eks_would_refuse_are_refused(url: str, reason: str) -> None:
+    with pytest.raises(TokenRejected, match=reason):
+        check_presigned_url(url, "prod", NOW)
+
+
+def test_tokens_that_are_not_eks_tokens_are_rejected_before_any_network_call() -> None:
+    with pytest.raises(TokenRejected):
+        review("eyJhbGciOi.not-an-eks-token", {"cluster": "prod", "sts_endpoint": "http://127.0.0.1:9"}, NOW)
+    with pytest.raises(TokenRejected, match="GetCallerIdentity"):
+        review(encode_token(_url(action="ListUsers")), {"cluster": "prod", "sts_endpoint": "http://127.0.0.1:9"}, NOW)
+
+
+def test_assumed_role_arns_map_through_their_role() -> None:
+    arn = "arn:aws:sts::123456789012:assumed-role/provisioner-role/provisioner-fn"
+    assert canonical_arn(arn) == "arn:aws:iam::123456789012:role/provisioner-role"
+    assert canonical_arn("arn:aws:iam::123456789012:user/alice") == "arn:aws:iam::123456789012:user/alice"
+    mappings = [
+        {"arn": "arn:aws:iam::123456789012:role/other", "username": "other", "groups": []},
+        {"arn": "arn:aws:iam::123456789012:role/*", "username": "fn:{{SessionName}}@{{AccountID}}", "groups": ["g"]},
+    ]
+    user = map_identity(Identity(arn, "123456789012", "AROA:provisioner-fn"), mappings)
+    assert user.username == "fn:provisioner-fn@123456789012"
+    assert user.groups == ("g",)
+    with pytest.raises(TokenRejected, match="not mapped"):
+        map_identity(Identity("arn:aws:iam::123456789012:user/moto", "123456789012", "AIDA"), mappings)
+
+
+def test_caller_identity_xml_and_json() -> None:
+    xml = (
+        '<GetCallerIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><GetCallerIdentityResult>'
+        "<Arn>arn:aws:sts::1:assumed-role/r/s</Arn><UserId>AROA:s</UserId><Account>1</Account>"
+        "</GetCallerIdentityResult></GetCallerIdentityResponse>"
+    )
+    assert parse_caller_identity(xml.encode()) == Identity("arn:aws:sts::1:assumed-role/r/s", "1", "AROA:s")
+    json_body = (
+        b'{"GetCallerIdentityResponse": {"GetCallerIdentityResult": {"Arn": "a", "Account": "1", "UserId": "u"}}}'
+    )
+    assert parse_caller_identity(json_body) == Identity("a", "1", "u")
+
+
+def test_review_answers_have_the_token_review_shape() -> None:
+    assert token_review_response(None, "nope")["status"] == {"authenticated": False, "error": "nope"}
