@@ -126,6 +126,19 @@ def seed(doc: dict[str, Any]) -> dict[str, Any]:
     return {"amis": amis}
 
 
+def _route_cloudformation_state_machines() -> None:
+    """Make CloudFormation create state machines where executions look for them.
+
+    With execution enabled, moto's Step Functions API serves from its ASL-interpreting backend, but
+    its CloudFormation handlers write to the plain one, so a synthesized stack's state machine would
+    be invisible to StartExecution. The handlers read the module-level name at call time.
+    """
+    from moto.stepfunctions import models as sfn_models
+    from moto.stepfunctions.parser.models import stepfunctions_parser_backends
+
+    setattr(sfn_models, "stepfunctions_backends", stepfunctions_parser_backends)  # noqa: B010
+
+
 def _install_instant_waits() -> None:
     """Make Wait states and Retry intervals return at once (tests only)."""
     from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
@@ -294,6 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     from werkzeug.serving import run_simple
 
     default_user_config["stepfunctions"] = {"execute_state_machine": True}
+    _route_cloudformation_state_machines()
     lambda_seam.install(args.repo_root.resolve(), args.state_dir / "lambda-code", endpoint)
     if args.instant_waits:
         _install_instant_waits()
