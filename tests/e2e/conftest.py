@@ -23,6 +23,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if Path(str(item.fspath)).is_relative_to(here):
             item.add_marker(pytest.mark.e2e)
+            # Bounded even if a wait inside misbehaves; the first test also pays for start-up and,
+            # on a cold cache, for building the binaries.
+            item.add_marker(pytest.mark.timeout(1200 if item is items[0] else 300))
 
 
 @pytest.fixture(scope="session")

@@ -24,6 +24,8 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--instant-waits", action="store_true", help="Step Functions Wait/Retry return at once")
     parser.add_argument("--boot-delay", type=float, default=3.0, help="seconds before an instance's node registers")
     parser.add_argument("--timeout", type=float, default=120.0, help="start-up deadline per component (s)")
+    parser.add_argument("--cdk-out", type=Path, default=None, help="a synthesized cloud assembly to deploy on up")
+    parser.add_argument("--stack", default=None, help="the stack in --cdk-out to deploy")
     parser.set_defaults(func=run)
 
 
@@ -39,19 +41,27 @@ def run(args: argparse.Namespace) -> int:
         if args.cluster:
             options.cluster = args.cluster
         try:
-            world.up(state_dir, options)
+            state = world.up(state_dir, options)
         except procs.StartupError as exc:
             print(f"local world failed to start: {exc}")
             return 1
+        if args.cdk_out is not None:
+            if not args.stack:
+                print("--cdk-out needs --stack")
+                return 2
+            outputs = world.deploy_stack(state, args.cdk_out, args.stack)
+            for key, value in sorted(outputs.items()):
+                print(f"  {args.stack}.{key} = {value}")
         return 0
     if args.action == "down":
         if not world.down(state_dir):
             print("no local world is running")
         return 0
-    state = world.load_state(state_dir)
-    if state is None:
+    recorded = world.load_state(state_dir)
+    if recorded is None:
         print("no local world")
         return 1
+    state = recorded
     alive = world.running(state)
     memory = world.resident_memory_kib(state.pids)
     print(f"cluster {state.cluster} ({state.region}); ready in {state.ready_seconds}s at start")

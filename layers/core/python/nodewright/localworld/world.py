@@ -420,3 +420,27 @@ def resident_memory_kib(pids: dict[str, int]) -> dict[str, int]:
         except (OSError, ValueError, IndexError):
             continue
     return {name: by_group.get(pid, 0) for name, pid in pids.items()}
+
+
+def deploy_stack(state: WorldState, cdk_out: Path, stack: str) -> dict[str, str]:
+    """Deploy a synthesized stack into the running world's moto; returns the stack outputs, which
+    are also appended to the env file as NODEWRIGHT_STACK_<OUTPUT>."""
+    import boto3
+
+    from nodewright.localworld.stack import deploy_synthesized
+
+    clients = {
+        name: boto3.client(
+            name,
+            endpoint_url=state.endpoint_url,
+            region_name=state.region,
+            aws_access_key_id=DUMMY_CREDENTIALS["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=DUMMY_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+        )
+        for name in ("s3", "ssm", "cloudformation")
+    }
+    outputs = deploy_synthesized(cdk_out, stack, clients, region=state.region)
+    with (Path(state.state_dir) / "env").open("a") as env:
+        for key, value in sorted(outputs.items()):
+            env.write(f"export NODEWRIGHT_STACK_{key.upper()}={value}\n")
+    return outputs
