@@ -20,12 +20,12 @@ from nodewright.localworld import world
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test in this folder needs the local world; mark them so `-m 'not e2e'` skips them."""
     here = Path(__file__).parent
-    for item in items:
-        if Path(str(item.fspath)).is_relative_to(here):
-            item.add_marker(pytest.mark.e2e)
-            # Bounded even if a wait inside misbehaves; the first test also pays for start-up and,
-            # on a cold cache, for building the binaries.
-            item.add_marker(pytest.mark.timeout(1200 if item is items[0] else 300))
+    ours = [item for item in items if Path(str(item.fspath)).is_relative_to(here)]
+    for item in ours:
+        item.add_marker(pytest.mark.e2e)
+        # Bounded even if a wait inside misbehaves; the first one also pays for starting the world
+        # and, on a cold cache, for building the binaries (about 6 minutes on 2 cores).
+        item.add_marker(pytest.mark.timeout(1500 if item is ours[0] else 300))
 
 
 @pytest.fixture(scope="session")
