@@ -24,8 +24,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in ours:
         item.add_marker(pytest.mark.e2e)
         # Bounded even if a wait inside misbehaves; the first one also pays for starting the world
-        # and, on a cold cache, for building the binaries (about 6 minutes on 2 cores).
-        item.add_marker(pytest.mark.timeout(1500 if item is ours[0] else 300))
+        # and, on a cold cache, whichever runs first builds the binaries (about 6 minutes on 2 cores).
+        cold = not (world.bin_dir() / ".recipe").is_file()
+        item.add_marker(pytest.mark.timeout(1500 if item is ours[0] or cold else 300))
 
 
 @pytest.fixture(scope="session")
