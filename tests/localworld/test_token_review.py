@@ -86,3 +86,32 @@ def test_caller_identity_xml_and_json() -> None:
 
 def test_review_answers_have_the_token_review_shape() -> None:
     assert token_review_response(None, "nope")["status"] == {"authenticated": False, "error": "nope"}
+
+
+def _presigned(cluster: str, token: str | None = None) -> str:
+    import boto3
+
+    from nodewright.adapters.eks_token import presign_caller_identity
+
+    sts = boto3.client(
+        "sts",
+        region_name="us-east-1",
+        endpoint_url="http://127.0.0.1:4566",
+        aws_access_key_id="ASIAEXAMPLE",
+        aws_secret_access_key="the-secret",
+        aws_session_token=token,
+    )
+    return presign_caller_identity(sts, cluster)
+
+
+def test_signatures_are_checked_as_sts_would() -> None:
+    from nodewright.localworld.tokenwebhook import signature_matches
+
+    url = _presigned("prod")
+    assert signature_matches(url, "prod", "the-secret", None)
+    assert not signature_matches(url, "staging", "the-secret", None)  # signed for another cluster
+    assert not signature_matches(url, "prod", "another-secret", None)
+    with_session = _presigned("prod", token="session-token")
+    assert signature_matches(with_session, "prod", "the-secret", "session-token")
+    tampered = url.replace("Action=GetCallerIdentity", "Action=GetCallerIdentity&Extra=1")
+    assert not signature_matches(tampered, "prod", "the-secret", None)

@@ -139,6 +139,23 @@ def _route_cloudformation_state_machines() -> None:
     setattr(sfn_models, "stepfunctions_backends", stepfunctions_parser_backends)  # noqa: B010
 
 
+def secret_for(access_key_id: str) -> dict[str, str] | None:
+    """The secret (and session token) behind an access key moto issued, for the token webhook's
+    signature check; None for keys moto did not issue (such as the dummy `testing`)."""
+    from moto.iam.models import iam_backends
+    from moto.sts.models import sts_backends
+
+    for account_id in list(sts_backends.keys()):
+        role = sts_backends[account_id]["aws"].get_assumed_role_from_access_key(access_key_id)
+        if role is not None:
+            return {"secret_access_key": role.secret_access_key, "session_token": role.session_token}
+    for account_id in list(iam_backends.keys()):
+        for key in iam_backends[account_id]["aws"].get_all_access_keys_for_all_users():
+            if key.access_key_id == access_key_id:
+                return {"secret_access_key": key.secret_access_key}
+    return None
+
+
 def _install_instant_waits() -> None:
     """Make Wait states and Retry intervals return at once (tests only)."""
     from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
@@ -280,6 +297,9 @@ class FaultMiddleware:
                 result = self.faults.to_json()
             elif path == "/_nodewright/seed" and method == "POST":
                 result = seed(doc)
+            elif path.startswith("/_nodewright/credentials/"):
+                found = secret_for(path.rsplit("/", 1)[1])
+                status, result = ("200 OK", found) if found else ("404 Not Found", {"error": "unknown access key"})
             else:
                 status, result = "404 Not Found", {"error": f"no control endpoint {method} {path}"}
         except Exception as exc:

@@ -6,7 +6,10 @@ kube-apiserver sends every bearer token it cannot verify itself here (TokenRevie
 `--authentication-token-webhook-config-file`). For a `k8s-aws-v1.` token we decode the presigned
 STS GetCallerIdentity URL, check it the way EKS does (the action, the signed `x-k8s-aws-id` header
 naming this cluster, a signing time no older than 15 minutes), replay it against moto's STS instead
-of AWS, and map the returned ARN to a Kubernetes user and groups from the config. Anything else is
+of AWS, and map the returned ARN to a Kubernetes user and groups from the config. Because moto does
+not verify signatures, the webhook does STS's part of that itself: it recomputes the SigV4 signature
+with this cluster's name in `x-k8s-aws-id`, using the key's secret from the moto server, so a token
+signed for another cluster (or forged) is refused as AWS would refuse it. Anything else is
 answered "not authenticated", never an error, so other authenticators still get their turn.
 
 Config (JSON): {"cluster": name, "sts_endpoint": "http://127.0.0.1:PORT",
@@ -21,9 +24,11 @@ from __future__ import annotations
 import argparse
 import datetime
 import fnmatch
+import hmac
 import json
 import ssl
 import sys
+import urllib.error
 import urllib.parse
 import urllib.request
 import xml.etree.ElementTree as ET
@@ -133,6 +138,48 @@ def parse_caller_identity(body: bytes) -> Identity:
     return Identity(values["Arn"], values.get("Account", ""), values.get("UserId", ""))
 
 
+def signature_matches(url: str, cluster: str, secret_key: str, session_token: str | None) -> bool:
+    """Recompute the presigned URL's SigV4 query signature with `x-k8s-aws-id: <cluster>`.
+
+    This is STS's own check, which moto skips: a token signed for another cluster's name, or with a
+    wrong secret, fails here as it would in AWS.
+    """
+    from botocore.auth import SigV4QueryAuth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    parts = urllib.parse.urlsplit(url)
+    query = dict(urllib.parse.parse_qsl(parts.query, keep_blank_values=True))
+    given = query.get("X-Amz-Signature", "")
+    access_key, _date, region, service, _ = query["X-Amz-Credential"].split("/")
+    # Everything but the signature is what was signed, byte for byte as it appears in the URL.
+    unsigned = "&".join(p for p in parts.query.split("&") if not p.startswith("X-Amz-Signature="))
+    request = AWSRequest(
+        method="GET",
+        url=urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path or "/", unsigned, "")),
+        headers={CLUSTER_ID_HEADER: cluster},
+    )
+    request.context["timestamp"] = query["X-Amz-Date"]
+    auth = SigV4QueryAuth(
+        Credentials(access_key, secret_key, session_token), service, region, int(query.get("X-Amz-Expires", 60))
+    )
+    expected = auth.signature(auth.string_to_sign(request, auth.canonical_request(request)), request)
+    return hmac.compare_digest(str(expected), given)
+
+
+def verify_signature(url: str, cluster: str, moto_endpoint: str) -> None:
+    """Fetch the key's secret from the moto server and check the signature; TokenRejected if not."""
+    query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query))
+    access_key = query.get("X-Amz-Credential", "").split("/", 1)[0]
+    try:
+        with urllib.request.urlopen(f"{moto_endpoint}/_nodewright/credentials/{access_key}", timeout=10) as r:
+            secret = json.loads(r.read())
+    except urllib.error.HTTPError as exc:
+        raise TokenRejected("the token's access key is not valid (InvalidClientTokenId)") from exc
+    if not signature_matches(url, cluster, secret["secret_access_key"], secret.get("session_token")):
+        raise TokenRejected(f"the signature does not match (not signed for cluster {cluster!r}?)")
+
+
 def replay(url: str, cluster: str, sts_endpoint: str) -> Identity:
     """Send the presigned request to moto's STS (keeping the signed query and header)."""
     parts = urllib.parse.urlsplit(url)
@@ -163,6 +210,8 @@ def review(token: str, config: dict[str, Any], now: datetime.datetime) -> User:
         raise TokenRejected(str(exc)) from exc
     cluster = str(config.get("cluster", ""))
     check_presigned_url(url, cluster, now)
+    if config.get("verify_signatures", True):
+        verify_signature(url, cluster, str(config["sts_endpoint"]))
     identity = replay(url, cluster, str(config["sts_endpoint"]))
     return map_identity(identity, list(config.get("mappings", [])))
 
