@@ -151,7 +151,7 @@ def start_apiserver(
 
 def start_controllers(
     bin_dir: Path, pki: Pki, kubeconfig: Path, stages_dir: Path, state: Path, logs: Path, timing: Timing
-) -> list[procs.Proc]:
+) -> tuple[procs.Proc, procs.Proc, procs.Proc]:
     """Start kube-controller-manager (all default controllers), kube-scheduler and KWOK.
 
     Their readiness is judged through the API (the default ServiceAccount, nodes becoming Ready),
@@ -207,4 +207,4 @@ def start_controllers(
         ],
         logs,
     )
-    return [kcm, scheduler, kwok]
+    return kcm, scheduler, kwok

@@ -17,7 +17,6 @@ Control endpoints live under `/_nodewright/` on the same port; nothing in AWS an
 from __future__ import annotations
 
 import argparse
-import base64
 import datetime
 import io
 import json
@@ -337,11 +336,6 @@ def main(argv: list[str] | None = None) -> int:
     print(f"nodewright moto server on {endpoint} (instant waits: {args.instant_waits})", flush=True)
     run_simple("127.0.0.1", args.port, wrapped, threaded=True)
     return 0
-
-
-def encode_ca(pem: bytes) -> str:
-    """EKS reports the cluster CA as base64 of the PEM bundle."""
-    return base64.b64encode(pem).decode()
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ processes all run is reused; a half-dead one is torn down and started afresh.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
@@ -177,7 +178,7 @@ def webhook_config(cluster: str, endpoint_url: str, account: str = "123456789012
     }
 
 
-def seed_aws(state_dir: Path, endpoint_url: str, options: Options, api_server: str, pki: Pki) -> dict[str, Any]:
+def seed_aws(endpoint_url: str, options: Options, api_server: str, pki: Pki) -> dict[str, Any]:
     """Make moto look like the account nodewright is deployed to."""
     import boto3
 
@@ -231,8 +232,6 @@ def seed_aws(state_dir: Path, endpoint_url: str, options: Options, api_server: s
         resourcesVpcConfig={"subnetIds": list(subnets.values()), "securityGroupIds": [sg_id]},
         kubernetesNetworkConfig={"serviceIpv4Cidr": controlplane.SERVICE_CIDR},
     )
-    import base64
-
     _post_json(
         f"{endpoint_url}/_nodewright/seed",
         {
@@ -330,8 +329,11 @@ def up(state_dir: Path, options: Options, log: Callable[[str], None] = print) ->
 
         log("starting kube-controller-manager, kube-scheduler and kwok")
         stages = binaries.parent / "kwok-stages"
-        started += controlplane.start_controllers(binaries, pki, kubeconfig, stages, state_dir, logs, options.timing)
-        kcm = started[-3]
+        kcm, scheduler, kwok = controlplane.start_controllers(
+            binaries, pki, kubeconfig, stages, state_dir, logs, options.timing
+        )
+        started += [kcm, scheduler, kwok]
+        # The default ServiceAccount appears once the controller manager's controllers run.
         procs.wait_ready(
             kcm,
             lambda: _https_get(f"{api_server}/api/v1/namespaces/default/serviceaccounts/default", pki) == 200,
@@ -342,7 +344,7 @@ def up(state_dir: Path, options: Options, log: Callable[[str], None] = print) ->
                 raise procs.StartupError(f"{proc.name} exited; last log lines:\n{procs.log_tail(proc.log)}")
 
         log("seeding moto (VPC, subnets, security group, roles, EKS cluster, AMI parameters)")
-        aws = seed_aws(state_dir, endpoint_url, options, api_server, pki)
+        aws = seed_aws(endpoint_url, options, api_server, pki)
 
         registrar = procs.start(
             "registrar",
