@@ -256,6 +256,7 @@ class Solver:
         self.groups = _Groups()
         self.bins: list[Bin] = []
         self.new_bins: list[Bin] = []
+        self.new_by_name: dict[str, Bin] = {}
         self.compat_cache: dict[tuple[ReqKey, ReqKey], tuple[Requirements, ReqKey] | None] = {}
         existing_pods = [p for n in nodes for p in n.pods] + [p for c in nodeclaims for p in c.nominated_pods]
         relevant = selector_keys([*pods, *existing_pods])
@@ -724,10 +725,131 @@ class Solver:
         while pods:
             opened = self._open_claim(cls, pods, requirements, rkey, terms, reasons)
             if opened is None:
+                # No new claim is possible (pod affinity ties the pods to nodes that already exist, or
+                # limits allow no more nodes): a claim of this run may still grow into a larger type.
+                pods = self._grow_claims(cls, pods, requirements, rkey, terms)
                 break
             b, k = opened
             pods = self._assign(b, cls, pods, k, b.requirements, b.rkey)
         return pods, "; ".join(reasons)
+
+    def _grow_claims(
+        self,
+        cls: PodClass,
+        pods: list[Pod],
+        requirements: Requirements,
+        rkey: ReqKey,
+        terms: tuple[TopologyTerm, ...],
+    ) -> list[Pod]:
+        """Move new claims of this run to larger instance types so they take more of the class.
+
+        As in Karpenter, a NodeClaim that has not launched keeps every type that fits its pods, so it
+        can become a larger one when a pod must join it. Each claim moves to the cheapest type that
+        gives the lowest extra price per extra pod, within its NodePool's limits.
+
+        A first pass only grows claims where an extra pod costs at most twice what it would on a node of
+        its own, so pods tied to several claims spread over them instead of piling onto one huge type;
+        a second pass takes whatever growth is left.
+        """
+        for ceiling in (self._price_per_pod(cls, requirements, rkey) * 2, float("inf")):
+            pods = self._grow_pass(cls, pods, requirements, rkey, terms, ceiling)
+        return pods
+
+    def _price_per_pod(self, cls: PodClass, requirements: Requirements, rkey: ReqKey) -> float:
+        """The lowest price per pod of this class on a fresh node of any NodePool (inf when none fits)."""
+        best = float("inf")
+        for ctx in self.pools:
+            if ctx.error:
+                continue
+            compat = self._pool_compat(ctx, requirements, rkey)
+            if isinstance(compat, str):
+                continue
+            table = ctx.fit_tables.get((rkey, tuple(sorted(cls.requests.items()))))
+            if table is None:
+                table = ctx.fit_tables[(rkey, tuple(sorted(cls.requests.items())))] = _FitTable(compat, cls.requests)
+            choice = table.best(1 << 20)
+            if choice is not None:
+                candidate, k = choice
+                best = min(best, candidate.offerings_for(compat.requirements)[0].price / k)
+        return best
+
+    def _grow_pass(
+        self,
+        cls: PodClass,
+        pods: list[Pod],
+        requirements: Requirements,
+        rkey: ReqKey,
+        terms: tuple[TopologyTerm, ...],
+        ceiling: float,
+    ) -> list[Pod]:
+        request = cls.requests
+        for b in self._growable_bins(cls, terms):
+            if not pods:
+                break
+            ctx, current = b.pool, b.chosen
+            assert ctx is not None and current is not None
+            if untolerated(cls.tolerations, b.taints) is not None:
+                continue
+            merged = self._bin_compat(b, requirements, rkey)
+            if merged is None:
+                continue
+            cap = self._bin_cap(b, cls, terms, len(pods))
+            if cap <= 0:
+                continue
+            compat = self._pool_compat(ctx, *merged)
+            if isinstance(compat, str):
+                continue
+            # Growing replaces the claim's capacity, so the limits it used are available again.
+            budget: dict[str, int] | None = None
+            if ctx.remaining is not None:
+                budget = {k: v + (0 if k == "nodes" else current.capacity.get(k, 0)) for k, v in ctx.remaining.items()}
+            current_price = current.offerings_for(b.requirements)[0].price
+            most = min(cap, len(pods))
+            best: tuple[float, int, float, str] | None = None
+            grown: tuple[Candidate, int] | None = None
+            for price, candidate in compat.candidates:
+                # Candidates come cheapest first, so once even `most` extra pods cannot bring the extra
+                # price per pod under the best (or the ceiling), no later candidate can either.
+                floor = max(price - current_price, 0.0) / most
+                if floor > ceiling or (best is not None and floor > best[0]):
+                    break
+                if candidate.exotic and not current.exotic:
+                    continue
+                if budget is not None and not _within(candidate.capacity, {**budget, "nodes": 1}):
+                    continue
+                j = min(most, _copies_beside(request, candidate.allocatable, b.used))
+                if j <= 0:
+                    continue
+                # Lowest extra price per extra pod, then more pods: the same trade as opening a claim.
+                score = (max(price - current_price, 0.0) / j, -j, price, candidate.it.name)
+                if score[0] > ceiling:
+                    continue
+                if best is None or score < best:
+                    best, grown = score, (candidate, j)
+            if grown is None:
+                continue
+            candidate, j = grown
+            if budget is not None:
+                left = _consume(budget, candidate.capacity)
+                if "nodes" in budget:  # the claim was already counted as a node
+                    left["nodes"] = budget["nodes"]
+                    budget = {**budget, "nodes": 1}
+                ctx.remaining = left
+                b.limit_budget = budget
+            b.chosen = candidate
+            b.remaining = res.subtract(candidate.allocatable, b.used)
+            pods = self._assign(b, cls, pods, j, *merged)
+        return pods
+
+    def _growable_bins(self, cls: PodClass, terms: tuple[TopologyTerm, ...]) -> list[Bin]:
+        """New claims that may take more of this class, in placement order: with required hostname pod
+        affinity only those already holding matching pods, otherwise all of them."""
+        for term in terms:
+            if term.kind == "affinity" and term.topology_key == HOSTNAME_LABEL:
+                counts = self.groups.counts[self._term_group(term)]
+                held = [self.new_by_name[d] for d, c in counts.items() if c > 0 and d in self.new_by_name]
+                return sorted(held, key=lambda b: b.order)
+        return list(self.new_bins)
 
     def _assign(self, b: Bin, cls: PodClass, pods: list[Pod], k: int, merged: Requirements, mkey: ReqKey) -> list[Pod]:
         if mkey != b.rkey:
@@ -815,6 +937,7 @@ class Solver:
             b.order = len(self.bins)
             self.bins.append(b)
             self.new_bins.append(b)
+            self.new_by_name[b.name] = b
             return b, k
         return None
 
@@ -983,6 +1106,21 @@ def _capacity_rank(capacity_type: str) -> int:
 
 def _offering_order(o: Offering) -> tuple[int, float, str, str]:
     return (_capacity_rank(o.capacity_type), o.price, o.zone, o.capacity_type)
+
+
+def _copies_beside(request: Mapping[str, int], allocatable: Mapping[str, int], used: Mapping[str, int]) -> int:
+    """How many more pods of `request` fit in `allocatable` next to `used` (0 when `used` does not fit)."""
+    best = 1 << 30
+    for name, value in used.items():
+        if value > allocatable.get(name, 0):
+            return 0
+    for name, value in request.items():
+        if value > 0:
+            room = allocatable.get(name, 0) - used.get(name, 0)
+            if room < value:
+                return 0
+            best = min(best, room // value)
+    return best
 
 
 def _consume(remaining: Mapping[str, int], capacity_: Mapping[str, int]) -> dict[str, int]:
