@@ -1,0 +1,75 @@
+"""The settings every nodewright process reads from its environment, in one place.
+
+The CDK app sets these on the Lambdas, the forwarder's Deployment sets its own, and the local world
+exports them in `.localworld/env`. Reading happens only when a handler or program starts (never at import
+time), and a missing or malformed value is an error that names the variable and what to set.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+CLUSTER = "NODEWRIGHT_CLUSTER"  # EKS cluster name (also the karpenter.sh/discovery tag value)
+TABLE = "NODEWRIGHT_TABLE"  # DynamoDB table: idempotency, offering cache (ICE), locks
+NODE_ROLE = "NODEWRIGHT_NODE_ROLE"  # IAM role name of the nodes
+INSTANCE_PROFILE = "NODEWRIGHT_INSTANCE_PROFILE"  # instance profile holding NODE_ROLE
+PROVISIONER_FUNCTION = "NODEWRIGHT_PROVISIONER_FUNCTION"  # name or ARN the forwarder invokes
+STATE_MACHINE = "NODEWRIGHT_STATE_MACHINE"  # ARN of the disruption workflow
+REGION = "AWS_REGION"
+
+# The one DynamoDB table's key schema (partition `pk`, sort `sk`, TTL attribute `expires_at`). Items are
+# namespaced by the prefix of `pk`: "idempotency#...", "unavailable#<type>#<zone>#<capacity type>",
+# "lock#node#<name>", "launchtemplate#<hash>".
+TABLE_PARTITION_KEY = "pk"
+TABLE_SORT_KEY = "sk"
+TABLE_TTL_ATTRIBUTE = "expires_at"
+
+
+class SettingsError(RuntimeError):
+    """A required environment variable is missing or malformed."""
+
+
+def _required(env: Mapping[str, str], name: str, what: str) -> str:
+    value = env.get(name, "").strip()
+    if not value:
+        raise SettingsError(f"environment variable {name} is not set: set it to {what}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class ProvisionerSettings:
+    cluster: str
+    table: str
+    node_role: str
+    instance_profile: str
+    region: str
+
+    @staticmethod
+    def from_env(env: Mapping[str, str] | None = None) -> ProvisionerSettings:
+        """Read the provisioner's settings (default: os.environ); raises SettingsError naming the variable."""
+        env = os.environ if env is None else env
+        return ProvisionerSettings(
+            cluster=_required(env, CLUSTER, "the EKS cluster name"),
+            table=_required(env, TABLE, "the DynamoDB table the stack created"),
+            node_role=_required(env, NODE_ROLE, "the node IAM role name"),
+            instance_profile=_required(env, INSTANCE_PROFILE, "the node instance profile name"),
+            region=_required(env, REGION, "the AWS region, e.g. us-east-1"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ForwarderSettings:
+    cluster: str
+    provisioner_function: str
+    region: str
+
+    @staticmethod
+    def from_env(env: Mapping[str, str] | None = None) -> ForwarderSettings:
+        env = os.environ if env is None else env
+        return ForwarderSettings(
+            cluster=_required(env, CLUSTER, "the EKS cluster name"),
+            provisioner_function=_required(env, PROVISIONER_FUNCTION, "the provisioner Lambda's name or ARN"),
+            region=_required(env, REGION, "the AWS region, e.g. us-east-1"),
+        )
