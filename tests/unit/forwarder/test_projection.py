@@ -1,0 +1,309 @@
+"""The pending filter and the projection: what the forwarder sends is what the provisioner's loader needs."""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from nodewright.forwarder.projection import DO_NOT_DISRUPT, is_pending, not_pending_reason, project_pod
+from nodewright.model.loader import load_documents
+from nodewright.model.objects import Pod
+
+UNSCHEDULABLE = {
+    "type": "PodScheduled",
+    "status": "False",
+    "reason": "Unschedulable",
+    "message": "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector.",
+    "lastTransitionTime": "2026-01-01T00:00:00Z",
+}
+
+
+def full_pod() -> dict[str, Any]:
+    """A pod with every scheduling feature and plenty the scheduler ignores, in the API's JSON form."""
+    requirement = client.V1NodeSelectorRequirement(key="kubernetes.io/arch", operator="In", values=["arm64"])
+    selector = client.V1LabelSelector(match_labels={"app": "web"})
+    pod = client.V1Pod(
+        api_version="v1",
+        kind="Pod",
+        metadata=client.V1ObjectMeta(
+            name="web-7d4b9-abcde",
+            namespace="shop",
+            uid="0b7c0c1e-1111-4222-8333-944455556666",
+            resource_version="4242",
+            generate_name="web-7d4b9-",
+            labels={"app": "web", "pod-template-hash": "7d4b9"},
+            annotations={DO_NOT_DISRUPT: "true", "kubectl.kubernetes.io/restartedAt": "x", "big": "y" * 4000},
+            owner_references=[
+                client.V1OwnerReference(
+                    api_version="apps/v1",
+                    kind="ReplicaSet",
+                    name="web-7d4b9",
+                    uid="rs-uid",
+                    controller=True,
+                    block_owner_deletion=True,
+                )
+            ],
+            managed_fields=[client.V1ManagedFieldsEntry(manager="kube-controller-manager", operation="Update")],
+        ),
+        spec=client.V1PodSpec(
+            scheduler_name="default-scheduler",
+            priority=1000,
+            priority_class_name="high",
+            node_selector={"topology.kubernetes.io/zone": "us-east-1a"},
+            overhead={"cpu": "50m", "memory": "64Mi"},
+            service_account_name="web",
+            dns_policy="ClusterFirst",
+            restart_policy="Always",
+            termination_grace_period_seconds=30,
+            affinity=client.V1Affinity(
+                node_affinity=client.V1NodeAffinity(
+                    required_during_scheduling_ignored_during_execution=client.V1NodeSelector(
+                        node_selector_terms=[client.V1NodeSelectorTerm(match_expressions=[requirement])]
+                    )
+                ),
+                pod_anti_affinity=client.V1PodAntiAffinity(
+                    required_during_scheduling_ignored_during_execution=[
+                        client.V1PodAffinityTerm(label_selector=selector, topology_key="kubernetes.io/hostname")
+                    ]
+                ),
+            ),
+            tolerations=[client.V1Toleration(key="gpu", operator="Exists", effect="NoSchedule")],
+            topology_spread_constraints=[
+                client.V1TopologySpreadConstraint(
+                    max_skew=1,
+                    topology_key="topology.kubernetes.io/zone",
+                    when_unsatisfiable="DoNotSchedule",
+                    label_selector=selector,
+                )
+            ],
+            init_containers=[
+                client.V1Container(
+                    name="migrate",
+                    image="busybox",
+                    command=["sh", "-c", "true"],
+                    resources=client.V1ResourceRequirements(requests={"cpu": "2", "memory": "256Mi"}),
+                ),
+                client.V1Container(
+                    name="proxy",
+                    image="envoy",
+                    restart_policy="Always",
+                    resources=client.V1ResourceRequirements(requests={"cpu": "100m", "memory": "128Mi"}),
+                    ports=[client.V1ContainerPort(container_port=15000, host_port=15000, protocol="TCP")],
+                ),
+            ],
+            containers=[
+                client.V1Container(
+                    name="app",
+                    image="registry.example.com/web:1.2.3",
+                    env=[client.V1EnvVar(name=f"VAR_{i}", value="v" * 50) for i in range(40)],
+                    resources=client.V1ResourceRequirements(
+                        requests={"cpu": "500m", "memory": "1Gi"}, limits={"cpu": "1", "memory": "1Gi"}
+                    ),
+                    ports=[
+                        client.V1ContainerPort(container_port=8080, protocol="TCP"),
+                        client.V1ContainerPort(container_port=9090, host_port=9090, host_ip="10.0.0.1", protocol="UDP"),
+                    ],
+                    liveness_probe=client.V1Probe(http_get=client.V1HTTPGetAction(path="/healthz", port=8080)),
+                    volume_mounts=[client.V1VolumeMount(name="data", mount_path="/data")],
+                )
+            ],
+            volumes=[
+                client.V1Volume(
+                    name="data", persistent_volume_claim=client.V1PersistentVolumeClaimVolumeSource(claim_name="data-0")
+                ),
+                client.V1Volume(
+                    name="scratch",
+                    ephemeral=client.V1EphemeralVolumeSource(
+                        volume_claim_template=client.V1PersistentVolumeClaimTemplate(
+                            spec=client.V1PersistentVolumeClaimSpec(
+                                storage_class_name="gp3",
+                                access_modes=["ReadWriteOnce"],
+                                resources=client.V1VolumeResourceRequirements(requests={"storage": "1Gi"}),
+                            )
+                        )
+                    ),
+                ),
+                client.V1Volume(name="config", config_map=client.V1ConfigMapVolumeSource(name="web-config")),
+                client.V1Volume(name="token", projected=client.V1ProjectedVolumeSource(sources=[])),
+            ],
+        ),
+        status=client.V1PodStatus(
+            phase="Pending",
+            qos_class="Burstable",
+            conditions=[
+                client.V1PodCondition(**{k: v for k, v in _snake(UNSCHEDULABLE).items()}),
+                client.V1PodCondition(type="PodReadyToStartContainers", status="False"),
+            ],
+        ),
+    )
+    result: dict[str, Any] = client.ApiClient().sanitize_for_serialization(pod)
+    return result
+
+
+def _snake(condition: dict[str, str]) -> dict[str, str]:
+    return {("last_transition_time" if k == "lastTransitionTime" else k): v for k, v in condition.items()}
+
+
+def load_pod(doc: dict[str, Any]) -> Pod:
+    inputs, errors = load_documents([doc], "test")
+    assert errors == [], [str(e) for e in errors]
+    assert len(inputs.pending_pods) == 1
+    return inputs.pending_pods[0]
+
+
+def pending(**changes: Any) -> dict[str, Any]:
+    """A minimal pending pod; keyword arguments replace top-level sections (metadata, spec, status)."""
+    doc: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "default", "uid": "u1", "resourceVersion": "1"},
+        "spec": {"schedulerName": "default-scheduler", "containers": [{"name": "c"}]},
+        "status": {"phase": "Pending", "conditions": [dict(UNSCHEDULABLE)]},
+    }
+    doc.update(changes)
+    return doc
+
+
+# ------------------------------------------------------------------------------------------ projection
+
+
+def test_projection_loads_to_the_same_pod_as_the_full_pod() -> None:
+    full = full_pod()
+    from_full = load_pod(full)
+    from_projection = load_pod(json.loads(json.dumps(project_pod(full))))
+    # The only intended difference: annotations are reduced to the one the core reads.
+    assert from_projection == replace(from_full, annotations={DO_NOT_DISRUPT: "true"})
+    # And the pod really exercises the fields kept (so the equality above is not vacuous).
+    assert from_projection.requests == {"cpu": 2050, "memory": 1216 * 2**20, "pods": 1}
+    assert {(p.port, p.protocol) for p in from_projection.host_ports} == {(15000, "TCP"), (9090, "UDP")}
+    assert from_projection.pvc_names == ("data-0", "web-7d4b9-abcde-scratch")
+    assert from_projection.owner_kind == "ReplicaSet" and from_projection.priority == 1000
+    assert from_projection.tolerations and from_projection.topology_spread and from_projection.pod_anti_affinity
+    assert from_projection.required_node_terms and from_projection.node_selector
+    assert from_projection.do_not_disrupt
+
+
+def test_projection_keeps_only_the_scheduling_fields() -> None:
+    full = full_pod()
+    projected = project_pod(full)
+    assert set(projected) == {"apiVersion", "kind", "metadata", "spec", "status"}
+    assert projected["metadata"] == {
+        "name": "web-7d4b9-abcde",
+        "namespace": "shop",
+        "uid": "0b7c0c1e-1111-4222-8333-944455556666",
+        "resourceVersion": "4242",
+        "labels": {"app": "web", "pod-template-hash": "7d4b9"},
+        "annotations": {DO_NOT_DISRUPT: "true"},
+        "ownerReferences": [{"kind": "ReplicaSet", "name": "web-7d4b9", "controller": True}],
+    }
+    assert projected["spec"]["containers"] == [
+        {
+            "name": "app",
+            "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}},
+            "ports": [{"hostPort": 9090, "protocol": "UDP", "hostIP": "10.0.0.1"}],
+        }
+    ]
+    assert projected["spec"]["initContainers"][1]["restartPolicy"] == "Always"
+    assert [v["name"] for v in projected["spec"]["volumes"]] == ["data", "scratch"]
+    assert projected["spec"]["volumes"][0] == {"name": "data", "persistentVolumeClaim": {"claimName": "data-0"}}
+    assert set(projected["spec"]) == {
+        "nodeSelector",
+        "affinity",
+        "tolerations",
+        "topologySpreadConstraints",
+        "overhead",
+        "priority",
+        "priorityClassName",
+        "schedulerName",
+        "containers",
+        "initContainers",
+        "volumes",
+    }
+    assert projected["status"] == {"conditions": [full["status"]["conditions"][0]]}
+    assert projected["status"]["conditions"][0]["reason"] == "Unschedulable"
+    # Most of a real pod is not needed: the projection is a fraction of the full object.
+    assert len(json.dumps(projected)) * 4 < len(json.dumps(full))
+
+
+def test_projection_does_not_modify_its_input() -> None:
+    full = full_pod()
+    before = copy.deepcopy(full)
+    project_pod(full)
+    assert full == before
+
+
+def test_host_network_makes_container_ports_node_ports() -> None:
+    doc = pending(
+        spec={"hostNetwork": True, "containers": [{"name": "c", "ports": [{"containerPort": 53, "protocol": "UDP"}]}]}
+    )
+    projected = project_pod(doc)
+    assert projected["spec"]["containers"][0]["ports"] == [{"hostPort": 53, "protocol": "UDP"}]
+    assert [(p.port, p.protocol) for p in load_pod(projected).host_ports] == [(53, "UDP")]
+
+
+def test_list_items_without_kind_still_project_to_a_loadable_pod() -> None:
+    # Items of a list response carry no apiVersion/kind; the projection names them.
+    doc = pending()
+    del doc["apiVersion"], doc["kind"]
+    projected = project_pod(doc)
+    assert projected["apiVersion"] == "v1" and projected["kind"] == "Pod"
+    assert load_pod(projected).name == "p"
+
+
+def test_long_scheduler_messages_are_truncated() -> None:
+    condition = dict(UNSCHEDULABLE, message="x" * 5000)
+    projected = project_pod(pending(status={"conditions": [condition]}))
+    assert len(projected["status"]["conditions"][0]["message"]) == 512
+
+
+def test_pod_level_resources_are_kept_so_the_loader_reports_them() -> None:
+    doc = pending(spec={"resources": {"requests": {"cpu": "1"}}, "containers": [{"name": "c"}]})
+    _, errors = load_documents([project_pod(doc)], "test")
+    assert any("pod-level resources" in str(e) for e in errors)
+
+
+# ------------------------------------------------------------------------------------------ pending
+
+
+def test_an_unschedulable_pod_is_pending() -> None:
+    assert is_pending(pending())
+    assert is_pending(full_pod())
+
+
+def test_scheduler_name_defaults_to_the_default_scheduler() -> None:
+    doc = pending()
+    del doc["spec"]["schedulerName"]
+    assert is_pending(doc)
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ({"spec": {"nodeName": "n1", "containers": []}}, "bound"),
+        ({"status": {"nominatedNodeName": "n1", "conditions": [UNSCHEDULABLE]}}, "nominated"),
+        (
+            {"metadata": {"name": "p", "ownerReferences": [{"kind": "DaemonSet", "name": "d", "controller": True}]}},
+            "daemonset",
+        ),
+        ({"metadata": {"name": "p", "annotations": {"kubernetes.io/config.mirror": "abc"}}}, "mirror"),
+        (
+            {"metadata": {"name": "p", "ownerReferences": [{"kind": "Node", "name": "n1", "controller": True}]}},
+            "mirror",
+        ),
+        ({"metadata": {"name": "p", "deletionTimestamp": "2026-01-01T00:00:00Z"}}, "terminating"),
+        ({"status": {"phase": "Failed", "conditions": [UNSCHEDULABLE]}}, "terminal"),
+        ({"spec": {"schedulerName": "volcano", "containers": []}}, "other-scheduler"),
+        ({"status": {"phase": "Pending"}}, "not-yet-scheduled"),
+        ({"status": {"conditions": [dict(UNSCHEDULABLE, status="True", reason="")]}}, "schedulable"),
+        ({"status": {"conditions": [dict(UNSCHEDULABLE, reason="SchedulerError")]}}, "schedulable"),
+    ],
+)
+def test_pods_that_are_not_pending(change: dict[str, Any], reason: str) -> None:
+    doc = pending(**change)
+    assert not is_pending(doc)
+    assert not_pending_reason(doc) == reason
