@@ -79,6 +79,14 @@ class ValueSet:
     absent_ok: bool = True
     present_ok: bool = True
     min_values: int | None = None
+    # The hash, computed once: value sets are dictionary keys on the scheduler's hot path.
+    _hash: int = field(default=0, compare=False, repr=False)
+
+    def __hash__(self) -> int:
+        if not self._hash:
+            fields = (self.allowed, self.excluded, self.gt, self.lt, self.absent_ok, self.present_ok, self.min_values)
+            object.__setattr__(self, "_hash", hash(fields) or 1)
+        return self._hash
 
     def within_bounds(self, value: str) -> bool:
         if self.gt is None and self.lt is None:

@@ -47,6 +47,7 @@ from nodewright.model.objects import (
     StorageClass,
 )
 from nodewright.model.requirements import Operator, Requirement, Requirements, ValueSet
+from nodewright.model.resources import CPU, MEMORY, PODS
 from nodewright.model.taints import Taint, untolerated
 from nodewright.scheduling.classes import (
     EBS_VOLUMES,
@@ -90,6 +91,7 @@ class Candidate:
     offerings: tuple[Offering, ...]  # available ones, cheapest first
     exotic: bool = False  # bare metal or accelerated: used only when nothing else fits (Karpenter's rule)
     allowed: dict[tuple[ValueSet, ValueSet, ValueSet], list[Offering]] = field(default_factory=dict)
+    copies: dict[tuple[tuple[str, int], ...], int] = field(default_factory=dict)
 
     def offerings_for(self, requirements: Requirements) -> list[Offering]:
         """The available offerings these requirements allow (zone, capacity type, reservation), cheapest first."""
@@ -114,6 +116,10 @@ class PoolCompat:
     requirements: Requirements
     candidates: list[tuple[float, Candidate]]  # (cheapest allowed price, candidate), cheapest first
     zones: frozenset[str]
+    # Per resource, the most any candidate offers: what does not fit here fits no candidate.
+    largest: Mapping[str, int] = field(default_factory=dict)
+    # cpu, memory and pods of each candidate, aligned with `candidates`, for quick rejection in loops.
+    basics: list[tuple[int, int, int]] = field(default_factory=list)
 
 
 class _FitTable:
@@ -128,11 +134,15 @@ class _FitTable:
 
     def __init__(self, compat: PoolCompat, request: Mapping[str, int]) -> None:
         self.phases: list[tuple[list[int], list[tuple[float, str, Candidate]], list[tuple[Score, Candidate]]]] = []
+        request_key = tuple(sorted(request.items()))
         for exotic in (False, True):
             entries = []
             for price, candidate in compat.candidates:
                 if candidate.exotic == exotic:
-                    f = res.max_copies(request, candidate.allocatable)
+                    # Copies per type depend only on the request, not on the requirement set: computed once.
+                    f = candidate.copies.get(request_key, -1)
+                    if f < 0:
+                        f = candidate.copies[request_key] = res.max_copies(request, candidate.allocatable)
                     if f > 0:
                         entries.append((f, price, candidate))
             entries.sort(key=lambda e: (-e[0], e[1], e[2].it.name))
@@ -453,7 +463,14 @@ class Solver:
         if not priced:
             return f"no instance type satisfies {_describe(requirements) or 'the NodePool requirements'}"
         priced.sort(key=lambda pc: (pc[0], pc[1].it.name))
-        return PoolCompat(merged, priced, frozenset(zones))
+        largest: dict[str, int] = {}
+        for _, candidate in priced:
+            largest = res.elementwise_max(largest, candidate.allocatable)
+        basics = [
+            (c.allocatable.get("cpu", 0), c.allocatable.get("memory", 0), c.allocatable.get("pods", 0))
+            for _, c in priced
+        ]
+        return PoolCompat(merged, priced, frozenset(zones), largest, basics)
 
     def _bin_compat(self, b: Bin, requirements: Requirements, rkey: ReqKey) -> tuple[Requirements, ReqKey] | None:
         """The bin's requirements (and their key) after adding these, or None when it cannot take them."""
@@ -797,7 +814,7 @@ class Solver:
             if cap <= 0:
                 continue
             compat = self._pool_compat(ctx, *merged)
-            if isinstance(compat, str):
+            if isinstance(compat, str) or _copies_beside(request, compat.largest, b.used) <= 0:
                 continue
             # Growing replaces the claim's capacity, so the limits it used are available again.
             budget: dict[str, int] | None = None
@@ -807,7 +824,12 @@ class Solver:
             most = min(cap, len(pods))
             best: tuple[float, int, float, str] | None = None
             grown: tuple[Candidate, int] | None = None
-            for price, candidate in compat.candidates:
+            need_cpu = b.used.get(CPU, 0) + request.get(CPU, 0)
+            need_memory = b.used.get(MEMORY, 0) + request.get(MEMORY, 0)
+            need_pods = b.used.get(PODS, 0) + request.get(PODS, 0)
+            for (price, candidate), (cpu, memory, pod_slots) in zip(compat.candidates, compat.basics, strict=True):
+                if cpu < need_cpu or memory < need_memory or pod_slots < need_pods:
+                    continue
                 # Candidates come cheapest first, so once even `most` extra pods cannot bring the extra
                 # price per pod under the best (or the ceiling), no later candidate can either.
                 floor = max(price - current_price, 0.0) / most
