@@ -18,8 +18,8 @@ launches as the smallest type that holds it.
 
 from __future__ import annotations
 
-import bisect
 import hashlib
+import heapq
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -74,6 +74,8 @@ MAX_INSTANCE_TYPES = 60
 _BIG = 1 << 40
 
 ReqKey = tuple[tuple[str, ValueSet], ...]
+# A finished claim's instance types, launch options, capacity types and zones.
+_Options = tuple[tuple[str, ...], tuple[LaunchOption, ...], tuple[str, ...], tuple[str, ...]]
 Score = tuple[float, int, float, str]
 
 
@@ -122,61 +124,6 @@ class PoolCompat:
     basics: list[tuple[int, int, int]] = field(default_factory=list)
 
 
-class _FitTable:
-    """Answers "which type gives the lowest price per pod for up to `cap` pods?" in O(log types).
-
-    For one request vector, every candidate holds f = max_copies(request, allocatable) pods. For a cap c,
-    candidates with f >= c all take c pods (so the cheapest wins) and the others take f (so the lowest
-    price / f wins); a prefix minimum over f-descending order and a suffix minimum answer both halves.
-    The score is (price per pod, -pods, price, name): ties go to more pods, then cheaper, then name.
-    Non-exotic types are preferred; exotic ones (bare metal, accelerated) only when none fits.
-    """
-
-    def __init__(self, compat: PoolCompat, request: Mapping[str, int]) -> None:
-        self.phases: list[tuple[list[int], list[tuple[float, str, Candidate]], list[tuple[Score, Candidate]]]] = []
-        request_key = tuple(sorted(request.items()))
-        for exotic in (False, True):
-            entries = []
-            for price, candidate in compat.candidates:
-                if candidate.exotic == exotic:
-                    # Copies per type depend only on the request, not on the requirement set: computed once.
-                    f = candidate.copies.get(request_key, -1)
-                    if f < 0:
-                        f = candidate.copies[request_key] = res.max_copies(request, candidate.allocatable)
-                    if f > 0:
-                        entries.append((f, price, candidate))
-            entries.sort(key=lambda e: (-e[0], e[1], e[2].it.name))
-            if not entries:
-                continue
-            negated = [-f for f, _, _ in entries]
-            prefix: list[tuple[float, str, Candidate]] = []
-            for _, price, candidate in entries:
-                item = (price, candidate.it.name, candidate)
-                prefix.append(item if not prefix or item[:2] < prefix[-1][:2] else prefix[-1])
-            suffix: list[tuple[Score, Candidate]] = [((0.0, 0, 0.0, ""), entries[0][2])] * len(entries)
-            for i in range(len(entries) - 1, -1, -1):
-                f, price, candidate = entries[i]
-                score = (price / f, -f, price, candidate.it.name)
-                suffix[i] = (score, candidate) if i == len(entries) - 1 or score < suffix[i + 1][0] else suffix[i + 1]
-            self.phases.append((negated, prefix, suffix))
-
-    def best(self, cap: int) -> tuple[Candidate, int] | None:
-        for negated, prefix, suffix in self.phases:
-            if not negated:
-                continue
-            split = bisect.bisect_right(negated, -cap)  # entries [0, split) hold at least `cap` pods
-            options: list[tuple[Score, Candidate, int]] = []
-            if split > 0:
-                price, name, candidate = prefix[split - 1]
-                options.append(((price / cap, -cap, price, name), candidate, cap))
-            if split < len(negated):
-                score, candidate = suffix[split]
-                options.append((score, candidate, -score[1]))
-            _, candidate, k = min(options, key=lambda o: o[0])
-            return candidate, k
-        return None
-
-
 @dataclass(slots=True)
 class PoolContext:
     pool: NodePool
@@ -187,7 +134,7 @@ class PoolContext:
     remaining: dict[str, int] | None  # limits left; None when the NodePool has no limits
     error: str = ""
     compat: dict[ReqKey, PoolCompat | str] = field(default_factory=dict)
-    fit_tables: dict[tuple[object, ...], _FitTable] = field(default_factory=dict)
+    choices: dict[tuple[object, ...], tuple[Candidate, int] | None] = field(default_factory=dict)
 
 
 @dataclass(slots=True, eq=False)
@@ -291,7 +238,9 @@ class Solver:
         # Per request vector, the bins that may still have room for it, and how far self.bins was scanned.
         # Room only shrinks, so a bin dropped from a list never needs to come back.
         # Claims with the same requirements and usage get the same options: computed once.
-        self.finalized: dict[tuple[object, ...], tuple[tuple[str, ...], tuple[LaunchOption, ...]]] = {}
+        self.finalized: dict[
+            tuple[object, ...], tuple[tuple[str, ...], tuple[LaunchOption, ...], tuple[str, ...], tuple[str, ...]]
+        ] = {}
         self.room: dict[tuple[tuple[str, int], ...], tuple[list[Bin], int]] = {}
         self.unschedulable: list[Unschedulable] = []
 
@@ -781,10 +730,7 @@ class Solver:
             compat = self._pool_compat(ctx, requirements, rkey)
             if isinstance(compat, str):
                 continue
-            table = ctx.fit_tables.get((rkey, tuple(sorted(cls.requests.items()))))
-            if table is None:
-                table = ctx.fit_tables[(rkey, tuple(sorted(cls.requests.items())))] = _FitTable(compat, cls.requests)
-            choice = table.best(1 << 20)
+            choice = self._choose(ctx, compat, cls, rkey, 1 << 20)
             if choice is not None:
                 candidate, k = choice
                 best = min(best, candidate.offerings_for(compat.requirements)[0].price / k)
@@ -828,13 +774,13 @@ class Solver:
             need_memory = b.used.get(MEMORY, 0) + request.get(MEMORY, 0)
             need_pods = b.used.get(PODS, 0) + request.get(PODS, 0)
             for (price, candidate), (cpu, memory, pod_slots) in zip(compat.candidates, compat.basics, strict=True):
-                if cpu < need_cpu or memory < need_memory or pod_slots < need_pods:
-                    continue
                 # Candidates come cheapest first, so once even `most` extra pods cannot bring the extra
                 # price per pod under the best (or the ceiling), no later candidate can either.
                 floor = max(price - current_price, 0.0) / most
                 if floor > ceiling or (best is not None and floor > best[0]):
                     break
+                if cpu < need_cpu or memory < need_memory or pod_slots < need_pods:
+                    continue
                 if candidate.exotic and not current.exotic:
                     continue
                 if budget is not None and not _within(candidate.capacity, {**budget, "nodes": 1}):
@@ -1007,18 +953,24 @@ class Solver:
         """
         request_key = tuple(sorted(cls.requests.items()))
         remaining = ctx.remaining
-        if remaining is None:
-            table = ctx.fit_tables.get((rkey, request_key))
-            if table is None:
-                table = ctx.fit_tables[(rkey, request_key)] = _FitTable(compat, cls.requests)
-            return table.best(cap)
+        key = (rkey, request_key, cap)
+        if remaining is None and key in ctx.choices:
+            return ctx.choices[key]
         chosen: tuple[Candidate, int] | None = None
         for exotic in (False, True):
-            best: tuple[float, int, float, str] | None = None
+            best: Score | None = None
             for price, candidate in compat.candidates:
-                if candidate.exotic != exotic or not _within(candidate.capacity, remaining):
+                # Cheapest first: no later type can beat price / cap, so the scan usually stops early.
+                if best is not None and price / cap > best[0]:
+                    break
+                if candidate.exotic != exotic:
                     continue
-                k = min(cap, res.max_copies(cls.requests, candidate.allocatable))
+                if remaining is not None and not _within(candidate.capacity, remaining):
+                    continue
+                copies = candidate.copies.get(request_key, -1)
+                if copies < 0:
+                    copies = candidate.copies[request_key] = res.max_copies(cls.requests, candidate.allocatable)
+                k = min(cap, copies)
                 if k <= 0:
                     continue
                 score = (price / k, -k, price, candidate.it.name)
@@ -1026,6 +978,8 @@ class Solver:
                     best, chosen = score, (candidate, k)
             if chosen is not None:
                 break
+        if remaining is None:
+            ctx.choices[key] = chosen
         return chosen
 
     def _no_fit_reason(self, ctx: PoolContext, compat: PoolCompat, cls: PodClass) -> str:
@@ -1075,23 +1029,27 @@ class Solver:
                     chosen.append(candidate)
                     if len(chosen) == MAX_INSTANCE_TYPES:
                         break
-            launch_list = sorted(
-                (
-                    LaunchOption(c.it.name, o.capacity_type, o.zone, o.price, o.reservation_id)
-                    for c in chosen
-                    for o in c.offerings_for(compat.requirements)
-                ),
-                key=_launch_order,
+            offered = [
+                (_capacity_rank(o.capacity_type), o.price, c.it.name, o.zone, o.capacity_type, o.reservation_id)
+                for c in chosen
+                for o in c.offerings_for(compat.requirements)
+            ]
+            # CreateFleet takes at most 60 overrides, so the claim carries the 60 cheapest offerings; its
+            # zones and capacity types still describe every offering of its instance types.
+            launch_list = tuple(
+                LaunchOption(name, capacity_type, zone, price, reservation)
+                for _, price, name, zone, capacity_type, reservation in heapq.nsmallest(MAX_INSTANCE_TYPES, offered)
             )
-            memo = (tuple(c.it.name for c in chosen), tuple(launch_list))
+            memo = (
+                tuple(c.it.name for c in chosen),
+                launch_list,
+                tuple(sorted({o[4] for o in offered}, key=CAPACITY_TYPES.index)),
+                tuple(sorted({o[3] for o in offered})),
+            )
             self.finalized[memo_key] = memo
-        type_names, launch = memo
+        type_names, launch, capacity_types, zones = memo
         pods = tuple(sorted(p.key for p in b.pods))
         digest = hashlib.sha256("\n".join((ctx.pool.name, *pods)).encode()).hexdigest()[:8]
-        # Listed in the order they are tried when prices tie: reserved, spot, on-demand (a total order, so the
-        # output does not depend on set iteration order).
-        capacity_types = tuple(sorted({o.capacity_type for o in launch}, key=CAPACITY_TYPES.index))
-        zones = tuple(sorted({o.zone for o in launch}))
         requirement_list = [
             Requirement("node.kubernetes.io/instance-type", Operator.IN, type_names),
             Requirement(CAPACITY_TYPE, Operator.IN, capacity_types),
@@ -1115,10 +1073,6 @@ class Solver:
             requests=dict(b.used),
             node_class=ctx.pool.node_class_ref.name,
         )
-
-
-def _launch_order(o: LaunchOption) -> tuple[int, float, str, str]:
-    return (_capacity_rank(o.capacity_type), o.price, o.instance_type, o.zone)
 
 
 def _capacity_rank(capacity_type: str) -> int:
