@@ -1,0 +1,294 @@
+"""Bootstrap user data for the nodes nodewright launches: AL2023 `nodeadm` and Bottlerocket.
+
+Both formats carry what the kubelet must know before it registers: the cluster (name, API server
+endpoint, CA, service CIDR), the node's labels and taints (the NodePool's taints, its startup taints and
+`karpenter.sh/unregistered:NoExecute`, which the provisioner removes once the node has registered), and
+the EC2NodeClass kubelet settings. The user's own `spec.userData` is kept and ours is added:
+
+- AL2023: MIME multipart. The user's parts (MIME parts, a shell script or a bare NodeConfig) come first
+  and our `application/node.eks.aws` NodeConfig last, so the labels and taints the scheduler relied on
+  are the ones nodeadm applies last.
+- Bottlerocket: one TOML document; the user's settings are kept and ours override the keys we own.
+
+Output is deterministic (sorted keys, fixed MIME boundary), so equal inputs give an equal launch template
+hash and templates are reused.
+"""
+
+from __future__ import annotations
+
+import email
+import email.policy
+import hashlib
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from nodewright.model.nodeclass import KubeletConfiguration
+from nodewright.model.quantity import format_canonical
+from nodewright.model.taints import Taint
+
+NODECONFIG_CONTENT_TYPE = "application/node.eks.aws"
+NODECONFIG_API_VERSION = "node.eks.aws/v1alpha1"
+UNREGISTERED_TAINT = Taint(key="karpenter.sh/unregistered", effect="NoExecute")
+_BOUNDARY = "//"
+
+
+class UserDataError(ValueError):
+    """The EC2NodeClass's own userData cannot be merged (not valid MIME/TOML for its AMI family)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterInfo:
+    """What a node needs to find and trust the API server (from eks:DescribeCluster)."""
+
+    name: str
+    endpoint: str
+    ca_data: str  # base64 PEM, as DescribeCluster returns it
+    service_cidr: str
+    version: str  # Kubernetes minor version, e.g. "1.31"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeBootstrap:
+    """Everything the user data says about one kind of node (a NodePool on an EC2NodeClass)."""
+
+    cluster: ClusterInfo
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    startup_taints: tuple[Taint, ...] = ()
+    kubelet: KubeletConfiguration = field(default_factory=KubeletConfiguration)
+    user_data: str = ""
+
+    def register_taints(self) -> tuple[Taint, ...]:
+        """Taints the node registers with: NodePool taints, startup taints, then the unregistered taint
+        (duplicates dropped, first wins)."""
+        seen: set[tuple[str, str, str]] = set()
+        out: list[Taint] = []
+        for taint in (*self.taints, *self.startup_taints, UNREGISTERED_TAINT):
+            key = (taint.key, taint.value, taint.effect)
+            if key not in seen:
+                seen.add(key)
+                out.append(taint)
+        return tuple(out)
+
+
+def _reserved(values: Mapping[str, int]) -> dict[str, str]:
+    return {name: format_canonical(name, value) for name, value in sorted(values.items())}
+
+
+def _kubelet_config(boot: NodeBootstrap) -> dict[str, Any]:
+    """The KubeletConfiguration fields nodeadm merges into the kubelet's config file."""
+    kubelet = boot.kubelet
+    config: dict[str, Any] = {}
+    if kubelet.max_pods is not None:
+        config["maxPods"] = kubelet.max_pods
+    if kubelet.pods_per_core is not None:
+        config["podsPerCore"] = kubelet.pods_per_core
+    if kubelet.system_reserved:
+        config["systemReserved"] = _reserved(kubelet.system_reserved)
+    if kubelet.kube_reserved:
+        config["kubeReserved"] = _reserved(kubelet.kube_reserved)
+    if kubelet.eviction_hard:
+        config["evictionHard"] = dict(sorted(kubelet.eviction_hard.items()))
+    if kubelet.eviction_soft:
+        config["evictionSoft"] = dict(sorted(kubelet.eviction_soft.items()))
+    if kubelet.eviction_soft_grace_period:
+        config["evictionSoftGracePeriod"] = dict(sorted(kubelet.eviction_soft_grace_period.items()))
+    if kubelet.eviction_max_pod_grace_period is not None:
+        config["evictionMaxPodGracePeriod"] = kubelet.eviction_max_pod_grace_period
+    if kubelet.image_gc_high_threshold_percent is not None:
+        config["imageGCHighThresholdPercent"] = kubelet.image_gc_high_threshold_percent
+    if kubelet.image_gc_low_threshold_percent is not None:
+        config["imageGCLowThresholdPercent"] = kubelet.image_gc_low_threshold_percent
+    if kubelet.cpu_cfs_quota is not None:
+        config["cpuCFSQuota"] = kubelet.cpu_cfs_quota
+    if kubelet.cluster_dns:
+        config["clusterDNS"] = list(kubelet.cluster_dns)
+    config["registerWithTaints"] = [
+        {"key": t.key, "value": t.value, "effect": t.effect} if t.value else {"key": t.key, "effect": t.effect}
+        for t in boot.register_taints()
+    ]
+    return config
+
+
+def node_labels_flag(labels: Mapping[str, str]) -> str:
+    """`--node-labels=k=v,...`, sorted so the text (and the template hash) is stable."""
+    return "--node-labels=" + ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+
+
+def nodeconfig(boot: NodeBootstrap) -> dict[str, Any]:
+    """The nodeadm NodeConfig document for this node."""
+    cluster = boot.cluster
+    return {
+        "apiVersion": NODECONFIG_API_VERSION,
+        "kind": "NodeConfig",
+        "spec": {
+            "cluster": {
+                "name": cluster.name,
+                "apiServerEndpoint": cluster.endpoint,
+                "certificateAuthority": cluster.ca_data,
+                "cidr": cluster.service_cidr,
+            },
+            "kubelet": {
+                "config": _kubelet_config(boot),
+                "flags": [node_labels_flag(boot.labels)],
+            },
+        },
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class _Part:
+    content_type: str
+    body: str
+
+
+def _user_parts(user_data: str) -> list[_Part]:
+    """The user's AL2023 user data as MIME parts: kept part by part, or wrapped as one part."""
+    text = user_data.strip()
+    if not text:
+        return []
+    if text.startswith(("MIME-Version", "Content-Type")):
+        message = email.message_from_string(text, policy=email.policy.compat32)
+        if not message.is_multipart():
+            raise UserDataError("userData declares MIME but is not multipart")
+        parts = []
+        for part in message.walk():
+            if part.is_multipart():
+                continue
+            payload = part.get_payload(decode=True)
+            body = payload.decode() if isinstance(payload, bytes) else str(part.get_payload())
+            parts.append(_Part(part.get_content_type(), body))
+        return parts
+    if text.startswith("#!") or text.startswith("#cloud-config"):
+        kind = "text/cloud-config" if text.startswith("#cloud-config") else "text/x-shellscript"
+        return [_Part(kind, user_data)]
+    if NODECONFIG_API_VERSION in text:
+        return [_Part(NODECONFIG_CONTENT_TYPE, user_data)]
+    raise UserDataError("userData for al2023 must be MIME multipart, a shell script (#!) or a NodeConfig document")
+
+
+def al2023_user_data(boot: NodeBootstrap) -> str:
+    """MIME multipart user data: the user's parts first, then our NodeConfig."""
+    ours = "---\n" + yaml.safe_dump(nodeconfig(boot), sort_keys=True, default_flow_style=False)
+    parts = [*_user_parts(boot.user_data), _Part(NODECONFIG_CONTENT_TYPE, ours)]
+    boundary = _BOUNDARY
+    if any(f"--{boundary}" in p.body for p in parts):
+        # A user part that contains our delimiter would end early; pick one derived from the content.
+        boundary = "nodewright-" + hashlib.sha256("".join(p.body for p in parts).encode()).hexdigest()[:16]
+    lines = ["MIME-Version: 1.0", f'Content-Type: multipart/mixed; boundary="{boundary}"', ""]
+    for part in parts:
+        lines += [f"--{boundary}", f"Content-Type: {part.content_type}", "", part.body.rstrip("\n")]
+    lines += [f"--{boundary}--", ""]
+    return "\n".join(lines)
+
+
+def _bottlerocket_ours(boot: NodeBootstrap) -> dict[str, Any]:
+    cluster = boot.cluster
+    kubelet = boot.kubelet
+    kubernetes: dict[str, Any] = {
+        "cluster-name": cluster.name,
+        "api-server": cluster.endpoint,
+        "cluster-certificate": cluster.ca_data,
+    }
+    if kubelet.max_pods is not None:
+        kubernetes["max-pods"] = kubelet.max_pods
+    if kubelet.cluster_dns:
+        kubernetes["cluster-dns-ip"] = list(kubelet.cluster_dns)
+    if kubelet.system_reserved:
+        kubernetes["system-reserved"] = _reserved(kubelet.system_reserved)
+    if kubelet.kube_reserved:
+        kubernetes["kube-reserved"] = _reserved(kubelet.kube_reserved)
+    if kubelet.eviction_hard:
+        kubernetes["eviction-hard"] = dict(kubelet.eviction_hard)
+    if kubelet.cpu_cfs_quota is not None:
+        kubernetes["cpu-cfs-quota-enforced"] = kubelet.cpu_cfs_quota
+    if kubelet.image_gc_high_threshold_percent is not None:
+        kubernetes["image-gc-high-threshold-percent"] = kubelet.image_gc_high_threshold_percent
+    if kubelet.image_gc_low_threshold_percent is not None:
+        kubernetes["image-gc-low-threshold-percent"] = kubelet.image_gc_low_threshold_percent
+    kubernetes["node-labels"] = dict(boot.labels)
+    taints: dict[str, list[str]] = {}
+    for taint in boot.register_taints():
+        taints.setdefault(taint.key, []).append(f"{taint.value}:{taint.effect}")
+    kubernetes["node-taints"] = taints
+    return {"settings": {"kubernetes": kubernetes}}
+
+
+def _deep_merge(base: Mapping[str, Any], ours: Mapping[str, Any]) -> dict[str, Any]:
+    """`base` with `ours` laid over it: tables merge key by key, any other value of ours replaces theirs."""
+    out = dict(base)
+    for key, value in ours.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def bottlerocket_user_data(boot: NodeBootstrap) -> str:
+    """Bottlerocket TOML: the user's settings with ours laid over them (labels and taints merged)."""
+    try:
+        theirs = tomllib.loads(boot.user_data) if boot.user_data.strip() else {}
+    except tomllib.TOMLDecodeError as error:
+        raise UserDataError(f"userData for bottlerocket is not valid TOML: {error}") from error
+    return to_toml(_deep_merge(theirs, _bottlerocket_ours(boot)))
+
+
+def user_data(ami_family: str, boot: NodeBootstrap) -> str:
+    """User data for `ami_family` (al2023 or bottlerocket)."""
+    if ami_family == "bottlerocket":
+        return bottlerocket_user_data(boot)
+    if ami_family == "al2023":
+        return al2023_user_data(boot)
+    raise UserDataError(f"AMI family {ami_family!r} is not supported (al2023 or bottlerocket)")
+
+
+# ------------------------------------------------------------------------------------------ TOML out
+
+
+def _toml_key(key: str) -> str:
+    bare = key.replace("-", "").replace("_", "").isalnum() and key.isascii()
+    return key if bare else _toml_string(key)
+
+
+def _toml_string(value: str) -> str:
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
+    return f'"{escaped}"'
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return _toml_string(value)
+    if isinstance(value, Sequence):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in sorted(value.items())) + "}"
+    raise UserDataError(f"cannot write {type(value).__name__} as TOML")
+
+
+def to_toml(document: Mapping[str, Any]) -> str:
+    """A TOML document for nested tables of strings, numbers, booleans and arrays (sorted keys)."""
+    lines: list[str] = []
+
+    def table(path: list[str], values: Mapping[str, Any]) -> None:
+        scalars = [(k, v) for k, v in sorted(values.items()) if not isinstance(v, Mapping)]
+        tables = [(k, v) for k, v in sorted(values.items()) if isinstance(v, Mapping)]
+        if path and (scalars or not tables):
+            lines.append("[" + ".".join(_toml_key(p) for p in path) + "]")
+        for key, value in scalars:
+            lines.append(f"{_toml_key(key)} = {_toml_value(value)}")
+        if path and (scalars or not tables):
+            lines.append("")
+        for key, value in tables:
+            table([*path, key], value)
+
+    table([], document)
+    return "\n".join(lines).rstrip("\n") + "\n"
