@@ -18,6 +18,7 @@ launches as the smallest type that holds it.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import heapq
 from collections.abc import Iterable, Mapping, Sequence
@@ -122,6 +123,7 @@ class PoolCompat:
     largest: Mapping[str, int] = field(default_factory=dict)
     # cpu, memory and pods of each candidate, aligned with `candidates`, for quick rejection in loops.
     basics: list[tuple[int, int, int]] = field(default_factory=list)
+    prices: list[float] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -155,6 +157,7 @@ class Bin:
     used: dict[str, int] = field(default_factory=dict)
     limit_budget: dict[str, int] | None = None
     order: int = 0
+    grown: bool = False
 
     def domain(self, key: str) -> str | None:
         if key == HOSTNAME_LABEL:
@@ -236,12 +239,14 @@ class Solver:
         # Zones of existing nodes and in-flight claims: domains for zonal topology even without a NodePool.
         self.existing_zones = frozenset(z for b in self.bins if (z := b.domain(ZONE)) is not None)
         # Per request vector, the bins that may still have room for it, and how far self.bins was scanned.
-        # Room only shrinks, so a bin dropped from a list never needs to come back.
+        # Room only shrinks, so a bin dropped from a list never needs to come back. A claim that grew into a
+        # larger type keeps its new room for the pods that needed it (through `_grow_claims`), so other
+        # classes do not fill it and force it to grow again.
         # Claims with the same requirements and usage get the same options: computed once.
         self.finalized: dict[
             tuple[object, ...], tuple[tuple[str, ...], tuple[LaunchOption, ...], tuple[str, ...], tuple[str, ...]]
         ] = {}
-        self.room: dict[tuple[tuple[str, int], ...], tuple[list[Bin], int]] = {}
+        self.room: dict[tuple[object, ...], tuple[list[Bin], int]] = {}
         self.unschedulable: list[Unschedulable] = []
 
     # ----- set-up -------------------------------------------------------------------------------------
@@ -419,7 +424,7 @@ class Solver:
             (c.allocatable.get("cpu", 0), c.allocatable.get("memory", 0), c.allocatable.get("pods", 0))
             for _, c in priced
         ]
-        return PoolCompat(merged, priced, frozenset(zones), largest, basics)
+        return PoolCompat(merged, priced, frozenset(zones), largest, basics, [price for price, _ in priced])
 
     def _bin_compat(self, b: Bin, requirements: Requirements, rkey: ReqKey) -> tuple[Requirements, ReqKey] | None:
         """The bin's requirements (and their key) after adding these, or None when it cannot take them."""
@@ -664,18 +669,30 @@ class Solver:
         terms: tuple[TopologyTerm, ...],
     ) -> tuple[list[Pod], str]:
         request = cls.requests
-        key = tuple(sorted(request.items()))
+        # Hostname anti-affinity and hostname spread of the class's own pods close a node for good once it
+        # holds `limit` of them (counts only grow), so such nodes leave the list like full ones do.
+        closing = tuple(
+            sorted(
+                (self._term_group(t), 1 if t.kind == "anti" else t.max_skew)
+                for t in terms
+                if t.topology_key == HOSTNAME_LABEL
+                and t.kind in ("anti", "spread")
+                and self._term_group(t) in cls.member_of
+            )
+        )
+        key = (tuple(sorted(request.items())), closing)
         kept, scanned = self.room.get(key, ([], 0))
         kept.extend(self.bins[scanned:])
         scanned = len(self.bins)
         # Bins without room for this request are dropped for good; the list is compacted as it is walked.
         survivors: list[Bin] = []
+        counts = self.groups.counts
         for index, b in enumerate(kept):
             if not pods:
                 survivors.extend(kept[index:])
                 break
             k = res.max_copies(request, b.remaining)
-            if k <= 0:
+            if k <= 0 or b.grown or any(counts[g].get(b.name, 0) >= limit for g, limit in closing):
                 continue
             survivors.append(b)
             if untolerated(cls.tolerations, b.taints) is not None:
@@ -773,10 +790,15 @@ class Solver:
             need_cpu = b.used.get(CPU, 0) + request.get(CPU, 0)
             need_memory = b.used.get(MEMORY, 0) + request.get(MEMORY, 0)
             need_pods = b.used.get(PODS, 0) + request.get(PODS, 0)
-            for (price, candidate), (cpu, memory, pod_slots) in zip(compat.candidates, compat.basics, strict=True):
+            # A type cheaper than the claim's that held more pods would have been chosen when the claim was
+            # opened, so the scan starts at the claim's price.
+            start = bisect.bisect_left(compat.prices, current_price)
+            for index in range(start, len(compat.candidates)):
+                price, candidate = compat.candidates[index]
+                cpu, memory, pod_slots = compat.basics[index]
                 # Candidates come cheapest first, so once even `most` extra pods cannot bring the extra
                 # price per pod under the best (or the ceiling), no later candidate can either.
-                floor = max(price - current_price, 0.0) / most
+                floor = (price - current_price) / most
                 if floor > ceiling or (best is not None and floor > best[0]):
                     break
                 if cpu < need_cpu or memory < need_memory or pod_slots < need_pods:
@@ -789,7 +811,7 @@ class Solver:
                 if j <= 0:
                     continue
                 # Lowest extra price per extra pod, then more pods: the same trade as opening a claim.
-                score = (max(price - current_price, 0.0) / j, -j, price, candidate.it.name)
+                score = ((price - current_price) / j, -j, price, candidate.it.name)
                 if score[0] > ceiling:
                     continue
                 if best is None or score < best:
@@ -806,6 +828,7 @@ class Solver:
                 b.limit_budget = budget
             b.chosen = candidate
             b.remaining = res.subtract(candidate.allocatable, b.used)
+            b.grown = True
             pods = self._assign(b, cls, pods, j, *merged)
         return pods
 
