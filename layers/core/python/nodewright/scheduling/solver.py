@@ -680,7 +680,15 @@ class Solver:
                 and self._term_group(t) in cls.member_of
             )
         )
-        key = (tuple(sorted(request.items())), closing)
+        request_key = tuple(sorted(request.items()))
+        key = (request_key, closing)
+        if key not in self.room and closing:
+            # Start from the request's own list rather than from every bin: it already lacks the full ones.
+            base, base_scanned = self.room.get((request_key, ()), ([], 0))
+            base = [b for b in base if res.fits(request, b.remaining)]
+            base.extend(b for b in self.bins[base_scanned:] if res.fits(request, b.remaining))
+            self.room[(request_key, ())] = (base, len(self.bins))
+            self.room[key] = (list(base), len(self.bins))
         kept, scanned = self.room.get(key, ([], 0))
         kept.extend(self.bins[scanned:])
         scanned = len(self.bins)
