@@ -57,7 +57,6 @@ class ResolvedNodeClass:
     security_group_ids: tuple[str, ...]
     images: Mapping[tuple[str, str], Image]
     instance_profile: str
-    reservations: tuple[Any, ...] = ()  # catalog.CapacityReservation, kept untyped to avoid a cycle
 
     def subnet_for(self, zone: str) -> Subnet | None:
         return next((s for s in self.subnets if s.zone == zone), None)

@@ -1,0 +1,134 @@
+"""The ports the services talk through: the cloud, the cluster, the shared state store and the clock.
+
+Services (`nodewright.service`) take these as arguments; adapters (`nodewright.adapters`) implement them
+with boto3 and the kubernetes client, tests with in-memory fakes. Values crossing a port are plain data:
+API objects as camelCase dicts (what the API server serves and `model.loader` reads), launch documents
+from `nodewright.launch`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from nodewright.catalog.catalog import CapacityReservation
+from nodewright.launch.template import LaunchTemplateSpec, ResolvedNodeClass
+from nodewright.launch.userdata import ClusterInfo
+from nodewright.model.nodeclass import EC2NodeClass
+
+OfferingKey = tuple[str, str, str]  # (instance type, zone, capacity type)
+
+
+class NodeClassError(Exception):
+    """An EC2NodeClass cannot be used as written (no subnets, no AMI, a role nodewright may not pass)."""
+
+
+class Throttled(Exception):
+    """The cloud kept answering with throttling after the client's own retries; try again later."""
+
+
+class Clock(Protocol):
+    def now(self) -> float:
+        """Seconds since the epoch."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Instance:
+    """An EC2 instance as the provisioner needs it."""
+
+    id: str
+    instance_type: str
+    zone: str
+    state: str
+    capacity_type: str  # spot | on-demand
+    launch_time: float = 0.0
+    tags: Mapping[str, str] = field(default_factory=dict)
+    image_id: str = ""
+
+
+class Cloud(Protocol):
+    def cluster_info(self) -> ClusterInfo:
+        """Endpoint, CA, service CIDR and Kubernetes version of the cluster (eks:DescribeCluster)."""
+        ...
+
+    def resolve_node_class(self, node_class: EC2NodeClass, k8s_version: str) -> ResolvedNodeClass:
+        """Subnets, security groups, AMIs per (architecture, variant), instance profile and capacity
+        reservations for an EC2NodeClass. Raises NodeClassError with a message a user can act on."""
+        ...
+
+    def capacity_reservations(self, resolved: ResolvedNodeClass) -> Sequence[CapacityReservation]:
+        """Open ODCRs the EC2NodeClass selects, with their free instance counts now."""
+        ...
+
+    def ensure_launch_template(self, spec: LaunchTemplateSpec, tags: Mapping[str, str]) -> str:
+        """The name of a launch template with exactly this content, created if missing."""
+        ...
+
+    def create_fleet(self, request: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Call CreateFleet; returns the response (Instances, Errors). Raises Throttled when EC2 keeps
+        throttling after retries."""
+        ...
+
+    def instances_of_nodeclaim(self, nodeclaim: str) -> Sequence[Instance]:
+        """Instances (not terminated) tagged with this NodeClaim name in this cluster."""
+        ...
+
+    def terminate(self, instance_ids: Iterable[str]) -> None:
+        """Terminate instances (already terminated ones are fine)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterView:
+    """What the provisioner reads from the API server, as camelCase API objects.
+
+    `documents`: NodePools, EC2NodeClasses (nodewright.io/v1 and Karpenter v1), NodeClaims, Nodes, pods
+    bound to nodes, DaemonSets, PVCs, PVs and StorageClasses. `unbound_pods`: keys (`ns/name`) of the
+    live pods that have no node yet, so a batch can drop pods that were bound or deleted since it was
+    sent.
+    """
+
+    documents: Sequence[Mapping[str, Any]]
+    unbound_pods: frozenset[str]
+
+
+class Cluster(Protocol):
+    def read(self) -> ClusterView:
+        """The cluster as the simulation needs it."""
+        ...
+
+    def create_nodeclaim(self, document: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        """Create a NodeClaim; returns None when created, or the existing object when the name is taken."""
+        ...
+
+    def update_nodeclaim(
+        self, name: str, labels: Mapping[str, str], annotations: Mapping[str, str], status: Mapping[str, Any]
+    ) -> None:
+        """Merge labels and annotations into the NodeClaim and replace the given status fields."""
+        ...
+
+    def delete_nodeclaim(self, name: str) -> None:
+        """Delete a NodeClaim (absent is fine)."""
+        ...
+
+    def record_event(
+        self, pod_key: str, reason: str, message: str, event_type: str = "Normal", dedupe: str = ""
+    ) -> None:
+        """Record a Kubernetes event on a pod; `dedupe` names the event so a re-run does not repeat it."""
+        ...
+
+    def remove_node_taint(self, node: str, taint_key: str) -> None:
+        """Remove every taint with this key from the node."""
+        ...
+
+
+class StateStore(Protocol):
+    def unavailable_offerings(self, now: float) -> frozenset[OfferingKey]:
+        """Offerings marked unavailable whose mark has not expired at `now`."""
+        ...
+
+    def mark_unavailable(self, offerings: Mapping[OfferingKey, str], now: float, ttl_seconds: int) -> None:
+        """Mark offerings unavailable until now + ttl, each with the error that caused it."""
+        ...

@@ -1,0 +1,710 @@
+"""Provisioning: from a batch of pending pods to launched, recorded NodeClaims, with a reason for everything.
+
+`provision()` is the provisioner Lambda's one service call. In order:
+
+1. Read the cluster (NodePools, EC2NodeClasses, NodeClaims, Nodes with their pods, DaemonSets, volumes)
+   and drop batch pods that were bound or deleted since the forwarder sent them.
+2. Finish registrations: a launched NodeClaim whose node has appeared (same providerID) is marked
+   Registered, its labels are copied to the node and `karpenter.sh/unregistered` is removed.
+3. Clean up: a NodeClaim whose node has not registered 15 minutes after creation is terminated and deleted.
+4. Pods nominated to a NodeClaim still in flight wait for it (they are not planned twice); the claim is
+   handed to the simulation as capacity in flight.
+5. Resolve each EC2NodeClass (subnets, security groups, AMIs, instance profile); its subnets' zones bound
+   the NodePools that use it. Offerings marked unavailable in the state store are taken out of the
+   catalog; matching capacity reservations are added.
+6. `solve()` decides; NodePool limits are enforced there, whatever the batch holds.
+7. Every planned NodeClaim is created first (so a concurrent or later batch counts it), then launched with
+   CreateFleet attempts reserved -> spot -> on-demand. Capacity errors mark offerings unavailable for 3
+   minutes and the claim retries with what is left; throttling stops launching for this invocation and
+   the claims not launched are deleted, so the pods come back in a later batch.
+8. Pods get a `Nominated` event naming their NodeClaim, or a `FailedScheduling` event with the reason.
+
+Idempotency: a NodeClaim's name derives from the batch id and the claim's content, so a re-run of the same
+batch finds the claims it created; a claim that already has an instance is not launched again, and one that
+was created but not recorded as launched first looks for an instance tagged with its name. CreateFleet's
+ClientToken (from the NodeClaim name) is the last guard.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from nodewright.catalog.catalog import CapacityReservation, Catalog
+from nodewright.catalog.labels import ZONE
+from nodewright.catalog.types import InstanceTypeSource
+from nodewright.launch.amis import variant_of
+from nodewright.launch.fleet import FleetAttempt, classify_response, fleet_request, plan_attempts
+from nodewright.launch.template import LaunchTemplateSpec, ResolvedNodeClass, block_devices
+from nodewright.launch.userdata import UNREGISTERED_TAINT, ClusterInfo, NodeBootstrap, UserDataError, user_data
+from nodewright.model.loader import load_documents
+from nodewright.model.nodeclaim import NodeClaim
+from nodewright.model.nodepool import NodePool
+from nodewright.model.objects import Node, Pod
+from nodewright.model.quantity import format_canonical
+from nodewright.model.requirements import Operator, Requirement
+from nodewright.ports import Clock, Cloud, Cluster, NodeClassError, OfferingKey, StateStore, Throttled
+from nodewright.scheduling import PlannedNodeClaim, solve
+
+UNAVAILABLE_TTL_SECONDS = 180
+REGISTRATION_TIMEOUT_SECONDS = 15 * 60
+NODECLAIM_API_VERSION = "nodewright.io/v1"
+PODS_ANNOTATION = "nodewright.io/pods"
+BATCH_ANNOTATION = "nodewright.io/batch-id"
+PRICE_ANNOTATION = "nodewright.io/price-per-hour"
+NODECLAIM_TAG = "karpenter.sh/nodeclaim"
+NODEPOOL_LABEL = "karpenter.sh/nodepool"
+CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+# Labels the cloud (or the kubelet) sets on a node itself; left out of user data so one launch template
+# serves every zone and type of a NodePool.
+_CLOUD_LABELS = frozenset(
+    {
+        ZONE,
+        INSTANCE_TYPE_LABEL,
+        "kubernetes.io/arch",
+        "kubernetes.io/os",
+        "kubernetes.io/hostname",
+        "topology.kubernetes.io/region",
+        "topology.k8s.aws/zone-id",
+        "karpenter.k8s.aws/capacity-reservation-id",
+    }
+)
+# The kubelet may set only these labels in the kubernetes.io / k8s.io namespaces (NodeRestriction).
+_KUBELET_ALLOWED_PREFIXES = ("node.kubernetes.io/", "kubelet.kubernetes.io/", "node-role.kubernetes.io/")
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """The forwarder's payload: pending pods (camelCase projections) with an id for idempotency."""
+
+    batch_id: str
+    cluster: str
+    pods: Sequence[Mapping[str, Any]]
+    sent_at: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """One thing the provisioner decided, about one subject, and why.
+
+    `action` is one of: launched, launch-failed, nominated, waiting, existing, unschedulable, skipped,
+    registered, terminated, invalid, unavailable, throttled.
+    """
+
+    action: str
+    subject: str
+    reason: str
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"action": self.action, "subject": self.subject, "reason": self.reason}
+        if self.details:
+            out["details"] = dict(self.details)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchedClaim:
+    name: str
+    nodepool: str
+    instance_id: str
+    instance_type: str
+    zone: str
+    capacity_type: str
+    price: float
+    pods: tuple[str, ...]
+    reused: bool = False  # found already launched (a re-run), not launched by this call
+
+
+@dataclass
+class ProvisionResult:
+    """Every decision with its reason, the claims launched, and timings (seconds)."""
+
+    batch_id: str
+    decisions: list[Decision] = field(default_factory=list)
+    launched: list[LaunchedClaim] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    fleet_requests: int = 0
+
+    def decide(self, action: str, subject: str, reason: str, **details: Any) -> None:
+        self.decisions.append(Decision(action, subject, reason, details))
+
+    def to_json(self) -> dict[str, Any]:
+        counts: dict[str, int] = {}
+        for d in self.decisions:
+            counts[d.action] = counts.get(d.action, 0) + 1
+        return {
+            "batch_id": self.batch_id,
+            "summary": dict(sorted(counts.items())),
+            "nodeclaims": [
+                {
+                    "name": c.name,
+                    "nodepool": c.nodepool,
+                    "instance_id": c.instance_id,
+                    "instance_type": c.instance_type,
+                    "zone": c.zone,
+                    "capacity_type": c.capacity_type,
+                    "price_per_hour": c.price,
+                    "pods": list(c.pods),
+                    "reused": c.reused,
+                }
+                for c in self.launched
+            ],
+            "decisions": [d.to_json() for d in self.decisions],
+            "timings": {k: round(v, 4) for k, v in sorted(self.timings.items())},
+            "fleet_requests": self.fleet_requests,
+        }
+
+
+# ---------------------------------------------------------------------------------------- helpers
+
+
+def pod_key(doc: Mapping[str, Any]) -> str:
+    metadata = doc.get("metadata") or {}
+    return f"{metadata.get('namespace') or 'default'}/{metadata.get('name', '')}"
+
+
+def nodeclaim_name(batch_id: str, claim: PlannedNodeClaim) -> str:
+    """Deterministic per (batch, claim content): a re-run of the batch finds the same name."""
+    content = "\n".join((batch_id, claim.nodepool, *claim.pods, *claim.instance_types))
+    return f"{claim.nodepool}-{hashlib.sha256(content.encode()).hexdigest()[:10]}"
+
+
+def _iso(now: float) -> str:
+    return datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _condition(kind: str, now: float, reason: str, message: str = "") -> dict[str, Any]:
+    return {
+        "type": kind,
+        "status": "True",
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": _iso(now),
+    }
+
+
+def _requirement_json(r: Requirement) -> dict[str, Any]:
+    out: dict[str, Any] = {"key": r.key, "operator": r.operator.value}
+    if r.operator not in (Operator.EXISTS, Operator.DOES_NOT_EXIST):
+        out["values"] = list(r.values)
+    if r.min_values is not None:
+        out["minValues"] = r.min_values
+    return out
+
+
+def _taint_json(key: str, value: str, effect: str) -> dict[str, str]:
+    return {"key": key, "value": value, "effect": effect} if value else {"key": key, "effect": effect}
+
+
+def nodeclaim_document(name: str, claim: PlannedNodeClaim, pool: NodePool, batch_id: str) -> dict[str, Any]:
+    """The NodeClaim object created before launch (spec as Karpenter v1 writes it)."""
+    return {
+        "apiVersion": NODECLAIM_API_VERSION,
+        "kind": "NodeClaim",
+        "metadata": {
+            "name": name,
+            "labels": {**claim.labels, NODEPOOL_LABEL: claim.nodepool},
+            "annotations": {BATCH_ANNOTATION: batch_id, PODS_ANNOTATION: json.dumps(list(claim.pods))},
+        },
+        "spec": {
+            "requirements": [_requirement_json(r) for r in claim.requirements],
+            "nodeClassRef": {
+                "group": pool.node_class_ref.group,
+                "kind": pool.node_class_ref.kind,
+                "name": pool.node_class_ref.name,
+            },
+            "taints": [_taint_json(t.key, t.value, t.effect) for t in claim.taints],
+            "startupTaints": [_taint_json(t.key, t.value, t.effect) for t in claim.startup_taints],
+            "resources": {"requests": {k: format_canonical(k, v) for k, v in sorted(claim.requests.items())}},
+        },
+    }
+
+
+def kubelet_labels(labels: Mapping[str, str]) -> dict[str, str]:
+    """The labels a kubelet may register with: cloud-set labels and restricted namespaces left out."""
+    out = {}
+    for key, value in labels.items():
+        if key in _CLOUD_LABELS:
+            continue
+        domain = key.split("/", 1)[0] if "/" in key else ""
+        restricted = domain.endswith(("kubernetes.io", "k8s.io"))
+        if restricted and not key.startswith(_KUBELET_ALLOWED_PREFIXES):
+            continue
+        out[key] = value
+    return out
+
+
+def _nominated(claim: NodeClaim) -> tuple[str, ...]:
+    raw = claim.annotations.get(PODS_ANNOTATION, "")
+    try:
+        pods = json.loads(raw) if raw else []
+    except ValueError:
+        return ()
+    return tuple(str(p) for p in pods) if isinstance(pods, list) else ()
+
+
+def _restricted_pool(pool: NodePool, zones: Sequence[str]) -> NodePool:
+    """The pool bounded to the zones its EC2NodeClass has subnets in (Karpenter does the same)."""
+    return replace(pool, requirements=(*pool.requirements, Requirement(ZONE, Operator.IN, tuple(zones))))
+
+
+# -------------------------------------------------------------------------------- registrations
+
+
+def finish_registrations(
+    claims: Sequence[NodeClaim], nodes: Sequence[Node], cluster: Cluster, now: float, result: ProvisionResult
+) -> set[str]:
+    """Mark launched NodeClaims whose node has appeared as Registered; returns their names.
+
+    The node gets the claim's labels (as Karpenter syncs them) and loses `karpenter.sh/unregistered`.
+    """
+    by_provider = {n.provider_id: n for n in nodes if n.provider_id}
+    done: set[str] = set()
+    for claim in claims:
+        node = by_provider.get(claim.provider_id) if claim.provider_id else None
+        if node is None:
+            continue
+        done.add(claim.name)
+        has_taint = any(t.key == UNREGISTERED_TAINT.key for t in node.taints)
+        if claim.registered and not has_taint:
+            continue
+        cluster.remove_node_taint(node.name, UNREGISTERED_TAINT.key)
+        conditions = [
+            _condition("Launched", now, "Launched"),
+            _condition("Registered", now, "Registered", f"node {node.name} registered"),
+        ]
+        cluster.update_nodeclaim(claim.name, {}, {}, {"nodeName": node.name, "conditions": conditions})
+        result.decide("registered", f"nodeclaim/{claim.name}", f"node {node.name} registered with {claim.provider_id}")
+    return done
+
+
+def cleanup_unregistered(
+    claims: Sequence[NodeClaim],
+    registered: set[str],
+    cluster: Cluster,
+    cloud: Cloud,
+    now: float,
+    result: ProvisionResult,
+    timeout: float = REGISTRATION_TIMEOUT_SECONDS,
+) -> set[str]:
+    """Terminate and delete NodeClaims whose node has not registered `timeout` seconds after creation.
+
+    Returns the names removed. The planner can call this too (see `cleanup`).
+    """
+    removed: set[str] = set()
+    for claim in claims:
+        if claim.name in registered or claim.registered or not claim.created_at:
+            continue
+        age = now - claim.created_at
+        if age < timeout:
+            continue
+        ids = [claim.instance_id] if claim.instance_id else [i.id for i in cloud.instances_of_nodeclaim(claim.name)]
+        if ids:
+            cloud.terminate(ids)
+        cluster.delete_nodeclaim(claim.name)
+        removed.add(claim.name)
+        result.decide(
+            "terminated",
+            f"nodeclaim/{claim.name}",
+            f"no node registered {int(age)}s after creation (limit {int(timeout)}s)",
+            instances=ids,
+        )
+    return removed
+
+
+def cleanup(cluster: Cluster, cloud: Cloud, clock: Clock) -> ProvisionResult:
+    """Registrations and the registration timeout on their own (for the planner's schedule)."""
+    now = clock.now()
+    result = ProvisionResult(batch_id="cleanup")
+    view = cluster.read()
+    inputs, _ = load_documents(list(view.documents), "cluster")
+    registered = finish_registrations(inputs.nodeclaims, inputs.nodes, cluster, now, result)
+    cleanup_unregistered(inputs.nodeclaims, registered, cluster, cloud, now, result)
+    return result
+
+
+# ------------------------------------------------------------------------------------- provision
+
+
+@dataclass
+class _Launcher:
+    """Launch state for one invocation: resolved node classes, templates made, offerings refused."""
+
+    cluster: Cluster
+    cloud: Cloud
+    state: StateStore
+    info: ClusterInfo
+    catalog: Catalog
+    resolved: Mapping[str, ResolvedNodeClass]
+    unavailable: set[OfferingKey]
+    now: float
+    result: ProvisionResult
+    started: float
+    clock_seconds: Callable[[], float]
+    templates: dict[tuple[object, ...], str] = field(default_factory=dict)
+
+    def variant(self, instance_type: str, resolved: ResolvedNodeClass) -> tuple[str, str] | None:
+        it = self.catalog.get(instance_type)
+        if it is None:
+            return None
+        variant = variant_of(it)
+        return variant if variant in resolved.images else None
+
+    def template(
+        self,
+        pool: NodePool,
+        claim: PlannedNodeClaim,
+        resolved: ResolvedNodeClass,
+        attempt: FleetAttempt,
+        variant: tuple[str, str],
+    ) -> str:
+        node_class = resolved.node_class
+        labels = kubelet_labels({**claim.labels, NODEPOOL_LABEL: pool.name, CAPACITY_TYPE_LABEL: attempt.capacity_type})
+        key = (node_class.name, pool.name, tuple(sorted(labels.items())), variant, attempt.reservation_id)
+        if key in self.templates:
+            return self.templates[key]
+        boot = NodeBootstrap(
+            cluster=self.info,
+            labels=labels,
+            taints=claim.taints,
+            startup_taints=claim.startup_taints,
+            kubelet=node_class.kubelet,
+            user_data=node_class.user_data,
+        )
+        spec = LaunchTemplateSpec(
+            node_class=node_class.name,
+            image_id=resolved.images[variant].id,
+            instance_profile=resolved.instance_profile,
+            security_group_ids=resolved.security_group_ids,
+            user_data=user_data(node_class.ami_family, boot),
+            block_devices=block_devices(node_class),
+            metadata_options=node_class.metadata_options,
+            tags=self.tags(pool, node_class.tags, ""),
+            detailed_monitoring=node_class.detailed_monitoring,
+            associate_public_ip_address=node_class.associate_public_ip_address,
+            reservation_id=attempt.reservation_id,
+        )
+        name = self.cloud.ensure_launch_template(spec, self.tags(pool, node_class.tags, ""))
+        self.templates[key] = name
+        return name
+
+    def tags(self, pool: NodePool, extra: Mapping[str, str], nodeclaim: str) -> dict[str, str]:
+        tags = {
+            **extra,
+            f"kubernetes.io/cluster/{self.info.name}": "owned",
+            "eks:eks-cluster-name": self.info.name,
+            NODEPOOL_LABEL: pool.name,
+            "karpenter.k8s.aws/ec2nodeclass": pool.node_class_ref.name,
+        }
+        if nodeclaim:
+            tags[NODECLAIM_TAG] = nodeclaim
+            tags["Name"] = nodeclaim
+        return tags
+
+    def launch(self, name: str, claim: PlannedNodeClaim, pool: NodePool) -> LaunchedClaim | None:
+        """Try the claim's attempts in order; record the launch or say why nothing launched."""
+        resolved = self.resolved[pool.node_class_ref.name]
+        subject = f"nodeclaim/{name}"
+        plan = plan_attempts(
+            claim.launch_options,
+            lambda zone: s.id if (s := resolved.subnet_for(zone)) else None,
+            lambda t: self.variant(t, resolved),
+            frozenset(self.unavailable),
+        )
+        tried: list[str] = []
+        for attempt in plan.attempts:
+            # Offerings refused earlier in this invocation (by another claim's fleet) are not asked again.
+            overrides = tuple(
+                o
+                for o in attempt.overrides
+                if (o.option.instance_type, o.option.zone, attempt.capacity_type) not in self.unavailable
+            )
+            if not overrides:
+                continue
+            attempt = replace(attempt, overrides=overrides)
+            try:
+                templates = {v: self.template(pool, claim, resolved, attempt, v) for v in attempt.variants}
+            except UserDataError as error:
+                self.result.decide("launch-failed", subject, f"EC2NodeClass {resolved.node_class.name}: {error}")
+                return None
+            request = fleet_request(name, attempt, templates, self.tags(pool, resolved.node_class.tags, name))
+            if "first_create_fleet" not in self.result.timings:
+                self.result.timings["first_create_fleet"] = self.clock_seconds() - self.started
+            self.result.fleet_requests += 1
+            response = self.cloud.create_fleet(request)
+            outcome = classify_response(attempt, response, lambda s: resolved_zone(resolved, s))
+            if outcome.unavailable:
+                marks = {offering: code for offering, code in outcome.unavailable}
+                self.state.mark_unavailable(marks, self.now, UNAVAILABLE_TTL_SECONDS)
+                self.unavailable.update(marks)
+                for (instance_type, zone, capacity_type), code in outcome.unavailable:
+                    self.result.decide(
+                        "unavailable",
+                        f"offering/{instance_type}/{zone}/{capacity_type}",
+                        f"{code} for {subject}; not offered again for {UNAVAILABLE_TTL_SECONDS}s",
+                    )
+            if outcome.throttled and outcome.launched is None:
+                raise Throttled("; ".join(outcome.errors))
+            tried.append(f"{attempt.capacity_type}: {', '.join(outcome.errors) or 'no instance'}")
+            if outcome.launched is not None:
+                option = outcome.launched.option
+                return LaunchedClaim(
+                    name,
+                    claim.nodepool,
+                    outcome.launched.instance_id,
+                    option.instance_type,
+                    option.zone,
+                    option.capacity_type,
+                    option.price,
+                    claim.pods,
+                )
+        skipped = "; ".join(sorted({why for _, why in plan.skipped}))
+        reason = " | ".join(tried) if tried else "no launch option left"
+        if skipped:
+            reason += f" (options left out: {skipped})"
+        self.result.decide("launch-failed", subject, reason, options=len(claim.launch_options))
+        return None
+
+
+def resolved_zone(resolved: ResolvedNodeClass, subnet_id: str) -> str | None:
+    return next((s.zone for s in resolved.subnets if s.id == subnet_id), None)
+
+
+def _record_launch(cluster: Cluster, launched: LaunchedClaim, image_id: str, now: float) -> None:
+    labels = {
+        INSTANCE_TYPE_LABEL: launched.instance_type,
+        ZONE: launched.zone,
+        CAPACITY_TYPE_LABEL: launched.capacity_type,
+    }
+    status: dict[str, Any] = {
+        "providerID": f"aws:///{launched.zone}/{launched.instance_id}",
+        "conditions": [
+            _condition(
+                "Launched", now, "Launched", f"{launched.instance_type} {launched.capacity_type} in {launched.zone}"
+            )
+        ],
+    }
+    if image_id:
+        status["imageID"] = image_id
+    cluster.update_nodeclaim(launched.name, labels, {PRICE_ANNOTATION: f"{launched.price:.6f}"}, status)
+
+
+def provision(
+    batch: Batch,
+    cluster: Cluster,
+    cloud: Cloud,
+    state: StateStore,
+    clock: Clock,
+    catalog_source: InstanceTypeSource,
+    timer: Callable[[], float] = time.perf_counter,
+) -> ProvisionResult:
+    """Turn a batch of pending pods into NodeClaims and instances; see the module docstring.
+
+    Inputs: the batch, the ports, `clock` (epoch seconds, for timestamps and TTLs), the instance type
+    source, and `timer` (monotonic seconds, only for the timings reported). Output: every decision with
+    its reason, the claims launched (or found launched), and timings. Raises nothing for expected
+    failures (invalid objects, unusable node classes, capacity, throttling): they are decisions.
+    """
+    started = timer()
+    now = clock.now()
+    result = ProvisionResult(batch.batch_id)
+    view = cluster.read()
+    result.timings["read_cluster"] = timer() - started
+
+    batch_pods: list[Mapping[str, Any]] = []
+    seen: set[str] = set()
+    for doc in batch.pods:
+        key = pod_key(doc)
+        if key in seen:
+            continue
+        seen.add(key)
+        if key not in view.unbound_pods:
+            result.decide(
+                "skipped", f"pod/{key}", "no longer pending: bound to a node or deleted since the batch was sent"
+            )
+            continue
+        pod_doc = dict(doc)
+        pod_doc.setdefault("apiVersion", "v1")
+        pod_doc.setdefault("kind", "Pod")
+        batch_pods.append(pod_doc)
+
+    inputs, errors = load_documents([*view.documents, *batch_pods], "cluster")
+    for error in errors:
+        result.decide("invalid", f"{error.kind or 'object'}/{error.name}", f"{error.path}: {error.message}")
+
+    # 2-3: registrations and the registration timeout.
+    registered = finish_registrations(inputs.nodeclaims, inputs.nodes, cluster, now, result)
+    removed = cleanup_unregistered(inputs.nodeclaims, registered, cluster, cloud, now, result)
+    nodes = tuple(
+        replace(n, taints=tuple(t for t in n.taints if t.key != UNREGISTERED_TAINT.key)) for n in inputs.nodes
+    )
+
+    # 4: pods waiting for a NodeClaim in flight are not planned again; they count on that claim.
+    pending_by_key = {p.key: p for p in inputs.pending_pods}
+    inflight: list[NodeClaim] = []
+    waiting: set[str] = set()
+    for inflight_claim in inputs.nodeclaims:
+        if inflight_claim.name in registered or inflight_claim.name in removed or inflight_claim.registered:
+            continue
+        mine = [pending_by_key[k] for k in _nominated(inflight_claim) if k in pending_by_key]
+        for pod in mine:
+            waiting.add(pod.key)
+            result.decide(
+                "waiting", f"pod/{pod.key}", f"nominated to nodeclaim/{inflight_claim.name}, which is in flight"
+            )
+        inflight.append(replace(inflight_claim, nominated_pods=tuple(mine)))
+    pending: list[Pod] = [p for p in inputs.pending_pods if p.key not in waiting]
+
+    # 5: node classes, zones, catalog overlays.
+    info = cloud.cluster_info()
+    resolved: dict[str, ResolvedNodeClass] = {}
+    unusable: dict[str, str] = {}
+    for node_class in inputs.nodeclasses:
+        try:
+            resolved[node_class.name] = cloud.resolve_node_class(node_class, info.version)
+        except NodeClassError as error:
+            unusable[node_class.name] = str(error)
+            result.decide("invalid", f"ec2nodeclass/{node_class.name}", str(error))
+    pools: list[NodePool] = []
+    for pool in inputs.nodepools:
+        ref = pool.node_class_ref.name
+        if ref in unusable:
+            result.decide("skipped", f"nodepool/{pool.name}", f"EC2NodeClass {ref} is not usable: {unusable[ref]}")
+            continue
+        rc = resolved.get(ref)
+        pools.append(_restricted_pool(pool, rc.zones) if rc is not None else pool)
+    unavailable = set(state.unavailable_offerings(now))
+    reservations: list[CapacityReservation] = []
+    for rc in resolved.values():
+        if rc.node_class.capacity_reservation_selector_terms:
+            reservations.extend(cloud.capacity_reservations(rc))
+    catalog = Catalog(catalog_source.instance_types()).with_reservations(reservations).with_unavailable(unavailable)
+    result.timings["prepare"] = timer() - started
+
+    # 6: the simulation.
+    solved_at = timer()
+    results = solve(
+        pending,
+        nodes=nodes,
+        nodeclaims=inflight,
+        nodepools=pools,
+        nodeclasses=inputs.nodeclasses,
+        instance_types=catalog.instance_types,
+        daemonsets=inputs.daemonsets,
+        pvcs=inputs.pvcs,
+        pvs=inputs.pvs,
+        storage_classes=inputs.storage_classes,
+    )
+    result.timings["solve"] = timer() - solved_at
+    for target, pods in sorted(results.existing.items()):
+        for key in pods:
+            result.decide("existing", f"pod/{key}", f"fits on {target}, which exists or is in flight")
+    for refusal in results.unschedulable:
+        result.decide("unschedulable", f"pod/{refusal.pod}", refusal.reason)
+
+    # 7: create every NodeClaim, then launch them.
+    pools_by_name = {p.name: p for p in pools}
+    to_launch: list[tuple[str, PlannedNodeClaim]] = []
+    for claim in results.nodeclaims:
+        name = nodeclaim_name(batch.batch_id, claim)
+        pool = pools_by_name[claim.nodepool]
+        existing = cluster.create_nodeclaim(nodeclaim_document(name, claim, pool, batch.batch_id))
+        if existing is not None and (existing.get("status") or {}).get("providerID"):
+            provider_id = str(existing["status"]["providerID"])
+            labels = (existing.get("metadata") or {}).get("labels") or {}
+            result.launched.append(
+                LaunchedClaim(
+                    name,
+                    claim.nodepool,
+                    provider_id.rsplit("/", 1)[-1],
+                    str(labels.get(INSTANCE_TYPE_LABEL, "")),
+                    str(labels.get(ZONE, "")),
+                    str(labels.get(CAPACITY_TYPE_LABEL, "")),
+                    float(((existing.get("metadata") or {}).get("annotations") or {}).get(PRICE_ANNOTATION, 0) or 0),
+                    claim.pods,
+                    reused=True,
+                )
+            )
+            result.decide(
+                "launched", f"nodeclaim/{name}", f"already launched as {provider_id} (same batch seen before)"
+            )
+            continue
+        to_launch.append((name, claim))
+    launcher = _Launcher(cluster, cloud, state, info, catalog, resolved, unavailable, now, result, started, timer)
+    throttled = ""
+    for name, claim in to_launch:
+        pool = pools_by_name[claim.nodepool]
+        if throttled:
+            cluster.delete_nodeclaim(name)
+            result.decide(
+                "throttled", f"nodeclaim/{name}", f"not launched: EC2 is throttling ({throttled}); retried later"
+            )
+            continue
+        adopted = [i for i in cloud.instances_of_nodeclaim(name) if i.state in ("pending", "running")]
+        try:
+            if adopted:
+                i = adopted[0]
+                price = next(
+                    (
+                        o.price
+                        for o in claim.launch_options
+                        if (o.instance_type, o.zone, o.capacity_type) == (i.instance_type, i.zone, i.capacity_type)
+                    ),
+                    0.0,
+                )
+                launched: LaunchedClaim | None = LaunchedClaim(
+                    name, claim.nodepool, i.id, i.instance_type, i.zone, i.capacity_type, price, claim.pods, True
+                )
+            else:
+                launched = launcher.launch(name, claim, pool)
+        except Throttled as error:
+            throttled = str(error) or "RequestLimitExceeded"
+            cluster.delete_nodeclaim(name)
+            result.decide(
+                "throttled", f"nodeclaim/{name}", f"not launched: EC2 is throttling ({throttled}); retried later"
+            )
+            continue
+        if launched is None:
+            cluster.delete_nodeclaim(name)
+            for key in claim.pods:
+                result.decide(
+                    "unschedulable", f"pod/{key}", f"nodeclaim/{name} could not launch; retried in a later batch"
+                )
+            continue
+        _record_launch(cluster, launched, "", now)
+        result.launched.append(launched)
+        result.decide(
+            "launched",
+            f"nodeclaim/{name}",
+            f"{launched.instance_type} {launched.capacity_type} in {launched.zone} at ${launched.price:.4f}/h "
+            f"for {len(claim.pods)} pods (cheapest of {len(claim.launch_options)} options: "
+            f"{claim.cheapest.instance_type} {claim.cheapest.capacity_type} {claim.cheapest.zone})",
+            instance_id=launched.instance_id,
+            reused=launched.reused,
+        )
+    result.timings["launch"] = timer() - started
+
+    # 8: events.
+    for launched in result.launched:
+        for key in launched.pods:
+            result.decide("nominated", f"pod/{key}", f"should schedule on nodeclaim/{launched.name}")
+            cluster.record_event(
+                key, "Nominated", f"Pod should schedule on: nodeclaim/{launched.name}", dedupe=launched.name
+            )
+    for refusal in results.unschedulable:
+        cluster.record_event(
+            refusal.pod,
+            "FailedScheduling",
+            f"Failed to schedule pod, {refusal.reason}",
+            "Warning",
+            dedupe=batch.batch_id,
+        )
+    result.timings["total"] = timer() - started
+    return result

@@ -1,0 +1,203 @@
+"""An in-memory Cloud for service tests, a fixed clock, a small real catalog and manifest builders."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from nodewright.catalog.catalog import CapacityReservation
+from nodewright.catalog.snapshot import SnapshotSource
+from nodewright.catalog.types import InstanceType
+from nodewright.launch.template import Image, LaunchTemplateSpec, ResolvedNodeClass, Subnet
+from nodewright.launch.userdata import ClusterInfo
+from nodewright.model.nodeclass import EC2NodeClass
+from nodewright.ports import Instance, NodeClassError, Throttled
+
+ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
+FAMILIES = ("m5", "m6g", "c5", "c6g", "r5")
+_SNAPSHOT = SnapshotSource()
+
+
+class SmallCatalog:
+    """The shipped snapshot restricted to a few families and three zones (fast and realistic)."""
+
+    def __init__(self) -> None:
+        self._types: tuple[InstanceType, ...] | None = None
+
+    def instance_types(self) -> Sequence[InstanceType]:
+        if self._types is None:
+            from dataclasses import replace
+
+            kept = []
+            for it in _SNAPSHOT.instance_types():
+                if it.family in FAMILIES and it.size in ("large", "xlarge", "2xlarge", "4xlarge"):
+                    kept.append(replace(it, offerings=tuple(o for o in it.offerings if o.zone in ZONES)))
+            self._types = tuple(kept)
+        return self._types
+
+
+@dataclass
+class FixedClock:
+    t: float = 1_800_000_000.0
+
+    def now(self) -> float:
+        return self.t
+
+
+@dataclass
+class FakeCloud:
+    """Launches whatever the first acceptable override says; `refuse` offerings answer ICE in Errors."""
+
+    cluster_log: list[str] = field(default_factory=list)
+    refuse: set[tuple[str, str, str]] = field(default_factory=set)
+    throttle: bool = False
+    fleets: list[Mapping[str, Any]] = field(default_factory=list)
+    templates: dict[str, LaunchTemplateSpec] = field(default_factory=dict)
+    instances: dict[str, Instance] = field(default_factory=dict)
+    terminated: list[str] = field(default_factory=list)
+    _ids: Iterable[int] = field(default_factory=lambda: itertools.count(1))
+
+    def cluster_info(self) -> ClusterInfo:
+        return ClusterInfo("demo", "https://api.demo", "Q0EK", "10.100.0.0/16", "1.31")
+
+    def resolve_node_class(self, node_class: EC2NodeClass, k8s_version: str) -> ResolvedNodeClass:
+        if node_class.role and node_class.role != "demo-node":
+            raise NodeClassError(f"role {node_class.role} is not the node role nodewright may pass (demo-node)")
+        return ResolvedNodeClass(
+            node_class,
+            tuple(Subnet(f"subnet-{z[-1]}", z, 100) for z in ZONES),
+            ("sg-1",),
+            {
+                ("amd64", "standard"): Image("ami-x86", "amd64"),
+                ("arm64", "standard"): Image("ami-arm", "arm64"),
+            },
+            "demo-node-profile",
+        )
+
+    def capacity_reservations(self, resolved: ResolvedNodeClass) -> Sequence[CapacityReservation]:
+        return []
+
+    def ensure_launch_template(self, spec: LaunchTemplateSpec, tags: Mapping[str, str]) -> str:
+        self.templates[spec.name] = spec
+        return spec.name
+
+    def create_fleet(self, request: Mapping[str, Any]) -> Mapping[str, Any]:
+        self.cluster_log.append("fleet")
+        self.fleets.append(request)
+        if self.throttle:
+            raise Throttled("RequestLimitExceeded")
+        capacity_type = request["TargetCapacitySpecification"]["DefaultTargetCapacityType"]
+        tags = {t["Key"]: t["Value"] for t in request["TagSpecifications"][0]["Tags"]}
+        errors = []
+        for config in request["LaunchTemplateConfigs"]:
+            for override in config["Overrides"]:
+                offering = (override["InstanceType"], override["AvailabilityZone"], capacity_type)
+                if offering in self.refuse:
+                    errors.append(
+                        {
+                            "ErrorCode": "InsufficientInstanceCapacity",
+                            "Lifecycle": capacity_type,
+                            "LaunchTemplateAndOverrides": {"Overrides": override},
+                        }
+                    )
+                    continue
+                instance_id = f"i-{next(iter(self._ids)):08x}"
+                self.instances[instance_id] = Instance(
+                    instance_id,
+                    override["InstanceType"],
+                    override["AvailabilityZone"],
+                    "running",
+                    capacity_type,
+                    0.0,
+                    tags,
+                )
+                return {
+                    "Errors": errors,
+                    "Instances": [
+                        {
+                            "InstanceIds": [instance_id],
+                            "InstanceType": override["InstanceType"],
+                            "Lifecycle": capacity_type,
+                            "LaunchTemplateAndOverrides": {"Overrides": override},
+                        }
+                    ],
+                }
+        return {"Errors": errors, "Instances": []}
+
+    def instances_of_nodeclaim(self, nodeclaim: str) -> Sequence[Instance]:
+        return [
+            i
+            for i in self.instances.values()
+            if i.tags.get("karpenter.sh/nodeclaim") == nodeclaim and i.state != "terminated"
+        ]
+
+    def terminate(self, instance_ids: Iterable[str]) -> None:
+        from dataclasses import replace
+
+        for instance_id in instance_ids:
+            self.terminated.append(instance_id)
+            if instance_id in self.instances:
+                self.instances[instance_id] = replace(self.instances[instance_id], state="terminated")
+
+
+# ------------------------------------------------------------------------------------ manifests
+
+
+def nodepool(name: str = "general", limits: Mapping[str, str] | None = None, **spec: Any) -> dict[str, Any]:
+    template_spec: dict[str, Any] = {
+        "nodeClassRef": {"group": "nodewright.io", "kind": "EC2NodeClass", "name": "default"},
+        "requirements": [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot", "on-demand"]}],
+    }
+    template_spec.update(spec)
+    doc: dict[str, Any] = {
+        "apiVersion": "nodewright.io/v1",
+        "kind": "NodePool",
+        "metadata": {"name": name},
+        "spec": {"template": {"metadata": {"labels": {"team": "web"}}, "spec": template_spec}},
+    }
+    if limits:
+        doc["spec"]["limits"] = dict(limits)
+    return doc
+
+
+def nodeclass(name: str = "default", role: str = "demo-node") -> dict[str, Any]:
+    return {
+        "apiVersion": "nodewright.io/v1",
+        "kind": "EC2NodeClass",
+        "metadata": {"name": name},
+        "spec": {
+            "amiSelectorTerms": [{"alias": "al2023@latest"}],
+            "role": role,
+            "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "demo"}}],
+            "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "demo"}}],
+        },
+    }
+
+
+def pod(name: str, cpu: str = "1", memory: str = "1Gi", namespace: str = "web", **spec: Any) -> dict[str, Any]:
+    pod_spec: dict[str, Any] = {
+        "containers": [{"name": "app", "image": "app", "resources": {"requests": {"cpu": cpu, "memory": memory}}}]
+    }
+    pod_spec.update(spec)
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"app": name.rsplit("-", 1)[0]}},
+        "spec": pod_spec,
+        "status": {"phase": "Pending"},
+    }
+
+
+def node_for(instance: Instance, name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"node.kubernetes.io/instance-type": instance.instance_type}},
+        "spec": {
+            "providerID": f"aws:///{instance.zone}/{instance.id}",
+            "taints": [{"key": "karpenter.sh/unregistered", "effect": "NoExecute"}],
+        },
+        "status": {"allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110"}},
+    }

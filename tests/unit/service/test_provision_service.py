@@ -1,0 +1,241 @@
+"""provision() against in-memory ports: ordering, idempotency, ICE, limits, registration, cleanup."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from service_fakes import FakeCloud, FixedClock, SmallCatalog, node_for, nodeclass, nodepool, pod
+
+from nodewright.adapters.memory import InMemoryCluster, InMemoryState
+from nodewright.catalog.catalog import Catalog
+from nodewright.localworld.userdata import parse_user_data
+from nodewright.service.provision import Batch, cleanup, provision
+
+CATALOG = SmallCatalog()
+
+
+def world(*docs: dict[str, Any]) -> tuple[InMemoryCluster, FakeCloud, InMemoryState, FixedClock]:
+    clock = FixedClock()
+    cluster = InMemoryCluster([nodepool(), nodeclass(), *docs], clock=clock.now)
+    cloud = FakeCloud(cluster_log=cluster.log)
+    return cluster, cloud, InMemoryState(), clock
+
+
+def batch_of(cluster: InMemoryCluster, batch_id: str = "b1") -> Batch:
+    return Batch(batch_id, "demo", [d for d in cluster.of_kind("Pod") if not d["spec"].get("nodeName")])
+
+
+def run(cluster: InMemoryCluster, cloud: FakeCloud, state: InMemoryState, clock: FixedClock, batch_id: str = "b1"):  # type: ignore[no-untyped-def]
+    return provision(batch_of(cluster, batch_id), cluster, cloud, state, clock, CATALOG)
+
+
+def actions(result: Any, action: str) -> list[Any]:
+    return [d for d in result.decisions if d.action == action]
+
+
+def test_every_nodeclaim_is_created_before_any_launch() -> None:
+    cluster, cloud, state, clock = world(*(pod(f"web-{i}") for i in range(4)))
+    result = run(cluster, cloud, state, clock)
+    names = [c.name for c in result.launched]
+    assert len(names) >= 2
+    creates = [f"create nodeclaim/{n}" for n in names]
+    assert cluster.log[: len(names)] == creates
+    assert cluster.log[len(names) :] == [x for n in names for x in ("fleet", f"update nodeclaim/{n}")]
+    assert sorted(p for c in result.launched for p in c.pods) == [f"web/web-{i}" for i in range(4)]
+
+
+def test_a_launched_nodeclaim_records_the_instance_and_its_pods_are_nominated() -> None:
+    cluster, cloud, state, clock = world(pod("web-0"), pod("web-1"))
+    result = run(cluster, cloud, state, clock)
+    [launched] = result.launched
+    claim = cluster.nodeclaim(launched.name)
+    assert claim is not None
+    assert claim["status"]["providerID"] == f"aws:///{launched.zone}/{launched.instance_id}"
+    assert claim["status"]["conditions"][0]["type"] == "Launched"
+    labels = claim["metadata"]["labels"]
+    assert labels["node.kubernetes.io/instance-type"] == launched.instance_type
+    assert labels["karpenter.sh/capacity-type"] == launched.capacity_type == "spot"
+    assert labels["topology.kubernetes.io/zone"] == launched.zone
+    assert float(claim["metadata"]["annotations"]["nodewright.io/price-per-hour"]) == round(launched.price, 6)
+    # The simulation's cheapest option is what launched (nothing refused it).
+    assert sorted(launched.pods) == ["web/web-0", "web/web-1"]
+    assert {e.pod for e in cluster.events if e.reason == "Nominated"} == set(launched.pods)
+    assert all(launched.name in e.message for e in cluster.events)
+    # The fleet request: instant, tagged, the user data carries the pool's labels and the unregistered taint.
+    [fleet] = cloud.fleets
+    tags = {t["Key"]: t["Value"] for t in fleet["TagSpecifications"][0]["Tags"]}
+    assert tags["kubernetes.io/cluster/demo"] == "owned"
+    assert tags["karpenter.sh/nodeclaim"] == launched.name
+    assert tags["karpenter.sh/nodepool"] == "general"
+    # One template per AMI variant in the fleet (arm64 and x86 types both fit), each config naming its own.
+    configs = {c["LaunchTemplateSpecification"]["LaunchTemplateName"] for c in fleet["LaunchTemplateConfigs"]}
+    assert configs == set(cloud.templates)
+    assert {t.image_id for t in cloud.templates.values()} == {"ami-arm", "ami-x86"}
+    for template in cloud.templates.values():
+        boot = parse_user_data(template.user_data)
+        assert boot.labels["team"] == "web" and boot.labels["karpenter.sh/nodepool"] == "general"
+        assert ("karpenter.sh/unregistered", "NoExecute") in {(t.key, t.effect) for t in boot.taints}
+
+
+def test_the_same_batch_twice_launches_once() -> None:
+    cluster, cloud, state, clock = world(*(pod(f"web-{i}") for i in range(6)))
+    first = run(cluster, cloud, state, clock)
+    second = run(cluster, cloud, state, clock)
+    assert len(cloud.fleets) == len(first.launched) >= 1
+    assert not second.launched
+    assert {d.subject for d in actions(second, "waiting")} == {f"pod/web/web-{i}" for i in range(6)}
+    # A different batch id with the same pods still does not launch: they wait for the claim in flight.
+    third = run(cluster, cloud, state, clock, batch_id="b2")
+    assert not third.launched and len(cloud.fleets) == len(first.launched)
+
+
+def test_a_rerun_finds_the_claim_and_does_not_launch_it_again_even_without_nomination() -> None:
+    cluster, cloud, state, clock = world(*(pod(f"web-{i}") for i in range(2)))
+    first = run(cluster, cloud, state, clock)
+    [claim] = first.launched
+    # Lose the nomination annotation (as if the claim were written by an older version): the name still matches.
+    cluster.objects[("NodeClaim", "", claim.name)]["metadata"]["annotations"].pop("nodewright.io/pods")
+    cluster.objects.pop(("NodeClaim", "", claim.name))
+    cluster.create_nodeclaim({"apiVersion": "nodewright.io/v1", "kind": "NodeClaim", "metadata": {"name": "x"}})
+    again = run(cluster, cloud, state, clock)
+    # The claim object was gone, so it is re-created; the instance tagged with its name is adopted.
+    assert [c.instance_id for c in again.launched] == [claim.instance_id]
+    assert again.launched[0].reused
+    assert len(cloud.fleets) == 1
+
+
+def test_insufficient_capacity_marks_the_offering_and_the_claim_launches_on_the_next() -> None:
+    cluster, cloud, state, clock = world(pod("web-0", cpu="1500m"))
+    dry = provision(
+        batch_of(cluster),
+        InMemoryCluster(cluster.of_kind("NodePool") + cluster.of_kind("EC2NodeClass") + cluster.of_kind("Pod")),
+        FakeCloud(),
+        InMemoryState(),
+        clock,
+        CATALOG,
+    )
+    cheapest = dry.launched[0]
+    cloud.refuse.add((cheapest.instance_type, cheapest.zone, "spot"))
+    result = run(cluster, cloud, state, clock)
+    [launched] = result.launched
+    assert (launched.instance_type, launched.zone) != (cheapest.instance_type, cheapest.zone)
+    assert len(cloud.fleets) == 1  # the next override in the same fleet launched
+    assert state.unavailable_offerings(clock.now()) == {(cheapest.instance_type, cheapest.zone, "spot")}
+    assert state.marks[(cheapest.instance_type, cheapest.zone, "spot")][0] == clock.now() + 180
+    assert actions(result, "unavailable")[0].subject == f"offering/{cheapest.instance_type}/{cheapest.zone}/spot"
+    # Three minutes later the mark has expired.
+    assert state.unavailable_offerings(clock.now() + 181) == frozenset()
+
+
+def test_marked_offerings_are_not_requested_and_spot_falls_back_to_on_demand() -> None:
+    cluster, cloud, state, clock = world(pod("web-0"))
+    every_spot = {
+        (it.name, z, "spot")
+        for it in Catalog(CATALOG.instance_types())
+        for z in ("us-east-1a", "us-east-1b", "us-east-1c")
+    }
+    cloud.refuse |= every_spot
+    result = run(cluster, cloud, state, clock)
+    [launched] = result.launched
+    assert launched.capacity_type == "on-demand"
+    assert [f["TargetCapacitySpecification"]["DefaultTargetCapacityType"] for f in cloud.fleets] == [
+        "spot",
+        "on-demand",
+    ]
+    assert all(len(c["Overrides"]) <= 60 for f in cloud.fleets for c in f["LaunchTemplateConfigs"])
+
+
+def test_nodepool_limits_cap_the_launch_and_the_rest_stay_pending_with_a_reason() -> None:
+    cluster, cloud, state, clock = world(*(pod(f"web-{i}", cpu="1") for i in range(40)))
+    cluster.put(nodepool(limits={"cpu": "8"}))
+    result = run(cluster, cloud, state, clock)
+    catalog = Catalog(CATALOG.instance_types())
+    launched_cpu = sum(catalog[c.instance_type].vcpu for c in result.launched)
+    assert 0 < launched_cpu <= 8
+    refused = actions(result, "unschedulable")
+    assert refused and all("limit" in d.reason for d in refused)
+    assert len(refused) + sum(len(c.pods) for c in result.launched) == 40
+    assert {e.reason for e in cluster.events if e.type == "Warning"} == {"FailedScheduling"}
+    # The next batch holds the same pods: the claims in flight count against the limit, nothing more launches.
+    again = run(cluster, cloud, state, clock, batch_id="b2")
+    assert not again.launched
+    assert len(actions(again, "unschedulable")) == len(refused)
+
+
+def test_registration_marks_the_claim_and_removes_the_unregistered_taint() -> None:
+    cluster, cloud, state, clock = world(pod("web-0"))
+    [launched] = run(cluster, cloud, state, clock).launched
+    cluster.put(node_for(cloud.instances[launched.instance_id], "ip-10-0-0-1.ec2.internal"))
+    result = run(cluster, cloud, state, clock, batch_id="b2")
+    assert [d.subject for d in actions(result, "registered")] == [f"nodeclaim/{launched.name}"]
+    claim = cluster.nodeclaim(launched.name)
+    assert claim is not None and claim["status"]["nodeName"] == "ip-10-0-0-1.ec2.internal"
+    assert {c["type"] for c in claim["status"]["conditions"]} == {"Launched", "Registered"}
+    assert cluster.objects[("Node", "", "ip-10-0-0-1.ec2.internal")]["spec"]["taints"] == []
+    # The pending pod now fits on the registered node; nothing new is launched.
+    assert not result.launched
+    assert [d.reason for d in actions(result, "existing")] == [
+        "fits on ip-10-0-0-1.ec2.internal, which exists or is in flight"
+    ]
+
+
+def test_a_claim_without_a_node_after_15_minutes_is_terminated_and_deleted() -> None:
+    cluster, cloud, state, clock = world(pod("web-0"))
+    [launched] = run(cluster, cloud, state, clock).launched
+    clock.t += 14 * 60
+    assert not cleanup(cluster, cloud, clock).decisions
+    clock.t += 61
+    result = cleanup(cluster, cloud, clock)
+    assert [d.action for d in result.decisions] == ["terminated"]
+    assert cloud.terminated == [launched.instance_id]
+    assert cluster.nodeclaim(launched.name) is None
+
+
+def test_throttling_deletes_the_unlaunched_claims_so_a_later_batch_retries() -> None:
+    cluster, cloud, state, clock = world(
+        pod("web-0"), pod("api-0", cpu="3", nodeSelector={"kubernetes.io/arch": "arm64"})
+    )
+    cloud.throttle = True
+    result = run(cluster, cloud, state, clock)
+    assert not result.launched
+    assert len(cloud.fleets) == 1  # backs off after the first throttled call
+    assert {d.action for d in result.decisions} >= {"throttled"}
+    assert cluster.of_kind("NodeClaim") == []
+
+
+def test_a_node_class_with_a_foreign_role_is_reported_and_its_pools_skipped() -> None:
+    cluster, cloud, state, clock = world(pod("web-0"))
+    cluster.put(nodeclass(role="someone-else"))
+    result = run(cluster, cloud, state, clock)
+    assert not result.launched
+    [invalid] = actions(result, "invalid")
+    assert invalid.subject == "ec2nodeclass/default" and "someone-else" in invalid.reason
+    assert actions(result, "skipped")[0].subject == "nodepool/general"
+    assert actions(result, "unschedulable")
+
+
+def test_pods_bound_since_the_batch_was_sent_are_skipped() -> None:
+    cluster, cloud, state, clock = world(pod("web-0"))
+    batch = batch_of(cluster)
+    cluster.objects[("Pod", "web", "web-0")]["spec"]["nodeName"] = "elsewhere"
+    cluster.put(
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": "elsewhere"},
+            "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "10"}},
+        }
+    )
+    result = provision(batch, cluster, cloud, state, clock, CATALOG)
+    assert [d.action for d in result.decisions] == ["skipped"]
+    assert not cloud.fleets
+
+
+def test_arm64_pods_launch_on_arm64_types_with_the_arm64_image() -> None:
+    cluster, cloud, state, clock = world(
+        *(pod(f"arm-{i}", nodeSelector={"kubernetes.io/arch": "arm64"}) for i in range(3))
+    )
+    result = run(cluster, cloud, state, clock)
+    catalog = Catalog(CATALOG.instance_types())
+    assert result.launched and all(catalog[c.instance_type].architecture == "arm64" for c in result.launched)
+    assert {t.image_id for t in cloud.templates.values()} == {"ami-arm"}
