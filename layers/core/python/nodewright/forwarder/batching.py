@@ -171,6 +171,20 @@ class Batcher:
         self._opened_at = self._last_joined_at = None
         return out
 
+    def knows(self, uid: str) -> bool:
+        """True when the pod is currently pending (as far as the events so far tell)."""
+        return uid in self._pending
+
+    @property
+    def window_opened_at(self) -> float | None:
+        """When the open window's first pod joined (None when no window is open)."""
+        return self._opened_at
+
+    @property
+    def window_last_joined_at(self) -> float | None:
+        """When the open window's latest pod joined (None when no window is open)."""
+        return self._last_joined_at
+
     @property
     def pending_count(self) -> int:
         return len(self._pending)

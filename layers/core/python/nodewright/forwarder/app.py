@@ -1,0 +1,288 @@
+"""The forwarder's run loop: three small threads around the pure core.
+
+- the watcher lists pending pods, then watches from the list's resourceVersion, and queues what it sees;
+  it re-lists on 410 Gone and reconnects with jittered, bounded back-off on any other failure;
+- the elector reads and writes the Lease every `retry_seconds` (leader.py decides) and releases it on
+  shutdown, so the other replica takes over at once instead of after the lease duration;
+- the main loop applies queued events to the `Batcher`, and when this replica leads and the window has
+  closed, takes the batch, splits it into payloads and invokes the provisioner.
+
+Only the leader sends. A standby keeps the same pending set (it watches too), so on take-over it sends
+every pending pod at once; pods the old leader had just sent may go out twice, which the provisioner
+tolerates (it counts NodeClaims in flight and is idempotent on batch ids).
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import queue
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from nodewright.forwarder.backoff import Backoff
+from nodewright.forwarder.batching import Batcher, Payload, build_payloads, pod_uid
+from nodewright.forwarder.config import ForwarderConfig
+from nodewright.forwarder.invoker import InvokeResult, summarize
+from nodewright.forwarder.leader import Action, Elector
+from nodewright.forwarder.metrics import ForwarderMetrics
+
+log = logging.getLogger("nodewright.forwarder")
+
+STALL_SECONDS = 60.0  # /healthz fails when the main loop has not turned for this long (outside an Invoke)
+
+
+class GoneError(Exception):
+    """Raised by a pod source when its resourceVersion is too old (the caller re-lists)."""
+
+
+class PodSourceLike(Protocol):
+    def list(self) -> tuple[list[dict[str, Any]], str]: ...
+    def watch(self, resource_version: str) -> Iterator[tuple[str, dict[str, Any]]]: ...
+    def close(self) -> None: ...
+
+
+class LeaseStoreLike(Protocol):
+    def get(self) -> dict[str, Any] | None: ...
+    def create(self, spec: Mapping[str, Any]) -> bool: ...
+    def replace(self, lease: Mapping[str, Any], spec: Mapping[str, Any]) -> bool: ...
+
+
+class InvokerLike(Protocol):
+    def invoke(self, payload: Payload) -> InvokeResult: ...
+
+
+def _fields(**values: Any) -> dict[str, Any]:
+    return {"fields": values}
+
+
+def utc_now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC)
+
+
+@dataclass
+class Forwarder:
+    """One replica. `gone` is the exception type the pod source raises for HTTP 410."""
+
+    config: ForwarderConfig
+    pods: PodSourceLike
+    leases: LeaseStoreLike
+    invoker: InvokerLike
+    gone: type[Exception] = GoneError
+    metrics: ForwarderMetrics = field(default_factory=ForwarderMetrics)
+    on_leadership: Callable[[bool], None] = lambda leading: None
+    clock: Callable[[], float] = time.monotonic
+    wall: Callable[[], datetime.datetime] = utc_now
+    rng: random.Random = field(default_factory=random.Random)
+
+    def __post_init__(self) -> None:
+        self.batcher = Batcher(self.config.batch)
+        self.elector = Elector(self.config.identity, self.config.lease)
+        self.events: queue.Queue[tuple[str, Any]] = queue.Queue()
+        self.synced = threading.Event()
+        self._lock = threading.Lock()  # guards the elector, which two threads use
+        self._heartbeat = self.clock()
+        self._sending = False
+        self._was_leader = False
+
+    # ------------------------------------------------------------------ probes
+    def alive(self) -> bool:
+        return self._sending or self.clock() - self._heartbeat < STALL_SECONDS
+
+    def ready(self) -> bool:
+        return self.synced.is_set()
+
+    def is_leader(self) -> bool:
+        with self._lock:
+            return self.elector.is_leader(self.clock())
+
+    # ------------------------------------------------------------------ watcher
+    def watch_loop(self, stop: threading.Event) -> None:
+        backoff = Backoff(base=0.5, cap=30.0, rng=self.rng)
+        resource_version = ""
+        while not stop.is_set():
+            try:
+                if not resource_version:
+                    items, resource_version = self.pods.list()
+                    self.events.put(("RESET", items))
+                    self.synced.set()
+                    log.info("listed pods", extra=_fields(pods=len(items), resource_version=resource_version))
+                for kind, obj in self.pods.watch(resource_version):
+                    if stop.is_set():
+                        return
+                    version = (obj.get("metadata") or {}).get("resourceVersion")
+                    if version:
+                        resource_version = str(version)
+                    if kind != "BOOKMARK":
+                        self.events.put((kind, obj))
+                    backoff.reset()
+            except self.gone:
+                log.info("watch expired (410 Gone): listing again")
+                resource_version = ""
+            except Exception as exc:
+                if stop.is_set():
+                    return
+                delay = backoff.next_delay()
+                self.metrics.errors.inc(labels=("watch",))
+                log.warning("watch failed; reconnecting", extra=_fields(error=str(exc), retry_in=round(delay, 2)))
+                stop.wait(delay)
+
+    # ------------------------------------------------------------------ elector
+    def elect_once(self) -> None:
+        """Read the Lease and create, acquire or renew it as the elector decides."""
+        lease = self.leases.get()
+        with self._lock:
+            now = self.clock()
+            action = self.elector.decide(lease, now)
+            if action is Action.WAIT:
+                self.elector.lost()
+                return
+            spec = self.elector.lease_spec(lease, action, self.wall())
+        written = self.leases.create(spec) if action is Action.CREATE else self.leases.replace(lease or {}, spec)
+        with self._lock:
+            if written:
+                self.elector.succeeded(now)
+            else:
+                self.elector.lost()
+
+    def elect_loop(self, stop: threading.Event) -> None:
+        while not stop.is_set():
+            try:
+                self.elect_once()
+            except Exception as exc:
+                # Leadership lapses by itself at the renew deadline if this keeps failing.
+                self.metrics.errors.inc(labels=("lease",))
+                log.warning("lease update failed", extra=_fields(error=str(exc)))
+            self._leadership_changed()
+            stop.wait(self.config.lease.retry_seconds)
+        self.release()
+
+    def release(self) -> None:
+        """Hand the Lease back if we hold it (on shutdown)."""
+        with self._lock:
+            leading = self.elector.is_leader(self.clock())
+            self.elector.lost()
+        if not leading:
+            return
+        try:
+            lease = self.leases.get()
+            spec = self.elector.release_spec(lease, self.wall()) if lease else None
+            if lease and spec and self.leases.replace(lease, spec):
+                log.info("released the lease", extra=_fields(identity=self.config.identity))
+        except Exception as exc:
+            log.warning("could not release the lease", extra=_fields(error=str(exc)))
+        self._leadership_changed()
+
+    def _leadership_changed(self) -> None:
+        leading = self.is_leader()
+        self.metrics.leader.set(1 if leading else 0)
+        if leading == self._was_leader:
+            return
+        self._was_leader = leading
+        log.info("became leader" if leading else "stopped leading", extra=_fields(identity=self.config.identity))
+        try:
+            self.on_leadership(leading)
+        except Exception as exc:
+            log.warning("could not record the leadership change", extra=_fields(error=str(exc)))
+
+    # ------------------------------------------------------------------ main loop
+    def apply(self, kind: str, obj: Any) -> None:
+        now = self.clock()
+        if kind == "RESET":
+            before = self.batcher.pending_count
+            self.batcher.replace_all(obj, now)
+            if self.batcher.pending_count > before:
+                self.metrics.pending_pods_seen.inc(self.batcher.pending_count - before)
+        elif kind == "DELETED":
+            self.batcher.forget(pod_uid(obj))
+        else:
+            known = self.batcher.knows(pod_uid(obj))
+            if self.batcher.observe(obj, now) and not known:
+                self.metrics.pending_pods_seen.inc()
+        self.metrics.pending_pods.set(self.batcher.pending_count)
+
+    def step(self, wait: float) -> None:
+        """Apply the events that arrive within `wait` seconds (at least one wait), then send if due."""
+        try:
+            kind, obj = self.events.get(timeout=max(wait, 0.0))
+            self.apply(kind, obj)
+            while True:
+                kind, obj = self.events.get_nowait()
+                self.apply(kind, obj)
+        except queue.Empty:
+            pass
+        now = self.clock()
+        self._heartbeat = now
+        self.batcher.tick(now)
+        if self.batcher.due(now) and self.is_leader():
+            self.send(now)
+
+    def send(self, now: float) -> None:
+        opened, last = self.batcher.window_opened_at, self.batcher.window_last_joined_at
+        projections = self.batcher.take(now)
+        payloads, oversized = build_payloads(
+            projections,
+            self.config.settings.cluster,
+            self.wall().strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            self.config.payload_limit,
+        )
+        for projection in oversized:
+            self.metrics.errors.inc(labels=("oversized",))
+            meta = projection.get("metadata") or {}
+            log.error(
+                "pod is larger than the payload limit on its own; not sent",
+                extra=_fields(pod=f"{meta.get('namespace')}/{meta.get('name')}", limit=self.config.payload_limit),
+            )
+        self._sending = True
+        try:
+            for payload in payloads:
+                result = self.invoker.invoke(payload)
+                self.metrics.invoke_latency.observe(result.seconds)
+                self.metrics.batch_size.observe(payload.pod_count)
+                self.metrics.batches.inc(labels=("ok" if result.ok else "error",))
+                details = _fields(
+                    batch_id=payload.batch_id,
+                    pods=payload.pod_count,
+                    bytes=len(payload.body),
+                    attempts=result.attempts,
+                    invoke_seconds=round(result.seconds, 3),
+                    window_seconds=round(now - opened, 3) if opened is not None else None,
+                    since_last_pod_seconds=round(now - last, 3) if last is not None else None,
+                    parts=len(payloads),
+                )
+                if result.ok:
+                    details["fields"]["response"] = summarize(result.response)
+                    log.info("batch sent", extra=details)
+                else:
+                    self.metrics.errors.inc(labels=("invoke",))
+                    details["fields"]["error"] = result.error
+                    log.error("batch not delivered; its pods will be sent again after their back-off", extra=details)
+        finally:
+            self._sending = False
+
+    def next_wait(self) -> float:
+        """Seconds until the core needs a turn without an event (bounded so leadership changes are seen)."""
+        wakeup = self.batcher.next_wakeup()
+        bound = min(1.0, self.config.lease.retry_seconds)
+        if wakeup is None:
+            return bound
+        return min(bound, max(0.0, wakeup - self.clock()))
+
+    def run(self, stop: threading.Event) -> None:
+        """Run until `stop` is set; then stop watching and release the Lease."""
+        watcher = threading.Thread(target=self.watch_loop, args=(stop,), name="watch", daemon=True)
+        elector = threading.Thread(target=self.elect_loop, args=(stop,), name="elect", daemon=True)
+        watcher.start()
+        elector.start()
+        try:
+            while not stop.is_set():
+                self.step(self.next_wait())
+        finally:
+            stop.set()
+            self.pods.close()
+            elector.join(timeout=10)
+            watcher.join(timeout=5)

@@ -1,0 +1,381 @@
+"""The forwarder against the real API server, sending to a Lambda function in moto.
+
+The forwarder runs as it would in the cluster, as `python -m nodewright.forwarder` processes (one per
+replica) with the world's kubeconfig; its provisioner is the `recorder` function (tests/e2e/functions),
+which stores every payload it receives, and what the provisioner's loader makes of it, in DynamoDB. Pods
+cannot schedule because they select a label no node has, so the real scheduler marks them Unschedulable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client
+from worldkit import World, wait_for
+
+NO_SUCH_LABEL = {"nodewright-e2e/does-not-exist": "true"}
+RESEND_SECONDS = 8.0
+
+
+@dataclass
+class Recorder:
+    """The recording function and its table."""
+
+    world: World
+    function: str
+    table: str
+
+    def batches(self) -> list[dict[str, Any]]:
+        """Every payload received so far, oldest first, with `received_at`, `loaded` and `errors` added."""
+        dynamodb = self.world.aws("dynamodb")
+        items: list[dict[str, Any]] = []
+        kwargs: dict[str, Any] = {"TableName": self.table}
+        while True:
+            page = dynamodb.scan(**kwargs)
+            items.extend(page["Items"])
+            if "LastEvaluatedKey" not in page:
+                break
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        out = []
+        for item in items:
+            body = json.loads(item["body"]["S"])
+            body["received_at"] = float(item["received_at"]["N"])
+            body["loaded"] = int(item["loaded"]["N"])
+            body["errors"] = json.loads(item["errors"]["S"])
+            out.append(body)
+        return sorted(out, key=lambda b: b["received_at"])
+
+    def batches_with(self, namespace: str) -> list[dict[str, Any]]:
+        """The payloads holding pods of `namespace`, each reduced to those pods (other tests share the sink)."""
+        out = []
+        for batch in self.batches():
+            pods = [p for p in batch["pods"] if p["metadata"]["namespace"] == namespace]
+            if pods:
+                out.append({**batch, "pods": pods, "all_pods": batch["pods"]})
+        return out
+
+
+@pytest.fixture(scope="module")
+def recorder(local_world: World) -> Recorder:
+    table = f"forwarder-batches-{uuid.uuid4().hex[:6]}"
+    local_world.aws("dynamodb").create_table(
+        TableName=table,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    name = f"recorder-{uuid.uuid4().hex[:6]}"
+    local_world.create_function(name, "recorder", environment={"RECORD_TABLE": table})
+    return Recorder(local_world, name, table)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class ForwarderProcess:
+    """One replica: `python -m nodewright.forwarder` with the world's environment and test timings."""
+
+    def __init__(self, world: World, function: str, namespace: str, lease: str, identity: str, log_dir: Path):
+        self.identity = identity
+        self.port = _free_port()
+        self.log_path = log_dir / f"{identity}.log"
+        env = {
+            **os.environ,
+            **world.state.env(),
+            "NODEWRIGHT_PROVISIONER_FUNCTION": function,
+            "NODEWRIGHT_FORWARDER_IDLE_SECONDS": "1.5",
+            "NODEWRIGHT_FORWARDER_MAX_SECONDS": "10",
+            "NODEWRIGHT_FORWARDER_RESEND_INITIAL_SECONDS": str(RESEND_SECONDS),
+            "NODEWRIGHT_FORWARDER_RESEND_MAX_SECONDS": str(RESEND_SECONDS * 4),
+            "NODEWRIGHT_FORWARDER_LEASE_NAME": lease,
+            "NODEWRIGHT_FORWARDER_LEASE_SECONDS": "4",
+            "NODEWRIGHT_FORWARDER_RENEW_DEADLINE_SECONDS": "3",
+            "NODEWRIGHT_FORWARDER_RETRY_SECONDS": "0.5",
+            "NODEWRIGHT_FORWARDER_PORT": str(self.port),
+            "NODEWRIGHT_FORWARDER_BIND": "127.0.0.1",
+            "POD_NAME": identity,
+            "POD_NAMESPACE": namespace,
+        }
+        self._log = self.log_path.open("wb")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "nodewright.forwarder"],
+            env=env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def get(self, path: str) -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=5) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read().decode()
+
+    def metric(self, name: str) -> float:
+        """A metric's value from /metrics (0 when it has no sample yet)."""
+        _, text = self.get("/metrics")
+        for line in text.splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[-1])
+        return 0.0
+
+    def ready(self) -> bool:
+        return self.get("/readyz")[0] == 200 and self.get("/healthz")[0] == 200
+
+    def leading(self) -> bool:
+        return self.metric("nodewright_forwarder_leader") == 1
+
+    def sent_ok(self) -> float:
+        return self.metric('nodewright_forwarder_batches_total{outcome="ok"}')
+
+    def log_lines(self) -> list[dict[str, Any]]:
+        lines = []
+        for raw in self.log_path.read_text().splitlines():
+            try:
+                lines.append(json.loads(raw))
+            except json.JSONDecodeError:
+                lines.append({"message": raw})
+        return lines
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self._log.close()
+        return self.process.returncode
+
+
+@pytest.fixture
+def forwarders(local_world: World, recorder: Recorder, namespace: str, tmp_path: Path) -> Iterator[Any]:
+    """A factory of forwarder replicas sharing one Lease in the test's namespace; all stopped afterwards."""
+    started: list[ForwarderProcess] = []
+    lease = f"forwarder-{uuid.uuid4().hex[:6]}"
+
+    def start(identity: str) -> ForwarderProcess:
+        replica = ForwarderProcess(local_world, recorder.function, namespace, lease, identity, tmp_path)
+        started.append(replica)
+        wait_for(replica.ready, 30, f"forwarder {identity} ready ({replica.log_path})")
+        return replica
+
+    yield start
+    for replica in started:
+        replica.stop()
+        if os.environ.get("NODEWRIGHT_E2E_SHOW_LOGS"):
+            print(replica.log_path.read_text())
+
+
+def _unschedulable_pod(world: World, namespace: str, name: str, cpu: str = "100m") -> None:
+    world.core.create_namespaced_pod(
+        namespace,
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "labels": {"app": "waiting"}},
+            "spec": {
+                "nodeSelector": NO_SUCH_LABEL,
+                "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}],
+            },
+        },
+    )
+
+
+def _is_unschedulable(world: World, namespace: str, name: str) -> bool:
+    pod = world.core.read_namespaced_pod(name, namespace)
+    return any(
+        c.type == "PodScheduled" and c.status == "False" and c.reason == "Unschedulable"
+        for c in (pod.status.conditions or [])
+    )
+
+
+def _expected_batch_id(pods: list[dict[str, Any]]) -> str:
+    lines = sorted(f"{p['metadata']['uid']}:{p['metadata']['resourceVersion']}" for p in pods)
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+
+
+def _names(batch: dict[str, Any]) -> set[str]:
+    return {p["metadata"]["name"] for p in batch["pods"]}
+
+
+def _parse_time(stamp: str) -> float:
+    import datetime
+
+    return datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.UTC).timestamp()
+
+
+def test_pending_pods_go_out_in_one_batch_and_again_only_after_the_backoff(
+    local_world: World, recorder: Recorder, namespace: str, forwarders: Any
+) -> None:
+    replica = forwarders("solo")
+    wait_for(replica.leading, 15, "the only replica to lead")
+
+    # A DaemonSet pod that cannot fit its node (pending, but never the provisioner's business) and a pod
+    # bound to that node by name.
+    node = local_world.make_node(
+        labels={"nodewright-e2e/forwarder": namespace},
+        taints=[{"key": "nodewright-e2e/forwarder", "value": namespace, "effect": "NoSchedule"}],
+        cpu="1",
+    )
+    try:
+        local_world.apps.create_namespaced_daemon_set(
+            namespace,
+            {
+                "apiVersion": "apps/v1",
+                "kind": "DaemonSet",
+                "metadata": {"name": "too-big"},
+                "spec": {
+                    "selector": {"matchLabels": {"app": "too-big"}},
+                    "template": {
+                        "metadata": {"labels": {"app": "too-big"}},
+                        "spec": {
+                            "nodeSelector": {"nodewright-e2e/forwarder": namespace},
+                            "tolerations": [{"key": "nodewright-e2e/forwarder", "operator": "Exists"}],
+                            "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "2"}}}],
+                        },
+                    },
+                },
+            },
+        )
+        local_world.core.create_namespaced_pod(
+            namespace,
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "bound"},
+                "spec": {"nodeName": node, "containers": [{"name": "c", "image": "x"}]},
+            },
+        )
+        daemon_pod = wait_for(
+            lambda: next(
+                (
+                    p.metadata.name
+                    for p in local_world.core.list_namespaced_pod(namespace, label_selector="app=too-big").items
+                    if _is_unschedulable(local_world, namespace, p.metadata.name)
+                ),
+                None,
+            ),
+            30,
+            "the DaemonSet's pod to be Unschedulable",
+        )
+
+        names = [f"wait-{i}" for i in range(5)]
+        for name in names:
+            _unschedulable_pod(local_world, namespace, name)
+        created_last = time.time()
+        for name in names:
+            wait_for(lambda n=name: _is_unschedulable(local_world, namespace, n), 30, f"{name} Unschedulable")
+
+        first = wait_for(lambda: recorder.batches_with(namespace), 30, "a batch with the pending pods")[0]
+        # One batch holds all of them, and nothing else from this namespace.
+        assert _names(first) == set(names)
+        assert first["cluster"] == local_world.state.cluster
+        assert first["batch_id"] == _expected_batch_id(first["all_pods"])
+        api_uids = {local_world.core.read_namespaced_pod(n, namespace).metadata.uid for n in names}
+        assert {p["metadata"]["uid"] for p in first["pods"]} == api_uids
+        # The provisioner's loader reads every projection as a pending pod, without errors.
+        assert first["errors"] == [] and first["loaded"] == len(first["all_pods"])
+        assert all(p["spec"]["nodeSelector"] == NO_SUCH_LABEL for p in first["pods"])
+
+        # Still pending, so they go out again, but only once the back-off has passed.
+        second = wait_for(
+            lambda: (b := recorder.batches_with(namespace)) and len(b) >= 2 and b[1], 60, "the re-sent batch"
+        )
+        batches = recorder.batches_with(namespace)
+        assert _names(second) == set(names)
+        assert _parse_time(second["sent_at"]) - _parse_time(first["sent_at"]) >= RESEND_SECONDS
+        # Same pods in the same versions: the same batch id, so the provisioner can tell it is a repeat.
+        versions = {p["metadata"]["uid"]: p["metadata"]["resourceVersion"] for p in first["pods"]}
+        same_versions = versions == {p["metadata"]["uid"]: p["metadata"]["resourceVersion"] for p in second["pods"]}
+        assert (second["batch_id"] == first["batch_id"]) == (
+            same_versions and len(first["all_pods"]) == len(second["all_pods"])
+        )
+        assert same_versions
+
+        # Neither the DaemonSet's pod nor the bound pod was ever sent.
+        sent = set().union(*(_names(b) for b in batches))
+        assert daemon_pod not in sent and "bound" not in sent
+        assert _is_unschedulable(local_world, namespace, daemon_pod)
+
+        sent_lines = [line for line in replica.log_lines() if line.get("message") == "batch sent"]
+        ours = next(line for line in sent_lines if line["batch_id"] == first["batch_id"])
+        print(
+            "\nforwarder e2e figures: "
+            + json.dumps(
+                {
+                    "pods": len(first["all_pods"]),
+                    "bytes": ours["bytes"],
+                    "bytes_per_pod": ours["bytes"] // len(first["all_pods"]),
+                    "window_seconds": ours["window_seconds"],
+                    "last_pod_joined_to_send_seconds": ours["since_last_pod_seconds"],
+                    "invoke_seconds": ours["invoke_seconds"],
+                    "last_pod_created_to_received_seconds": round(first["received_at"] - created_last, 3),
+                    "resend_gap_seconds": round(_parse_time(second["sent_at"]) - _parse_time(first["sent_at"]), 3),
+                }
+            )
+        )
+    finally:
+        local_world.core.delete_node(node)
+
+
+def test_only_the_leader_sends_and_the_other_takes_over(
+    local_world: World, recorder: Recorder, namespace: str, forwarders: Any
+) -> None:
+    a = forwarders("replica-a")
+    wait_for(a.leading, 15, "replica-a to lead")
+    b = forwarders("replica-b")
+    # b watches and is ready, but stays standby while a renews.
+    assert b.ready() and not b.leading()
+
+    _unschedulable_pod(local_world, namespace, "first")
+    batch = wait_for(lambda: recorder.batches_with(namespace), 30, "a batch from the leader")[0]
+    assert _names(batch) == {"first"}
+    wait_for(lambda: a.sent_ok() >= 1, 10, "replica-a to count its batch")
+    assert b.sent_ok() == 0 and not b.leading()
+    ids_from_a = {line.get("batch_id") for line in a.log_lines() if line.get("message") == "batch sent"}
+    assert batch["batch_id"] in ids_from_a
+    assert not [line for line in b.log_lines() if line.get("message") == "batch sent"]
+
+    # The leader stops (as on a rollout: SIGTERM); it hands the Lease back and the standby takes over.
+    assert a.stop() == 0
+    assert any(line.get("message") == "released the lease" for line in a.log_lines())
+    wait_for(b.leading, 15, "replica-b to take over")
+    lease = client.CoordinationV1Api(local_world.api_client).read_namespaced_lease(_lease_name(b), namespace)
+    assert lease.spec.holder_identity == "replica-b"
+
+    _unschedulable_pod(local_world, namespace, "second")
+    after = wait_for(
+        lambda: [x for x in recorder.batches_with(namespace) if "second" in _names(x)], 60, "a batch from replica-b"
+    )[0]
+    ids_from_b = {line.get("batch_id") for line in b.log_lines() if line.get("message") == "batch sent"}
+    assert after["batch_id"] in ids_from_b
+    assert b.sent_ok() >= 1
+
+
+def _lease_name(replica: ForwarderProcess) -> str:
+    start = next(line for line in replica.log_lines() if line.get("message") == "forwarder starting")
+    return str(start["lease"]).split("/", 1)[1]
