@@ -1,0 +1,445 @@
+"""Write the nodewright.io/v1 CustomResourceDefinitions (NodePool, EC2NodeClass, NodeClaim) as YAML.
+
+`python cluster/crds/generate.py` rewrites the three files next to it; a unit test fails when they differ
+from what this script produces, so edit the schema here, never the YAML.
+
+The schemas are structural and follow Karpenter v1's field names and types (karpenter.sh/v1 NodePool and
+NodeClaim, karpenter.k8s.aws/v1 EC2NodeClass), so a Karpenter manifest with its apiVersion changed applies
+unchanged. They reject wrong types, unknown enum values, malformed durations and quantities at admission
+(kubectl's default strict field validation also refuses unknown fields instead of pruning them silently).
+The validation of record is nodewright's loader (nodewright.model.parse), which checks much more
+(cross-field rules, cron schedules, label syntax) and names what nodewright does not support yet; the CRD
+only keeps obviously wrong objects out of the cluster. No `x-kubernetes-preserve-unknown-fields` is used.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+GROUP = "nodewright.io"
+HERE = Path(__file__).parent
+
+# ----------------------------------------------------------------------------------- shared pieces
+
+DURATION = r"^([0-9]+(s|m|h))+$"
+DURATION_OR_NEVER = r"^(([0-9]+(s|m|h))+|Never)$"
+QUANTITY = (
+    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+)
+
+
+def string(**extra: Any) -> dict[str, Any]:
+    return {"type": "string", **extra}
+
+
+def integer(**extra: Any) -> dict[str, Any]:
+    return {"type": "integer", **extra}
+
+
+def boolean() -> dict[str, Any]:
+    return {"type": "boolean"}
+
+
+def obj(properties: dict[str, Any], required: list[str] | None = None, **extra: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        out["required"] = required
+    out.update(extra)
+    return out
+
+
+def array(items: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"type": "array", "items": items, **extra}
+
+
+def string_map(**extra: Any) -> dict[str, Any]:
+    return {"type": "object", "additionalProperties": {"type": "string"}, **extra}
+
+
+def quantity() -> dict[str, Any]:
+    return {"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True, "pattern": QUANTITY}
+
+
+def quantity_map() -> dict[str, Any]:
+    return {"type": "object", "additionalProperties": quantity()}
+
+
+def taints() -> dict[str, Any]:
+    return array(
+        obj(
+            {
+                "key": string(minLength=1),
+                "value": string(),
+                "effect": string(enum=["NoSchedule", "PreferNoSchedule", "NoExecute"]),
+                "timeAdded": string(format="date-time"),
+            },
+            required=["key", "effect"],
+        )
+    )
+
+
+def requirements(max_items: int = 100) -> dict[str, Any]:
+    return array(
+        obj(
+            {
+                "key": string(maxLength=316),
+                "operator": string(enum=["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]),
+                "values": array(string(), **{"x-kubernetes-list-type": "atomic"}),
+                "minValues": integer(minimum=1, maximum=50),
+            },
+            required=["key", "operator"],
+            **{
+                "x-kubernetes-validations": [
+                    {
+                        "rule": "self.operator in ['Exists', 'DoesNotExist'] || "
+                        "(has(self.values) && size(self.values) > 0)",
+                        "message": "In, NotIn, Gt and Lt need at least one value",
+                    },
+                    {
+                        "rule": "!(self.operator in ['Gt', 'Lt']) || (has(self.values) && size(self.values) == 1)",
+                        "message": "Gt and Lt take exactly one value",
+                    },
+                ]
+            },
+        ),
+        maxItems=max_items,
+    )
+
+
+def node_class_ref() -> dict[str, Any]:
+    return obj(
+        {
+            "group": string(minLength=1, pattern=r"^[^/]*$"),
+            "kind": string(minLength=1),
+            "name": string(minLength=1),
+        },
+        required=["group", "kind", "name"],
+    )
+
+
+def conditions() -> dict[str, Any]:
+    return array(
+        obj(
+            {
+                "type": string(minLength=1, maxLength=316),
+                "status": string(enum=["True", "False", "Unknown"]),
+                "reason": string(maxLength=1024),
+                "message": string(maxLength=32768),
+                "lastTransitionTime": string(format="date-time"),
+                "observedGeneration": integer(format="int64", minimum=0),
+            },
+            required=["type", "status"],
+        )
+    )
+
+
+def tag_terms(fields: dict[str, Any]) -> dict[str, Any]:
+    return array(obj(fields), minItems=1, maxItems=30)
+
+
+def tags() -> dict[str, Any]:
+    return string_map(maxProperties=20)
+
+
+def column(name: str, path: str, kind: str = "string", priority: int = 0) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": name, "type": kind, "jsonPath": path}
+    if priority:
+        out["priority"] = priority
+    return out
+
+
+def crd(
+    kind: str, plural: str, short: list[str], spec: dict[str, Any], status: dict[str, Any], columns: list[Any]
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{GROUP}", "labels": {"app.kubernetes.io/part-of": "nodewright"}},
+        "spec": {
+            "group": GROUP,
+            "names": {
+                "kind": kind,
+                "listKind": f"{kind}List",
+                "plural": plural,
+                "singular": kind.lower(),
+                "shortNames": short,
+                "categories": ["nodewright"],
+            },
+            "scope": "Cluster",
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "additionalPrinterColumns": columns,
+                    "schema": {
+                        "openAPIV3Schema": obj(
+                            {
+                                "apiVersion": string(),
+                                "kind": string(),
+                                "metadata": {"type": "object"},
+                                "spec": spec,
+                                "status": status,
+                            },
+                            required=["spec"],
+                        )
+                    },
+                }
+            ],
+        },
+    }
+
+
+READY = '.status.conditions[?(@.type=="Ready")].status'
+AGE = column("Age", ".metadata.creationTimestamp", "date")
+
+# ----------------------------------------------------------------------------------------- NodePool
+
+
+def nodepool() -> dict[str, Any]:
+    budget = obj(
+        {
+            "nodes": string(pattern=r"^((100|[0-9]{1,2})%|[0-9]+)$", default="10%"),
+            "schedule": string(),
+            "duration": string(pattern=r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$"),
+            "reasons": array(string(enum=["Underutilized", "Empty", "Drifted"])),
+        },
+        required=["nodes"],
+        **{
+            "x-kubernetes-validations": [
+                {"rule": "has(self.schedule) == has(self.duration)", "message": "set schedule and duration together"}
+            ]
+        },
+    )
+    spec = obj(
+        {
+            "template": obj(
+                {
+                    "metadata": obj({"labels": string_map(maxProperties=100), "annotations": string_map()}),
+                    "spec": obj(
+                        {
+                            "nodeClassRef": node_class_ref(),
+                            "requirements": requirements(),
+                            "taints": taints(),
+                            "startupTaints": taints(),
+                            "expireAfter": string(pattern=DURATION_OR_NEVER, default="720h"),
+                            "terminationGracePeriod": string(pattern=DURATION),
+                        },
+                        required=["nodeClassRef", "requirements"],
+                    ),
+                },
+                required=["spec"],
+            ),
+            "disruption": obj(
+                {
+                    "consolidationPolicy": string(
+                        enum=["WhenEmpty", "WhenEmptyOrUnderutilized"], default="WhenEmptyOrUnderutilized"
+                    ),
+                    "consolidateAfter": string(pattern=DURATION_OR_NEVER),
+                    "budgets": array(budget, maxItems=50, default=[{"nodes": "10%"}]),
+                },
+                required=["consolidateAfter"],
+                default={"consolidateAfter": "0s"},
+            ),
+            "limits": quantity_map(),
+            "weight": integer(format="int32", minimum=1, maximum=100),
+        },
+        required=["template"],
+    )
+    status = obj({"conditions": conditions(), "resources": quantity_map()})
+    columns = [
+        column("NodeClass", ".spec.template.spec.nodeClassRef.name"),
+        column("Nodes", ".status.resources.nodes"),
+        column("Ready", READY),
+        AGE,
+        column("Weight", ".spec.weight", "integer"),
+        column("CPU", ".status.resources.cpu", priority=1),
+        column("Memory", ".status.resources.memory", priority=1),
+    ]
+    return crd("NodePool", "nodepools", ["np"], spec, status, columns)
+
+
+# ------------------------------------------------------------------------------------- EC2NodeClass
+
+
+def ec2nodeclass() -> dict[str, Any]:
+    ebs = obj(
+        {
+            # Karpenter's quantity restricted to whole Gi/G/Ti/T, as the loader checks it.
+            "volumeSize": string(pattern="^[1-9][0-9]*(Gi|G|Ti|T)$"),
+            "volumeType": string(enum=["standard", "io1", "io2", "gp2", "sc1", "st1", "gp3"]),
+            "iops": integer(format="int64", minimum=100, maximum=256000),
+            "throughput": integer(format="int64", minimum=125, maximum=1000),
+            "encrypted": boolean(),
+            "kmsKeyID": string(),
+            "deleteOnTermination": boolean(),
+            "snapshotID": string(),
+        }
+    )
+    kubelet = obj(
+        {
+            "clusterDNS": array(string()),
+            "maxPods": integer(format="int32", minimum=0),
+            "podsPerCore": integer(format="int32", minimum=0),
+            "systemReserved": string_map(),
+            "kubeReserved": string_map(),
+            "evictionHard": string_map(),
+            "evictionSoft": string_map(),
+            "evictionSoftGracePeriod": string_map(),
+            "evictionMaxPodGracePeriod": integer(format="int32"),
+            "imageGCHighThresholdPercent": integer(format="int32", minimum=0, maximum=100),
+            "imageGCLowThresholdPercent": integer(format="int32", minimum=0, maximum=100),
+            "cpuCFSQuota": boolean(),
+        }
+    )
+    spec = obj(
+        {
+            "amiFamily": string(enum=["AL2", "AL2023", "Bottlerocket", "Custom", "Windows2019", "Windows2022"]),
+            "amiSelectorTerms": tag_terms(
+                {
+                    "alias": string(maxLength=30),
+                    "id": string(pattern="^ami-[0-9a-z]+$"),
+                    "name": string(),
+                    "owner": string(),
+                    "tags": tags(),
+                    "ssmParameter": string(),
+                }
+            ),
+            "subnetSelectorTerms": tag_terms({"id": string(pattern="^subnet-[0-9a-z]+$"), "tags": tags()}),
+            "securityGroupSelectorTerms": tag_terms(
+                {"id": string(pattern="^sg-[0-9a-z]+$"), "name": string(), "tags": tags()}
+            ),
+            "capacityReservationSelectorTerms": array(
+                obj({"id": string(pattern="^cr-[0-9a-z]+$"), "ownerID": string(), "tags": tags()}), maxItems=30
+            ),
+            "role": string(),
+            "instanceProfile": string(),
+            "userData": string(),
+            "tags": string_map(),
+            "kubelet": kubelet,
+            "blockDeviceMappings": array(
+                obj({"deviceName": string(), "rootVolume": boolean(), "ebs": ebs}, required=["deviceName"]),
+                maxItems=50,
+            ),
+            "metadataOptions": obj(
+                {
+                    "httpEndpoint": string(enum=["enabled", "disabled"]),
+                    "httpProtocolIPv6": string(enum=["enabled", "disabled"]),
+                    "httpPutResponseHopLimit": integer(format="int64", minimum=1, maximum=64),
+                    "httpTokens": string(enum=["required", "optional"]),
+                }
+            ),
+            "associatePublicIPAddress": boolean(),
+            "detailedMonitoring": boolean(),
+            "instanceStorePolicy": string(enum=["RAID0"]),
+            "context": string(),
+        },
+        required=["amiSelectorTerms", "subnetSelectorTerms", "securityGroupSelectorTerms"],
+        **{
+            "x-kubernetes-validations": [
+                {
+                    "rule": "has(self.role) != has(self.instanceProfile)",
+                    "message": "set exactly one of role and instanceProfile",
+                }
+            ]
+        },
+    )
+    status = obj(
+        {
+            "conditions": conditions(),
+            "subnets": array(obj({"id": string(), "zone": string(), "zoneID": string()}, required=["id", "zone"])),
+            "securityGroups": array(obj({"id": string(), "name": string()}, required=["id"])),
+            "amis": array(
+                obj({"id": string(), "name": string(), "requirements": requirements()}, required=["id", "requirements"])
+            ),
+            "capacityReservations": array(
+                obj(
+                    {
+                        "id": string(),
+                        "instanceType": string(),
+                        "ownerID": string(),
+                        "availabilityZone": string(),
+                        "instanceMatchCriteria": string(),
+                        "endTime": string(format="date-time"),
+                    },
+                    required=["id"],
+                )
+            ),
+            "instanceProfile": string(),
+        }
+    )
+    columns = [column("Ready", READY), AGE, column("Role", ".spec.role", priority=1)]
+    return crd("EC2NodeClass", "ec2nodeclasses", ["ec2nc"], spec, status, columns)
+
+
+# ---------------------------------------------------------------------------------------- NodeClaim
+
+
+def nodeclaim() -> dict[str, Any]:
+    spec = obj(
+        {
+            "nodeClassRef": node_class_ref(),
+            "requirements": requirements(),
+            "taints": taints(),
+            "startupTaints": taints(),
+            "resources": obj({"requests": quantity_map()}),
+            "expireAfter": string(pattern=DURATION_OR_NEVER),
+            "terminationGracePeriod": string(pattern=DURATION),
+        },
+        required=["nodeClassRef", "requirements"],
+    )
+    status = obj(
+        {
+            "conditions": conditions(),
+            "providerID": string(),
+            "nodeName": string(),
+            "imageID": string(),
+            "capacity": quantity_map(),
+            "allocatable": quantity_map(),
+            "lastPodEventTime": string(format="date-time"),
+        }
+    )
+    label = ".metadata.labels.{}"
+    columns = [
+        column("Type", label.format(r"node\.kubernetes\.io/instance-type")),
+        column("Capacity", label.format(r"karpenter\.sh/capacity-type")),
+        column("Zone", label.format(r"topology\.kubernetes\.io/zone")),
+        column("Node", ".status.nodeName"),
+        column("Ready", READY),
+        AGE,
+        column("ID", ".status.providerID", priority=1),
+        column("NodePool", label.format(r"karpenter\.sh/nodepool"), priority=1),
+        column("NodeClass", ".spec.nodeClassRef.name", priority=1),
+    ]
+    return crd("NodeClaim", "nodeclaims", ["nc"], spec, status, columns)
+
+
+# -------------------------------------------------------------------------------------------- write
+
+HEADER = "# Generated by cluster/crds/generate.py; edit that script, not this file.\n"
+FILES = {
+    "nodewright.io_nodepools.yaml": nodepool,
+    "nodewright.io_ec2nodeclasses.yaml": ec2nodeclass,
+    "nodewright.io_nodeclaims.yaml": nodeclaim,
+}
+
+
+def render() -> dict[str, str]:
+    """File name -> YAML text of every CRD."""
+    return {name: HEADER + yaml.safe_dump(build(), sort_keys=False, width=120) for name, build in FILES.items()}
+
+
+def main() -> int:
+    for name, text in render().items():
+        (HERE / name).write_text(text)
+        print(f"wrote {HERE / name}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

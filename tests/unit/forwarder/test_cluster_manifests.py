@@ -1,0 +1,81 @@
+"""cluster/: the CRDs are what the generator writes, and the manifests agree with the code that reads them."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from nodewright import settings
+from nodewright.forwarder import config as forwarder_config
+
+ROOT = Path(__file__).resolve().parents[3]
+CLUSTER = ROOT / "cluster"
+
+
+def _generator() -> Any:
+    spec = importlib.util.spec_from_file_location("crd_generate", CLUSTER / "crds" / "generate.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _docs(relative: str) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all((CLUSTER / relative).read_text()) if d]
+
+
+def _all_docs() -> list[dict[str, Any]]:
+    kustomization = yaml.safe_load((CLUSTER / "kustomization.yaml").read_text())
+    return [doc for path in kustomization["resources"] for doc in _docs(path)]
+
+
+def test_committed_crds_are_what_the_generator_writes() -> None:
+    for name, text in _generator().render().items():
+        assert (CLUSTER / "crds" / name).read_text() == text, f"run python cluster/crds/generate.py ({name})"
+
+
+def test_crd_schemas_are_structural_without_preserve_unknown_fields() -> None:
+    for path in sorted((CLUSTER / "crds").glob("*.yaml")):
+        text = path.read_text()
+        assert "x-kubernetes-preserve-unknown-fields" not in text
+        crd = yaml.safe_load(text)
+        version = crd["spec"]["versions"][0]
+        assert crd["spec"]["group"] == "nodewright.io" and version["name"] == "v1"
+        assert version["subresources"] == {"status": {}}
+        schema = version["schema"]["openAPIV3Schema"]
+        assert schema["properties"]["spec"]["type"] == "object" and schema["properties"]["spec"]["properties"]
+
+
+def test_kustomization_lists_every_manifest_once() -> None:
+    kustomization = yaml.safe_load((CLUSTER / "kustomization.yaml").read_text())
+    listed = set(kustomization["resources"])
+    on_disk = {str(p.relative_to(CLUSTER)) for p in CLUSTER.rglob("*.yaml") if p.name != "kustomization.yaml"}
+    assert listed == on_disk and len(listed) == len(kustomization["resources"])
+
+
+def test_deployment_sets_every_setting_the_forwarder_requires() -> None:
+    docs = _all_docs()
+    configmap = next(d for d in docs if d["kind"] == "ConfigMap")
+    deployment = next(d for d in docs if d["kind"] == "Deployment")
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    env = set(configmap["data"]) | {e["name"] for e in container["env"]}
+    for required in (settings.CLUSTER, settings.PROVISIONER_FUNCTION, settings.REGION, "POD_NAME", "POD_NAMESPACE"):
+        assert required in env
+    # Every tunable in the ConfigMap is one the forwarder reads (a typo would be silently ignored).
+    documented = set(re.findall(r"\| (NODEWRIGHT_FORWARDER_[A-Z_]+) \|", forwarder_config.__doc__ or ""))
+    for name in configmap["data"]:
+        if name.startswith(forwarder_config.PREFIX):
+            assert name in documented, name
+    assert deployment["spec"]["replicas"] == 2
+    probes = {container["livenessProbe"]["httpGet"]["path"], container["readinessProbe"]["httpGet"]["path"]}
+    assert probes == {"/healthz", "/readyz"}
+    assert container["resources"]["requests"] and container["resources"]["limits"]
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert deployment["spec"]["template"]["spec"]["securityContext"]["runAsNonRoot"] is True
+    pdb = next(d for d in docs if d["kind"] == "PodDisruptionBudget")
+    assert pdb["spec"]["minAvailable"] == 1
+    assert pdb["spec"]["selector"] == deployment["spec"]["selector"]
