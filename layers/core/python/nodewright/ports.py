@@ -94,6 +94,17 @@ class ClusterView:
     unbound_pods: frozenset[str]
 
 
+@dataclass(frozen=True, slots=True)
+class PodEvent:
+    """A Kubernetes event about a pod; `dedupe` names the event so a re-run does not record it twice."""
+
+    pod: str  # namespace/name
+    reason: str
+    message: str
+    type: str = "Normal"
+    dedupe: str = ""
+
+
 class Cluster(Protocol):
     def read(self) -> ClusterView:
         """The cluster as the simulation needs it."""
@@ -113,10 +124,8 @@ class Cluster(Protocol):
         """Delete a NodeClaim (absent is fine)."""
         ...
 
-    def record_event(
-        self, pod_key: str, reason: str, message: str, event_type: str = "Normal", dedupe: str = ""
-    ) -> None:
-        """Record a Kubernetes event on a pod; `dedupe` names the event so a re-run does not repeat it."""
+    def record_events(self, events: Sequence[PodEvent]) -> None:
+        """Record Kubernetes events on pods (in bulk: a batch can name a thousand pods)."""
         ...
 
     def remove_node_taint(self, node: str, taint_key: str) -> None:

@@ -7,12 +7,12 @@ through the same loader as in production. Nothing here talks to a network.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from nodewright.ports import ClusterView, OfferingKey
+from nodewright.ports import ClusterView, OfferingKey, PodEvent
 
 
 def _key(doc: Mapping[str, Any]) -> tuple[str, str, str]:
@@ -90,14 +90,13 @@ class InMemoryCluster:
         self.objects.pop(("NodeClaim", "", name), None)
         self.log.append(f"delete nodeclaim/{name}")
 
-    def record_event(
-        self, pod_key: str, reason: str, message: str, event_type: str = "Normal", dedupe: str = ""
-    ) -> None:
-        key = (pod_key, reason, dedupe or message)
-        if key in self._event_keys:
-            return
-        self._event_keys.add(key)
-        self.events.append(Event(pod_key, reason, message, event_type))
+    def record_events(self, events: Sequence[PodEvent]) -> None:
+        for event in events:
+            key = (event.pod, event.reason, event.dedupe or event.message)
+            if key in self._event_keys:
+                continue
+            self._event_keys.add(key)
+            self.events.append(Event(event.pod, event.reason, event.message, event.type))
 
     def remove_node_taint(self, node: str, taint_key: str) -> None:
         doc = self.objects[("Node", "", node)]

@@ -48,7 +48,7 @@ from nodewright.model.nodepool import NodePool
 from nodewright.model.objects import Node, Pod
 from nodewright.model.quantity import format_canonical
 from nodewright.model.requirements import Operator, Requirement
-from nodewright.ports import Clock, Cloud, Cluster, NodeClassError, OfferingKey, StateStore, Throttled
+from nodewright.ports import Clock, Cloud, Cluster, NodeClassError, OfferingKey, PodEvent, StateStore, Throttled
 from nodewright.scheduling import PlannedNodeClaim, solve
 
 UNAVAILABLE_TTL_SECONDS = 180
@@ -692,19 +692,20 @@ def provision(
     result.timings["launch"] = timer() - started
 
     # 8: events.
+    events: list[PodEvent] = []
     for launched in result.launched:
         for key in launched.pods:
             result.decide("nominated", f"pod/{key}", f"should schedule on nodeclaim/{launched.name}")
-            cluster.record_event(
-                key, "Nominated", f"Pod should schedule on: nodeclaim/{launched.name}", dedupe=launched.name
+            events.append(
+                PodEvent(key, "Nominated", f"Pod should schedule on: nodeclaim/{launched.name}", dedupe=launched.name)
             )
     for refusal in results.unschedulable:
-        cluster.record_event(
-            refusal.pod,
-            "FailedScheduling",
-            f"Failed to schedule pod, {refusal.reason}",
-            "Warning",
-            dedupe=batch.batch_id,
+        events.append(
+            PodEvent(
+                refusal.pod, "FailedScheduling", f"Failed to schedule pod, {refusal.reason}", "Warning", batch.batch_id
+            )
         )
+    if events:
+        cluster.record_events(events)
     result.timings["total"] = timer() - started
     return result

@@ -1,0 +1,194 @@
+"""Provisioner Lambda: a batch of pending pods in, every provisioning decision with its reason out.
+
+Thin by design: parse the forwarder's payload at the edge (Powertools parser), check it is for this
+cluster, run `nodewright.service.provision.provision` once per batch id (Powertools idempotency on the
+stack's DynamoDB table), and map the result to the response, logs and metrics.
+
+Nothing reads settings at import time: clients and adapters are built on the first invocation and kept in
+this module for the container's life (warm invocations reuse the EKS token, resolved EC2NodeClasses,
+launch template names and the instance catalog).
+
+The instance catalog: `NODEWRIGHT_CATALOG=live` (default) reads EC2 DescribeInstanceTypes /
+DescribeInstanceTypeOfferings, the Pricing API and spot price history, falling back to the shipped snapshot
+for whatever fails (`adapters.ec2_catalog.LiveSource`); it is refreshed every hour in a warm container.
+`NODEWRIGHT_CATALOG=snapshot` pins the offline snapshot: for accounts that cannot reach the Pricing API, and
+for the local world, where moto's placeholder spot prices (all 0.00001) would make every spot type look
+free.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.parser import BaseModel, Field, parse
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+logger = Logger(service="nodewright-provisioner")
+tracer = Tracer(service="nodewright-provisioner")
+metrics = Metrics(namespace="nodewright", service="provisioner")
+
+CATALOG_MODE = "NODEWRIGHT_CATALOG"
+CATALOG_TTL_SECONDS = 3600.0
+
+
+class ProvisionRequest(BaseModel):
+    """The forwarder's payload; `pods` are pod projections (pruned pod manifests, camelCase)."""
+
+    batch_id: str = Field(min_length=1, max_length=256)
+    cluster: str = Field(min_length=1)
+    sent_at: str = ""
+    pods: list[dict[str, Any]]
+
+
+class WrongClusterError(ValueError):
+    """The batch names another cluster than the one this provisioner serves."""
+
+
+class _RefreshingCatalog:
+    """An InstanceTypeSource that rebuilds its source's answer after a TTL (prices and offerings move)."""
+
+    def __init__(self, source: Any, ttl: float) -> None:
+        self._source = source
+        self._ttl = ttl
+        self._loaded_at = 0.0
+        self._types: Sequence[Any] | None = None
+
+    def instance_types(self) -> Sequence[Any]:
+        now = time.monotonic()
+        if self._types is None or now - self._loaded_at >= self._ttl:
+            if hasattr(self._source, "invalidate"):
+                self._source.invalidate()
+            self._types = self._source.instance_types()
+            self._loaded_at = now
+        return self._types
+
+
+class _SystemClock:
+    def now(self) -> float:
+        return time.time()
+
+
+@dataclass
+class _Runtime:
+    cluster_name: str
+    run: Any  # the idempotent provisioning function
+    config: Any  # IdempotencyConfig, which needs each invocation's context
+
+
+_RUNTIME: _Runtime | None = None
+
+
+def _runtime() -> _Runtime:
+    """The container's runtime, built on first use."""
+    global _RUNTIME
+    if _RUNTIME is None:
+        _RUNTIME = build_runtime()
+    return _RUNTIME
+
+
+def build_runtime(cluster: Any = None) -> _Runtime:
+    """Build settings, clients, adapters and the idempotent service call (once per container).
+
+    `cluster` replaces the Kubernetes adapter (a dry run against an in-memory cluster, or a test's fake
+    Cluster port); by default the cluster is reached through its EKS endpoint with an EKS token.
+    """
+    import boto3
+    from aws_lambda_powertools.utilities.idempotency import (
+        DynamoDBPersistenceLayer,
+        IdempotencyConfig,
+        idempotent_function,
+    )
+
+    from nodewright.adapters.dynamodb_state import DynamoDBState
+    from nodewright.adapters.ec2_catalog import live_source
+    from nodewright.adapters.ec2_launcher import ec2_cloud
+    from nodewright.adapters.eks_token import EksTokenSource
+    from nodewright.adapters.kubernetes_cluster import KubernetesCluster
+    from nodewright.catalog.snapshot import SnapshotSource
+    from nodewright.service.provision import Batch, provision
+    from nodewright.settings import (
+        TABLE_PARTITION_KEY,
+        TABLE_SORT_KEY,
+        TABLE_TTL_ATTRIBUTE,
+        ProvisionerSettings,
+    )
+
+    settings = ProvisionerSettings.from_env()
+    session = boto3.session.Session(region_name=settings.region)
+    cloud = ec2_cloud(settings.cluster, settings.node_role, settings.instance_profile, settings.region, session)
+    if cluster is None:
+        cluster = KubernetesCluster.from_eks(
+            settings.cluster, cloud.eks, EksTokenSource(settings.cluster, session.client("sts"), settings.region)
+        )
+    dynamodb = session.client("dynamodb")
+    state = DynamoDBState(settings.table, dynamodb)
+    mode = os.environ.get(CATALOG_MODE, "live").strip().lower()
+    source: Any = SnapshotSource(settings.region) if mode == "snapshot" else live_source(settings.region, session)
+    catalog = _RefreshingCatalog(source, CATALOG_TTL_SECONDS)
+    clock = _SystemClock()
+    persistence = DynamoDBPersistenceLayer(
+        table_name=settings.table,
+        key_attr=TABLE_PARTITION_KEY,
+        sort_key_attr=TABLE_SORT_KEY,
+        expiry_attr=TABLE_TTL_ATTRIBUTE,
+        boto3_client=dynamodb,
+    )
+    config = IdempotencyConfig(event_key_jmespath="batch_id", expires_after_seconds=3600)
+
+    @idempotent_function(data_keyword_argument="batch", persistence_store=persistence, config=config)  # type: ignore[untyped-decorator]
+    def run(batch: dict[str, Any]) -> dict[str, Any]:
+        result = provision(
+            Batch(batch["batch_id"], batch["cluster"], batch["pods"], batch.get("sent_at", "")),
+            cluster,
+            cloud,
+            state,
+            clock,
+            catalog,
+        )
+        _emit_metrics(result.to_json())
+        return {"cluster": settings.cluster, **result.to_json()}
+
+    logger.info("provisioner ready", extra={"cluster": settings.cluster, "catalog": mode})
+    return _Runtime(settings.cluster, run, config)
+
+
+def _emit_metrics(result: dict[str, Any]) -> None:
+    summary = result.get("summary", {})
+    metrics.add_metric(
+        "NodeClaimsLaunched", MetricUnit.Count, len([c for c in result["nodeclaims"] if not c["reused"]])
+    )
+    metrics.add_metric("PodsNominated", MetricUnit.Count, summary.get("nominated", 0))
+    metrics.add_metric("PodsUnschedulable", MetricUnit.Count, summary.get("unschedulable", 0))
+    metrics.add_metric("OfferingsUnavailable", MetricUnit.Count, summary.get("unavailable", 0))
+    metrics.add_metric("FleetRequests", MetricUnit.Count, result.get("fleet_requests", 0))
+    timings = result.get("timings", {})
+    if "first_create_fleet" in timings:
+        metrics.add_metric("DecisionLatency", MetricUnit.Milliseconds, timings["first_create_fleet"] * 1000)
+    logger.info(
+        "batch provisioned",
+        extra={"batch_id": result["batch_id"], "summary": summary, "timings": timings},
+    )
+
+
+@logger.inject_lambda_context(log_event=False)
+@tracer.capture_lambda_handler(capture_response=False)
+@metrics.log_metrics(capture_cold_start_metric=True)
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    """Provision one batch. Raises on a malformed payload or a batch for another cluster."""
+    request = parse(event=event, model=ProvisionRequest)
+    runtime = _runtime()
+    if request.cluster != runtime.cluster_name:
+        raise WrongClusterError(
+            f"batch {request.batch_id} is for cluster {request.cluster!r}, but this provisioner serves "
+            f"{runtime.cluster_name!r}; check the forwarder's NODEWRIGHT_CLUSTER"
+        )
+    runtime.config.register_lambda_context(context)
+    logger.append_keys(batch_id=request.batch_id)
+    result: dict[str, Any] = runtime.run(batch=request.model_dump())
+    return result

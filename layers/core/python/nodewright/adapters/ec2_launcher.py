@@ -1,0 +1,366 @@
+"""The Cloud port on AWS: EKS DescribeCluster, EC2 (subnets, security groups, images, reservations, launch
+templates, CreateFleet, instances) and SSM public AMI parameters.
+
+Caches live as long as the adapter, which a warm Lambda container keeps: the cluster description for an
+hour, resolved EC2NodeClasses for `resolve_ttl` seconds (5 minutes: subnets and AMIs change rarely, and a
+new AMI release reaches new nodes within minutes), and launch template names for the container's life
+(a name is a content hash, so a cached name can only go stale if someone deletes the template, which
+`ensure_launch_template` then notices and recreates).
+
+Throttling: botocore's standard retry mode backs off on RequestLimitExceeded; when EC2 still throttles
+after those retries, CreateFleet raises `Throttled` so the service stops launching for this batch.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from nodewright.catalog.catalog import CapacityReservation
+from nodewright.launch.amis import VARIANTS, alias_parameter, image_filters, newest_per_architecture
+from nodewright.launch.fleet import THROTTLING_ERRORS
+from nodewright.launch.template import Image, LaunchTemplateSpec, ResolvedNodeClass, Subnet
+from nodewright.launch.userdata import ClusterInfo
+from nodewright.model.nodeclass import EC2NodeClass, SelectorTerm
+from nodewright.ports import Instance, NodeClassError, Throttled
+
+CLUSTER_INFO_TTL = 3600.0
+RESOLVE_TTL = 300.0
+_LIVE_STATES = ["pending", "running", "stopping", "stopped"]
+
+
+def _tag_filters(tags: Mapping[str, str]) -> list[dict[str, Any]]:
+    """EC2 filters for a selector term's tags; the value `*` means "any value" (the key must exist)."""
+    return [
+        {"Name": "tag-key", "Values": [k]} if v == "*" else {"Name": f"tag:{k}", "Values": [v]}
+        for k, v in sorted(tags.items())
+    ]
+
+
+def _error_code(error: ClientError) -> str:
+    return str(error.response.get("Error", {}).get("Code", ""))
+
+
+class Ec2Cloud:
+    """Cloud port backed by boto3 clients (ec2, ssm, eks) for one cluster.
+
+    `node_role` / `instance_profile` are what the stack created; an EC2NodeClass naming another role or
+    profile is refused, because the provisioner may only pass this one (iam:PassRole is scoped to it).
+    """
+
+    def __init__(
+        self,
+        cluster_name: str,
+        node_role: str,
+        instance_profile: str,
+        ec2: Any,
+        ssm: Any,
+        eks: Any,
+        clock: Callable[[], float] = time.monotonic,
+        resolve_ttl: float = RESOLVE_TTL,
+    ) -> None:
+        self.cluster_name = cluster_name
+        self.node_role = node_role
+        self.instance_profile = instance_profile
+        self.ec2 = ec2
+        self.ssm = ssm
+        self.eks = eks
+        self._clock = clock
+        self._resolve_ttl = resolve_ttl
+        self._info: tuple[float, ClusterInfo] | None = None
+        self._resolved: dict[str, tuple[float, ResolvedNodeClass]] = {}
+        self._templates: set[str] = set()
+
+    # ------------------------------------------------------------------------------------ cluster
+
+    def cluster_info(self) -> ClusterInfo:
+        now = self._clock()
+        if self._info is None or now - self._info[0] >= CLUSTER_INFO_TTL:
+            cluster = self.eks.describe_cluster(name=self.cluster_name)["cluster"]
+            network = cluster.get("kubernetesNetworkConfig") or {}
+            info = ClusterInfo(
+                name=self.cluster_name,
+                endpoint=str(cluster["endpoint"]),
+                ca_data=str((cluster.get("certificateAuthority") or {}).get("data", "")),
+                service_cidr=str(network.get("serviceIpv4Cidr") or network.get("serviceIpv6Cidr") or ""),
+                version=str(cluster.get("version", "")),
+            )
+            self._info = (now, info)
+        return self._info[1]
+
+    # --------------------------------------------------------------------------------- node class
+
+    def resolve_node_class(self, node_class: EC2NodeClass, k8s_version: str) -> ResolvedNodeClass:
+        key = f"{k8s_version}|{node_class!r}"
+        now = self._clock()
+        cached = self._resolved.get(key)
+        if cached is not None and now - cached[0] < self._resolve_ttl:
+            return cached[1]
+        resolved = ResolvedNodeClass(
+            node_class=node_class,
+            subnets=self._subnets(node_class),
+            security_group_ids=self._security_groups(node_class),
+            images=self._images(node_class, k8s_version),
+            instance_profile=self._instance_profile(node_class),
+        )
+        self._resolved[key] = (now, resolved)
+        return resolved
+
+    def _instance_profile(self, node_class: EC2NodeClass) -> str:
+        if node_class.instance_profile:
+            if node_class.instance_profile != self.instance_profile:
+                raise NodeClassError(
+                    f"instanceProfile {node_class.instance_profile} is not the node instance profile nodewright "
+                    f"may use ({self.instance_profile}); set spec.role: {self.node_role} or that profile"
+                )
+            return self.instance_profile
+        if node_class.role and node_class.role not in (self.node_role, self.node_role.rsplit("/", 1)[-1]):
+            raise NodeClassError(
+                f"role {node_class.role} is not the node role nodewright may pass ({self.node_role}); "
+                f"the stack's iam:PassRole covers only that role, so set spec.role: {self.node_role}"
+            )
+        return self.instance_profile
+
+    def _subnets(self, node_class: EC2NodeClass) -> tuple[Subnet, ...]:
+        found: dict[str, Mapping[str, Any]] = {}
+        for term in node_class.subnet_selector_terms:
+            for subnet in self._describe("describe_subnets", "Subnets", term, "SubnetIds", "subnet"):
+                found[str(subnet["SubnetId"])] = subnet
+        if not found:
+            raise NodeClassError(
+                f"no subnet matches subnetSelectorTerms {_describe_terms(node_class.subnet_selector_terms)}"
+            )
+        best: dict[str, Mapping[str, Any]] = {}
+        for subnet in sorted(found.values(), key=lambda s: str(s["SubnetId"])):
+            zone = str(subnet["AvailabilityZone"])
+            # The subnet with the most free addresses takes the zone's launches (as Karpenter does).
+            if zone not in best or int(subnet.get("AvailableIpAddressCount", 0)) > int(
+                best[zone].get("AvailableIpAddressCount", 0)
+            ):
+                best[zone] = subnet
+        return tuple(
+            Subnet(
+                str(s["SubnetId"]),
+                zone,
+                int(s.get("AvailableIpAddressCount", 0)),
+                str(s.get("AvailabilityZoneId", "")),
+            )
+            for zone, s in sorted(best.items())
+        )
+
+    def _security_groups(self, node_class: EC2NodeClass) -> tuple[str, ...]:
+        found: set[str] = set()
+        for term in node_class.security_group_selector_terms:
+            for group in self._describe("describe_security_groups", "SecurityGroups", term, "GroupIds", "group-name"):
+                found.add(str(group["GroupId"]))
+        if not found:
+            raise NodeClassError(
+                f"no security group matches securityGroupSelectorTerms "
+                f"{_describe_terms(node_class.security_group_selector_terms)}"
+            )
+        return tuple(sorted(found))
+
+    def _describe(self, operation: str, key: str, term: SelectorTerm, id_arg: str, name_filter: str) -> list[Any]:
+        kwargs: dict[str, Any] = {}
+        if term.id:
+            kwargs[id_arg] = [term.id]
+        else:
+            filters = _tag_filters(term.tags)
+            if term.name:
+                filters.append(
+                    {"Name": "group-name" if name_filter == "group-name" else "tag:Name", "Values": [term.name]}
+                )
+            kwargs["Filters"] = filters
+        out: list[Any] = []
+        try:
+            for page in self.ec2.get_paginator(operation).paginate(**kwargs):
+                out.extend(page.get(key, ()))
+        except ClientError as error:
+            if _error_code(error).endswith(".NotFound") or _error_code(error).startswith("InvalidGroup"):
+                return []
+            raise
+        return out
+
+    def _images(self, node_class: EC2NodeClass, k8s_version: str) -> dict[tuple[str, str], Image]:
+        images: dict[tuple[str, str], Image] = {}
+        for term in node_class.ami_selector_terms:
+            if term.alias:
+                images.update(self._alias_images(term.alias, k8s_version))
+            elif term.ssm_parameter:
+                value = self.ssm.get_parameter(Name=term.ssm_parameter)["Parameter"]["Value"]
+                images.update(self._images_by_id([str(value)]))
+            else:
+                ids, filters, owners = image_filters(term)
+                kwargs: dict[str, Any] = {}
+                if ids:
+                    kwargs["ImageIds"] = ids
+                if filters:
+                    kwargs["Filters"] = filters
+                if owners:
+                    kwargs["Owners"] = owners
+                found = self.ec2.describe_images(**kwargs).get("Images", [])
+                for arch, image in newest_per_architecture(found).items():
+                    for variant in VARIANTS:
+                        images.setdefault(
+                            (arch, variant), Image(str(image["ImageId"]), arch, variant, str(image.get("Name", "")))
+                        )
+        if not images:
+            raise NodeClassError(
+                f"no AMI found for amiSelectorTerms of EC2NodeClass {node_class.name} (Kubernetes {k8s_version})"
+            )
+        return images
+
+    def _images_by_id(self, ids: list[str]) -> dict[tuple[str, str], Image]:
+        found = self.ec2.describe_images(ImageIds=ids).get("Images", [])
+        return {
+            (arch, variant): Image(str(image["ImageId"]), arch, variant, str(image.get("Name", "")))
+            for arch, image in newest_per_architecture(found).items()
+            for variant in VARIANTS
+        }
+
+    def _alias_images(self, alias: str, k8s_version: str) -> dict[tuple[str, str], Image]:
+        try:
+            names = {
+                alias_parameter(alias, k8s_version, arch, variant): (arch, variant)
+                for arch in ("amd64", "arm64")
+                for variant in VARIANTS
+            }
+        except ValueError as error:
+            raise NodeClassError(str(error)) from error
+        response = self.ssm.get_parameters(Names=sorted(names))
+        out = {}
+        for parameter in response.get("Parameters", []):
+            arch, variant = names[str(parameter["Name"])]
+            out[(arch, variant)] = Image(str(parameter["Value"]), arch, variant, alias)
+        return out
+
+    def capacity_reservations(self, resolved: ResolvedNodeClass) -> Sequence[CapacityReservation]:
+        out: dict[str, CapacityReservation] = {}
+        for term in resolved.node_class.capacity_reservation_selector_terms:
+            kwargs: dict[str, Any] = {"Filters": [{"Name": "state", "Values": ["active"]}]}
+            if term.id:
+                kwargs["CapacityReservationIds"] = [term.id]
+            else:
+                kwargs["Filters"] += _tag_filters(term.tags)
+            if term.owner_id:
+                kwargs["Filters"].append({"Name": "owner-id", "Values": [term.owner_id]})
+            for page in self.ec2.get_paginator("describe_capacity_reservations").paginate(**kwargs):
+                for r in page.get("CapacityReservations", ()):
+                    out[str(r["CapacityReservationId"])] = CapacityReservation(
+                        str(r["CapacityReservationId"]),
+                        str(r["InstanceType"]),
+                        str(r["AvailabilityZone"]),
+                        int(r.get("AvailableInstanceCount", 0)),
+                        "capacity-block" if r.get("ReservationType") == "capacity-block" else "default",
+                    )
+        return [out[k] for k in sorted(out)]
+
+    # ------------------------------------------------------------------------------------- launch
+
+    def ensure_launch_template(self, spec: LaunchTemplateSpec, tags: Mapping[str, str]) -> str:
+        name = spec.name
+        if name in self._templates:
+            return name
+        try:
+            self.ec2.describe_launch_templates(LaunchTemplateNames=[name])
+        except ClientError as error:
+            if "NotFound" not in _error_code(error):
+                raise
+            tag_list = [
+                {"Key": k, "Value": v} for k, v in sorted({**tags, "nodewright.io/hash": spec.content_hash()}.items())
+            ]
+            try:
+                self.ec2.create_launch_template(
+                    LaunchTemplateName=name,
+                    LaunchTemplateData=spec.data(),
+                    TagSpecifications=[{"ResourceType": "launch-template", "Tags": tag_list}],
+                )
+            except ClientError as create_error:
+                # Another invocation created the same content first: the template is there, which is all we need.
+                if "AlreadyExists" not in _error_code(create_error):
+                    raise
+        self._templates.add(name)
+        return name
+
+    def create_fleet(self, request: Mapping[str, Any]) -> Mapping[str, Any]:
+        try:
+            response: Mapping[str, Any] = self.ec2.create_fleet(**request)
+        except ClientError as error:
+            if _error_code(error) in THROTTLING_ERRORS:
+                raise Throttled(f"{_error_code(error)}: {error}") from error
+            if "LaunchTemplate" in _error_code(error) and "NotFound" in _error_code(error):
+                # Someone deleted a template we had cached; forget them so the next attempt recreates it.
+                self._templates.clear()
+            raise
+        return response
+
+    def instances_of_nodeclaim(self, nodeclaim: str) -> Sequence[Instance]:
+        filters = [
+            {"Name": "tag:karpenter.sh/nodeclaim", "Values": [nodeclaim]},
+            {"Name": "tag-key", "Values": [f"kubernetes.io/cluster/{self.cluster_name}"]},
+            {"Name": "instance-state-name", "Values": _LIVE_STATES},
+        ]
+        out = []
+        for page in self.ec2.get_paginator("describe_instances").paginate(Filters=filters):
+            for reservation in page.get("Reservations", ()):
+                for i in reservation.get("Instances", ()):
+                    out.append(_instance(i))
+        return out
+
+    def terminate(self, instance_ids: Iterable[str]) -> None:
+        ids = sorted(set(instance_ids))
+        if not ids:
+            return
+        try:
+            self.ec2.terminate_instances(InstanceIds=ids)
+        except ClientError as error:
+            if _error_code(error) != "InvalidInstanceID.NotFound":
+                raise
+
+
+def _instance(i: Mapping[str, Any]) -> Instance:
+    launch = i.get("LaunchTime")
+    return Instance(
+        id=str(i["InstanceId"]),
+        instance_type=str(i.get("InstanceType", "")),
+        zone=str((i.get("Placement") or {}).get("AvailabilityZone", "")),
+        state=str((i.get("State") or {}).get("Name", "")),
+        capacity_type="spot" if i.get("InstanceLifecycle") == "spot" else "on-demand",
+        launch_time=float(launch.timestamp()) if launch is not None and hasattr(launch, "timestamp") else 0.0,
+        tags={str(t["Key"]): str(t.get("Value", "")) for t in i.get("Tags", ())},
+        image_id=str(i.get("ImageId", "")),
+    )
+
+
+def _describe_terms(terms: Sequence[SelectorTerm]) -> str:
+    parts = []
+    for term in terms:
+        if term.id:
+            parts.append(f"id {term.id}")
+        elif term.name:
+            parts.append(f"name {term.name}")
+        else:
+            parts.append("tags " + ", ".join(f"{k}={v}" for k, v in sorted(term.tags.items())))
+    return "[" + "; ".join(parts) + "]"
+
+
+def ec2_cloud(
+    cluster_name: str, node_role: str, instance_profile: str, region: str, session: Any | None = None
+) -> Ec2Cloud:
+    """An Ec2Cloud with boto3 clients in `region`, standard retries (backoff on throttling)."""
+    import boto3
+    from botocore.config import Config
+
+    session = session or boto3.session.Session()
+    config = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5, read_timeout=30)
+    return Ec2Cloud(
+        cluster_name,
+        node_role,
+        instance_profile,
+        ec2=session.client("ec2", region_name=region, config=config),
+        ssm=session.client("ssm", region_name=region, config=config),
+        eks=session.client("eks", region_name=region, config=config),
+    )

@@ -1,0 +1,328 @@
+"""The provisioner handler against moto (EC2, SSM, EKS, IAM, DynamoDB) with an in-memory Cluster port.
+
+The account is seeded as the local world seeds it (discovery-tagged VPC, subnets and security group, the
+public AMI parameters with real moto AMIs behind them, an EKS cluster record), plus what the stack creates
+(node role and instance profile, the DynamoDB table). The handler runs exactly as in Lambda, except that
+its Cluster port is in memory: the end-to-end tests use the real API server.
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib.util
+import json
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from nodewright.adapters.memory import InMemoryCluster
+from nodewright.localworld.motoserver import seed
+from nodewright.localworld.userdata import parse_user_data
+
+REGION = "us-east-1"
+CLUSTER = "func"
+K8S = "1.31"
+HANDLER = Path(__file__).resolve().parents[2] / "functions" / "provisioner" / "handler.py"
+
+
+def load_handler() -> Any:
+    """A fresh copy of the handler module (its container-level cache starts empty, as in a cold start)."""
+    spec = importlib.util.spec_from_file_location("provisioner_handler_under_test", HANDLER)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@dataclass
+class Context:
+    function_name: str = "provisioner"
+    memory_limit_in_mb: int = 1024
+    invoked_function_arn: str = f"arn:aws:lambda:{REGION}:123456789012:function:provisioner"
+    aws_request_id: str = "req-1"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 60_000
+
+
+@pytest.fixture
+def account(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
+    for key, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_REGION": REGION,
+        "NODEWRIGHT_CLUSTER": CLUSTER,
+        "NODEWRIGHT_TABLE": "nodewright",
+        "NODEWRIGHT_NODE_ROLE": f"{CLUSTER}-node",
+        "NODEWRIGHT_INSTANCE_PROFILE": f"{CLUSTER}-node",
+        "NODEWRIGHT_CATALOG": "snapshot",
+        "POWERTOOLS_TRACE_DISABLED": "true",
+        "POWERTOOLS_METRICS_NAMESPACE": "nodewright",
+    }.items():
+        monkeypatch.setenv(key, value)
+    with mock_aws():
+        ec2 = boto3.client("ec2", region_name=REGION)
+        discovery = [{"Key": "karpenter.sh/discovery", "Value": CLUSTER}]
+        vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+        subnets = {}
+        for i, zone in enumerate(("us-east-1a", "us-east-1b", "us-east-1c")):
+            subnets[zone] = ec2.create_subnet(
+                VpcId=vpc,
+                CidrBlock=f"10.0.{i * 32}.0/19",
+                AvailabilityZone=zone,
+                TagSpecifications=[{"ResourceType": "subnet", "Tags": discovery}],
+            )["Subnet"]["SubnetId"]
+        # An untagged subnet in a fourth zone: selectors must not pick it.
+        ec2.create_subnet(VpcId=vpc, CidrBlock="10.0.96.0/19", AvailabilityZone="us-east-1d")
+        sg = ec2.create_security_group(
+            GroupName="nodes",
+            Description="nodes",
+            VpcId=vpc,
+            TagSpecifications=[{"ResourceType": "security-group", "Tags": discovery}],
+        )["GroupId"]
+        iam = boto3.client("iam", region_name=REGION)
+        trust = {
+            "Statement": [
+                {"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}
+            ]
+        }
+        role = iam.create_role(RoleName=f"{CLUSTER}-node", AssumeRolePolicyDocument=json.dumps(trust))["Role"]["Arn"]
+        iam.create_instance_profile(InstanceProfileName=f"{CLUSTER}-node")
+        iam.add_role_to_instance_profile(InstanceProfileName=f"{CLUSTER}-node", RoleName=f"{CLUSTER}-node")
+        boto3.client("eks", region_name=REGION).create_cluster(
+            name=CLUSTER,
+            version=K8S,
+            roleArn=role,
+            resourcesVpcConfig={"subnetIds": list(subnets.values())},
+            kubernetesNetworkConfig={"serviceIpv4Cidr": "10.100.0.0/16"},
+        )
+        amis = seed(
+            {
+                "region": REGION,
+                "k8s_versions": [K8S],
+                "cluster": CLUSTER,
+                "endpoint": "https://127.0.0.1:6443",
+                "ca_data": base64.b64encode(b"-----BEGIN CERTIFICATE-----\n").decode(),
+            }
+        )["amis"]
+        dynamodb = boto3.client("dynamodb", region_name=REGION)
+        dynamodb.create_table(
+            TableName="nodewright",
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+            AttributeDefinitions=[
+                {"AttributeName": "pk", "AttributeType": "S"},
+                {"AttributeName": "sk", "AttributeType": "S"},
+            ],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        yield {"ec2": ec2, "subnets": subnets, "sg": sg, "amis": amis, "dynamodb": dynamodb}
+
+
+def manifests(
+    *pods: dict[str, Any], role: str = f"{CLUSTER}-node", limits: dict[str, str] | None = None
+) -> list[dict[str, Any]]:
+    pool: dict[str, Any] = {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": "general"},
+        "spec": {
+            "template": {
+                "metadata": {"labels": {"team": "web"}},
+                "spec": {
+                    "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+                    "requirements": [
+                        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+                        {
+                            "key": "karpenter.k8s.aws/instance-family",
+                            "operator": "In",
+                            "values": ["m5", "m6g", "c5", "c6g"],
+                        },
+                    ],
+                    "taints": [{"key": "dedicated", "value": "web", "effect": "NoSchedule"}],
+                },
+            }
+        },
+    }
+    if limits:
+        pool["spec"]["limits"] = limits
+    node_class = {
+        "apiVersion": "karpenter.k8s.aws/v1",
+        "kind": "EC2NodeClass",
+        "metadata": {"name": "default"},
+        "spec": {
+            "amiSelectorTerms": [{"alias": "al2023@latest"}],
+            "role": role,
+            "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": CLUSTER}}],
+            "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": CLUSTER}}],
+            "tags": {"cost-center": "42"},
+        },
+    }
+    return [pool, node_class, *pods]
+
+
+def pod(name: str, cpu: str = "1", **spec: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "containers": [{"name": "c", "image": "app", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}],
+        "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "web", "effect": "NoSchedule"}],
+    }
+    body.update(spec)
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "web"}, "spec": body}
+
+
+def event(cluster: InMemoryCluster, batch_id: str = "batch-1", name: str = CLUSTER) -> dict[str, Any]:
+    return {
+        "batch_id": batch_id,
+        "cluster": name,
+        "sent_at": "2026-12-02T11:00:00Z",
+        "pods": [d for d in cluster.of_kind("Pod") if not d["spec"].get("nodeName")],
+    }
+
+
+def instances(ec2: Any) -> list[dict[str, Any]]:
+    found = []
+    for reservation in ec2.describe_instances(
+        Filters=[{"Name": "tag-key", "Values": [f"kubernetes.io/cluster/{CLUSTER}"]}]
+    )["Reservations"]:
+        found.extend(reservation["Instances"])
+    return found
+
+
+def test_the_handler_launches_tagged_instances_with_bootstrap_user_data_and_records_nodeclaims(
+    account: dict[str, Any],
+) -> None:
+    handler = load_handler()
+    cluster = InMemoryCluster(
+        manifests(*(pod(f"web-{i}") for i in range(3)), pod("arm-0", nodeSelector={"kubernetes.io/arch": "arm64"}))
+    )
+    handler._RUNTIME = handler.build_runtime(cluster=cluster)
+    response = handler.handler(event(cluster), Context())
+
+    assert response["cluster"] == CLUSTER
+    launched = response["nodeclaims"]
+    assert launched and {p for c in launched for p in c["pods"]} == {"web/web-0", "web/web-1", "web/web-2", "web/arm-0"}
+    ec2 = account["ec2"]
+    running = {i["InstanceId"]: i for i in instances(ec2)}
+    assert set(running) == {c["instance_id"] for c in launched}
+    for claim in launched:
+        instance = running[claim["instance_id"]]
+        tags = {t["Key"]: t["Value"] for t in instance["Tags"]}
+        assert tags["karpenter.sh/nodeclaim"] == claim["name"]
+        assert tags["karpenter.sh/nodepool"] == "general"
+        assert tags["eks:eks-cluster-name"] == CLUSTER
+        assert tags["cost-center"] == "42"
+        assert instance["InstanceType"] == claim["instance_type"]
+        assert instance["Placement"]["AvailabilityZone"] == claim["zone"]
+        assert instance["SubnetId"] == account["subnets"][claim["zone"]]
+        # The AMI matches the instance's architecture (from the public SSM parameter for it).
+        arch = "arm64" if instance["Architecture"] == "arm64" else "x86_64"
+        parameter = f"/aws/service/eks/optimized-ami/{K8S}/amazon-linux-2023/{arch}/standard/recommended/image_id"
+        assert instance["ImageId"] == account["amis"][parameter]
+        user_data = ec2.describe_instance_attribute(InstanceId=claim["instance_id"], Attribute="userData")
+        boot = parse_user_data(user_data["UserData"]["Value"])
+        assert boot.cluster_name == CLUSTER
+        assert boot.labels["team"] == "web" and boot.labels["karpenter.sh/capacity-type"] == "on-demand"
+        assert {(t.key, t.value, t.effect) for t in boot.taints} == {
+            ("dedicated", "web", "NoSchedule"),
+            ("karpenter.sh/unregistered", "", "NoExecute"),
+        }
+        record = cluster.nodeclaim(claim["name"])
+        assert record is not None
+        assert record["status"]["providerID"] == f"aws:///{claim['zone']}/{claim['instance_id']}"
+    arm = next(c for c in launched if "web/arm-0" in c["pods"])
+    assert running[arm["instance_id"]]["Architecture"] == "arm64"
+    templates = ec2.describe_launch_templates()["LaunchTemplates"]
+    assert templates and all(t["LaunchTemplateName"].startswith("nodewright-") for t in templates)
+    assert {e.reason for e in cluster.events} == {"Nominated"}
+
+
+def test_the_same_batch_twice_returns_the_recorded_answer_and_launches_nothing_more(account: dict[str, Any]) -> None:
+    handler = load_handler()
+    cluster = InMemoryCluster(manifests(*(pod(f"web-{i}") for i in range(5))))
+    handler._RUNTIME = handler.build_runtime(cluster=cluster)
+    first = handler.handler(event(cluster), Context())
+    count = len(instances(account["ec2"]))
+    second = handler.handler(event(cluster), Context())
+    assert second == first
+    assert len(instances(account["ec2"])) == count == len(first["nodeclaims"])
+    # The idempotency record is in the stack's table, keyed as the settings say.
+    items = account["dynamodb"].scan(TableName="nodewright")["Items"]
+    assert any(i["pk"]["S"].startswith("idempotency#") for i in items)
+    # A new batch id with the same pods still launches nothing: they are nominated to claims in flight.
+    third = handler.handler(event(cluster, "batch-2"), Context())
+    assert third["nodeclaims"] == [] and third["summary"]["waiting"] == 5
+    assert len(instances(account["ec2"])) == count
+
+
+def test_unavailable_offerings_from_the_table_are_not_launched(account: dict[str, Any]) -> None:
+    handler = load_handler()
+    cluster = InMemoryCluster(manifests(pod("web-0")))
+    handler._RUNTIME = handler.build_runtime(cluster=cluster)
+    probe = handler.handler(event(cluster, "probe"), Context())
+    [chosen] = probe["nodeclaims"]
+    # Forget the probe's claim and instance; mark its offering unavailable as a capacity error would.
+    cluster.delete_nodeclaim(chosen["name"])
+    account["ec2"].terminate_instances(InstanceIds=[chosen["instance_id"]])
+    from nodewright.adapters.dynamodb_state import DynamoDBState
+
+    DynamoDBState("nodewright", account["dynamodb"]).mark_unavailable(
+        {(chosen["instance_type"], chosen["zone"], "on-demand"): "InsufficientInstanceCapacity"}, 1e10, 180
+    )
+    again = handler.handler(event(cluster, "batch-2"), Context())
+    [claim] = again["nodeclaims"]
+    assert (claim["instance_type"], claim["zone"]) != (chosen["instance_type"], chosen["zone"])
+
+
+def test_limits_cap_the_launch_and_refusals_carry_the_reason(account: dict[str, Any]) -> None:
+    handler = load_handler()
+    cluster = InMemoryCluster(manifests(*(pod(f"web-{i}", cpu="2") for i in range(12)), limits={"cpu": "8"}))
+    handler._RUNTIME = handler.build_runtime(cluster=cluster)
+    response = handler.handler(event(cluster), Context())
+    vcpus = {
+        t["InstanceType"]: t["VCpuInfo"]["DefaultVCpus"]
+        for t in account["ec2"].describe_instance_types(
+            InstanceTypes=sorted({c["instance_type"] for c in response["nodeclaims"]})
+        )["InstanceTypes"]
+    }
+    assert 0 < sum(vcpus[c["instance_type"]] for c in response["nodeclaims"]) <= 8
+    refused = [d for d in response["decisions"] if d["action"] == "unschedulable"]
+    assert refused and all("limits" in d["reason"] or "limit" in d["reason"] for d in refused)
+
+
+def test_a_batch_for_another_cluster_is_rejected_before_anything_runs(account: dict[str, Any]) -> None:
+    handler = load_handler()
+    cluster = InMemoryCluster(manifests(pod("web-0")))
+    handler._RUNTIME = handler.build_runtime(cluster=cluster)
+    with pytest.raises(handler.WrongClusterError, match="other"):
+        handler.handler(event(cluster, name="other"), Context())
+    assert instances(account["ec2"]) == []
+    with pytest.raises(Exception, match="batch_id"):
+        handler.handler({"cluster": CLUSTER, "pods": []}, Context())
+
+
+def test_a_node_class_naming_another_role_gets_a_clear_decision(account: dict[str, Any]) -> None:
+    handler = load_handler()
+    cluster = InMemoryCluster(manifests(pod("web-0"), role="admin"))
+    handler._RUNTIME = handler.build_runtime(cluster=cluster)
+    response = handler.handler(event(cluster), Context())
+    [invalid] = [d for d in response["decisions"] if d["action"] == "invalid"]
+    assert "role admin is not the node role" in invalid["reason"]
+    assert response["nodeclaims"] == [] and instances(account["ec2"]) == []
+
+
+def test_the_live_catalog_works_against_moto(account: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NODEWRIGHT_CATALOG", "live")
+    handler = load_handler()
+    cluster = InMemoryCluster(manifests(pod("web-0")))
+    handler._RUNTIME = handler.build_runtime(cluster=cluster)
+    response = handler.handler(event(cluster), Context())
+    [claim] = response["nodeclaims"]
+    assert claim["instance_type"].split(".")[0] in ("m5", "m6g", "c5", "c6g")
+    assert len(instances(account["ec2"])) == 1
