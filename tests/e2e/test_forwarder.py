@@ -96,7 +96,7 @@ def _free_port() -> int:
 class ForwarderProcess:
     """One replica: `python -m nodewright.forwarder` with the world's environment and test timings."""
 
-    def __init__(self, world: World, function: str, namespace: str, lease: str, identity: str, log_dir: Path):
+    def __init__(self, world: World, function: str, identity: str, log_dir: Path, overrides: dict[str, str]):
         self.identity = identity
         self.port = _free_port()
         self.log_path = log_dir / f"{identity}.log"
@@ -108,14 +108,13 @@ class ForwarderProcess:
             "NODEWRIGHT_FORWARDER_MAX_SECONDS": "10",
             "NODEWRIGHT_FORWARDER_RESEND_INITIAL_SECONDS": str(RESEND_SECONDS),
             "NODEWRIGHT_FORWARDER_RESEND_MAX_SECONDS": str(RESEND_SECONDS * 4),
-            "NODEWRIGHT_FORWARDER_LEASE_NAME": lease,
             "NODEWRIGHT_FORWARDER_LEASE_SECONDS": "4",
             "NODEWRIGHT_FORWARDER_RENEW_DEADLINE_SECONDS": "3",
             "NODEWRIGHT_FORWARDER_RETRY_SECONDS": "0.5",
             "NODEWRIGHT_FORWARDER_PORT": str(self.port),
             "NODEWRIGHT_FORWARDER_BIND": "127.0.0.1",
             "POD_NAME": identity,
-            "POD_NAMESPACE": namespace,
+            **overrides,
         }
         self._log = self.log_path.open("wb")
         self.process = subprocess.Popen(
@@ -167,6 +166,7 @@ class ForwarderProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+                print(f"forwarder {self.identity} did not stop in time; its log:\n{self.log_path.read_text()[-4000:]}")
         self._log.close()
         return self.process.returncode
 
@@ -178,7 +178,8 @@ def forwarders(local_world: World, recorder: Recorder, namespace: str, tmp_path:
     lease = f"forwarder-{uuid.uuid4().hex[:6]}"
 
     def start(identity: str) -> ForwarderProcess:
-        replica = ForwarderProcess(local_world, recorder.function, namespace, lease, identity, tmp_path)
+        overrides = {"POD_NAMESPACE": namespace, "NODEWRIGHT_FORWARDER_LEASE_NAME": lease}
+        replica = ForwarderProcess(local_world, recorder.function, identity, tmp_path, overrides)
         started.append(replica)
         wait_for(replica.ready, 30, f"forwarder {identity} ready ({replica.log_path})")
         return replica
@@ -379,3 +380,134 @@ def test_only_the_leader_sends_and_the_other_takes_over(
 def _lease_name(replica: ForwarderProcess) -> str:
     start = next(line for line in replica.log_lines() if line.get("message") == "forwarder starting")
     return str(start["lease"]).split("/", 1)[1]
+
+
+# ------------------------------------------------------------------------------------ RBAC of cluster/
+
+CLUSTER_DIR = Path(__file__).resolve().parents[2] / "cluster"
+
+
+def _apply(world: World, relative: str) -> None:
+    """Create the objects of one manifest file (already existing ones are left as they are)."""
+    import yaml
+    from kubernetes import utils
+
+    for doc in yaml.safe_load_all((CLUSTER_DIR / relative).read_text()):
+        if not doc:
+            continue
+        try:
+            utils.create_from_dict(world.api_client, doc)
+        except utils.FailToCreateError as exc:
+            if any(e.status != 409 for e in exc.api_exceptions):
+                raise
+
+
+def _kubeconfig_with_token(world: World, token: str, path: Path) -> Path:
+    import yaml
+
+    server = world.api_client.configuration.host
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "local", "cluster": {"server": server, "certificate-authority": world.state.ca_file}}],
+        "users": [{"name": "forwarder", "user": {"token": token}}],
+        "contexts": [{"name": "forwarder", "context": {"cluster": "local", "user": "forwarder"}}],
+        "current-context": "forwarder",
+    }
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def _allowed(world: World, verb: str, resource: str, group: str = "", namespace: str = "", **who: Any) -> bool:
+    review = client.AuthorizationV1Api(world.api_client).create_subject_access_review(
+        {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SubjectAccessReview",
+            "spec": {
+                "resourceAttributes": {
+                    "verb": verb,
+                    "resource": resource.split("/")[0],
+                    "subresource": resource.split("/")[1] if "/" in resource else "",
+                    "group": group,
+                    "namespace": namespace,
+                },
+                **who,
+            },
+        }
+    )
+    return bool(review.status.allowed)
+
+
+def test_the_forwarder_runs_with_nothing_but_its_own_rbac(
+    local_world: World, recorder: Recorder, namespace: str, tmp_path: Path
+) -> None:
+    for relative in ("namespace.yaml", "forwarder/serviceaccount.yaml", "rbac/forwarder.yaml"):
+        _apply(local_world, relative)
+    token = local_world.core.create_namespaced_service_account_token(
+        "nodewright-forwarder", "nodewright", {"spec": {"expirationSeconds": 3600}}
+    ).status.token
+    kubeconfig = _kubeconfig_with_token(local_world, token, tmp_path / "forwarder.kubeconfig")
+    identity = f"nodewright-forwarder-{uuid.uuid4().hex[:5]}"
+    replica = ForwarderProcess(
+        local_world,
+        recorder.function,
+        identity,
+        tmp_path,
+        {"KUBECONFIG": str(kubeconfig), "POD_NAMESPACE": "nodewright"},  # the default Lease name, as deployed
+    )
+    try:
+        wait_for(replica.ready, 30, f"forwarder ready ({replica.log_path})")
+        wait_for(replica.leading, 30, "the forwarder to hold nodewright/nodewright-forwarder")
+        _unschedulable_pod(local_world, namespace, "needs-a-node")
+        batch = wait_for(lambda: recorder.batches_with(namespace), 30, "a batch sent under the forwarder's RBAC")[0]
+        assert _names(batch) == {"needs-a-node"}
+        lease = client.CoordinationV1Api(local_world.api_client).read_namespaced_lease(
+            "nodewright-forwarder", "nodewright"
+        )
+        assert lease.spec.holder_identity == identity
+        events = local_world.core.list_namespaced_event("nodewright").items
+        assert any(e.reason == "LeaderElection" and identity in (e.message or "") for e in events)
+        # The forwarder logged no permission errors on the way.
+        assert not [line for line in replica.log_lines() if "Forbidden" in json.dumps(line)]
+    finally:
+        assert replica.stop() == 0
+
+    account = {"user": "system:serviceaccount:nodewright:nodewright-forwarder"}
+    assert _allowed(local_world, "watch", "pods", **account)
+    assert not _allowed(local_world, "delete", "pods", namespace="default", **account)
+    assert not _allowed(local_world, "get", "secrets", namespace="nodewright", **account)
+    assert not _allowed(local_world, "update", "leases", "coordination.k8s.io", "kube-system", **account)
+
+
+@pytest.mark.parametrize(
+    ("verb", "resource", "group", "allowed"),
+    [
+        ("list", "nodepools", "nodewright.io", True),
+        ("watch", "ec2nodeclasses", "karpenter.k8s.aws", True),
+        ("get", "nodepools", "karpenter.sh", True),
+        ("create", "nodeclaims", "nodewright.io", True),
+        ("delete", "nodeclaims", "karpenter.sh", True),
+        ("patch", "nodeclaims/status", "nodewright.io", True),
+        ("list", "nodes", "", True),
+        ("patch", "nodes", "", True),
+        ("list", "pods", "", True),
+        ("list", "daemonsets", "apps", True),
+        ("get", "persistentvolumeclaims", "", True),
+        ("get", "persistentvolumes", "", True),
+        ("list", "storageclasses", "storage.k8s.io", True),
+        ("list", "csinodes", "storage.k8s.io", True),
+        ("create", "events", "", True),
+        ("update", "nodepools", "nodewright.io", False),
+        ("delete", "nodes", "", False),
+        ("delete", "pods", "", False),
+        ("create", "pods/eviction", "", False),
+        ("get", "secrets", "", False),
+    ],
+)
+def test_provisioner_group_rbac(local_world: World, verb: str, resource: str, group: str, allowed: bool) -> None:
+    _apply(local_world, "rbac/provisioner.yaml")
+    who = {"user": "arn:aws:sts::123456789012:assumed-role/provisioner/x", "groups": ["nodewright:provisioner"]}
+    namespace = "default" if resource.split("/")[0] in ("pods", "events", "persistentvolumeclaims") else ""
+    assert _allowed(local_world, verb, resource, group, namespace, **who) is allowed
+    # Without the group the same identity gets nothing: the binding is what grants it.
+    assert not _allowed(local_world, verb, resource, group, namespace, user=who["user"])
