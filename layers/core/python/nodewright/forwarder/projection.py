@@ -25,8 +25,6 @@ from typing import Any
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 DEFAULT_SCHEDULER = "default-scheduler"
-# The scheduler's message can list every node's reason; the provisioner only logs it, so keep it bounded.
-MESSAGE_LIMIT = 512
 
 # Pod spec fields the scheduler (and so the simulation) reads, copied as they are.
 _SPEC_FIELDS = (
@@ -196,9 +194,8 @@ def project_pod(pod: Mapping[str, Any]) -> dict[str, Any]:
     }
     condition = pod_scheduled_condition(pod)
     if condition is not None:
+        # The scheduler's message (one reason per node group) is often the largest part of a pending pod and
+        # tells the provisioner nothing its own simulation does not; it is left out.
         kept = {k: condition[k] for k in ("type", "status", "reason", "lastTransitionTime") if k in condition}
-        message = condition.get("message")
-        if isinstance(message, str) and message:
-            kept["message"] = message[:MESSAGE_LIMIT]
         projected["status"] = {"conditions": [kept]}
     return projected
