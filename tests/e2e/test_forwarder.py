@@ -107,7 +107,8 @@ class ForwarderProcess:
             "NODEWRIGHT_FORWARDER_IDLE_SECONDS": "1.5",
             "NODEWRIGHT_FORWARDER_MAX_SECONDS": "10",
             "NODEWRIGHT_FORWARDER_RESEND_INITIAL_SECONDS": str(RESEND_SECONDS),
-            "NODEWRIGHT_FORWARDER_RESEND_MAX_SECONDS": str(RESEND_SECONDS * 4),
+            # The back-off stays at its initial value, so the third send follows the second as fast as the first.
+            "NODEWRIGHT_FORWARDER_RESEND_MAX_SECONDS": str(RESEND_SECONDS),
             "NODEWRIGHT_FORWARDER_LEASE_SECONDS": "4",
             "NODEWRIGHT_FORWARDER_RENEW_DEADLINE_SECONDS": "3",
             "NODEWRIGHT_FORWARDER_RETRY_SECONDS": "0.5",
@@ -191,18 +192,18 @@ def forwarders(local_world: World, recorder: Recorder, namespace: str, tmp_path:
             print(replica.log_path.read_text())
 
 
-def _unschedulable_pod(world: World, namespace: str, name: str, cpu: str = "100m") -> None:
+def _unschedulable_pod(
+    world: World, namespace: str, name: str, selector: dict[str, str] | None = None, tolerate: str = ""
+) -> None:
+    spec: dict[str, Any] = {
+        "nodeSelector": selector or NO_SUCH_LABEL,
+        "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "100m"}}}],
+    }
+    if tolerate:
+        spec["tolerations"] = [{"key": tolerate, "operator": "Exists"}]
     world.core.create_namespaced_pod(
         namespace,
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": name, "labels": {"app": "waiting"}},
-            "spec": {
-                "nodeSelector": NO_SUCH_LABEL,
-                "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}],
-            },
-        },
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"app": "waiting"}}, "spec": spec},
     )
 
 
@@ -284,42 +285,57 @@ def test_pending_pods_go_out_in_one_batch_and_again_only_after_the_backoff(
             "the DaemonSet's pod to be Unschedulable",
         )
 
-        names = [f"wait-{i}" for i in range(5)]
+        # Four pods no node will ever fit, and one that fits once the test labels the node.
+        names = [f"wait-{i}" for i in range(4)]
+        later = {"nodewright-e2e/later": namespace}
         for name in names:
             _unschedulable_pod(local_world, namespace, name)
+        _unschedulable_pod(local_world, namespace, "later", later, tolerate="nodewright-e2e/forwarder")
         created_last = time.time()
-        for name in names:
+        for name in [*names, "later"]:
             wait_for(lambda n=name: _is_unschedulable(local_world, namespace, n), 30, f"{name} Unschedulable")
 
         first = wait_for(lambda: recorder.batches_with(namespace), 30, "a batch with the pending pods")[0]
         # One batch holds all of them, and nothing else from this namespace.
-        assert _names(first) == set(names)
+        assert _names(first) == {*names, "later"}
         assert first["cluster"] == local_world.state.cluster
         assert first["batch_id"] == _expected_batch_id(first["all_pods"])
-        api_uids = {local_world.core.read_namespaced_pod(n, namespace).metadata.uid for n in names}
+        api_uids = {local_world.core.read_namespaced_pod(n, namespace).metadata.uid for n in [*names, "later"]}
         assert {p["metadata"]["uid"] for p in first["pods"]} == api_uids
         # The provisioner's loader reads every projection as a pending pod, without errors.
         assert first["errors"] == [] and first["loaded"] == len(first["all_pods"])
-        assert all(p["spec"]["nodeSelector"] == NO_SUCH_LABEL for p in first["pods"])
+        assert all(p["spec"]["nodeSelector"] in (NO_SUCH_LABEL, later) for p in first["pods"])
 
-        # Still pending, so they go out again, but only once the back-off has passed.
+        # "later" gets a node (as if the provisioner's capacity arrived): the scheduler binds it, and the
+        # forwarder forgets it.
+        local_world.core.patch_node(node, {"metadata": {"labels": later}})
+        wait_for(lambda: local_world.core.read_namespaced_pod("later", namespace).spec.node_name, 30, "later bound")
+
+        # The others are still pending, so they go out again, but only once the back-off has passed.
         second = wait_for(
             lambda: (b := recorder.batches_with(namespace)) and len(b) >= 2 and b[1], 60, "the re-sent batch"
         )
-        batches = recorder.batches_with(namespace)
         assert _names(second) == set(names)
         assert _parse_time(second["sent_at"]) - _parse_time(first["sent_at"]) >= RESEND_SECONDS
-        # Same pods in the same versions: the same batch id, so the provisioner can tell it is a repeat.
-        versions = {p["metadata"]["uid"]: p["metadata"]["resourceVersion"] for p in first["pods"]}
-        same_versions = versions == {p["metadata"]["uid"]: p["metadata"]["resourceVersion"] for p in second["pods"]}
-        assert (second["batch_id"] == first["batch_id"]) == (
-            same_versions and len(first["all_pods"]) == len(second["all_pods"])
+        assert second["batch_id"] == _expected_batch_id(second["all_pods"]) != first["batch_id"]
+        # And again: the same pods in the same versions give the same batch id, so the provisioner can
+        # tell a repeat from new work.
+        third = wait_for(
+            lambda: (b := recorder.batches_with(namespace)) and len(b) >= 3 and b[2], 60, "the third batch"
         )
-        assert same_versions
+        assert _names(third) == set(names)
+        assert _parse_time(third["sent_at"]) - _parse_time(second["sent_at"]) >= RESEND_SECONDS
+        versions = [
+            {p["metadata"]["uid"]: p["metadata"]["resourceVersion"] for p in b["all_pods"]} for b in (second, third)
+        ]
+        assert versions[0] == versions[1]
+        assert third["batch_id"] == second["batch_id"]
 
-        # Neither the DaemonSet's pod nor the bound pod was ever sent.
+        # Neither the DaemonSet's pod nor the bound pod was ever sent, and "later" only before it was bound.
+        batches = recorder.batches_with(namespace)
         sent = set().union(*(_names(b) for b in batches))
         assert daemon_pod not in sent and "bound" not in sent
+        assert [b["batch_id"] for b in batches if "later" in _names(b)] == [first["batch_id"]]
         assert _is_unschedulable(local_world, namespace, daemon_pod)
 
         sent_lines = [line for line in replica.log_lines() if line.get("message") == "batch sent"]
@@ -375,6 +391,19 @@ def test_only_the_leader_sends_and_the_other_takes_over(
     ids_from_b = {line.get("batch_id") for line in b.log_lines() if line.get("message") == "batch sent"}
     assert after["batch_id"] in ids_from_b
     assert b.sent_ok() >= 1
+
+    # A leader that dies without handing the Lease back (SIGKILL) is replaced once its lease expires.
+    c = forwarders("replica-c")
+    assert not c.leading()
+    assert b.stop(signal.SIGKILL) == -signal.SIGKILL
+    wait_for(c.leading, 30, "replica-c to take the expired lease")
+    lease = client.CoordinationV1Api(local_world.api_client).read_namespaced_lease(_lease_name(c), namespace)
+    assert lease.spec.holder_identity == "replica-c" and lease.spec.lease_transitions >= 2
+    _unschedulable_pod(local_world, namespace, "third")
+    last = wait_for(
+        lambda: [x for x in recorder.batches_with(namespace) if "third" in _names(x)], 60, "a batch from replica-c"
+    )[0]
+    assert last["batch_id"] in {line.get("batch_id") for line in c.log_lines() if line.get("message") == "batch sent"}
 
 
 def _lease_name(replica: ForwarderProcess) -> str:
