@@ -1,0 +1,1 @@
+"""The CDK app that deploys nodewright: one stack composed from one construct module per component."""

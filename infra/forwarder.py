@@ -1,0 +1,48 @@
+"""The in-cluster forwarder's AWS identity: an IAM role for EKS Pod Identity that may invoke the
+provisioner and nothing else, associated with the forwarder's service account."""
+
+from __future__ import annotations
+
+from aws_cdk import aws_eks as eks
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from constructs import Construct
+
+NAMESPACE = "nodewright"
+SERVICE_ACCOUNT = "nodewright-forwarder"
+
+
+class ForwarderAccess(Construct):
+    """`role` and the Pod Identity `association` for `nodewright/nodewright-forwarder`."""
+
+    def __init__(
+        self, scope: Construct, construct_id: str, *, cluster_name: str, provisioner: lambda_.IFunction
+    ) -> None:
+        super().__init__(scope, construct_id)
+        # Pod Identity assumes the role with session tags (cluster, namespace, service account).
+        self.role = iam.Role(
+            self,
+            "Role",
+            assumed_by=iam.SessionTagsPrincipal(iam.ServicePrincipal("pods.eks.amazonaws.com")),
+            description=f"nodewright forwarder in {NAMESPACE}/{SERVICE_ACCOUNT} on EKS cluster {cluster_name}",
+            inline_policies={
+                "InvokeProvisioner": iam.PolicyDocument(
+                    statements=[
+                        # The unqualified function ARN only: no versions or aliases, no other function.
+                        iam.PolicyStatement(
+                            sid="InvokeTheProvisioner",
+                            actions=["lambda:InvokeFunction"],
+                            resources=[provisioner.function_arn],
+                        )
+                    ]
+                )
+            },
+        )
+        self.association = eks.CfnPodIdentityAssociation(
+            self,
+            "PodIdentity",
+            cluster_name=cluster_name,
+            namespace=NAMESPACE,
+            service_account=SERVICE_ACCOUNT,
+            role_arn=self.role.role_arn,
+        )

@@ -1,0 +1,314 @@
+"""The provisioner Lambda: its code, execution role and least-privilege policy, logs, and cluster access.
+
+The forwarder invokes it synchronously with a batch of pending pods; it reads the cluster, runs the
+scheduling simulation and launches capacity with CreateFleet.
+
+Sizing, and why:
+- 1769 MB: the scheduling simulation is single-threaded CPU-bound Python, and 1769 MB is where Lambda
+  gives a function one full vCPU; more memory would buy cores it cannot use.
+- 120 s timeout: a batch can open several NodeClaims, each a CreateFleet call that may be retried on
+  insufficient capacity or throttling; the forwarder's read timeout must be longer than this.
+- Reserved concurrency 1: provisioning is serialized per cluster, as Karpenter's single provisioning loop
+  is. Two overlapping batches that both saw the same pending pods would otherwise both launch for them;
+  a throttled invocation is retried by the forwarder with back-off.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_eks as eks
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from infra import build, nag
+from infra.config import Settings
+from infra.layers import ARCHITECTURE, RUNTIME, Layers, code_from_bundle
+from infra.network import attach_to_vpc
+from nodewright import settings as env
+
+SOURCE = build.REPO_ROOT / "functions" / "provisioner"
+HANDLER = "handler.handler"
+MEMORY_MB = 1769
+TIMEOUT = Duration.seconds(120)
+RESERVED_CONCURRENCY = 1
+LOG_RETENTION = logs.RetentionDays.ONE_MONTH
+KUBERNETES_GROUP = "nodewright:provisioner"  # bound to a ClusterRole by cluster/ (RBAC)
+POWERTOOLS_SERVICE_NAME = "nodewright-provisioner"
+POWERTOOLS_METRICS_NAMESPACE = "Nodewright"
+CATALOG_VARIABLE = "NODEWRIGHT_CATALOG"  # read by functions/provisioner/handler.py (live | snapshot)
+OWNED = "owned"
+DISCOVERY_TAG_KEY = "karpenter.sh/discovery"
+TABLE_ACTIONS = (
+    "dynamodb:GetItem",
+    "dynamodb:BatchGetItem",
+    "dynamodb:Query",
+    "dynamodb:Scan",
+    "dynamodb:ConditionCheckItem",
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+    "dynamodb:DeleteItem",
+    "dynamodb:BatchWriteItem",
+    "dynamodb:DescribeTable",
+)
+# The create calls whose tag specifications ec2:CreateTags may apply (it may tag nothing else).
+CREATE_ACTIONS = ("RunInstances", "CreateFleet", "CreateLaunchTemplate")
+
+
+class Provisioner(Construct):
+    """`function`, its `role`, `log_group`, the `policy` and the EKS `access_entry`."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        settings: Settings,
+        layers: Layers,
+        table: dynamodb.ITable,
+        node_role: iam.IRole,
+        instance_profile: iam.IInstanceProfile,
+        source: Path = SOURCE,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        stack = Stack.of(self)
+        self.role = iam.Role(
+            self,
+            "Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"nodewright provisioner for EKS cluster {settings.cluster_name}",
+        )
+        self.log_group = logs.LogGroup(self, "Logs", retention=LOG_RETENTION, removal_policy=RemovalPolicy.DESTROY)
+        self.policy = iam.Policy(
+            self,
+            "Policy",
+            statements=provisioner_statements(stack, settings, node_role.role_arn),
+        )
+        self.policy.attach_to_role(self.role)
+        # Writes only to its own log group (no logs:CreateLogGroup, no other groups).
+        self.log_group.grant_write(self.role)
+        # Item reads and writes on the table itself; no streams, no indexes, no table administration.
+        table.grant(self.role, *TABLE_ACTIONS)
+
+        environment = {
+            env.CLUSTER: settings.cluster_name,
+            env.TABLE: table.table_name,
+            env.NODE_ROLE: node_role.role_name,
+            env.INSTANCE_PROFILE: instance_profile.instance_profile_name,
+            "POWERTOOLS_SERVICE_NAME": POWERTOOLS_SERVICE_NAME,
+            "POWERTOOLS_METRICS_NAMESPACE": POWERTOOLS_METRICS_NAMESPACE,
+        }
+        if settings.catalog is not None:
+            environment[CATALOG_VARIABLE] = settings.catalog
+        self.function = lambda_.Function(
+            self,
+            "Function",
+            description=f"nodewright provisioner: pending pods to EC2 capacity for {settings.cluster_name}",
+            runtime=RUNTIME,
+            architecture=ARCHITECTURE,
+            handler=HANDLER,
+            code=code_from_bundle(build.function_bundle(source, "provisioner")),
+            layers=[layers.core, layers.dependencies],
+            role=self.role,
+            memory_size=MEMORY_MB,
+            timeout=TIMEOUT,
+            reserved_concurrent_executions=RESERVED_CONCURRENCY,
+            tracing=lambda_.Tracing.ACTIVE,
+            log_group=self.log_group,
+            environment=environment,
+        )
+        # The first invocation must find every permission in place, not only the role's default policy.
+        self.function.node.add_dependency(self.policy)
+        if settings.vpc is not None:
+            attach_to_vpc(self.function, self.policy, settings.vpc)
+
+        self.access_entry = eks.CfnAccessEntry(
+            self,
+            "AccessEntry",
+            cluster_name=settings.cluster_name,
+            principal_arn=self.role.role_arn,
+            type="STANDARD",
+            kubernetes_groups=[KUBERNETES_GROUP],
+        )
+        self._acknowledge(settings)
+
+    def _acknowledge(self, settings: Settings) -> None:
+        nag.acknowledge(
+            self.policy,
+            "AwsSolutions-IAM5",
+            "EC2 Describe* calls and pricing:GetProducts do not support resource-level permissions, so "
+            "they can only be granted on '*'; no other action is granted on '*'.",
+            findings=["Action::ec2:Describe*", "Resource::*"],
+        )
+        nag.acknowledge(
+            self.policy,
+            "AwsSolutions-IAM5",
+            "Instances, volumes, fleets and launch templates do not exist before they are created, so "
+            "their ARNs end in '*'; each statement is bounded by the cluster ownership tag "
+            f"({settings.cluster_tag_key}=owned) in the request or on the resource, or by the "
+            f"discovery tag ({DISCOVERY_TAG_KEY}) on subnets and security groups, or by "
+            "ec2:CreateAction for tagging.",
+            findings=[f"Resource::{_nag_ec2_arn(kind)}" for kind in _EC2_ACCOUNT_RESOURCES + _TAGGED_ON_CREATE]
+            + [f"Resource::{_nag_ec2_arn(kind, account=False)}" for kind in _EC2_ACCOUNTLESS_RESOURCES],
+        )
+        nag.acknowledge(
+            self.policy,
+            "AwsSolutions-IAM5",
+            "The public AMI parameters are a hierarchy per Kubernetes version, OS variant and "
+            "architecture; access is limited to the EKS optimized AMI and Bottlerocket subtrees.",
+            findings=[f"Resource::{arn}" for arn in _ami_parameter_patterns(settings)],
+        )
+        nag.acknowledge(
+            self.role,
+            "AwsSolutions-IAM5",
+            "X-Ray's PutTraceSegments and PutTelemetryRecords do not support resource-level permissions; "
+            "the CDK grants them on '*' for active tracing.",
+            findings=["Resource::*"],
+        )
+        nag.acknowledge(
+            self.function,
+            "AwsSolutions-L1",
+            "The functions run Python 3.11: the project requires it (requires-python <3.12) and the layers "
+            "ship .pyc files compiled for 3.11, which no newer runtime would load.",
+        )
+
+
+# EC2 resource types a launch creates and tags (instance, volume, fleet) or that nodewright creates
+# for itself (launch-template). Requests for them must carry the cluster tag.
+_TAGGED_ON_CREATE = ("fleet", "instance", "volume", "launch-template", "network-interface", "spot-instances-request")
+# Resource types a launch uses without creating them under the cluster tag (images and snapshots have
+# no account in their ARN); subnets and security groups are further bound by the discovery tag.
+_EC2_ACCOUNT_RESOURCES = ("subnet", "security-group", "capacity-reservation")
+_EC2_ACCOUNTLESS_RESOURCES = ("image", "snapshot")
+
+
+def _nag_ec2_arn(kind: str, account: bool = True) -> str:
+    """How cdk-nag prints `arn:<partition>:ec2:<region>:<account>:<kind>/*` (pseudo parameters in <>)."""
+    owner = "<AWS::AccountId>" if account else ""
+    return f"arn:<AWS::Partition>:ec2:<AWS::Region>:{owner}:{kind}/*"
+
+
+def _ami_parameter_patterns(settings: Settings) -> list[str]:
+    version = settings.kubernetes_version
+    if version is None:
+        names = ["aws/service/eks/optimized-ami/*", "aws/service/bottlerocket/*"]
+    else:
+        names = [f"aws/service/eks/optimized-ami/{version}/*", f"aws/service/bottlerocket/aws-k8s-{version}*"]
+    return [f"arn:<AWS::Partition>:ssm:<AWS::Region>::parameter/{name}" for name in names]
+
+
+def provisioner_statements(stack: Stack, settings: Settings, node_role_arn: str) -> list[iam.PolicyStatement]:
+    """Everything the provisioner may do in AWS, each statement as narrow as the API allows."""
+
+    def ec2(kind: str, account: bool = True) -> str:
+        return stack.format_arn(
+            service="ec2",
+            account=None if account else "",
+            resource=kind,
+            resource_name="*",
+            arn_format=ArnFormat.SLASH_RESOURCE_NAME,
+        )
+
+    request_tagged = {"StringEquals": {f"aws:RequestTag/{settings.cluster_tag_key}": OWNED}}
+    resource_tagged = {"StringEquals": {f"aws:ResourceTag/{settings.cluster_tag_key}": OWNED}}
+    launch = ["ec2:RunInstances", "ec2:CreateFleet"]
+    version = settings.kubernetes_version
+    ami_parameters = (
+        ["aws/service/eks/optimized-ami/*", "aws/service/bottlerocket/*"]
+        if version is None
+        else [f"aws/service/eks/optimized-ami/{version}/*", f"aws/service/bottlerocket/aws-k8s-{version}*"]
+    )
+    return [
+        iam.PolicyStatement(
+            sid="LaunchOnlyClusterTaggedCapacity",
+            actions=launch,
+            resources=[ec2("fleet"), ec2("instance"), ec2("volume")],
+            conditions=request_tagged,
+        ),
+        iam.PolicyStatement(
+            sid="CreateOnlyClusterTaggedLaunchTemplates",
+            actions=["ec2:CreateLaunchTemplate"],
+            resources=[ec2("launch-template")],
+            conditions=request_tagged,
+        ),
+        iam.PolicyStatement(
+            sid="LaunchFromOwnLaunchTemplates",
+            actions=launch,
+            resources=[ec2("launch-template")],
+            conditions=resource_tagged,
+        ),
+        iam.PolicyStatement(
+            sid="LaunchIntoDiscoveredNetwork",
+            actions=launch,
+            resources=[ec2("subnet"), ec2("security-group")],
+            conditions={"StringEquals": {f"aws:ResourceTag/{DISCOVERY_TAG_KEY}": settings.discovery_tag}},
+        ),
+        iam.PolicyStatement(
+            # Created only alongside an instance the first statement already requires to be tagged.
+            sid="LaunchWithImagesInterfacesAndReservations",
+            actions=launch,
+            resources=[
+                ec2("image", account=False),
+                ec2("snapshot", account=False),
+                ec2("network-interface"),
+                ec2("spot-instances-request"),
+                ec2("capacity-reservation"),
+            ],
+        ),
+        iam.PolicyStatement(
+            sid="TagOnlyWhileCreating",
+            actions=["ec2:CreateTags"],
+            resources=[ec2(kind) for kind in _TAGGED_ON_CREATE],
+            conditions={"StringEquals": {"ec2:CreateAction": list(CREATE_ACTIONS)}},
+        ),
+        iam.PolicyStatement(
+            sid="TerminateOnlyClusterInstances",
+            actions=["ec2:TerminateInstances"],
+            resources=[ec2("instance")],
+            conditions=resource_tagged,
+        ),
+        iam.PolicyStatement(
+            sid="DeleteOnlyClusterLaunchTemplates",
+            actions=["ec2:DeleteLaunchTemplate"],
+            resources=[ec2("launch-template")],
+            conditions=resource_tagged,
+        ),
+        iam.PolicyStatement(sid="Describe", actions=["ec2:Describe*"], resources=["*"]),
+        iam.PolicyStatement(
+            sid="PassOnlyTheNodeRoleToEC2",
+            actions=["iam:PassRole"],
+            resources=[node_role_arn],
+            conditions={"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}},
+        ),
+        iam.PolicyStatement(
+            sid="ReadPublicAmiParameters",
+            actions=["ssm:GetParameter"],
+            resources=[
+                stack.format_arn(
+                    service="ssm",
+                    account="",
+                    resource="parameter",
+                    resource_name=name,
+                    arn_format=ArnFormat.SLASH_RESOURCE_NAME,
+                )
+                for name in ami_parameters
+            ],
+        ),
+        iam.PolicyStatement(sid="ReadPrices", actions=["pricing:GetProducts"], resources=["*"]),
+        iam.PolicyStatement(
+            sid="DescribeTheCluster",
+            actions=["eks:DescribeCluster"],
+            resources=[
+                stack.format_arn(
+                    service="eks",
+                    resource="cluster",
+                    resource_name=settings.cluster_name,
+                    arn_format=ArnFormat.SLASH_RESOURCE_NAME,
+                )
+            ],
+        ),
+    ]

@@ -1,0 +1,69 @@
+"""The one nodewright stack, composed from one construct per component."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from aws_cdk import CfnOutput, Stack, Tags
+from constructs import Construct
+
+from infra.config import Settings
+from infra.forwarder import ForwarderAccess
+from infra.layers import Layers
+from infra.nodes import NodeIdentity
+from infra.provisioner import SOURCE as PROVISIONER_SOURCE
+from infra.provisioner import Provisioner
+from infra.table import StateTable
+
+
+class NodewrightStack(Stack):
+    """Layers, table, node identity, provisioner and forwarder access for one EKS cluster."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        settings: Settings,
+        provisioner_source: Path = PROVISIONER_SOURCE,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            scope,
+            construct_id,
+            description=f"nodewright: serverless node autoscaling for EKS cluster {settings.cluster_name}",
+            **kwargs,
+        )
+        Tags.of(self).add("nodewright:cluster", settings.cluster_name)
+        layers = Layers(self, "Layers")
+        state = StateTable(self, "State")
+        nodes = NodeIdentity(self, "Nodes", cluster_name=settings.cluster_name)
+        provisioner = Provisioner(
+            self,
+            "Provisioner",
+            settings=settings,
+            layers=layers,
+            table=state.table,
+            node_role=nodes.role,
+            instance_profile=nodes.instance_profile,
+            source=provisioner_source,
+        )
+        forwarder = ForwarderAccess(
+            self, "Forwarder", cluster_name=settings.cluster_name, provisioner=provisioner.function
+        )
+        self.layers, self.state, self.nodes = layers, state, nodes
+        self.provisioner, self.forwarder = provisioner, forwarder
+
+        # What the forwarder's Deployment and the EC2NodeClass need (the local world exports these too).
+        outputs = {
+            "ProvisionerFunctionName": provisioner.function.function_name,
+            "ProvisionerFunctionArn": provisioner.function.function_arn,
+            "TableName": state.table.table_name,
+            "NodeRoleName": nodes.role.role_name,
+            "NodeRoleArn": nodes.role.role_arn,
+            "InstanceProfileName": nodes.instance_profile.instance_profile_name,
+            "ForwarderRoleArn": forwarder.role.role_arn,
+        }
+        for name, value in outputs.items():
+            CfnOutput(self, name, value=value)

@@ -1,0 +1,404 @@
+"""Template tests: the synthesized stack has exactly the resources, settings and permissions intended.
+
+The IAM tests read every statement of every policy attached to the provisioner's role and check the
+conditions the design demands (cluster tag in the request or on the resource, ec2:CreateAction,
+iam:PassedToService) and that no action outside the intended set is granted.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aws_cdk.assertions import Template
+from conftest import CLUSTER, Synth, synth
+
+from nodewright import settings
+
+OWNED_TAG = f"kubernetes.io/cluster/{CLUSTER}"
+LAUNCH = {"ec2:RunInstances", "ec2:CreateFleet"}
+EXPECTED_ACTIONS = {
+    "ec2:RunInstances",
+    "ec2:CreateFleet",
+    "ec2:CreateLaunchTemplate",
+    "ec2:CreateTags",
+    "ec2:TerminateInstances",
+    "ec2:DeleteLaunchTemplate",
+    "ec2:Describe*",
+    "iam:PassRole",
+    "ssm:GetParameter",
+    "pricing:GetProducts",
+    "eks:DescribeCluster",
+    "dynamodb:GetItem",
+    "dynamodb:BatchGetItem",
+    "dynamodb:Query",
+    "dynamodb:Scan",
+    "dynamodb:ConditionCheckItem",
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+    "dynamodb:DeleteItem",
+    "dynamodb:BatchWriteItem",
+    "dynamodb:DescribeTable",
+    "logs:CreateLogStream",
+    "logs:PutLogEvents",
+    "xray:PutTraceSegments",
+    "xray:PutTelemetryRecords",
+}
+# Actions that AWS only authorizes on "*" (no resource-level permissions).
+STAR_ONLY = {"ec2:Describe*", "pricing:GetProducts", "xray:PutTraceSegments", "xray:PutTelemetryRecords"}
+
+
+def render(value: Any) -> str:
+    """An intrinsic-function value as a readable string: Fn::Join concatenated, Ref/GetAtt as ${...}."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and "Fn::Join" in value:
+        separator, parts = value["Fn::Join"]
+        return str(separator).join(render(p) for p in parts)
+    if isinstance(value, dict) and "Ref" in value:
+        return "${" + str(value["Ref"]) + "}"
+    if isinstance(value, dict) and "Fn::GetAtt" in value:
+        return "${" + ".".join(value["Fn::GetAtt"]) + "}"
+    raise AssertionError(f"unexpected intrinsic {value!r}")
+
+
+def listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def logical_id(s: Synth, kind: str, path_part: str) -> str:
+    """The one resource of `kind` whose construct path contains `path_part`."""
+    matches = [
+        k
+        for k, v in s.resources(kind).items()
+        if path_part in v.get("Metadata", {}).get("aws:cdk:path", "") or path_part in k
+    ]
+    assert len(matches) == 1, (kind, path_part, matches)
+    return matches[0]
+
+
+def role_statements(s: Synth, role_id: str) -> list[dict[str, Any]]:
+    """Every statement of every AWS::IAM::Policy attached to `role_id`, plus the role's inline policies."""
+    statements: list[dict[str, Any]] = []
+    for policy in s.resources("AWS::IAM::Policy").values():
+        roles = [r.get("Ref") for r in policy["Properties"].get("Roles", [])]
+        if role_id in roles:
+            statements.extend(policy["Properties"]["PolicyDocument"]["Statement"])
+    for inline in s.template["Resources"][role_id]["Properties"].get("Policies", []):
+        statements.extend(inline["PolicyDocument"]["Statement"])
+    return statements
+
+
+@pytest.fixture(scope="module")
+def provisioner_statements(default_synth: Synth) -> list[dict[str, Any]]:
+    role = logical_id(default_synth, "AWS::IAM::Role", "ProvisionerRole")
+    statements = role_statements(default_synth, role)
+    assert all(st["Effect"] == "Allow" for st in statements)
+    return statements
+
+
+def granting(statements: list[dict[str, Any]], action: str) -> list[dict[str, Any]]:
+    return [st for st in statements if action in listed(st["Action"])]
+
+
+def test_the_stack_holds_exactly_the_components(default_synth: Synth) -> None:
+    template = Template.from_json(default_synth.template)
+    template.resource_count_is("AWS::Lambda::Function", 1)
+    template.resource_count_is("AWS::Lambda::LayerVersion", 2)
+    template.resource_count_is("AWS::DynamoDB::Table", 1)
+    template.resource_count_is("AWS::IAM::Role", 3)
+    template.resource_count_is("AWS::IAM::InstanceProfile", 1)
+    template.resource_count_is("AWS::EKS::AccessEntry", 2)
+    template.resource_count_is("AWS::EKS::PodIdentityAssociation", 1)
+    template.resource_count_is("AWS::Logs::LogGroup", 1)
+    # No custom resources: they would need Lambda functions of their own (the CDK's log-retention one,
+    # for instance) that neither least privilege nor the local world's CloudFormation wants.
+    kinds = {r["Type"] for r in default_synth.template["Resources"].values()}
+    assert not [k for k in kinds if k.startswith("Custom::") or k == "AWS::CloudFormation::CustomResource"], kinds
+    outputs = set(default_synth.template["Outputs"])
+    assert {"ProvisionerFunctionArn", "ProvisionerFunctionName", "TableName", "NodeRoleName", "NodeRoleArn"} <= outputs
+    assert {"InstanceProfileName", "ForwarderRoleArn"} <= outputs
+
+
+def test_the_function_runs_the_provisioner_handler_on_arm64_python311_with_both_layers(default_synth: Synth) -> None:
+    template = Template.from_json(default_synth.template)
+    table = logical_id(default_synth, "AWS::DynamoDB::Table", "State")
+    node_role = logical_id(default_synth, "AWS::IAM::Role", "NodesRole")
+    profile = logical_id(default_synth, "AWS::IAM::InstanceProfile", "Nodes")
+    logs = logical_id(default_synth, "AWS::Logs::LogGroup", "Provisioner")
+    core = logical_id(default_synth, "AWS::Lambda::LayerVersion", "LayersCore")
+    dependencies = logical_id(default_synth, "AWS::Lambda::LayerVersion", "LayersDependencies")
+    template.has_resource_properties(
+        "AWS::Lambda::Function",
+        {
+            "Runtime": "python3.11",
+            "Architectures": ["arm64"],
+            "Handler": "handler.handler",
+            "MemorySize": 1769,
+            "Timeout": 120,
+            "ReservedConcurrentExecutions": 1,
+            "TracingConfig": {"Mode": "Active"},
+            "LoggingConfig": {"LogGroup": {"Ref": logs}},
+            "Layers": [{"Ref": core}, {"Ref": dependencies}],
+            "Environment": {
+                "Variables": {
+                    settings.CLUSTER: CLUSTER,
+                    settings.TABLE: {"Ref": table},
+                    settings.NODE_ROLE: {"Ref": node_role},
+                    settings.INSTANCE_PROFILE: {"Ref": profile},
+                    "POWERTOOLS_SERVICE_NAME": "nodewright-provisioner",
+                    "POWERTOOLS_METRICS_NAMESPACE": "Nodewright",
+                }
+            },
+        },
+    )
+    function = next(iter(default_synth.resources("AWS::Lambda::Function").values()))
+    assert "VpcConfig" not in function["Properties"]
+    template.has_resource_properties("AWS::Logs::LogGroup", {"RetentionInDays": 30})
+    template.has_resource_properties(
+        "AWS::Lambda::LayerVersion", {"CompatibleRuntimes": ["python3.11"], "CompatibleArchitectures": ["arm64"]}
+    )
+
+
+def test_the_table_matches_the_settings_contract(default_synth: Synth) -> None:
+    (table,) = default_synth.resources("AWS::DynamoDB::Table").values()
+    props = table["Properties"]
+    assert props["KeySchema"] == [
+        {"AttributeName": settings.TABLE_PARTITION_KEY, "KeyType": "HASH"},
+        {"AttributeName": settings.TABLE_SORT_KEY, "KeyType": "RANGE"},
+    ]
+    assert props["TimeToLiveSpecification"] == {"AttributeName": settings.TABLE_TTL_ATTRIBUTE, "Enabled": True}
+    assert props["BillingMode"] == "PAY_PER_REQUEST"
+    assert props["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True
+    # Encrypted with the AWS managed KMS key (aws/dynamodb): SSE on and no customer key named.
+    assert props["SSESpecification"] == {"SSEEnabled": True}
+    assert table["DeletionPolicy"] == "Delete"
+
+
+def test_the_provisioner_is_granted_exactly_the_intended_actions(provisioner_statements: list[dict[str, Any]]) -> None:
+    actions = {a for st in provisioner_statements for a in listed(st["Action"])}
+    assert actions == EXPECTED_ACTIONS
+    wildcard_actions = {a for a in actions if "*" in a}
+    assert wildcard_actions == {"ec2:Describe*"}
+    for st in provisioner_statements:
+        if "*" in listed(st["Resource"]):
+            assert set(listed(st["Action"])) <= STAR_ONLY, st
+
+
+def test_launches_need_the_cluster_tag_on_everything_they_create(
+    provisioner_statements: list[dict[str, Any]],
+) -> None:
+    for action in sorted(LAUNCH):
+        statements = granting(provisioner_statements, action)
+        assert statements
+        for st in statements:
+            resources = [render(r) for r in listed(st["Resource"])]
+            created = [r for r in resources if r.rsplit(":", 1)[1].split("/")[0] in {"instance", "volume", "fleet"}]
+            assert "*" not in resources
+            if created:
+                # Whatever a launch creates must be requested with the ownership tag.
+                assert st["Condition"] == {"StringEquals": {f"aws:RequestTag/{OWNED_TAG}": "owned"}}, st
+                assert len(created) == len(resources)
+            elif any(":launch-template/" in r for r in resources):
+                assert st["Condition"] == {"StringEquals": {f"aws:ResourceTag/{OWNED_TAG}": "owned"}}, st
+            elif any(":subnet/" in r or ":security-group/" in r for r in resources):
+                assert st["Condition"] == {"StringEquals": {"aws:ResourceTag/karpenter.sh/discovery": CLUSTER}}, st
+            else:
+                kinds = {r.rsplit(":", 1)[1].split("/")[0] for r in resources}
+                assert kinds <= {
+                    "image",
+                    "snapshot",
+                    "network-interface",
+                    "spot-instances-request",
+                    "capacity-reservation",
+                }
+    created_kinds = {
+        render(r).rsplit(":", 1)[1].split("/")[0]
+        for st in granting(provisioner_statements, "ec2:RunInstances")
+        if "Condition" in st and "aws:RequestTag/" + OWNED_TAG in st["Condition"].get("StringEquals", {})
+        for r in listed(st["Resource"])
+    }
+    assert created_kinds == {"instance", "volume", "fleet"}
+
+
+def test_launch_templates_are_created_only_with_the_cluster_tag(provisioner_statements: list[dict[str, Any]]) -> None:
+    (st,) = granting(provisioner_statements, "ec2:CreateLaunchTemplate")
+    assert st["Action"] == "ec2:CreateLaunchTemplate"
+    assert st["Condition"] == {"StringEquals": {f"aws:RequestTag/{OWNED_TAG}": "owned"}}
+    assert [render(r) for r in listed(st["Resource"])] == [
+        "arn:${AWS::Partition}:ec2:${AWS::Region}:${AWS::AccountId}:launch-template/*"
+    ]
+
+
+def test_tags_are_written_only_by_create_calls(provisioner_statements: list[dict[str, Any]]) -> None:
+    (st,) = granting(provisioner_statements, "ec2:CreateTags")
+    assert st["Action"] == "ec2:CreateTags"
+    assert set(st["Condition"]) == {"StringEquals"}
+    assert set(st["Condition"]["StringEquals"]) == {"ec2:CreateAction"}
+    assert set(st["Condition"]["StringEquals"]["ec2:CreateAction"]) == {
+        "RunInstances",
+        "CreateFleet",
+        "CreateLaunchTemplate",
+    }
+
+
+@pytest.mark.parametrize(
+    ("action", "kind"), [("ec2:TerminateInstances", "instance"), ("ec2:DeleteLaunchTemplate", "launch-template")]
+)
+def test_only_cluster_owned_resources_are_terminated_or_deleted(
+    provisioner_statements: list[dict[str, Any]], action: str, kind: str
+) -> None:
+    (st,) = granting(provisioner_statements, action)
+    assert st["Action"] == action
+    assert st["Condition"] == {"StringEquals": {f"aws:ResourceTag/{OWNED_TAG}": "owned"}}
+    assert [render(r) for r in listed(st["Resource"])] == [
+        f"arn:${{AWS::Partition}}:ec2:${{AWS::Region}}:${{AWS::AccountId}}:{kind}/*"
+    ]
+
+
+def test_only_the_node_role_is_passed_and_only_to_ec2(
+    default_synth: Synth, provisioner_statements: list[dict[str, Any]]
+) -> None:
+    node_role = logical_id(default_synth, "AWS::IAM::Role", "NodesRole")
+    (st,) = granting(provisioner_statements, "iam:PassRole")
+    assert st["Resource"] == {"Fn::GetAtt": [node_role, "Arn"]}
+    assert st["Condition"] == {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}}
+
+
+def test_parameters_are_read_only_under_the_public_ami_paths(provisioner_statements: list[dict[str, Any]]) -> None:
+    (st,) = granting(provisioner_statements, "ssm:GetParameter")
+    assert st["Action"] == "ssm:GetParameter"
+    assert sorted(render(r) for r in listed(st["Resource"])) == [
+        "arn:${AWS::Partition}:ssm:${AWS::Region}::parameter/aws/service/bottlerocket/*",
+        "arn:${AWS::Partition}:ssm:${AWS::Region}::parameter/aws/service/eks/optimized-ami/*",
+    ]
+
+
+def test_a_pinned_kubernetes_version_narrows_the_ami_parameters(synth_root: Path) -> None:
+    pinned = synth(synth_root, clusterName=CLUSTER, kubernetesVersion="1.33")
+    role = logical_id(pinned, "AWS::IAM::Role", "ProvisionerRole")
+    (st,) = granting(role_statements(pinned, role), "ssm:GetParameter")
+    assert sorted(render(r) for r in listed(st["Resource"])) == [
+        "arn:${AWS::Partition}:ssm:${AWS::Region}::parameter/aws/service/bottlerocket/aws-k8s-1.33*",
+        "arn:${AWS::Partition}:ssm:${AWS::Region}::parameter/aws/service/eks/optimized-ami/1.33/*",
+    ]
+
+
+def test_cluster_and_table_access_name_their_resources(
+    default_synth: Synth, provisioner_statements: list[dict[str, Any]]
+) -> None:
+    (st,) = granting(provisioner_statements, "eks:DescribeCluster")
+    assert (
+        render(st["Resource"]) == f"arn:${{AWS::Partition}}:eks:${{AWS::Region}}:${{AWS::AccountId}}:cluster/{CLUSTER}"
+    )
+    table = logical_id(default_synth, "AWS::DynamoDB::Table", "State")
+    for st in provisioner_statements:
+        if any(a.startswith("dynamodb:") for a in listed(st["Action"])):
+            assert listed(st["Resource"]) == [{"Fn::GetAtt": [table, "Arn"]}], st
+    logs = logical_id(default_synth, "AWS::Logs::LogGroup", "Provisioner")
+    for st in provisioner_statements:
+        if any(a.startswith("logs:") for a in listed(st["Action"])):
+            assert listed(st["Resource"]) == [{"Fn::GetAtt": [logs, "Arn"]}], st
+
+
+def test_cluster_access_entries(default_synth: Synth) -> None:
+    provisioner_role = logical_id(default_synth, "AWS::IAM::Role", "ProvisionerRole")
+    node_role = logical_id(default_synth, "AWS::IAM::Role", "NodesRole")
+    entries = {
+        e["Properties"]["PrincipalArn"]["Fn::GetAtt"][0]: e["Properties"]
+        for e in default_synth.resources("AWS::EKS::AccessEntry").values()
+    }
+    assert entries[provisioner_role] == {
+        "ClusterName": CLUSTER,
+        "PrincipalArn": {"Fn::GetAtt": [provisioner_role, "Arn"]},
+        "Type": "STANDARD",
+        "KubernetesGroups": ["nodewright:provisioner"],
+        "Tags": [{"Key": "nodewright:cluster", "Value": CLUSTER}],
+    }
+    assert entries[node_role]["Type"] == "EC2_LINUX"
+    assert "KubernetesGroups" not in entries[node_role]
+    assert "AccessPolicies" not in entries[node_role] and "AccessPolicies" not in entries[provisioner_role]
+
+
+def test_the_node_role_is_for_ec2_with_the_eks_worker_policies(default_synth: Synth) -> None:
+    node_role = logical_id(default_synth, "AWS::IAM::Role", "NodesRole")
+    props = default_synth.template["Resources"][node_role]["Properties"]
+    (trust,) = props["AssumeRolePolicyDocument"]["Statement"]
+    assert trust["Principal"] == {"Service": "ec2.amazonaws.com"} and trust["Action"] == "sts:AssumeRole"
+    managed = sorted(render(p).rsplit("/", 1)[1] for p in props["ManagedPolicyArns"])
+    assert managed == sorted(
+        [
+            "AmazonEKSWorkerNodePolicy",
+            "AmazonEKS_CNI_Policy",
+            "AmazonEC2ContainerRegistryPullOnly",
+            "AmazonSSMManagedInstanceCore",
+        ]
+    )
+    assert "Policies" not in props
+    assert not [
+        p
+        for p in default_synth.resources("AWS::IAM::Policy").values()
+        if {"Ref": node_role} in p["Properties"]["Roles"]
+    ]
+    (profile,) = default_synth.resources("AWS::IAM::InstanceProfile").values()
+    assert profile["Properties"]["Roles"] == [{"Ref": node_role}]
+
+
+def test_the_forwarder_may_only_invoke_the_provisioner(default_synth: Synth) -> None:
+    forwarder = logical_id(default_synth, "AWS::IAM::Role", "ForwarderRole")
+    function = logical_id(default_synth, "AWS::Lambda::Function", "Provisioner")
+    props = default_synth.template["Resources"][forwarder]["Properties"]
+    (trust,) = props["AssumeRolePolicyDocument"]["Statement"]
+    assert trust["Principal"] == {"Service": "pods.eks.amazonaws.com"}
+    assert sorted(trust["Action"]) == ["sts:AssumeRole", "sts:TagSession"]
+    statements = role_statements(default_synth, forwarder)
+    assert statements == [
+        {
+            "Action": "lambda:InvokeFunction",
+            "Effect": "Allow",
+            "Resource": {"Fn::GetAtt": [function, "Arn"]},
+            "Sid": "InvokeTheProvisioner",
+        }
+    ]
+    Template.from_json(default_synth.template).has_resource_properties(
+        "AWS::EKS::PodIdentityAssociation",
+        {
+            "ClusterName": CLUSTER,
+            "Namespace": "nodewright",
+            "ServiceAccount": "nodewright-forwarder",
+            "RoleArn": {"Fn::GetAtt": [forwarder, "Arn"]},
+        },
+    )
+
+
+def test_vpc_attachment_places_the_function_and_scopes_its_interfaces(synth_root: Path) -> None:
+    subnets = "subnet-0123456789abcdef0,subnet-0fedcba9876543210"
+    attached = synth(
+        synth_root,
+        clusterName=CLUSTER,
+        vpcId="vpc-0123456789abcdef0",
+        privateSubnetIds=subnets,
+        securityGroupId="sg-0123456789abcdef0",
+    )
+    (function,) = attached.resources("AWS::Lambda::Function").values()
+    assert function["Properties"]["VpcConfig"] == {
+        "SubnetIds": subnets.split(","),
+        "SecurityGroupIds": ["sg-0123456789abcdef0"],
+    }
+    role = logical_id(attached, "AWS::IAM::Role", "ProvisionerRole")
+    statements = role_statements(attached, role)
+    (create,) = granting(statements, "ec2:CreateNetworkInterface")
+    assert sorted(render(r) for r in listed(create["Resource"])) == sorted(
+        [
+            "arn:${AWS::Partition}:ec2:${AWS::Region}:${AWS::AccountId}:network-interface/*",
+            "arn:${AWS::Partition}:ec2:${AWS::Region}:${AWS::AccountId}:security-group/sg-0123456789abcdef0",
+            "arn:${AWS::Partition}:ec2:${AWS::Region}:${AWS::AccountId}:subnet/subnet-0123456789abcdef0",
+            "arn:${AWS::Partition}:ec2:${AWS::Region}:${AWS::AccountId}:subnet/subnet-0fedcba9876543210",
+        ]
+    )
+    for action in ("ec2:DeleteNetworkInterface", "ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses"):
+        (st,) = granting(statements, action)
+        assert [render(r) for r in listed(st["Resource"])] == [
+            "arn:${AWS::Partition}:ec2:${AWS::Region}:${AWS::AccountId}:network-interface/*"
+        ]
