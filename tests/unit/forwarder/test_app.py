@@ -231,3 +231,19 @@ def test_watch_relists_on_gone_and_resumes_from_the_last_version_after_errors() 
     assert kinds == ["RESET", "ADDED", "RESET", "DELETED"]
     assert a.metrics.errors.value(("watch",)) == 1
     assert a.ready()
+
+
+def test_a_standby_with_a_closed_window_does_not_spin() -> None:
+    clock, leases, sink = Clock(), Leases(), Sink()
+    a, b = replica("a", leases, sink, clock), replica("b", leases, sink, clock)
+    a.elect_once()
+    b.elect_once()
+    b.apply("ADDED", pod("p1"))
+    clock.now += 5.0
+    assert b.batcher.due(clock.now)
+    assert b.next_wait() == 1.0
+    # The leader in the same state turns at once to send.
+    a.apply("ADDED", pod("p1"))
+    clock.now += 5.0
+    a.elect_once()  # renews, as its elector thread does every retry period
+    assert a.next_wait() == 0.0

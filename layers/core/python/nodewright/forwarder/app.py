@@ -111,15 +111,20 @@ class Forwarder:
                     self.events.put(("RESET", items))
                     self.synced.set()
                     log.info("listed pods", extra=_fields(pods=len(items), resource_version=resource_version))
+                started, events = self.clock(), 0
                 for kind, obj in self.pods.watch(resource_version):
                     if stop.is_set():
                         return
+                    events += 1
                     version = (obj.get("metadata") or {}).get("resourceVersion")
                     if version:
                         resource_version = str(version)
                     if kind != "BOOKMARK":
                         self.events.put((kind, obj))
                     backoff.reset()
+                if not events and self.clock() - started < 1.0:
+                    # A watch that ends at once with nothing (a proxy cutting it) must not become a busy loop.
+                    stop.wait(backoff.next_delay())
             except self.gone:
                 log.info("watch expired (410 Gone): listing again")
                 resource_version = ""
@@ -265,12 +270,19 @@ class Forwarder:
             self._sending = False
 
     def next_wait(self) -> float:
-        """Seconds until the core needs a turn without an event (bounded so leadership changes are seen)."""
-        wakeup = self.batcher.next_wakeup()
+        """Seconds until the core needs a turn without an event (bounded so leadership changes are seen).
+
+        A standby's window closes but is never taken, so its deadline stays in the past; it waits the full
+        bound rather than spinning until it leads.
+        """
         bound = min(1.0, self.config.lease.retry_seconds)
+        now = self.clock()
+        if self.batcher.due(now) and not self.is_leader():
+            return bound
+        wakeup = self.batcher.next_wakeup()
         if wakeup is None:
             return bound
-        return min(bound, max(0.0, wakeup - self.clock()))
+        return min(bound, max(0.0, wakeup - now))
 
     def run(self, stop: threading.Event) -> None:
         """Run until `stop` is set; then stop watching and release the Lease."""
