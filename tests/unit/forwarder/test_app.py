@@ -12,8 +12,8 @@ from typing import Any
 from nodewright.forwarder.app import Forwarder, GoneError
 from nodewright.forwarder.batching import BatchPolicy, Payload
 from nodewright.forwarder.config import ForwarderConfig
-from nodewright.forwarder.invoker import InvokeResult
 from nodewright.forwarder.leader import LeasePolicy
+from nodewright.forwarder.outcome import InvokeResult
 from nodewright.settings import ForwarderSettings
 
 UNSCHEDULABLE = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}

@@ -15,7 +15,8 @@ from botocore.stub import Stubber
 from nodewright.forwarder.backoff import Backoff
 from nodewright.forwarder.batching import Payload
 from nodewright.forwarder.config import ForwarderConfig
-from nodewright.forwarder.invoker import LambdaInvoker, summarize
+from nodewright.forwarder.invoker import LambdaInvoker
+from nodewright.forwarder.outcome import summarize
 from nodewright.settings import SettingsError
 
 PAYLOAD = Payload("ab" * 32, b'{"batch_id":"x","pods":[]}', 0)

@@ -27,9 +27,9 @@ from typing import Any, Protocol
 from nodewright.forwarder.backoff import Backoff
 from nodewright.forwarder.batching import Batcher, Payload, build_payloads, pod_uid
 from nodewright.forwarder.config import ForwarderConfig
-from nodewright.forwarder.invoker import InvokeResult, summarize
 from nodewright.forwarder.leader import Action, Elector
 from nodewright.forwarder.metrics import ForwarderMetrics
+from nodewright.forwarder.outcome import InvokeResult, summarize
 
 log = logging.getLogger("nodewright.forwarder")
 
