@@ -285,8 +285,9 @@ def provisioner_statements(stack: Stack, settings: Settings, node_role_arn: str)
             conditions={"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}},
         ),
         iam.PolicyStatement(
+            # GetParameters too: the launcher resolves an alias's architectures and variants in one call.
             sid="ReadPublicAmiParameters",
-            actions=["ssm:GetParameter"],
+            actions=["ssm:GetParameter", "ssm:GetParameters"],
             resources=[
                 stack.format_arn(
                     service="ssm",

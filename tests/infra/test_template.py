@@ -28,6 +28,7 @@ EXPECTED_ACTIONS = {
     "ec2:Describe*",
     "iam:PassRole",
     "ssm:GetParameter",
+    "ssm:GetParameters",
     "pricing:GetProducts",
     "eks:DescribeCluster",
     "dynamodb:GetItem",
@@ -268,7 +269,8 @@ def test_only_the_node_role_is_passed_and_only_to_ec2(
 
 def test_parameters_are_read_only_under_the_public_ami_paths(provisioner_statements: list[dict[str, Any]]) -> None:
     (st,) = granting(provisioner_statements, "ssm:GetParameter")
-    assert st["Action"] == "ssm:GetParameter"
+    assert st["Action"] == ["ssm:GetParameter", "ssm:GetParameters"]
+    assert granting(provisioner_statements, "ssm:GetParameters") == [st]
     assert sorted(render(r) for r in listed(st["Resource"])) == [
         "arn:${AWS::Partition}:ssm:${AWS::Region}::parameter/aws/service/bottlerocket/*",
         "arn:${AWS::Partition}:ssm:${AWS::Region}::parameter/aws/service/eks/optimized-ami/*",
