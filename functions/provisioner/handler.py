@@ -16,12 +16,12 @@ for the local world, where moto's placeholder spot prices (all 0.00001) would ma
 free.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: the parser model's annotations must be real types when the class
+# is built, because a runtime may load this file without registering it in sys.modules (pydantic would
+# then have no namespace to resolve string annotations in).
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
@@ -74,14 +74,18 @@ class _SystemClock:
         return time.time()
 
 
-@dataclass
 class _Runtime:
-    cluster_name: str
-    run: Any  # the idempotent provisioning function
-    config: Any  # IdempotencyConfig, which needs each invocation's context
+    """What one container keeps between invocations. A plain class, not a dataclass: the Lambda runtime
+    (and the local world's seam) may load this file without registering it in sys.modules, which
+    dataclasses need."""
+
+    def __init__(self, cluster_name: str, run: Any, config: Any) -> None:
+        self.cluster_name = cluster_name
+        self.run = run  # the idempotent provisioning function
+        self.config = config  # IdempotencyConfig, which needs each invocation's context
 
 
-_RUNTIME: _Runtime | None = None
+_RUNTIME: "_Runtime | None" = None
 
 
 def _runtime() -> _Runtime:

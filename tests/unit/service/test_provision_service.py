@@ -172,11 +172,39 @@ def test_registration_marks_the_claim_and_removes_the_unregistered_taint() -> No
     assert claim is not None and claim["status"]["nodeName"] == "ip-10-0-0-1.ec2.internal"
     assert {c["type"] for c in claim["status"]["conditions"]} == {"Launched", "Registered"}
     assert cluster.objects[("Node", "", "ip-10-0-0-1.ec2.internal")]["spec"]["taints"] == []
-    # The pending pod now fits on the registered node; nothing new is launched.
+    # The pending pod is left to the kube-scheduler for a grace period; nothing new is launched.
     assert not result.launched
-    assert [d.reason for d in actions(result, "existing")] == [
+    assert [d.reason for d in actions(result, "waiting")] == [
+        f"nominated to nodeclaim/{launched.name}, whose node ip-10-0-0-1.ec2.internal has registered"
+    ]
+    # Still pending two minutes later: planned again, and it fits on the registered node.
+    clock.t += 121
+    later = run(cluster, cloud, state, clock, batch_id="b3")
+    assert not later.launched
+    assert [d.reason for d in actions(later, "existing")] == [
         "fits on ip-10-0-0-1.ec2.internal, which exists or is in flight"
     ]
+
+
+def test_pods_bound_elsewhere_free_their_room_on_the_claim_in_flight() -> None:
+    cluster, cloud, state, clock = world(pod("web-0", cpu="1500m"))
+    [first] = run(cluster, cloud, state, clock).launched
+    # The pod ran somewhere else after all (another node had room); a new pod of the same size arrives.
+    cluster.objects[("Pod", "web", "web-0")]["spec"]["nodeName"] = "elsewhere"
+    cluster.put(
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": "elsewhere"},
+            "spec": {"taints": [{"key": "full", "effect": "NoSchedule"}]},
+            "status": {"allocatable": {"cpu": "2", "memory": "8Gi", "pods": "10"}},
+        }
+    )
+    cluster.put(pod("late-0", cpu="1500m"))
+    result = run(cluster, cloud, state, clock, batch_id="b2")
+    # The claim in flight has room again, so nothing new is launched for the late pod.
+    assert not result.launched
+    assert [d.reason for d in actions(result, "existing")] == [f"fits on {first.name}, which exists or is in flight"]
 
 
 def test_a_claim_without_a_node_after_15_minutes_is_terminated_and_deleted() -> None:

@@ -85,13 +85,13 @@ class ClusterView:
     """What the provisioner reads from the API server, as camelCase API objects.
 
     `documents`: NodePools, EC2NodeClasses (nodewright.io/v1 and Karpenter v1), NodeClaims, Nodes, pods
-    bound to nodes, DaemonSets, PVCs, PVs and StorageClasses. `unbound_pods`: keys (`ns/name`) of the
-    live pods that have no node yet, so a batch can drop pods that were bound or deleted since it was
-    sent.
+    bound to nodes, DaemonSets, PVCs, PVs and StorageClasses. `unbound_pods`: the live pods that have no
+    node yet, by key (`ns/name`), so a batch can drop pods that were bound or deleted since it was sent and
+    the capacity promised to pods nominated earlier (and not in this batch) is still counted.
     """
 
     documents: Sequence[Mapping[str, Any]]
-    unbound_pods: frozenset[str]
+    unbound_pods: Mapping[str, Mapping[str, Any]]
 
 
 @dataclass(frozen=True, slots=True)

@@ -106,14 +106,14 @@ class KubernetesCluster:
             documents.extend(self._custom(group, version, plural))
         for node in self._raw(self.core.list_node).get("items", []):
             documents.append(_strip(node, "Node", "v1"))
-        unbound: set[str] = set()
+        unbound: dict[str, dict[str, Any]] = {}
         pods = self._raw(
             self.core.list_pod_for_all_namespaces, field_selector="status.phase!=Succeeded,status.phase!=Failed"
         )
         for pod in pods.get("items", []):
             metadata = pod.get("metadata") or {}
             if not (pod.get("spec") or {}).get("nodeName"):
-                unbound.add(f"{metadata.get('namespace', 'default')}/{metadata.get('name', '')}")
+                unbound[f"{metadata.get('namespace', 'default')}/{metadata.get('name', '')}"] = _strip(pod, "Pod", "v1")
                 continue
             documents.append(_strip(pod, "Pod", "v1"))
         for ds in self._raw(self.apps.list_daemon_set_for_all_namespaces).get("items", []):
@@ -124,7 +124,7 @@ class KubernetesCluster:
             documents.append(_strip(pv, "PersistentVolume", "v1"))
         for sc in self._raw(self.storage.list_storage_class).get("items", []):
             documents.append(_strip(sc, "StorageClass", "storage.k8s.io/v1"))
-        return ClusterView(documents, frozenset(unbound))
+        return ClusterView(documents, unbound)
 
     # ---------------------------------------------------------------------------------- NodeClaims
 

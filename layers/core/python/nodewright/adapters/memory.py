@@ -52,7 +52,7 @@ class InMemoryCluster:
 
     def read(self) -> ClusterView:
         documents = []
-        unbound = set()
+        unbound: dict[str, dict[str, Any]] = {}
         for (kind, namespace, name), doc in sorted(self.objects.items()):
             if kind == "Pod":
                 spec = doc.get("spec") or {}
@@ -60,10 +60,10 @@ class InMemoryCluster:
                 if phase in ("Succeeded", "Failed"):
                     continue
                 if not spec.get("nodeName"):
-                    unbound.add(f"{namespace or 'default'}/{name}")
+                    unbound[f"{namespace or 'default'}/{name}"] = copy.deepcopy(doc)
                     continue
             documents.append(copy.deepcopy(doc))
-        return ClusterView(documents, frozenset(unbound))
+        return ClusterView(documents, unbound)
 
     def create_nodeclaim(self, document: Mapping[str, Any]) -> Mapping[str, Any] | None:
         key = _key(document)

@@ -42,6 +42,7 @@ from nodewright.launch.amis import variant_of
 from nodewright.launch.fleet import FleetAttempt, classify_response, fleet_request, plan_attempts
 from nodewright.launch.template import LaunchTemplateSpec, ResolvedNodeClass, block_devices
 from nodewright.launch.userdata import UNREGISTERED_TAINT, ClusterInfo, NodeBootstrap, UserDataError, user_data
+from nodewright.model import resources as res
 from nodewright.model.loader import load_documents
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.nodepool import NodePool
@@ -53,6 +54,8 @@ from nodewright.scheduling import PlannedNodeClaim, solve
 
 UNAVAILABLE_TTL_SECONDS = 180
 REGISTRATION_TIMEOUT_SECONDS = 15 * 60
+# How long pods nominated to a freshly registered node are left to the kube-scheduler before being planned again.
+NOMINATION_GRACE_SECONDS = 120
 NODECLAIM_API_VERSION = "nodewright.io/v1"
 PODS_ANNOTATION = "nodewright.io/pods"
 BATCH_ANNOTATION = "nodewright.io/batch-id"
@@ -120,6 +123,9 @@ class LaunchedClaim:
     price: float
     pods: tuple[str, ...]
     reused: bool = False  # found already launched (a re-run), not launched by this call
+    # The simulation's first choice (instance type, zone, capacity type); differs from what launched only
+    # when EC2 refused it.
+    planned: tuple[str, str, str] = ("", "", "")
 
 
 @dataclass
@@ -153,6 +159,7 @@ class ProvisionResult:
                     "price_per_hour": c.price,
                     "pods": list(c.pods),
                     "reused": c.reused,
+                    "planned": {"instance_type": c.planned[0], "zone": c.planned[1], "capacity_type": c.planned[2]},
                 }
                 for c in self.launched
             ],
@@ -250,6 +257,24 @@ def _nominated(claim: NodeClaim) -> tuple[str, ...]:
     return tuple(str(p) for p in pods) if isinstance(pods, list) else ()
 
 
+def _registration_times(documents: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """NodeClaim name -> when its Registered condition became True (seconds since the epoch)."""
+    out: dict[str, float] = {}
+    for doc in documents:
+        if doc.get("kind") != "NodeClaim":
+            continue
+        for condition in (doc.get("status") or {}).get("conditions") or []:
+            if condition.get("type") == "Registered" and condition.get("status") == "True":
+                stamp = str(condition.get("lastTransitionTime") or "")
+                try:
+                    out[str((doc.get("metadata") or {}).get("name", ""))] = datetime.fromisoformat(
+                        stamp.replace("Z", "+00:00")
+                    ).timestamp()
+                except ValueError:
+                    continue
+    return out
+
+
 def _restricted_pool(pool: NodePool, zones: Sequence[str]) -> NodePool:
     """The pool bounded to the zones its EC2NodeClass has subnets in (Karpenter does the same)."""
     return replace(pool, requirements=(*pool.requirements, Requirement(ZONE, Operator.IN, tuple(zones))))
@@ -260,18 +285,18 @@ def _restricted_pool(pool: NodePool, zones: Sequence[str]) -> NodePool:
 
 def finish_registrations(
     claims: Sequence[NodeClaim], nodes: Sequence[Node], cluster: Cluster, now: float, result: ProvisionResult
-) -> set[str]:
-    """Mark launched NodeClaims whose node has appeared as Registered; returns their names.
+) -> dict[str, str]:
+    """Mark launched NodeClaims whose node has appeared as Registered; returns claim name -> node name.
 
     The node gets the claim's labels (as Karpenter syncs them) and loses `karpenter.sh/unregistered`.
     """
     by_provider = {n.provider_id: n for n in nodes if n.provider_id}
-    done: set[str] = set()
+    done: dict[str, str] = {}
     for claim in claims:
         node = by_provider.get(claim.provider_id) if claim.provider_id else None
         if node is None:
             continue
-        done.add(claim.name)
+        done[claim.name] = node.name
         has_taint = any(t.key == UNREGISTERED_TAINT.key for t in node.taints)
         if claim.registered and not has_taint:
             continue
@@ -287,7 +312,7 @@ def finish_registrations(
 
 def cleanup_unregistered(
     claims: Sequence[NodeClaim],
-    registered: set[str],
+    registered: Mapping[str, str],
     cluster: Cluster,
     cloud: Cloud,
     now: float,
@@ -473,6 +498,10 @@ class _Launcher:
         return None
 
 
+def _planned(claim: PlannedNodeClaim) -> tuple[str, str, str]:
+    return (claim.cheapest.instance_type, claim.cheapest.zone, claim.cheapest.capacity_type)
+
+
 def resolved_zone(resolved: ResolvedNodeClass, subnet_id: str) -> str | None:
     return next((s.zone for s in resolved.subnets if s.id == subnet_id), None)
 
@@ -542,24 +571,72 @@ def provision(
     # 2-3: registrations and the registration timeout.
     registered = finish_registrations(inputs.nodeclaims, inputs.nodes, cluster, now, result)
     removed = cleanup_unregistered(inputs.nodeclaims, registered, cluster, cloud, now, result)
-    nodes = tuple(
-        replace(n, taints=tuple(t for t in n.taints if t.key != UNREGISTERED_TAINT.key)) for n in inputs.nodes
-    )
 
-    # 4: pods waiting for a NodeClaim in flight are not planned again; they count on that claim.
+    # 4: nominations. A pod nominated to a NodeClaim in flight waits for it and is not planned again; the
+    # claim counts the pods nominated to it that are still pending (one bound elsewhere or deleted frees its
+    # room). A pod nominated to a claim whose node registered moments ago waits for the kube-scheduler to
+    # bind it there, and its requests are reserved on that node: planning it afresh could pack the new
+    # nodes in another order and launch capacity that is not needed. After the grace period a pod still
+    # pending is planned like any other.
     pending_by_key = {p.key: p for p in inputs.pending_pods}
+    known = dict(pending_by_key)
+    nominated_elsewhere = [
+        view.unbound_pods[k]
+        for c in inputs.nodeclaims
+        for k in _nominated(c)
+        if k not in known and k in view.unbound_pods
+    ]
+    if nominated_elsewhere:
+        extra, _ = load_documents(nominated_elsewhere, "cluster")
+        known.update({p.key: p for p in extra.pending_pods})
+    registered_at = _registration_times(view.documents)
     inflight: list[NodeClaim] = []
     waiting: set[str] = set()
-    for inflight_claim in inputs.nodeclaims:
-        if inflight_claim.name in registered or inflight_claim.name in removed or inflight_claim.registered:
+    reserved: dict[str, list[Pod]] = {}
+    nodes_by_name = {n.name: n for n in inputs.nodes}
+    node_used = {n.name: res.total(p.requests for p in n.pods) for n in inputs.nodes}
+    for claim_ in inputs.nodeclaims:
+        if claim_.name in removed:
             continue
-        mine = [pending_by_key[k] for k in _nominated(inflight_claim) if k in pending_by_key]
+        mine = [known[k] for k in _nominated(claim_) if k in known]
+        node_name = registered.get(claim_.name)
+        if node_name is not None:
+            since = registered_at.get(claim_.name, now) if claim_.registered else now
+            node = nodes_by_name.get(node_name)
+            if node is None or now - since >= NOMINATION_GRACE_SECONDS:
+                continue
+            for pod in mine:
+                # Only while the node still has room for it: the kube-scheduler may have filled it with
+                # other pods, and then this one must be planned now, not after the grace period.
+                used = res.add(node_used.get(node_name, {}), pod.requests)
+                if not res.fits(used, node.allocatable):
+                    continue
+                node_used[node_name] = used
+                reserved.setdefault(node_name, []).append(pod)
+                if pod.key in pending_by_key:
+                    waiting.add(pod.key)
+                    result.decide(
+                        "waiting",
+                        f"pod/{pod.key}",
+                        f"nominated to nodeclaim/{claim_.name}, whose node {node_name} has registered",
+                    )
+            continue
+        if claim_.registered:
+            continue
         for pod in mine:
-            waiting.add(pod.key)
-            result.decide(
-                "waiting", f"pod/{pod.key}", f"nominated to nodeclaim/{inflight_claim.name}, which is in flight"
-            )
-        inflight.append(replace(inflight_claim, nominated_pods=tuple(mine)))
+            if pod.key in pending_by_key:
+                waiting.add(pod.key)
+                result.decide("waiting", f"pod/{pod.key}", f"nominated to nodeclaim/{claim_.name}, which is in flight")
+        requests = res.total(p.requests for p in mine)
+        inflight.append(replace(claim_, nominated_pods=tuple(mine), requests=requests))
+    nodes = tuple(
+        replace(
+            n,
+            taints=tuple(t for t in n.taints if t.key != UNREGISTERED_TAINT.key),
+            pods=(*n.pods, *reserved.get(n.name, ())),
+        )
+        for n in inputs.nodes
+    )
     pending: list[Pod] = [p for p in inputs.pending_pods if p.key not in waiting]
 
     # 5: node classes, zones, catalog overlays.
@@ -630,6 +707,7 @@ def provision(
                     float(((existing.get("metadata") or {}).get("annotations") or {}).get(PRICE_ANNOTATION, 0) or 0),
                     claim.pods,
                     reused=True,
+                    planned=_planned(claim),
                 )
             )
             result.decide(
@@ -679,6 +757,7 @@ def provision(
                 )
             continue
         _record_launch(cluster, launched, "", now)
+        launched = replace(launched, planned=_planned(claim))
         result.launched.append(launched)
         result.decide(
             "launched",

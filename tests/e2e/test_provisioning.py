@@ -1,0 +1,446 @@
+"""Provisioning end to end on the local world: pending pods become Running pods on nodes nodewright launched.
+
+The provisioner Lambda is created in moto as the stack defines it (its folder via the `nodewright:source`
+tag, its environment, its own execution role) and invoked with payloads the forwarder's own code builds
+(`forwarder.projection` and `forwarder.batching`) from the pods the real kube-scheduler marked
+Unschedulable. Its handler runs in the moto server's process, reaches the API server with an EKS token as
+its role, launches with CreateFleet in moto, and the registrar turns the instances into KWOK nodes from the
+user data it wrote. A later batch (the forwarder re-sending pods that are still pending) finishes the
+registration: the NodeClaim is marked Registered and `karpenter.sh/unregistered` comes off the node.
+
+Each test gets its own NodePool with a taint only its pods tolerate, so no other test's pods land on its
+nodes; its instances are terminated and its nodes deleted at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client
+from test_crds import install_crds
+from worldkit import World, wait_for
+
+from nodewright.forwarder.batching import build_payloads
+from nodewright.forwarder.projection import is_pending, project_pod
+
+ROOT = Path(__file__).resolve().parents[2]
+FUNCTION = "nodewright-provisioner"
+TABLE = "nodewright-e2e"
+
+
+class Provisioner:
+    """The provisioner function in the world, and the forwarder's part of talking to it."""
+
+    def __init__(self, world: World, function: str) -> None:
+        self.world = world
+        self.function = function
+        self.lambda_ = world.aws("lambda")
+
+    def pending_payloads(self, namespace: str) -> list[bytes]:
+        pods = self.world.api_client.sanitize_for_serialization(self.world.core.list_namespaced_pod(namespace).items)
+        projections = [project_pod(p) for p in pods if is_pending(p)]
+        if not projections:
+            return []
+        payloads, oversized = build_payloads(projections, self.world.state.cluster, time.strftime("%Y-%m-%dT%H:%M:%SZ"))
+        assert not oversized
+        return [p.body for p in payloads]
+
+    def invoke(self, body: bytes) -> dict[str, Any]:
+        response = self.lambda_.invoke(FunctionName=self.function, InvocationType="RequestResponse", Payload=body)
+        payload = json.loads(response["Payload"].read())
+        assert "FunctionError" not in response, payload
+        result: dict[str, Any] = payload
+        return result
+
+    def provision(self, namespace: str) -> list[dict[str, Any]]:
+        """Send what is pending now, as the forwarder would; returns the responses."""
+        return [self.invoke(body) for body in self.pending_payloads(namespace)]
+
+
+@pytest.fixture(scope="module")
+def provisioner(local_world: World) -> Provisioner:
+    """The CRDs, the stack's table and instance profile, and the provisioner function, once per module."""
+    world = local_world
+    install_crds(world)
+    iam = world.aws("iam")
+    node_role = world.state.node_role_name
+    profile = f"{node_role}-profile"
+    iam.create_instance_profile(InstanceProfileName=profile)
+    iam.add_role_to_instance_profile(InstanceProfileName=profile, RoleName=node_role)
+    world.aws("dynamodb").create_table(
+        TableName=TABLE,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    trust = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}
+        ],
+    }
+    role = iam.create_role(RoleName=f"{FUNCTION}-role", AssumeRolePolicyDocument=json.dumps(trust))["Role"]["Arn"]
+    world.aws("lambda").create_function(
+        FunctionName=FUNCTION,
+        Runtime="python3.11",
+        Role=role,
+        Handler="handler.handler",
+        Code={"ZipFile": b"PK\x05\x06" + b"\x00" * 18},  # the code comes from the tagged folder
+        Timeout=300,
+        MemorySize=1024,
+        Architectures=["arm64"],
+        Tags={"nodewright:source": "functions/provisioner"},
+        Environment={
+            "Variables": {
+                "NODEWRIGHT_CLUSTER": world.state.cluster,
+                "NODEWRIGHT_TABLE": TABLE,
+                "NODEWRIGHT_NODE_ROLE": node_role,
+                "NODEWRIGHT_INSTANCE_PROFILE": profile,
+                "NODEWRIGHT_CATALOG": "snapshot",
+                "POWERTOOLS_TRACE_DISABLED": "true",
+                "POWERTOOLS_METRICS_NAMESPACE": "nodewright",
+            }
+        },
+    )
+    return Provisioner(world, FUNCTION)
+
+
+class Pool:
+    """A NodePool + EC2NodeClass for one test, its taint, and teardown of what it launched."""
+
+    def __init__(self, world: World, namespace: str, requirements: list[dict[str, Any]], limits: dict[str, str] | None):
+        self.world = world
+        self.name = f"{namespace}-pool"
+        self.taint = {"key": "nodewright.io/e2e", "value": namespace, "effect": "NoSchedule"}
+        custom = client.CustomObjectsApi(world.api_client)
+        custom.create_cluster_custom_object(
+            "nodewright.io",
+            "v1",
+            "ec2nodeclasses",
+            {
+                "apiVersion": "nodewright.io/v1",
+                "kind": "EC2NodeClass",
+                "metadata": {"name": self.name},
+                "spec": {
+                    "amiSelectorTerms": [{"alias": "al2023@latest"}],
+                    "role": world.state.node_role_name,
+                    "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": world.state.cluster}}],
+                    "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": world.state.cluster}}],
+                },
+            },
+        )
+        spec: dict[str, Any] = {
+            "template": {
+                "spec": {
+                    "nodeClassRef": {"group": "nodewright.io", "kind": "EC2NodeClass", "name": self.name},
+                    "requirements": requirements,
+                    "taints": [self.taint],
+                }
+            }
+        }
+        if limits:
+            spec["limits"] = limits
+        custom.create_cluster_custom_object(
+            "nodewright.io",
+            "v1",
+            "nodepools",
+            {"apiVersion": "nodewright.io/v1", "kind": "NodePool", "metadata": {"name": self.name}, "spec": spec},
+        )
+
+    def instances(self) -> list[dict[str, Any]]:
+        found = []
+        pages = (
+            self.world.aws("ec2")
+            .get_paginator("describe_instances")
+            .paginate(
+                Filters=[
+                    {"Name": "tag:karpenter.sh/nodepool", "Values": [self.name]},
+                    {"Name": "instance-state-name", "Values": ["pending", "running"]},
+                ]
+            )
+        )
+        for page in pages:
+            for reservation in page["Reservations"]:
+                found.extend(reservation["Instances"])
+        return found
+
+    def teardown(self) -> None:
+        ids = [i["InstanceId"] for i in self.instances()]
+        if ids:
+            self.world.aws("ec2").terminate_instances(InstanceIds=ids)
+        for node in self.world.core.list_node(label_selector=f"karpenter.sh/nodepool={self.name}").items:
+            self.world.core.delete_node(node.metadata.name)
+        custom = client.CustomObjectsApi(self.world.api_client)
+        custom.delete_cluster_custom_object("nodewright.io", "v1", "nodepools", self.name)
+        custom.delete_cluster_custom_object("nodewright.io", "v1", "ec2nodeclasses", self.name)
+
+
+@pytest.fixture
+def make_pool(local_world: World, namespace: str) -> Iterator[Any]:
+    made: list[Pool] = []
+
+    def make(requirements: list[dict[str, Any]], limits: dict[str, str] | None = None) -> Pool:
+        pool = Pool(local_world, namespace, requirements, limits)
+        made.append(pool)
+        return pool
+
+    yield make
+    for pool in made:
+        pool.teardown()
+
+
+def deployment(
+    world: World, namespace: str, pool: Pool, name: str, replicas: int, cpu: str, memory: str, **spec: Any
+) -> None:
+    pod_spec: dict[str, Any] = {
+        "containers": [{"name": "app", "image": "app", "resources": {"requests": {"cpu": cpu, "memory": memory}}}],
+        "nodeSelector": {"karpenter.sh/nodepool": pool.name, **spec.pop("nodeSelector", {})},
+        "tolerations": [{**pool.taint, "operator": "Equal"}],
+        "terminationGracePeriodSeconds": 0,
+    }
+    pod_spec.update(spec)
+    world.apps.create_namespaced_deployment(
+        namespace,
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": name},
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": {"app": name}},
+                "template": {"metadata": {"labels": {"app": name}}, "spec": pod_spec},
+            },
+        },
+    )
+
+
+def pods(world: World, namespace: str) -> list[Any]:
+    return list(world.core.list_namespaced_pod(namespace).items)
+
+
+def all_pending(world: World, namespace: str, count: int) -> bool:
+    """True once `count` pods exist and the scheduler has marked every one Unschedulable."""
+    found = world.api_client.sanitize_for_serialization(world.core.list_namespaced_pod(namespace).items)
+    return len(found) == count and all(is_pending(p) for p in found)
+
+
+def running(world: World, namespace: str) -> list[Any]:
+    return [p for p in pods(world, namespace) if p.status.phase == "Running" and p.spec.node_name]
+
+
+def converge(
+    provisioner: Provisioner, namespace: str, want_running: int, timeout: float = 150, note: str = ""
+) -> list[dict[str, Any]]:
+    """Re-send what is still pending (the forwarder's back-off, compressed) until `want_running` pods run."""
+    responses: list[dict[str, Any]] = []
+
+    def step() -> bool:
+        if len(running(provisioner.world, namespace)) >= want_running:
+            return True
+        responses.extend(provisioner.provision(namespace))
+        return False
+
+    try:
+        wait_for(step, timeout, f"{want_running} running pods in {namespace}", interval=2)
+    except AssertionError as error:
+        raise AssertionError(f"{error} {note}\n{diagnose(provisioner.world, namespace, responses)}") from None
+    return responses
+
+
+def diagnose(world: World, namespace: str, responses: list[dict[str, Any]]) -> str:
+    """What is still pending and why, the nodes and the provisioner's last decisions (for a failure message)."""
+    lines = []
+    for p in pods(world, namespace):
+        if not p.spec.node_name:
+            conditions = {c.type: c.message for c in p.status.conditions or []}
+            lines.append(f"pending {p.metadata.name}: {conditions.get('PodScheduled')}")
+    for n in world.core.list_node().items:
+        taints = [f"{t.key}:{t.effect}" for t in n.spec.taints or []]
+        lines.append(
+            f"node {n.metadata.name} {n.spec.provider_id} {n.metadata.labels.get('karpenter.sh/nodepool')} {taints}"
+        )
+    for r in responses[-2:]:
+        lines.append(f"response summary {r.get('summary')}")
+        lines.extend(
+            f"  {d['action']} {d['subject']}: {d['reason']}" for d in r["decisions"] if d["action"] != "nominated"
+        )
+    return "\n".join(lines)
+
+
+def node_of(world: World, pod: Any) -> Any:
+    return world.core.read_node(pod.spec.node_name)
+
+
+def test_pending_deployments_become_running_on_right_sized_nodes_and_a_repeat_launches_nothing(
+    local_world: World, namespace: str, provisioner: Provisioner, make_pool: Any
+) -> None:
+    world = local_world
+    pool = make_pool([{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot", "on-demand"]}])
+    # 30 generic pods of three sizes, 10 arm64-only pods, 9 pods spread over three zones with maxSkew 1.
+    deployment(world, namespace, pool, "small", 10, "250m", "256Mi")
+    deployment(world, namespace, pool, "medium", 10, "500m", "1Gi")
+    deployment(world, namespace, pool, "large", 10, "1", "2Gi")
+    deployment(world, namespace, pool, "arm", 10, "500m", "512Mi", nodeSelector={"kubernetes.io/arch": "arm64"})
+    spread = {
+        "maxSkew": 1,
+        "topologyKey": "topology.kubernetes.io/zone",
+        "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"app": "spread"}},
+    }
+    deployment(world, namespace, pool, "spread", 9, "500m", "512Mi", topologySpreadConstraints=[spread])
+    wait_for(lambda: all_pending(world, namespace, 49), 60, "49 pods marked Unschedulable")
+
+    [body] = provisioner.pending_payloads(namespace)
+    first = provisioner.invoke(body)
+    launched = first["nodeclaims"]
+    assert launched, first
+    assert sorted(p for c in launched for p in c["pods"]) == sorted(
+        f"{namespace}/{p.metadata.name}" for p in pods(world, namespace)
+    )
+
+    # Proof 2: the same batch again returns the recorded answer and launches nothing; so does a new batch
+    # id for the same pods (a restarted forwarder): they are nominated to NodeClaims in flight.
+    instances = {i["InstanceId"]: i for i in pool.instances()}
+    assert set(instances) == {c["instance_id"] for c in launched}
+    assert provisioner.invoke(body) == first
+    restarted = json.loads(body)
+    restarted["batch_id"] = uuid.uuid4().hex
+    again = provisioner.invoke(json.dumps(restarted).encode())
+    # Each pod waits for its claim, or fits on its node if that registered meanwhile (the boot delay is 1 s).
+    assert again["nodeclaims"] == [], json.dumps(again, indent=1)[:6000]
+    assert again["summary"].get("waiting", 0) + again["summary"].get("existing", 0) == 49
+    assert {i["InstanceId"] for i in pool.instances()} == set(instances)
+
+    # The instances are what the simulation chose: its cheapest option per claim (nothing was refused).
+    for claim in launched:
+        instance = instances[claim["instance_id"]]
+        assert (instance["InstanceType"], instance["Placement"]["AvailabilityZone"]) == (
+            claim["planned"]["instance_type"],
+            claim["planned"]["zone"],
+        )
+        assert (claim["instance_type"], claim["zone"]) == (claim["planned"]["instance_type"], claim["planned"]["zone"])
+        assert {t["Key"]: t["Value"] for t in instance["Tags"]}[
+            f"kubernetes.io/cluster/{world.state.cluster}"
+        ] == "owned"
+
+    converge(provisioner, namespace, 49, note=f"first launch: {len(launched)} claims {first['summary']}")
+    placed = running(world, namespace)
+    assert len(placed) == 49
+    nodes = {p.spec.node_name: node_of(world, p) for p in placed}
+    # Every pod runs on a node nodewright launched for this pool (providerID of one of its instances). The
+    # kube-scheduler binds pods wherever they fit, not where they were nominated, so with tightly packed
+    # claims a few pods can be left without room and a later batch launches for them: the first launch is
+    # most of the capacity, not necessarily all of it.
+    by_instance = {n.spec.provider_id.rsplit("/", 1)[-1]: n for n in nodes.values()}
+    all_instances = {i["InstanceId"] for i in pool.instances()}
+    assert set(by_instance) <= all_instances
+    assert len(all_instances) < 2 * len(instances)
+    for node in nodes.values():
+        assert node.metadata.labels["karpenter.sh/nodepool"] == pool.name
+        assert not [t for t in node.spec.taints or [] if t.key == "karpenter.sh/unregistered"]
+    # ... arm64-only pods on arm64 nodes ...
+    for p in placed:
+        if p.metadata.labels["app"] == "arm":
+            assert nodes[p.spec.node_name].metadata.labels["kubernetes.io/arch"] == "arm64"
+    # ... the spread pods over three zones within maxSkew 1 ...
+    zones = Counter(
+        nodes[p.spec.node_name].metadata.labels["topology.kubernetes.io/zone"]
+        for p in placed
+        if p.metadata.labels["app"] == "spread"
+    )
+    assert len(zones) == 3 and max(zones.values()) - min(zones.values()) <= 1
+    # ... and the NodeClaims are Registered with their node.
+    custom = client.CustomObjectsApi(world.api_client)
+    for claim in launched:
+        record = custom.get_cluster_custom_object("nodewright.io", "v1", "nodeclaims", claim["name"])
+        assert {c["type"] for c in record["status"]["conditions"]} >= {"Launched", "Registered"}
+        assert record["status"]["nodeName"] in {n.metadata.name for n in by_instance.values()} | {
+            n.metadata.name for n in world.core.list_node().items
+        }
+    nominated = [e for e in world.core.list_namespaced_event(namespace).items if e.reason == "Nominated"]
+    assert len({e.involved_object.name for e in nominated}) == 49
+
+
+def test_the_cheapest_offering_out_of_capacity_launches_on_the_next(
+    local_world: World, namespace: str, provisioner: Provisioner, make_pool: Any
+) -> None:
+    world = local_world
+    pool = make_pool(
+        [
+            {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large", "m5.xlarge"]},
+            {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-east-1a"]},
+            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+        ]
+    )
+    world.set_faults(
+        {"unavailable": [{"instance_type": "m5.large", "zone": "us-east-1a", "capacity_type": "on-demand"}]}
+    )
+    deployment(world, namespace, pool, "web", 1, "1", "1Gi")
+    wait_for(lambda: all_pending(world, namespace, 1), 60, "the pod marked Unschedulable")
+    [response] = provisioner.provision(namespace)
+    [claim] = response["nodeclaims"]
+    assert claim["planned"]["instance_type"] == "m5.large"  # the simulation's choice ...
+    assert claim["instance_type"] == "m5.xlarge"  # ... refused with InsufficientInstanceCapacity, so the next
+    unavailable = [d for d in response["decisions"] if d["action"] == "unavailable"]
+    assert [d["subject"] for d in unavailable] == ["offering/m5.large/us-east-1a/on-demand"]
+    assert "InsufficientInstanceCapacity" in unavailable[0]["reason"]
+    mark = world.aws("dynamodb").get_item(
+        TableName=TABLE,
+        Key={"pk": {"S": "unavailable"}, "sk": {"S": "m5.large#us-east-1a#on-demand"}},
+        ConsistentRead=True,
+    )["Item"]
+    assert 0 < int(mark["expires_at"]["N"]) - time.time() <= 180
+    [instance] = pool.instances()
+    assert instance["InstanceType"] == "m5.xlarge"
+    converge(provisioner, namespace, 1)
+    [placed] = running(world, namespace)
+    assert node_of(world, placed).metadata.labels["node.kubernetes.io/instance-type"] == "m5.xlarge"
+
+
+def test_nodepool_cpu_limit_caps_the_launch_and_the_rest_stay_pending_with_a_reason(
+    local_world: World, namespace: str, provisioner: Provisioner, make_pool: Any
+) -> None:
+    world = local_world
+    pool = make_pool(
+        [
+            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+            {"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["c5", "m5"]},
+        ],
+        limits={"cpu": "4"},
+    )
+    deployment(world, namespace, pool, "web", 8, "1", "1Gi")
+    wait_for(lambda: all_pending(world, namespace, 8), 60, "8 pods marked Unschedulable")
+    [response] = provisioner.provision(namespace)
+    fitted = sum(len(c["pods"]) for c in response["nodeclaims"])
+    refused = [d for d in response["decisions"] if d["action"] == "unschedulable"]
+    assert 0 < fitted < 8 and len(refused) == 8 - fitted
+    assert all("limit" in d["reason"] for d in refused)
+    types = world.aws("ec2").describe_instance_types(
+        InstanceTypes=sorted({i["InstanceType"] for i in pool.instances()})
+    )
+    vcpus = {t["InstanceType"]: t["VCpuInfo"]["DefaultVCpus"] for t in types["InstanceTypes"]}
+    assert sum(vcpus[i["InstanceType"]] for i in pool.instances()) <= 4
+    converge(provisioner, namespace, fitted)
+    # Another round changes nothing: the limit is used up by what runs; the rest stay Pending with the reason.
+    provisioner.provision(namespace)
+    assert sum(vcpus.get(i["InstanceType"], 99) for i in pool.instances()) <= 4
+    assert len(running(world, namespace)) == fitted
+    pending = [p for p in pods(world, namespace) if not p.spec.node_name]
+    assert len(pending) == 8 - fitted
+    warnings = [
+        e
+        for e in world.core.list_namespaced_event(namespace).items
+        if e.reason == "FailedScheduling" and e.source and e.source.component == "nodewright"
+    ]
+    assert {e.involved_object.name for e in warnings} >= {p.metadata.name for p in pending}
+    assert all("limit" in e.message for e in warnings)
