@@ -247,3 +247,41 @@ def test_obviously_wrong_objects_are_refused(crds: client.CustomObjectsApi, chan
     with pytest.raises(client.ApiException) as caught:
         crds.create_cluster_custom_object(GROUP, VERSION, plural, doc, field_validation="Strict")
     assert caught.value.status in (400, 422), caught.value.body
+
+
+def test_every_cluster_manifest_is_accepted_and_the_forwarder_pod_meets_restricted_security(
+    local_world: World,
+) -> None:
+    from kubernetes import utils
+
+    kustomization = yaml.safe_load((ROOT / "cluster" / "kustomization.yaml").read_text())
+    docs = [d for path in kustomization["resources"] for d in yaml.safe_load_all((ROOT / "cluster" / path).read_text())]
+    # The namespace and the ServiceAccount are created for real: the pod check below needs both.
+    for real in [d for d in docs if d["kind"] in ("Namespace", "ServiceAccount")]:
+        try:
+            utils.create_from_dict(local_world.api_client, real)
+        except utils.FailToCreateError as exc:
+            assert all(e.status == 409 for e in exc.api_exceptions)
+    checked = 0
+    for doc in docs:
+        if doc["kind"] in ("Namespace", "CustomResourceDefinition"):
+            continue  # the namespace exists now; the CRDs are installed by the tests above
+        try:
+            utils.create_from_dict(local_world.api_client, doc, dry_run="All")
+        except utils.FailToCreateError as exc:
+            # Objects an earlier test created for real already exist; anything else is a defect.
+            assert all(e.status == 409 for e in exc.api_exceptions), [e.body for e in exc.api_exceptions]
+        checked += 1
+    assert checked == len(docs) - 4
+    # The namespace enforces Pod Security "restricted": a pod from the Deployment's template must pass it.
+    deployment = next(d for d in docs if d["kind"] == "Deployment")
+    template = deployment["spec"]["template"]
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "forwarder-check", **template["metadata"]}}
+    pod["spec"] = template["spec"]
+    local_world.core.create_namespaced_pod("nodewright", pod, dry_run="All")
+    # And a pod that breaks it is refused, so the check above means something.
+    broken = copy.deepcopy(pod)
+    broken["spec"]["containers"][0]["securityContext"]["allowPrivilegeEscalation"] = True
+    with pytest.raises(client.ApiException) as caught:
+        local_world.core.create_namespaced_pod("nodewright", broken, dry_run="All")
+    assert caught.value.status == 403 and "restricted" in caught.value.body
