@@ -79,3 +79,29 @@ def test_deployment_sets_every_setting_the_forwarder_requires() -> None:
     pdb = next(d for d in docs if d["kind"] == "PodDisruptionBudget")
     assert pdb["spec"]["minAvailable"] == 1
     assert pdb["spec"]["selector"] == deployment["spec"]["selector"]
+
+
+def _constant(module: str, name: str) -> str:
+    match = re.search(rf'^{name} = "([^"]+)"', (ROOT / "infra" / module).read_text(), re.MULTILINE)
+    assert match, f"{name} not found in infra/{module}"
+    return match.group(1)
+
+
+def test_names_match_the_cdk_stack() -> None:
+    """The Pod Identity association (infra/forwarder.py) and the access entry's group (infra/provisioner.py)
+    name the same ServiceAccount and group as the manifests; a rename on one side only breaks auth silently."""
+    # Read as text: infra/ imports the CDK, which the unit tests do not need to load.
+    NAMESPACE, SERVICE_ACCOUNT = (_constant("forwarder.py", name) for name in ("NAMESPACE", "SERVICE_ACCOUNT"))
+    KUBERNETES_GROUP = _constant("provisioner.py", "KUBERNETES_GROUP")
+    docs = _all_docs()
+    account = next(d for d in docs if d["kind"] == "ServiceAccount")
+    assert (account["metadata"]["namespace"], account["metadata"]["name"]) == (NAMESPACE, SERVICE_ACCOUNT)
+    deployment = next(d for d in docs if d["kind"] == "Deployment")
+    assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == SERVICE_ACCOUNT
+    bindings = [d for d in docs if d["kind"] in ("ClusterRoleBinding", "RoleBinding")]
+    forwarder_subjects = [s for b in bindings for s in b["subjects"] if s["kind"] == "ServiceAccount"]
+    assert forwarder_subjects and all(
+        (s["namespace"], s["name"]) == (NAMESPACE, SERVICE_ACCOUNT) for s in forwarder_subjects
+    )
+    groups = [s["name"] for b in bindings for s in b["subjects"] if s["kind"] == "Group"]
+    assert groups == [KUBERNETES_GROUP]
