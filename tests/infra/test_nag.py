@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from aws_cdk import App
+from aws_cdk import App, Validations
 from aws_cdk import aws_iam as iam
 from conftest import CLUSTER, Synth
 
@@ -48,3 +48,18 @@ def test_a_new_unacknowledged_wildcard_stops_the_synth(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="ValidationFailed"):
         app.synth()
     assert "AwsSolutions-IAM5" in (tmp_path / "out" / "validation-report.json").read_text()
+
+
+def test_every_acknowledgement_in_the_code_matches_a_finding(default_synth: Synth) -> None:
+    # A stale acknowledgement (the finding it covered is gone) would silently cover a future one.
+    key = Validations.ACKNOWLEDGED_RULES_METADATA_KEY
+    declared = {
+        (construct.node.path, ack_id)
+        for construct in default_synth.app.node.find_all()
+        for entry in construct.node.metadata
+        if entry.type == key
+        for ack_id in entry.data
+    }
+    (plugin,) = default_synth.report()["pluginReports"]
+    used = {(f["acknowledgedAt"], f["acknowledgedId"]) for f in plugin["suppressedViolations"]}
+    assert declared == used
