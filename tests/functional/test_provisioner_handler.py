@@ -188,10 +188,12 @@ def event(cluster: InMemoryCluster, batch_id: str = "batch-1", name: str = CLUST
 
 def instances(ec2: Any) -> list[dict[str, Any]]:
     found = []
-    for reservation in ec2.describe_instances(
+    pages = ec2.get_paginator("describe_instances").paginate(
         Filters=[{"Name": "tag-key", "Values": [f"kubernetes.io/cluster/{CLUSTER}"]}]
-    )["Reservations"]:
-        found.extend(reservation["Instances"])
+    )
+    for page in pages:
+        for reservation in page["Reservations"]:
+            found.extend(reservation["Instances"])
     return found
 
 

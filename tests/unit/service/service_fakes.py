@@ -13,7 +13,7 @@ from nodewright.catalog.types import InstanceType
 from nodewright.launch.template import Image, LaunchTemplateSpec, ResolvedNodeClass, Subnet
 from nodewright.launch.userdata import ClusterInfo
 from nodewright.model.nodeclass import EC2NodeClass
-from nodewright.ports import Instance, NodeClassError, Throttled
+from nodewright.ports import Instance, LaunchError, NodeClassError, Throttled
 
 ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
 FAMILIES = ("m5", "m6g", "c5", "c6g", "r5")
@@ -53,6 +53,7 @@ class FakeCloud:
     cluster_log: list[str] = field(default_factory=list)
     refuse: set[tuple[str, str, str]] = field(default_factory=set)
     throttle: bool = False
+    reject: str = ""  # when set, CreateFleet refuses every request with this message
     fleets: list[Mapping[str, Any]] = field(default_factory=list)
     templates: dict[str, LaunchTemplateSpec] = field(default_factory=dict)
     instances: dict[str, Instance] = field(default_factory=dict)
@@ -88,6 +89,8 @@ class FakeCloud:
         self.fleets.append(request)
         if self.throttle:
             raise Throttled("RequestLimitExceeded")
+        if self.reject:
+            raise LaunchError(self.reject)
         capacity_type = request["TargetCapacitySpecification"]["DefaultTargetCapacityType"]
         tags = {t["Key"]: t["Value"] for t in request["TagSpecifications"][0]["Tags"]}
         errors = []

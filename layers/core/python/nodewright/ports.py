@@ -24,6 +24,11 @@ class NodeClassError(Exception):
     """An EC2NodeClass cannot be used as written (no subnets, no AMI, a role nodewright may not pass)."""
 
 
+class LaunchError(Exception):
+    """The cloud refused a launch request outright (not capacity, not throttling): a bad template or
+    parameter, a missing permission. The claim cannot launch as asked."""
+
+
 class Throttled(Exception):
     """The cloud kept answering with throttling after the client's own retries; try again later."""
 
@@ -63,12 +68,13 @@ class Cloud(Protocol):
         ...
 
     def ensure_launch_template(self, spec: LaunchTemplateSpec, tags: Mapping[str, str]) -> str:
-        """The name of a launch template with exactly this content, created if missing."""
+        """The name of a launch template with exactly this content, created if missing (LaunchError if
+        EC2 refuses to create it)."""
         ...
 
     def create_fleet(self, request: Mapping[str, Any]) -> Mapping[str, Any]:
         """Call CreateFleet; returns the response (Instances, Errors). Raises Throttled when EC2 keeps
-        throttling after retries."""
+        throttling after retries, LaunchError when it refuses the request itself."""
         ...
 
     def instances_of_nodeclaim(self, nodeclaim: str) -> Sequence[Instance]:

@@ -25,7 +25,7 @@ from nodewright.launch.fleet import THROTTLING_ERRORS
 from nodewright.launch.template import Image, LaunchTemplateSpec, ResolvedNodeClass, Subnet
 from nodewright.launch.userdata import ClusterInfo
 from nodewright.model.nodeclass import EC2NodeClass, SelectorTerm
-from nodewright.ports import Instance, NodeClassError, Throttled
+from nodewright.ports import Instance, LaunchError, NodeClassError, Throttled
 
 CLUSTER_INFO_TTL = 3600.0
 RESOLVE_TTL = 300.0
@@ -281,7 +281,7 @@ class Ec2Cloud:
             except ClientError as create_error:
                 # Another invocation created the same content first: the template is there, which is all we need.
                 if "AlreadyExists" not in _error_code(create_error):
-                    raise
+                    raise LaunchError(f"CreateLaunchTemplate: {create_error}") from create_error
         self._templates.add(name)
         return name
 
@@ -294,7 +294,7 @@ class Ec2Cloud:
             if "LaunchTemplate" in _error_code(error) and "NotFound" in _error_code(error):
                 # Someone deleted a template we had cached; forget them so the next attempt recreates it.
                 self._templates.clear()
-            raise
+            raise LaunchError(str(error)) from error
         return response
 
     def instances_of_nodeclaim(self, nodeclaim: str) -> Sequence[Instance]:

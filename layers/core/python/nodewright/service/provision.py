@@ -29,8 +29,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -49,11 +51,25 @@ from nodewright.model.nodepool import NodePool
 from nodewright.model.objects import Node, Pod
 from nodewright.model.quantity import format_canonical
 from nodewright.model.requirements import Operator, Requirement
-from nodewright.ports import Clock, Cloud, Cluster, NodeClassError, OfferingKey, PodEvent, StateStore, Throttled
+from nodewright.ports import (
+    Clock,
+    Cloud,
+    Cluster,
+    LaunchError,
+    NodeClassError,
+    OfferingKey,
+    PodEvent,
+    StateStore,
+    Throttled,
+)
 from nodewright.scheduling import PlannedNodeClaim, solve
 
 UNAVAILABLE_TTL_SECONDS = 180
+# Claims launched side by side (each one CreateFleet call, plus its NodeClaim update).
+LAUNCH_CONCURRENCY = 16
 REGISTRATION_TIMEOUT_SECONDS = 15 * 60
+# A claim is created moments before its CreateFleet; one still without an instance after this was abandoned.
+LAUNCH_TIMEOUT_SECONDS = 120
 # How long pods nominated to a freshly registered node are left to the kube-scheduler before being planned again.
 NOMINATION_GRACE_SECONDS = 120
 NODECLAIM_API_VERSION = "nodewright.io/v1"
@@ -319,7 +335,9 @@ def cleanup_unregistered(
     result: ProvisionResult,
     timeout: float = REGISTRATION_TIMEOUT_SECONDS,
 ) -> set[str]:
-    """Terminate and delete NodeClaims whose node has not registered `timeout` seconds after creation.
+    """Terminate and delete NodeClaims whose node has not registered `timeout` seconds after creation, and
+    claims never recorded as launched `LAUNCH_TIMEOUT_SECONDS` after creation (the invocation that created
+    them died between creating and launching; their pods are planned again at once).
 
     Returns the names removed. The planner can call this too (see `cleanup`).
     """
@@ -328,7 +346,8 @@ def cleanup_unregistered(
         if claim.name in registered or claim.registered or not claim.created_at:
             continue
         age = now - claim.created_at
-        if age < timeout:
+        limit = timeout if claim.provider_id else min(timeout, LAUNCH_TIMEOUT_SECONDS)
+        if age < limit:
             continue
         ids = [claim.instance_id] if claim.instance_id else [i.id for i in cloud.instances_of_nodeclaim(claim.name)]
         if ids:
@@ -338,7 +357,9 @@ def cleanup_unregistered(
         result.decide(
             "terminated",
             f"nodeclaim/{claim.name}",
-            f"no node registered {int(age)}s after creation (limit {int(timeout)}s)",
+            f"no node registered {int(age)}s after creation (limit {int(limit)}s)"
+            if claim.provider_id
+            else f"never recorded as launched {int(age)}s after creation (limit {int(limit)}s)",
             instances=ids,
         )
     return removed
@@ -374,6 +395,9 @@ class _Launcher:
     started: float
     clock_seconds: Callable[[], float]
     templates: dict[tuple[object, ...], str] = field(default_factory=dict)
+    # Claims launch in parallel threads: shared state (templates, refused offerings, counters) under one lock.
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    throttled: str = ""
 
     def variant(self, instance_type: str, resolved: ResolvedNodeClass) -> tuple[str, str] | None:
         it = self.catalog.get(instance_type)
@@ -433,44 +457,56 @@ class _Launcher:
             tags["Name"] = nodeclaim
         return tags
 
-    def launch(self, name: str, claim: PlannedNodeClaim, pool: NodePool) -> LaunchedClaim | None:
-        """Try the claim's attempts in order; record the launch or say why nothing launched."""
+    def refused(self) -> frozenset[OfferingKey]:
+        with self.lock:
+            return frozenset(self.unavailable)
+
+    def launch(self, name: str, claim: PlannedNodeClaim, pool: NodePool, out: ProvisionResult) -> LaunchedClaim | None:
+        """Try the claim's attempts in order; return the launch, or say in `out` why nothing launched."""
         resolved = self.resolved[pool.node_class_ref.name]
         subject = f"nodeclaim/{name}"
         plan = plan_attempts(
             claim.launch_options,
             lambda zone: s.id if (s := resolved.subnet_for(zone)) else None,
             lambda t: self.variant(t, resolved),
-            frozenset(self.unavailable),
+            self.refused(),
         )
         tried: list[str] = []
         for attempt in plan.attempts:
             # Offerings refused earlier in this invocation (by another claim's fleet) are not asked again.
+            refused = self.refused()
             overrides = tuple(
                 o
                 for o in attempt.overrides
-                if (o.option.instance_type, o.option.zone, attempt.capacity_type) not in self.unavailable
+                if (o.option.instance_type, o.option.zone, attempt.capacity_type) not in refused
             )
             if not overrides:
                 continue
             attempt = replace(attempt, overrides=overrides)
             try:
-                templates = {v: self.template(pool, claim, resolved, attempt, v) for v in attempt.variants}
-            except UserDataError as error:
-                self.result.decide("launch-failed", subject, f"EC2NodeClass {resolved.node_class.name}: {error}")
+                with self.lock:
+                    templates = {v: self.template(pool, claim, resolved, attempt, v) for v in attempt.variants}
+            except (UserDataError, LaunchError) as error:
+                out.decide("launch-failed", subject, f"EC2NodeClass {resolved.node_class.name}: {error}")
                 return None
             request = fleet_request(name, attempt, templates, self.tags(pool, resolved.node_class.tags, name))
-            if "first_create_fleet" not in self.result.timings:
-                self.result.timings["first_create_fleet"] = self.clock_seconds() - self.started
-            self.result.fleet_requests += 1
-            response = self.cloud.create_fleet(request)
+            with self.lock:
+                if "first_create_fleet" not in self.result.timings:
+                    self.result.timings["first_create_fleet"] = self.clock_seconds() - self.started
+                self.result.fleet_requests += 1
+            try:
+                response = self.cloud.create_fleet(request)
+            except LaunchError as error:
+                out.decide("launch-failed", subject, f"CreateFleet refused the request: {error}")
+                return None
             outcome = classify_response(attempt, response, lambda s: resolved_zone(resolved, s))
             if outcome.unavailable:
                 marks = {offering: code for offering, code in outcome.unavailable}
                 self.state.mark_unavailable(marks, self.now, UNAVAILABLE_TTL_SECONDS)
-                self.unavailable.update(marks)
+                with self.lock:
+                    self.unavailable.update(marks)
                 for (instance_type, zone, capacity_type), code in outcome.unavailable:
-                    self.result.decide(
+                    out.decide(
                         "unavailable",
                         f"offering/{instance_type}/{zone}/{capacity_type}",
                         f"{code} for {subject}; not offered again for {UNAVAILABLE_TTL_SECONDS}s",
@@ -494,7 +530,7 @@ class _Launcher:
         reason = " | ".join(tried) if tried else "no launch option left"
         if skipped:
             reason += f" (options left out: {skipped})"
-        self.result.decide("launch-failed", subject, reason, options=len(claim.launch_options))
+        out.decide("launch-failed", subject, reason, options=len(claim.launch_options))
         return None
 
 
@@ -716,50 +752,53 @@ def provision(
             continue
         to_launch.append((name, claim))
     launcher = _Launcher(cluster, cloud, state, info, catalog, resolved, unavailable, now, result, started, timer)
-    throttled = ""
-    for name, claim in to_launch:
+
+    def launch_claim(name: str, claim: PlannedNodeClaim) -> ProvisionResult:
+        """Launch one claim (adopting an instance already tagged with its name); decisions go to its own result."""
+        out = ProvisionResult(batch.batch_id)
         pool = pools_by_name[claim.nodepool]
+        throttled = launcher.throttled
+        launched: LaunchedClaim | None = None
+        if not throttled:
+            adopted = [i for i in cloud.instances_of_nodeclaim(name) if i.state in ("pending", "running")]
+            try:
+                if adopted:
+                    i = adopted[0]
+                    price = next(
+                        (
+                            o.price
+                            for o in claim.launch_options
+                            if (o.instance_type, o.zone, o.capacity_type) == (i.instance_type, i.zone, i.capacity_type)
+                        ),
+                        0.0,
+                    )
+                    launched = LaunchedClaim(
+                        name, claim.nodepool, i.id, i.instance_type, i.zone, i.capacity_type, price, claim.pods, True
+                    )
+                else:
+                    launched = launcher.launch(name, claim, pool, out)
+            except Throttled as error:
+                throttled = str(error) or "RequestLimitExceeded"
+                with launcher.lock:
+                    launcher.throttled = launcher.throttled or throttled
         if throttled:
+            # Back off: this claim (and every one not started yet) is dropped; its pods come back in a later batch.
             cluster.delete_nodeclaim(name)
-            result.decide(
+            out.decide(
                 "throttled", f"nodeclaim/{name}", f"not launched: EC2 is throttling ({throttled}); retried later"
             )
-            continue
-        adopted = [i for i in cloud.instances_of_nodeclaim(name) if i.state in ("pending", "running")]
-        try:
-            if adopted:
-                i = adopted[0]
-                price = next(
-                    (
-                        o.price
-                        for o in claim.launch_options
-                        if (o.instance_type, o.zone, o.capacity_type) == (i.instance_type, i.zone, i.capacity_type)
-                    ),
-                    0.0,
-                )
-                launched: LaunchedClaim | None = LaunchedClaim(
-                    name, claim.nodepool, i.id, i.instance_type, i.zone, i.capacity_type, price, claim.pods, True
-                )
-            else:
-                launched = launcher.launch(name, claim, pool)
-        except Throttled as error:
-            throttled = str(error) or "RequestLimitExceeded"
-            cluster.delete_nodeclaim(name)
-            result.decide(
-                "throttled", f"nodeclaim/{name}", f"not launched: EC2 is throttling ({throttled}); retried later"
-            )
-            continue
+            return out
         if launched is None:
             cluster.delete_nodeclaim(name)
             for key in claim.pods:
-                result.decide(
+                out.decide(
                     "unschedulable", f"pod/{key}", f"nodeclaim/{name} could not launch; retried in a later batch"
                 )
-            continue
+            return out
         _record_launch(cluster, launched, "", now)
         launched = replace(launched, planned=_planned(claim))
-        result.launched.append(launched)
-        result.decide(
+        out.launched.append(launched)
+        out.decide(
             "launched",
             f"nodeclaim/{name}",
             f"{launched.instance_type} {launched.capacity_type} in {launched.zone} at ${launched.price:.4f}/h "
@@ -768,6 +807,18 @@ def provision(
             instance_id=launched.instance_id,
             reused=launched.reused,
         )
+        return out
+
+    # CreateFleet takes a second or two in AWS; a large batch's claims launch side by side. Results are merged
+    # in plan order, so the response does not depend on which thread finished first.
+    if len(to_launch) <= 1:
+        outcomes = [launch_claim(name, claim) for name, claim in to_launch]
+    else:
+        with ThreadPoolExecutor(max_workers=min(LAUNCH_CONCURRENCY, len(to_launch))) as executor:
+            outcomes = list(executor.map(lambda item: launch_claim(*item), to_launch))
+    for outcome in outcomes:
+        result.launched.extend(outcome.launched)
+        result.decisions.extend(outcome.decisions)
     result.timings["launch"] = timer() - started
 
     # 8: events.
