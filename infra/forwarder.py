@@ -19,11 +19,25 @@ class ForwarderAccess(Construct):
         self, scope: Construct, construct_id: str, *, cluster_name: str, provisioner: lambda_.IFunction
     ) -> None:
         super().__init__(scope, construct_id)
-        # Pod Identity assumes the role with session tags (cluster, namespace, service account).
+        # Pod Identity assumes the role with session tags naming the cluster, namespace and service account;
+        # requiring them means no other association in the account can hand this role to its pods.
+        principal = (
+            iam.ServicePrincipal("pods.eks.amazonaws.com")
+            .with_session_tags()
+            .with_conditions(
+                {
+                    "StringEquals": {
+                        "aws:RequestTag/eks-cluster-name": cluster_name,
+                        "aws:RequestTag/kubernetes-namespace": NAMESPACE,
+                        "aws:RequestTag/kubernetes-service-account": SERVICE_ACCOUNT,
+                    }
+                }
+            )
+        )
         self.role = iam.Role(
             self,
             "Role",
-            assumed_by=iam.SessionTagsPrincipal(iam.ServicePrincipal("pods.eks.amazonaws.com")),
+            assumed_by=principal,
             description=f"nodewright forwarder in {NAMESPACE}/{SERVICE_ACCOUNT} on EKS cluster {cluster_name}",
             inline_policies={
                 "InvokeProvisioner": iam.PolicyDocument(

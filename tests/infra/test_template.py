@@ -354,6 +354,14 @@ def test_the_forwarder_may_only_invoke_the_provisioner(default_synth: Synth) -> 
     (trust,) = props["AssumeRolePolicyDocument"]["Statement"]
     assert trust["Principal"] == {"Service": "pods.eks.amazonaws.com"}
     assert sorted(trust["Action"]) == ["sts:AssumeRole", "sts:TagSession"]
+    # Only a Pod Identity association for this cluster's forwarder service account may use the role.
+    assert trust["Condition"] == {
+        "StringEquals": {
+            "aws:RequestTag/eks-cluster-name": CLUSTER,
+            "aws:RequestTag/kubernetes-namespace": "nodewright",
+            "aws:RequestTag/kubernetes-service-account": "nodewright-forwarder",
+        }
+    }
     statements = role_statements(default_synth, forwarder)
     assert statements == [
         {
