@@ -60,6 +60,7 @@ def test_the_stack_deploys_with_the_resources_the_function_is_told_about(
     assert variables[settings.TABLE] == deployed["TableName"]
     assert variables[settings.NODE_ROLE] == deployed["NodeRoleName"]
     assert variables[settings.INSTANCE_PROFILE] == deployed["InstanceProfileName"]
+    assert variables["NODEWRIGHT_CATALOG"] == "snapshot"
     assert (config["Handler"], config["Runtime"], config["MemorySize"], config["Timeout"]) == (
         "handler.handler",
         "python3.11",

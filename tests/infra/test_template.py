@@ -156,6 +156,15 @@ def test_the_function_runs_the_provisioner_handler_on_arm64_python311_with_both_
     )
     function = next(iter(default_synth.resources("AWS::Lambda::Function").values()))
     assert "VpcConfig" not in function["Properties"]
+    # Exactly the settings contract plus Powertools' names; the catalog mode only when asked for.
+    assert set(function["Properties"]["Environment"]["Variables"]) == {
+        settings.CLUSTER,
+        settings.TABLE,
+        settings.NODE_ROLE,
+        settings.INSTANCE_PROFILE,
+        "POWERTOOLS_SERVICE_NAME",
+        "POWERTOOLS_METRICS_NAMESPACE",
+    }
     template.has_resource_properties("AWS::Logs::LogGroup", {"RetentionInDays": 30})
     template.has_resource_properties(
         "AWS::Lambda::LayerVersion", {"CompatibleRuntimes": ["python3.11"], "CompatibleArchitectures": ["arm64"]}
