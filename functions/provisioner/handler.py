@@ -24,13 +24,27 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.parser import BaseModel, Field, parse
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 logger = Logger(service="nodewright-provisioner")
-tracer = Tracer(service="nodewright-provisioner")
+# The Tracer is built on the first traced call, not here: constructing one imports the X-Ray SDK (about a
+# quarter of a second) even when tracing is disabled, and most of this function's cold start is imports.
+_TRACER: Any = None
+
+
+def _tracer() -> Any:
+    """The Powertools Tracer, or None when tracing is disabled (POWERTOOLS_TRACE_DISABLED=true)."""
+    global _TRACER
+    if _TRACER is None and os.environ.get("POWERTOOLS_TRACE_DISABLED", "").lower() not in ("true", "1"):
+        from aws_lambda_powertools import Tracer
+
+        _TRACER = Tracer(service="nodewright-provisioner")
+    return _TRACER
+
+
 metrics = Metrics(namespace="nodewright", service="provisioner")
 
 CATALOG_MODE = "NODEWRIGHT_CATALOG"
@@ -181,7 +195,6 @@ def _emit_metrics(result: dict[str, Any]) -> None:
 
 
 @logger.inject_lambda_context(log_event=False)
-@tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics(capture_cold_start_metric=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Provision one batch. Raises on a malformed payload or a batch for another cluster."""
@@ -194,5 +207,12 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         )
     runtime.config.register_lambda_context(context)
     logger.append_keys(batch_id=request.batch_id)
-    result: dict[str, Any] = runtime.run(batch=request.model_dump())
+    tracer = _tracer()
+    if tracer is None:
+        result: dict[str, Any] = runtime.run(batch=request.model_dump())
+        return result
+    with tracer.provider.in_subsegment("## provision") as subsegment:
+        subsegment.put_annotation("batch_id", request.batch_id)
+        subsegment.put_annotation("pods", len(request.pods))
+        result = runtime.run(batch=request.model_dump())
     return result

@@ -5,10 +5,10 @@ with a bearer token from `adapters.eks_token.EksTokenSource` (minted every ~14 m
 refresh hook). No kubeconfig is involved, so a Lambda needs nothing but its IAM role and the cluster's
 access entry.
 
-Lists are read as raw JSON (`_preload_content=False`): that is the camelCase document the API server sent,
-exactly what `ApiClient.sanitize_for_serialization` would rebuild from the typed models, without building
-thousands of model objects first. List items carry no kind/apiVersion, so they are added. managedFields
-are dropped (large and never read).
+Lists are read as raw JSON, in pages of 500: that is the camelCase document the API server sent, exactly
+what `ApiClient.sanitize_for_serialization` would rebuild from the typed models, without building thousands
+of model objects first. List items carry no kind/apiVersion, so they are added. managedFields are dropped
+(large and never read).
 
 Custom objects: NodePools from `nodewright.io/v1` and `karpenter.sh/v1`, EC2NodeClasses from
 `nodewright.io/v1` and `karpenter.k8s.aws/v1`, NodeClaims from `nodewright.io/v1`. A group whose CRD is
@@ -36,10 +36,6 @@ COMPONENT = "nodewright"
 _EVENT_WORKERS = 8
 
 
-def _status(error: Exception) -> int:
-    return int(getattr(error, "status", 0) or 0)
-
-
 def _strip(doc: dict[str, Any], kind: str, api_version: str) -> dict[str, Any]:
     doc.setdefault("kind", kind)
     doc.setdefault("apiVersion", api_version)
@@ -47,24 +43,30 @@ def _strip(doc: dict[str, Any], kind: str, api_version: str) -> dict[str, Any]:
     return doc
 
 
+class ApiError(Exception):
+    """The API server answered with an error status."""
+
+    def __init__(self, status: int, method: str, path: str, body: str) -> None:
+        super().__init__(f"{method} {path}: HTTP {status}: {body[:500]}")
+        self.status = status
+
+
 class KubernetesCluster:
-    """Cluster port over a `kubernetes.client.ApiClient`."""
+    """Cluster port over a `kubernetes.client.ApiClient`.
+
+    Requests go through the client's own `param_serialize` / `call_api` (its configuration, TLS, auth
+    hooks and retries) to REST paths, rather than through the generated `CoreV1Api` & co.: importing those
+    modules alone costs about half a second, most of this Lambda's cold start, for the dozen calls made here.
+    """
 
     def __init__(self, api_client: Any, clock: Callable[[], float] | None = None) -> None:
-        from kubernetes import client
-
         self.api_client = api_client
-        # Typed as Any: the generated signatures want model objects where the API also takes plain dicts.
-        self.core: Any = client.CoreV1Api(api_client)
-        self.apps: Any = client.AppsV1Api(api_client)
-        self.storage: Any = client.StorageV1Api(api_client)
-        self.custom: Any = client.CustomObjectsApi(api_client)
         self._clock = clock or (lambda: datetime.now(UTC).timestamp())
 
     @classmethod
     def from_eks(cls, cluster_name: str, eks: Any, token_source: Any) -> KubernetesCluster:
         """Endpoint and CA from eks:DescribeCluster; bearer tokens from `token_source.token()`."""
-        from kubernetes import client
+        from kubernetes.client import ApiClient, Configuration
 
         cluster = eks.describe_cluster(name=cluster_name)["cluster"]
         ca_pem = base64.b64decode(cluster["certificateAuthority"]["data"])
@@ -72,7 +74,7 @@ class KubernetesCluster:
         path = f"{tempfile.gettempdir()}/nodewright-ca-{hashlib.sha256(ca_pem).hexdigest()[:16]}.pem"
         with open(path, "wb") as handle:
             handle.write(ca_pem)
-        configuration: Any = client.Configuration(host=str(cluster["endpoint"]))
+        configuration: Any = Configuration(host=str(cluster["endpoint"]))
         configuration.ssl_ca_cert = path
         configuration.api_key_prefix = {"authorization": "Bearer"}
         configuration.api_key = {"authorization": token_source.token()}
@@ -81,103 +83,128 @@ class KubernetesCluster:
             config.api_key["authorization"] = token_source.token()
 
         configuration.refresh_api_key_hook = refresh
-        return cls(client.ApiClient(configuration))
+        return cls(ApiClient(configuration))
+
+    # ---------------------------------------------------------------------------------------- REST
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        query: Sequence[tuple[str, str]] = (),
+        body: Any = None,
+        content_type: str = "application/json",
+    ) -> dict[str, Any]:
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = content_type
+        method_, url, header_params, serialized, post = self.api_client.param_serialize(
+            method,
+            path,
+            query_params=list(query) or None,
+            header_params=headers,
+            body=body,
+            auth_settings=["BearerToken"],
+        )
+        response = self.api_client.call_api(method_, url, header_params, serialized, post)
+        response.read()
+        data = response.data.decode() if isinstance(response.data, bytes) else str(response.data or "")
+        if response.status >= 400:
+            raise ApiError(int(response.status), method, path, data)
+        parsed: dict[str, Any] = json.loads(data) if data else {}
+        return parsed
+
+    def _list(
+        self, path: str, kind: str, api_version: str, query: Sequence[tuple[str, str]] = ()
+    ) -> list[dict[str, Any]]:
+        """Every item of a list, following `continue` tokens, with kind and apiVersion filled in."""
+        items: list[dict[str, Any]] = []
+        token = ""
+        while True:
+            params = [*query, ("limit", "500")] + ([("continue", token)] if token else [])
+            page = self._call("GET", path, params)
+            items.extend(_strip(d, kind, api_version) for d in page.get("items", []))
+            token = str((page.get("metadata") or {}).get("continue") or "")
+            if not token:
+                return items
 
     # ------------------------------------------------------------------------------------- read
 
-    def _raw(self, call: Callable[..., Any], **kwargs: Any) -> dict[str, Any]:
-        response = call(_preload_content=False, **kwargs)
-        data = response.data if hasattr(response, "data") else response.read()
-        parsed: dict[str, Any] = json.loads(data)
-        return parsed
-
     def _custom(self, group: str, version: str, plural: str) -> list[dict[str, Any]]:
         try:
-            items = self._raw(self.custom.list_cluster_custom_object, group=group, version=version, plural=plural)
-        except Exception as error:
-            if _status(error) == 404:
+            return self._list(f"/apis/{group}/{version}/{plural}", "", f"{group}/{version}")
+        except ApiError as error:
+            if error.status == 404:
                 return []
             raise
-        return [_strip(d, "", f"{group}/{version}") for d in items.get("items", [])]
 
     def read(self) -> ClusterView:
         documents: list[dict[str, Any]] = []
         for group, version, plural in (*NODEPOOLS, *NODECLASSES, NODECLAIMS):
             documents.extend(self._custom(group, version, plural))
-        for node in self._raw(self.core.list_node).get("items", []):
-            documents.append(_strip(node, "Node", "v1"))
+        documents.extend(self._list("/api/v1/nodes", "Node", "v1"))
         unbound: dict[str, dict[str, Any]] = {}
-        pods = self._raw(
-            self.core.list_pod_for_all_namespaces, field_selector="status.phase!=Succeeded,status.phase!=Failed"
-        )
-        for pod in pods.get("items", []):
+        active = [("fieldSelector", "status.phase!=Succeeded,status.phase!=Failed")]
+        for pod in self._list("/api/v1/pods", "Pod", "v1", active):
             metadata = pod.get("metadata") or {}
             if not (pod.get("spec") or {}).get("nodeName"):
-                unbound[f"{metadata.get('namespace', 'default')}/{metadata.get('name', '')}"] = _strip(pod, "Pod", "v1")
+                unbound[f"{metadata.get('namespace', 'default')}/{metadata.get('name', '')}"] = pod
                 continue
-            documents.append(_strip(pod, "Pod", "v1"))
-        for ds in self._raw(self.apps.list_daemon_set_for_all_namespaces).get("items", []):
-            documents.append(_strip(ds, "DaemonSet", "apps/v1"))
-        for pvc in self._raw(self.core.list_persistent_volume_claim_for_all_namespaces).get("items", []):
-            documents.append(_strip(pvc, "PersistentVolumeClaim", "v1"))
-        for pv in self._raw(self.core.list_persistent_volume).get("items", []):
-            documents.append(_strip(pv, "PersistentVolume", "v1"))
-        for sc in self._raw(self.storage.list_storage_class).get("items", []):
-            documents.append(_strip(sc, "StorageClass", "storage.k8s.io/v1"))
+            documents.append(pod)
+        documents.extend(self._list("/apis/apps/v1/daemonsets", "DaemonSet", "apps/v1"))
+        documents.extend(self._list("/api/v1/persistentvolumeclaims", "PersistentVolumeClaim", "v1"))
+        documents.extend(self._list("/api/v1/persistentvolumes", "PersistentVolume", "v1"))
+        documents.extend(self._list("/apis/storage.k8s.io/v1/storageclasses", "StorageClass", "storage.k8s.io/v1"))
         return ClusterView(documents, unbound)
 
     # ---------------------------------------------------------------------------------- NodeClaims
 
-    def create_nodeclaim(self, document: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    def _nodeclaims(self, name: str = "", sub: str = "") -> str:
         group, version, plural = NODECLAIMS
+        path = f"/apis/{group}/{version}/{plural}"
+        return f"{path}/{name}{sub}" if name else path
+
+    def create_nodeclaim(self, document: Mapping[str, Any]) -> Mapping[str, Any] | None:
         try:
-            self.custom.create_cluster_custom_object(group, version, plural, dict(document))
-        except Exception as error:
-            if _status(error) != 409:
+            self._call("POST", self._nodeclaims(), body=dict(document))
+        except ApiError as error:
+            if error.status != 409:
                 raise
             name = str((document.get("metadata") or {}).get("name", ""))
-            existing: Mapping[str, Any] = self.custom.get_cluster_custom_object(group, version, plural, name)
-            return existing
+            return self._call("GET", self._nodeclaims(name))
         return None
 
     def update_nodeclaim(
         self, name: str, labels: Mapping[str, str], annotations: Mapping[str, str], status: Mapping[str, Any]
     ) -> None:
-        group, version, plural = NODECLAIMS
         if labels or annotations:
             metadata: dict[str, Any] = {}
             if labels:
                 metadata["labels"] = dict(labels)
             if annotations:
                 metadata["annotations"] = dict(annotations)
-            self.custom.patch_cluster_custom_object(
-                group, version, plural, name, {"metadata": metadata}, _content_type=MERGE_PATCH
-            )
+            self._call("PATCH", self._nodeclaims(name), body={"metadata": metadata}, content_type=MERGE_PATCH)
         if status:
+            body = {"status": dict(status)}
             try:
-                self.custom.patch_cluster_custom_object_status(
-                    group, version, plural, name, {"status": dict(status)}, _content_type=MERGE_PATCH
-                )
-            except Exception as error:
+                self._call("PATCH", self._nodeclaims(name, "/status"), body=body, content_type=MERGE_PATCH)
+            except ApiError as error:
                 # A CRD without the status subresource keeps status in the main resource.
-                if _status(error) != 404:
+                if error.status != 404:
                     raise
-                self.custom.patch_cluster_custom_object(
-                    group, version, plural, name, {"status": dict(status)}, _content_type=MERGE_PATCH
-                )
+                self._call("PATCH", self._nodeclaims(name), body=body, content_type=MERGE_PATCH)
 
     def delete_nodeclaim(self, name: str) -> None:
-        group, version, plural = NODECLAIMS
         try:
-            self.custom.delete_cluster_custom_object(group, version, plural, name)
-        except Exception as error:
-            if _status(error) != 404:
+            self._call("DELETE", self._nodeclaims(name))
+        except ApiError as error:
+            if error.status != 404:
                 raise
 
     # -------------------------------------------------------------------------------- nodes, events
 
     def remove_node_taint(self, node: str, taint_key: str) -> None:
-        current = self._raw(self.core.read_node, name=node)
+        current = self._call("GET", f"/api/v1/nodes/{node}")
         taints = (current.get("spec") or {}).get("taints") or []
         kept = [t for t in taints if t.get("key") != taint_key]
         if len(kept) == len(taints):
@@ -185,7 +212,7 @@ class KubernetesCluster:
         # A merge patch replaces the whole list; resourceVersion makes it fail rather than drop a taint
         # someone else added in between.
         body = {"metadata": {"resourceVersion": current["metadata"]["resourceVersion"]}, "spec": {"taints": kept}}
-        self.core.patch_node(node, body, _content_type=MERGE_PATCH)
+        self._call("PATCH", f"/api/v1/nodes/{node}", body=body, content_type=MERGE_PATCH)
 
     def _event(self, event: PodEvent, now: str) -> None:
         namespace, _, name = event.pod.partition("/")
@@ -206,10 +233,10 @@ class KubernetesCluster:
             "count": 1,
         }
         try:
-            self.core.create_namespaced_event(namespace, body)
-        except Exception as error:
+            self._call("POST", f"/api/v1/namespaces/{namespace}/events", body=body)
+        except ApiError as error:
             # 409: the same event was recorded by an earlier run of this batch; 404: the namespace is gone.
-            if _status(error) not in (404, 409):
+            if error.status not in (404, 409):
                 raise
 
     def record_events(self, events: Sequence[PodEvent]) -> None:
