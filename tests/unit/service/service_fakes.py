@@ -85,14 +85,14 @@ class FakeCloud:
         return spec.name
 
     def create_fleet(self, request: Mapping[str, Any]) -> Mapping[str, Any]:
-        self.cluster_log.append("fleet")
+        tags = {t["Key"]: t["Value"] for t in request["TagSpecifications"][0]["Tags"]}
+        self.cluster_log.append(f"fleet nodeclaim/{tags['karpenter.sh/nodeclaim']}")
         self.fleets.append(request)
         if self.throttle:
             raise Throttled("RequestLimitExceeded")
         if self.reject:
             raise LaunchError(self.reject)
         capacity_type = request["TargetCapacitySpecification"]["DefaultTargetCapacityType"]
-        tags = {t["Key"]: t["Value"] for t in request["TagSpecifications"][0]["Tags"]}
         errors = []
         for config in request["LaunchTemplateConfigs"]:
             for override in config["Overrides"]:

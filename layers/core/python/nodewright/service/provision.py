@@ -722,17 +722,30 @@ def provision(
     for refusal in results.unschedulable:
         result.decide("unschedulable", f"pod/{refusal.pod}", refusal.reason)
 
-    # 7: create every NodeClaim, then launch them.
+    # 7: each NodeClaim is created (so a later batch counts it), then launched, then recorded. Claims go side
+    # by side, so the first CreateFleet does not wait for hundreds of NodeClaims to be written.
     pools_by_name = {p.name: p for p in pools}
-    to_launch: list[tuple[str, PlannedNodeClaim]] = []
-    for claim in results.nodeclaims:
-        name = nodeclaim_name(batch.batch_id, claim)
+    to_launch = [(nodeclaim_name(batch.batch_id, claim), claim) for claim in results.nodeclaims]
+    launcher = _Launcher(cluster, cloud, state, info, catalog, resolved, unavailable, now, result, started, timer)
+
+    def launch_claim(name: str, claim: PlannedNodeClaim) -> ProvisionResult:
+        """Create, launch (or adopt an instance already tagged with its name) and record one claim; its
+        decisions go to its own result."""
+        out = ProvisionResult(batch.batch_id)
         pool = pools_by_name[claim.nodepool]
+        if launcher.throttled:
+            out.decide(
+                "throttled",
+                f"nodeclaim/{name}",
+                f"not launched: EC2 is throttling ({launcher.throttled}); retried later",
+            )
+            return out
         existing = cluster.create_nodeclaim(nodeclaim_document(name, claim, pool, batch.batch_id))
         if existing is not None and (existing.get("status") or {}).get("providerID"):
             provider_id = str(existing["status"]["providerID"])
-            labels = (existing.get("metadata") or {}).get("labels") or {}
-            result.launched.append(
+            metadata = existing.get("metadata") or {}
+            labels = metadata.get("labels") or {}
+            out.launched.append(
                 LaunchedClaim(
                     name,
                     claim.nodepool,
@@ -740,24 +753,15 @@ def provision(
                     str(labels.get(INSTANCE_TYPE_LABEL, "")),
                     str(labels.get(ZONE, "")),
                     str(labels.get(CAPACITY_TYPE_LABEL, "")),
-                    float(((existing.get("metadata") or {}).get("annotations") or {}).get(PRICE_ANNOTATION, 0) or 0),
+                    float((metadata.get("annotations") or {}).get(PRICE_ANNOTATION, 0) or 0),
                     claim.pods,
                     reused=True,
                     planned=_planned(claim),
                 )
             )
-            result.decide(
-                "launched", f"nodeclaim/{name}", f"already launched as {provider_id} (same batch seen before)"
-            )
-            continue
-        to_launch.append((name, claim))
-    launcher = _Launcher(cluster, cloud, state, info, catalog, resolved, unavailable, now, result, started, timer)
-
-    def launch_claim(name: str, claim: PlannedNodeClaim) -> ProvisionResult:
-        """Launch one claim (adopting an instance already tagged with its name); decisions go to its own result."""
-        out = ProvisionResult(batch.batch_id)
-        pool = pools_by_name[claim.nodepool]
-        throttled = launcher.throttled
+            out.decide("launched", f"nodeclaim/{name}", f"already launched as {provider_id} (same batch seen before)")
+            return out
+        throttled = ""
         launched: LaunchedClaim | None = None
         if not throttled:
             adopted = [i for i in cloud.instances_of_nodeclaim(name) if i.state in ("pending", "running")]
