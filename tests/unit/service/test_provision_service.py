@@ -296,3 +296,18 @@ def test_a_claim_abandoned_before_its_launch_is_removed_after_two_minutes_and_it
     [removed] = actions(result, "terminated")
     assert removed.subject == f"nodeclaim/{launched.name}" and "never recorded as launched" in removed.reason
     assert len(result.launched) == 1 and result.launched[0].name != launched.name
+
+
+def test_a_node_nodewright_did_not_launch_keeps_its_unregistered_taint_in_the_simulation() -> None:
+    foreign = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "someone-elses", "labels": {"karpenter.sh/nodepool": "general"}},
+        "spec": {"taints": [{"key": "karpenter.sh/unregistered", "effect": "NoExecute"}]},
+        "status": {"allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110"}},
+    }
+    cluster, cloud, state, clock = world(pod("web-0"), foreign)
+    result = run(cluster, cloud, state, clock)
+    # Not placed on the tainted node: a claim is launched, and the node's taint is left alone.
+    assert len(result.launched) == 1 and not actions(result, "existing")
+    assert cluster.objects[("Node", "", "someone-elses")]["spec"]["taints"] != []

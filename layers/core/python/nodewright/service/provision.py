@@ -665,10 +665,12 @@ def provision(
                 result.decide("waiting", f"pod/{pod.key}", f"nominated to nodeclaim/{claim_.name}, which is in flight")
         requests = res.total(p.requests for p in mine)
         inflight.append(replace(claim_, nominated_pods=tuple(mine), requests=requests))
+    # The nodes registered above have just lost karpenter.sh/unregistered; other nodes keep what they have.
+    just_registered = set(registered.values())
     nodes = tuple(
         replace(
             n,
-            taints=tuple(t for t in n.taints if t.key != UNREGISTERED_TAINT.key),
+            taints=tuple(t for t in n.taints if n.name not in just_registered or t.key != UNREGISTERED_TAINT.key),
             pods=(*n.pods, *reserved.get(n.name, ())),
         )
         for n in inputs.nodes
