@@ -26,6 +26,9 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--timeout", type=float, default=120.0, help="start-up deadline per component (s)")
     parser.add_argument("--cdk-out", type=Path, default=None, help="a synthesized cloud assembly to deploy on up")
     parser.add_argument("--stack", default=None, help="the stack in --cdk-out to deploy")
+    parser.add_argument(
+        "--bare", action="store_true", help="start the world only, without deploying nodewright into it"
+    )
     parser.set_defaults(func=run)
 
 
@@ -45,6 +48,11 @@ def run(args: argparse.Namespace) -> int:
         except procs.StartupError as exc:
             print(f"local world failed to start: {exc}")
             return 1
+        if args.cdk_out is None and not args.bare:
+            from nodewright.localworld import deploy
+
+            deploy.deploy(state)
+            return 0
         if args.cdk_out is not None:
             if not args.stack:
                 print("--cdk-out needs --stack")

@@ -395,7 +395,9 @@ def down(state_dir: Path, log: Callable[[str], None] = print) -> bool:
         if state_dir.exists():
             shutil.rmtree(state_dir, ignore_errors=True)
         return False
-    for name in reversed(COMPONENTS):
+    # What was deployed into the world (the forwarder) stops first, then the world in reverse start order.
+    extras = [name for name in state.pids if name not in COMPONENTS]
+    for name in [*extras, *reversed(COMPONENTS)]:
         pid = state.pids.get(name)
         if pid is not None:
             procs.stop(pid)
