@@ -1,7 +1,8 @@
 """Provisioning end to end on the local world: pending pods become Running pods on nodes nodewright launched.
 
-The provisioner Lambda is created in moto as the stack defines it (its folder via the `nodewright:source`
-tag, its environment, its own execution role) and invoked with payloads the forwarder's own code builds
+The provisioner Lambda is the one the CDK stack defines: the app is synthesized with `cdk synth` and deployed
+through moto's CloudFormation (`nodewright.localworld.deploy`), with its role, table, node role and instance
+profile. It is invoked with payloads the forwarder's own code builds
 (`forwarder.projection` and `forwarder.batching`) from the pods the real kube-scheduler marked
 Unschedulable. Its handler runs in the moto server's process, reaches the API server with an EKS token as
 its role, launches with CreateFleet in moto, and the registrar turns the instances into KWOK nodes from the
@@ -19,28 +20,26 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes import client
-from test_crds import install_crds
 from worldkit import World, wait_for
 
 from nodewright.forwarder.batching import build_payloads
 from nodewright.forwarder.projection import is_pending, project_pod
-
-ROOT = Path(__file__).resolve().parents[2]
-FUNCTION = "nodewright-provisioner"
-TABLE = "nodewright-e2e"
+from nodewright.localworld import deploy
+from nodewright.localworld import world as lw
 
 
 class Provisioner:
-    """The provisioner function in the world, and the forwarder's part of talking to it."""
+    """The stack's provisioner function in the world, and the forwarder's part of talking to it."""
 
-    def __init__(self, world: World, function: str) -> None:
+    def __init__(self, world: World, outputs: dict[str, str]) -> None:
         self.world = world
-        self.function = function
+        self.function = outputs["ProvisionerFunctionName"]
+        self.table = outputs["TableName"]
+        self.node_role = outputs["NodeRoleName"]
         self.lambda_ = world.aws("lambda")
 
     def pending_payloads(self, namespace: str) -> list[bytes]:
@@ -66,59 +65,27 @@ class Provisioner:
 
 @pytest.fixture(scope="module")
 def provisioner(local_world: World) -> Provisioner:
-    """The CRDs, the stack's table and instance profile, and the provisioner function, once per module."""
+    """The stack deployed into the world (real `cdk synth`, moto's CloudFormation) and the CRDs, once per
+    module. The forwarder is not started: the tests send its batches themselves, to control repeats."""
     world = local_world
-    install_crds(world)
-    iam = world.aws("iam")
-    node_role = world.state.node_role_name
-    profile = f"{node_role}-profile"
-    iam.create_instance_profile(InstanceProfileName=profile)
-    iam.add_role_to_instance_profile(InstanceProfileName=profile, RoleName=node_role)
-    world.aws("dynamodb").create_table(
-        TableName=TABLE,
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
-        AttributeDefinitions=[
-            {"AttributeName": "pk", "AttributeType": "S"},
-            {"AttributeName": "sk", "AttributeType": "S"},
-        ],
-        BillingMode="PAY_PER_REQUEST",
+    outputs = deploy.deployed_outputs(world.state) or lw.deploy_stack(
+        world.state, deploy.synthesize(world.state, print), deploy.STACK
     )
-    trust = {
-        "Version": "2012-10-17",
-        "Statement": [
-            {"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}
-        ],
-    }
-    role = iam.create_role(RoleName=f"{FUNCTION}-role", AssumeRolePolicyDocument=json.dumps(trust))["Role"]["Arn"]
-    world.aws("lambda").create_function(
-        FunctionName=FUNCTION,
-        Runtime="python3.11",
-        Role=role,
-        Handler="handler.handler",
-        Code={"ZipFile": b"PK\x05\x06" + b"\x00" * 18},  # the code comes from the tagged folder
-        Timeout=300,
-        MemorySize=1024,
-        Architectures=["arm64"],
-        Tags={"nodewright:source": "functions/provisioner"},
-        Environment={
-            "Variables": {
-                "NODEWRIGHT_CLUSTER": world.state.cluster,
-                "NODEWRIGHT_TABLE": TABLE,
-                "NODEWRIGHT_NODE_ROLE": node_role,
-                "NODEWRIGHT_INSTANCE_PROFILE": profile,
-                "NODEWRIGHT_CATALOG": "snapshot",
-                "POWERTOOLS_TRACE_DISABLED": "true",
-                "POWERTOOLS_METRICS_NAMESPACE": "nodewright",
-            }
-        },
-    )
-    return Provisioner(world, FUNCTION)
+    deploy.install_crds(world.api_client)
+    return Provisioner(world, outputs)
 
 
 class Pool:
     """A NodePool + EC2NodeClass for one test, its taint, and teardown of what it launched."""
 
-    def __init__(self, world: World, namespace: str, requirements: list[dict[str, Any]], limits: dict[str, str] | None):
+    def __init__(
+        self,
+        world: World,
+        node_role: str,
+        namespace: str,
+        requirements: list[dict[str, Any]],
+        limits: dict[str, str] | None,
+    ):
         self.world = world
         self.name = f"{namespace}-pool"
         self.taint = {"key": "nodewright.io/e2e", "value": namespace, "effect": "NoSchedule"}
@@ -133,7 +100,7 @@ class Pool:
                 "metadata": {"name": self.name},
                 "spec": {
                     "amiSelectorTerms": [{"alias": "al2023@latest"}],
-                    "role": world.state.node_role_name,
+                    "role": node_role,
                     "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": world.state.cluster}}],
                     "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": world.state.cluster}}],
                 },
@@ -186,11 +153,11 @@ class Pool:
 
 
 @pytest.fixture
-def make_pool(local_world: World, namespace: str) -> Iterator[Any]:
+def make_pool(local_world: World, namespace: str, provisioner: Provisioner) -> Iterator[Any]:
     made: list[Pool] = []
 
     def make(requirements: list[dict[str, Any]], limits: dict[str, str] | None = None) -> Pool:
-        pool = Pool(local_world, namespace, requirements, limits)
+        pool = Pool(local_world, provisioner.node_role, namespace, requirements, limits)
         made.append(pool)
         return pool
 
@@ -395,7 +362,7 @@ def test_the_cheapest_offering_out_of_capacity_launches_on_the_next(
     assert [d["subject"] for d in unavailable] == ["offering/m5.large/us-east-1a/on-demand"]
     assert "InsufficientInstanceCapacity" in unavailable[0]["reason"]
     mark = world.aws("dynamodb").get_item(
-        TableName=TABLE,
+        TableName=provisioner.table,
         Key={"pk": {"S": "unavailable"}, "sk": {"S": "m5.large#us-east-1a#on-demand"}},
         ConsistentRead=True,
     )["Item"]
