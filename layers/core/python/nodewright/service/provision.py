@@ -5,7 +5,7 @@
 1. Read the cluster (NodePools, EC2NodeClasses, NodeClaims, Nodes with their pods, DaemonSets, volumes)
    and drop batch pods that were bound or deleted since the forwarder sent them.
 2. Finish registrations: a launched NodeClaim whose node has appeared (same providerID) is marked
-   Registered, its labels are copied to the node and `karpenter.sh/unregistered` is removed.
+   Registered and `karpenter.sh/unregistered` is removed from the node (its labels came from the user data).
 3. Clean up: a NodeClaim whose node has not registered 15 minutes after creation is terminated and deleted.
 4. Pods nominated to a NodeClaim still in flight wait for it (they are not planned twice); the claim is
    handed to the simulation as capacity in flight.
@@ -304,7 +304,7 @@ def finish_registrations(
 ) -> dict[str, str]:
     """Mark launched NodeClaims whose node has appeared as Registered; returns claim name -> node name.
 
-    The node gets the claim's labels (as Karpenter syncs them) and loses `karpenter.sh/unregistered`.
+    The node loses `karpenter.sh/unregistered`; its labels came with it from the user data (not re-synced here).
     """
     by_provider = {n.provider_id: n for n in nodes if n.provider_id}
     done: dict[str, str] = {}
