@@ -19,9 +19,9 @@ PROVISIONER_FUNCTION = "NODEWRIGHT_PROVISIONER_FUNCTION"  # name or ARN the forw
 STATE_MACHINE = "NODEWRIGHT_STATE_MACHINE"  # ARN of the disruption workflow
 REGION = "AWS_REGION"
 
-# The one DynamoDB table's key schema (partition `pk`, sort `sk`, TTL attribute `expires_at`). Items are
-# namespaced by the prefix of `pk`: "idempotency#...", "unavailable#<type>#<zone>#<capacity type>",
-# "lock#node#<name>", "launchtemplate#<hash>".
+# The one DynamoDB table's key schema (partition `pk`, sort `sk`, TTL attribute `expires_at`). Kinds of
+# item are told apart by `pk`: Powertools idempotency records (its own `pk`), unavailable offerings under
+# pk "unavailable" with sk "<type>#<zone>#<capacity type>" (one consistent Query reads them all).
 TABLE_PARTITION_KEY = "pk"
 TABLE_SORT_KEY = "sk"
 TABLE_TTL_ATTRIBUTE = "expires_at"
