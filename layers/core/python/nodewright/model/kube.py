@@ -197,7 +197,7 @@ def _host_ports(ctx: Collector, container: Any, path: str, host_network: bool) -
 
 
 def _affinity_term(
-    ctx: Collector, raw: Any, path: str, labels: Mapping[str, str], anti: bool
+    ctx: Collector, raw: Any, path: str, labels: Mapping[str, str], selector_required: bool
 ) -> PodAffinityTerm | None:
     term = get_map(ctx, raw, path, required=True)
     if term is None:
@@ -228,7 +228,9 @@ def _affinity_term(
                 # The pod's own value for the key joins the selector, as the scheduler merges it.
                 extra.append(Requirement(key, operator, (labels[key],)))
     if selector is None:
-        if not anti:
+        # Only a required affinity term without a selector is an error: it could never be met. An
+        # anti-affinity or preferred term without one matches no pod and so constrains nothing.
+        if selector_required:
             ctx.error(
                 join(path, "labelSelector"),
                 "is required: without it the term matches no pod, so the pod could never be scheduled",
@@ -252,7 +254,7 @@ def _pod_affinities(
     check_fields(ctx, affinity, path, (required_field, preferred_field))
     required = []
     for i, raw_term in enumerate(get_list(ctx, affinity.get(required_field), join(path, required_field)) or []):
-        term = _affinity_term(ctx, raw_term, join(join(path, required_field), i), labels, anti)
+        term = _affinity_term(ctx, raw_term, join(join(path, required_field), i), labels, selector_required=not anti)
         if term is not None:
             required.append(term)
     preferred = []
@@ -263,7 +265,9 @@ def _pod_affinities(
             continue
         check_fields(ctx, pref, where, ("weight", "podAffinityTerm"))
         weight = get_int(ctx, pref.get("weight"), join(where, "weight"), 1, 100, required=True)
-        term = _affinity_term(ctx, pref.get("podAffinityTerm"), join(where, "podAffinityTerm"), labels, anti=True)
+        term = _affinity_term(
+            ctx, pref.get("podAffinityTerm"), join(where, "podAffinityTerm"), labels, selector_required=False
+        )
         if weight is not None and term is not None:
             preferred.append(WeightedPodAffinityTerm(weight, term))
     return tuple(required), tuple(preferred)

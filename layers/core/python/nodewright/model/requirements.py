@@ -232,13 +232,6 @@ class Requirements:
         """Does a node with exactly these labels satisfy every requirement?"""
         return all(value_set.matches(labels.get(key)) for key, value_set in self.by_key.items())
 
-    def first_unmatched(self, labels: Mapping[str, str]) -> str | None:
-        """The first requirement (sorted by key) that a node with `labels` fails, described."""
-        for key in sorted(self.by_key):
-            if not self.by_key[key].matches(labels.get(key)):
-                return self.by_key[key].describe(key)
-        return None
-
     def without(self, keys: Iterable[str]) -> Requirements:
         drop = set(keys)
         return Requirements({k: v for k, v in self.by_key.items() if k not in drop})
