@@ -208,6 +208,19 @@ def _compute_capacity(
     return out
 
 
+def _normalized(
+    it: InstanceType,
+    kubelet: KubeletConfiguration | None,
+    root_volume_bytes: int | None,
+    ami_family: str,
+    instance_store_raid0: bool,
+) -> tuple[KubeletConfiguration, int, tuple[object, ...]]:
+    """Defaults filled in, and the cache key of one (type, kubelet, volume, AMI family, RAID0) question."""
+    kubelet = kubelet or _NO_KUBELET
+    root_bytes = DEFAULT_ROOT_VOLUME_BYTES if root_volume_bytes is None else root_volume_bytes
+    return kubelet, root_bytes, (_type_key(it), _kubelet_key(kubelet), root_bytes, ami_family, instance_store_raid0)
+
+
 def capacity(
     it: InstanceType,
     kubelet: KubeletConfiguration | None = None,
@@ -221,9 +234,7 @@ def capacity(
     (None: 20Gi; see `root_volume_bytes`), the AMI family ("al2023" or "bottlerocket"), and whether the
     EC2NodeClass sets instanceStorePolicy RAID0. Invariant: every value is >= 0.
     """
-    kubelet = kubelet or _NO_KUBELET
-    root_bytes = DEFAULT_ROOT_VOLUME_BYTES if root_volume_bytes is None else root_volume_bytes
-    key = (_type_key(it), _kubelet_key(kubelet), root_bytes, ami_family, instance_store_raid0)
+    kubelet, root_bytes, key = _normalized(it, kubelet, root_volume_bytes, ami_family, instance_store_raid0)
     cached = _capacity_cache.get(key)
     if cached is not None:
         return cached
@@ -275,9 +286,7 @@ def allocatable(
 
     Same inputs as `capacity`. Resources reserved but absent from capacity are ignored.
     """
-    kubelet = kubelet or _NO_KUBELET
-    root_bytes = DEFAULT_ROOT_VOLUME_BYTES if root_volume_bytes is None else root_volume_bytes
-    key = (_type_key(it), _kubelet_key(kubelet), root_bytes, ami_family, instance_store_raid0)
+    kubelet, root_bytes, key = _normalized(it, kubelet, root_volume_bytes, ami_family, instance_store_raid0)
     cached = _allocatable_cache.get(key)
     if cached is not None:
         return cached
