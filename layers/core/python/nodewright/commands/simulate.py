@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
 
 from nodewright.catalog.snapshot import SnapshotSource
-from nodewright.model.loader import load_files
+from nodewright.commands.validate import load_or_report
 from nodewright.scheduling import Results, solve_inputs
 
 
@@ -33,11 +32,8 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Load, validate and simulate; 0 on success (even with unschedulable pods), 1 on invalid input."""
-    inputs, errors = load_files(args.files)
-    if errors:
-        for error in errors:
-            print(error, file=sys.stderr)
-        print(f"{len(errors)} error{'s' if len(errors) != 1 else ''} found; nothing simulated", file=sys.stderr)
+    inputs = load_or_report(args.files)
+    if inputs is None:
         return 1
     results = solve_inputs(inputs, SnapshotSource().instance_types())
     if args.json:

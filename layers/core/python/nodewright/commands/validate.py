@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from typing import Any
 
+from nodewright.model.inputs import ClusterInputs
 from nodewright.model.loader import load_files
 
 
@@ -26,14 +28,21 @@ def add_parser(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
+def load_or_report(files: Sequence[str]) -> ClusterInputs | None:
+    """Load the files; on any error print every one to stderr (and a count) and return None."""
+    inputs, errors = load_files(files)
+    if not errors:
+        return inputs
+    for error in errors:
+        print(error, file=sys.stderr)
+    print(f"{len(errors)} error{'s' if len(errors) != 1 else ''} found", file=sys.stderr)
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     """Validate the files named in `args.files`; 0 when all are valid, 1 otherwise."""
-    inputs, errors = load_files(args.files)
-    if errors:
-        for error in errors:
-            print(error, file=sys.stderr)
-        count = len(errors)
-        print(f"{count} error{'s' if count != 1 else ''} found", file=sys.stderr)
+    inputs = load_or_report(args.files)
+    if inputs is None:
         return 1
     if not args.quiet:
         for obj in inputs.objects:

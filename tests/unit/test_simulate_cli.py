@@ -1,0 +1,40 @@
+"""`nodewright simulate`: the JSON shape on the examples, and invalid input refused with named errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from nodewright.cli import main
+
+EXAMPLES = sorted(str(p) for p in (Path(__file__).resolve().parents[2] / "examples").glob("*.yaml"))
+
+
+def test_json_output_has_the_documented_shape(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--json", *EXAMPLES]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out) == {"nodeclaims", "existing", "unschedulable", "cost_per_hour"}
+    claim = out["nodeclaims"][0]
+    assert set(claim) == {
+        "name", "nodepool", "instance_types", "capacity_types", "zones",
+        "instance_type", "capacity_type", "zone", "price_per_hour", "pods",
+    }  # fmt: skip
+    assert claim["instance_type"] == claim["instance_types"][0]
+    assert out["cost_per_hour"] == pytest.approx(sum(c["price_per_hour"] for c in out["nodeclaims"]), abs=1e-6)
+
+
+def test_table_output_ends_with_the_total(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", *EXAMPLES]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("TOTAL $") and "unschedulable" in last
+
+
+def test_invalid_input_is_refused_with_the_field_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "pool.yaml"
+    bad.write_text("apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: x}\nspec: {weigth: 3}\n")
+    assert main(["simulate", str(bad)]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert f"{bad}: NodePool/x: spec.weigth:" in captured.err and "weight" in captured.err
