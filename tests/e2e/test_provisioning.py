@@ -258,8 +258,12 @@ def test_pending_deployments_become_running_on_right_sized_nodes_and_a_repeat_la
     deployment(world, namespace, pool, "medium", 10, "500m", "1Gi")
     deployment(world, namespace, pool, "large", 10, "1", "2Gi")
     deployment(world, namespace, pool, "arm", 10, "500m", "512Mi", nodeSelector={"kubernetes.io/arch": "arm64"})
+    # minDomains 3: the kube-scheduler only knows the zones of nodes that have registered, so without it
+    # the first node's zone is the only domain and takes every pod (as on a real cluster); with it the
+    # minimum counts as 0 until all three zones have nodes, so skew 1 holds whichever registers first.
     spread = {
         "maxSkew": 1,
+        "minDomains": 3,
         "topologyKey": "topology.kubernetes.io/zone",
         "whenUnsatisfiable": "DoNotSchedule",
         "labelSelector": {"matchLabels": {"app": "spread"}},
