@@ -85,6 +85,11 @@ class Cloud(Protocol):
         """Terminate instances (already terminated ones are fine)."""
         ...
 
+    def describe_instances(self, instance_ids: Iterable[str]) -> Sequence[Instance]:
+        """The instances among these ids that EC2 still knows (any state, terminated included); unknown
+        ids are left out rather than raising."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class ClusterView:
@@ -109,6 +114,32 @@ class PodEvent:
     message: str
     type: str = "Normal"
     dedupe: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeEvent:
+    """A Kubernetes event about a node (disruption started, blocked, drained, terminated)."""
+
+    node: str
+    reason: str
+    message: str
+    type: str = "Normal"
+    dedupe: str = ""
+
+
+# What an eviction request came back with: the pod is going, a PodDisruptionBudget said no (HTTP 429),
+# or the pod is already gone (404).
+EVICTED, BLOCKED, GONE = "evicted", "blocked", "gone"
+
+
+@dataclass(frozen=True, slots=True)
+class FleetView:
+    """The objects disruption decisions read: NodePools (nodewright.io/v1 and karpenter.sh/v1), NodeClaims and
+    Nodes, as camelCase API objects."""
+
+    nodepools: Sequence[Mapping[str, Any]]
+    nodeclaims: Sequence[Mapping[str, Any]]
+    nodes: Sequence[Mapping[str, Any]]
 
 
 class Cluster(Protocol):
@@ -138,6 +169,39 @@ class Cluster(Protocol):
         """Remove every taint with this key from the node."""
         ...
 
+    def read_fleet(self) -> FleetView:
+        """NodePools, NodeClaims and Nodes only: cheaper than `read()` for who-owns-what questions."""
+        ...
+
+    def pods_on_node(self, node: str) -> Sequence[Mapping[str, Any]]:
+        """Pods bound to the node that have not finished (phase neither Succeeded nor Failed)."""
+        ...
+
+    def add_node_taint(self, node: str, key: str, value: str, effect: str) -> bool:
+        """Add the taint unless one with this key and effect is there; True when it was added. A missing node
+        is not an error (False)."""
+        ...
+
+    def set_unschedulable(self, node: str, unschedulable: bool) -> None:
+        """Cordon (True) or uncordon (False) the node; a missing node is not an error."""
+        ...
+
+    def evict_pod(self, namespace: str, name: str) -> str:
+        """Ask for a policy/v1 Eviction; returns EVICTED, BLOCKED (429: a PodDisruptionBudget) or GONE."""
+        ...
+
+    def delete_pod(self, namespace: str, name: str) -> None:
+        """Delete the pod outright (only after a grace period or deadline has passed); absent is fine."""
+        ...
+
+    def delete_node(self, name: str) -> None:
+        """Delete the Node object; absent is fine."""
+        ...
+
+    def record_node_events(self, events: Sequence[NodeEvent]) -> None:
+        """Record Kubernetes events on nodes; a `dedupe` seen before is not recorded twice."""
+        ...
+
 
 class StateStore(Protocol):
     def unavailable_offerings(self, now: float) -> frozenset[OfferingKey]:
@@ -146,4 +210,21 @@ class StateStore(Protocol):
 
     def mark_unavailable(self, offerings: Mapping[OfferingKey, str], now: float, ttl_seconds: int) -> None:
         """Mark offerings unavailable until now + ttl, each with the error that caused it."""
+        ...
+
+    def acquire_lock(self, name: str, owner: str, now: float, ttl_seconds: int) -> str:
+        """Take the lock `name` for `owner` unless another owner holds it unexpired; returns the owner holding
+        it afterwards (== owner when taken or already held by this owner). One conditional write, so two
+        callers racing for the same name cannot both win."""
+        ...
+
+    def release_lock(self, name: str, owner: str) -> None:
+        """Release the lock if `owner` holds it; a lock held by someone else (or nobody) is left alone."""
+        ...
+
+
+class Workflows(Protocol):
+    def start(self, name: str, document: Mapping[str, Any]) -> bool:
+        """Start the disruption workflow as execution `name` with this input; False when an execution with
+        that name exists already (a redelivered event), which is success for the caller."""
         ...
