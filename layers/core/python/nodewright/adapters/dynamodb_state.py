@@ -1,4 +1,5 @@
-"""The StateStore port on DynamoDB: offerings recently refused for capacity, shared by every invocation.
+"""The StateStore port on DynamoDB: offerings recently refused for capacity, shared by every invocation, and
+the per-node locks of the disruption workflow (partition `lock`, sort key the lock name, attribute `owner`).
 
 Items live in the stack's one table (partition `pk`, sort `sk`, TTL attribute `expires_at`). All marks
 share the partition `unavailable` with the offering as sort key (`<type>#<zone>#<capacity type>`), so one
@@ -17,6 +18,7 @@ from nodewright.ports import OfferingKey
 from nodewright.settings import TABLE_PARTITION_KEY, TABLE_SORT_KEY, TABLE_TTL_ATTRIBUTE
 
 UNAVAILABLE_PARTITION = "unavailable"
+LOCK_PARTITION = "lock"
 
 
 class DynamoDBState:
@@ -73,3 +75,36 @@ class DynamoDBState:
                     break
                 # Unprocessed items mean the table is throttling this partition: back off and resend them.
                 time.sleep(0.05 * 2**attempt)
+
+    def acquire_lock(self, name: str, owner: str, now: float, ttl_seconds: int) -> str:
+        key = {TABLE_PARTITION_KEY: {"S": LOCK_PARTITION}, TABLE_SORT_KEY: {"S": name}}
+        try:
+            # One conditional write decides the race: free, expired, or already ours.
+            self.dynamodb.put_item(
+                TableName=self.table,
+                Item={**key, "owner": {"S": owner}, TABLE_TTL_ATTRIBUTE: {"N": str(int(now + ttl_seconds))}},
+                ConditionExpression="attribute_not_exists(#pk) OR #owner = :owner OR #expires <= :now",
+                ExpressionAttributeNames={
+                    "#pk": TABLE_PARTITION_KEY,
+                    "#owner": "owner",
+                    "#expires": TABLE_TTL_ATTRIBUTE,
+                },
+                ExpressionAttributeValues={":owner": {"S": owner}, ":now": {"N": str(int(now))}},
+            )
+        except self.dynamodb.exceptions.ConditionalCheckFailedException:
+            item = self.dynamodb.get_item(TableName=self.table, Key=key, ConsistentRead=True).get("Item") or {}
+            return str(item.get("owner", {}).get("S", "")) or self.acquire_lock(name, owner, now, ttl_seconds)
+        return owner
+
+    def release_lock(self, name: str, owner: str) -> None:
+        key = {TABLE_PARTITION_KEY: {"S": LOCK_PARTITION}, TABLE_SORT_KEY: {"S": name}}
+        try:
+            self.dynamodb.delete_item(
+                TableName=self.table,
+                Key=key,
+                ConditionExpression="#owner = :owner",
+                ExpressionAttributeNames={"#owner": "owner"},
+                ExpressionAttributeValues={":owner": {"S": owner}},
+            )
+        except self.dynamodb.exceptions.ConditionalCheckFailedException:
+            return

@@ -320,6 +320,17 @@ class Ec2Cloud:
             if _error_code(error) != "InvalidInstanceID.NotFound":
                 raise
 
+    def describe_instances(self, instance_ids: Iterable[str]) -> Sequence[Instance]:
+        ids = sorted(set(instance_ids))
+        out: list[Instance] = []
+        # A filter on instance-id (not InstanceIds=) so an id EC2 no longer knows is left out, not an error.
+        for start in range(0, len(ids), 200):
+            filters = [{"Name": "instance-id", "Values": ids[start : start + 200]}]
+            for page in self.ec2.get_paginator("describe_instances").paginate(Filters=filters):
+                for reservation in page.get("Reservations", ()):
+                    out.extend(_instance(i) for i in reservation.get("Instances", ()))
+        return out
+
 
 def _instance(i: Mapping[str, Any]) -> Instance:
     launch = i.get("LaunchTime")

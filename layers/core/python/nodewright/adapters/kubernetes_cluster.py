@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
-from nodewright.ports import ClusterView, PodEvent
+from nodewright.ports import BLOCKED, EVICTED, GONE, ClusterView, FleetView, NodeEvent, PodEvent
 
 NODECLAIMS = ("nodewright.io", "v1", "nodeclaims")
 NODEPOOLS = (("nodewright.io", "v1", "nodepools"), ("karpenter.sh", "v1", "nodepools"))
@@ -157,6 +157,16 @@ class KubernetesCluster:
         documents.extend(self._list("/apis/storage.k8s.io/v1/storageclasses", "StorageClass", "storage.k8s.io/v1"))
         return ClusterView(documents, unbound)
 
+    def read_fleet(self) -> FleetView:
+        pools: list[dict[str, Any]] = []
+        for group, version, plural in NODEPOOLS:
+            pools.extend(self._custom(group, version, plural))
+        return FleetView(pools, self._custom(*NODECLAIMS), self._list("/api/v1/nodes", "Node", "v1"))
+
+    def pods_on_node(self, node: str) -> Sequence[Mapping[str, Any]]:
+        selector = f"spec.nodeName={node},status.phase!=Succeeded,status.phase!=Failed"
+        return self._list("/api/v1/pods", "Pod", "v1", [("fieldSelector", selector)])
+
     # ---------------------------------------------------------------------------------- NodeClaims
 
     def _nodeclaims(self, name: str = "", sub: str = "") -> str:
@@ -214,14 +224,78 @@ class KubernetesCluster:
         body = {"metadata": {"resourceVersion": current["metadata"]["resourceVersion"]}, "spec": {"taints": kept}}
         self._call("PATCH", f"/api/v1/nodes/{node}", body=body, content_type=MERGE_PATCH)
 
-    def _event(self, event: PodEvent, now: str) -> None:
-        namespace, _, name = event.pod.partition("/")
-        digest = hashlib.sha256(f"{event.reason}|{event.dedupe or event.message}".encode()).hexdigest()[:16]
+    def _node(self, node: str) -> dict[str, Any] | None:
+        try:
+            return self._call("GET", f"/api/v1/nodes/{node}")
+        except ApiError as error:
+            if error.status == 404:
+                return None
+            raise
+
+    def add_node_taint(self, node: str, key: str, value: str, effect: str) -> bool:
+        current = self._node(node)
+        if current is None:
+            return False
+        taints = (current.get("spec") or {}).get("taints") or []
+        if any(t.get("key") == key and t.get("effect") == effect for t in taints):
+            return False
+        taint = {"key": key, "effect": effect, **({"value": value} if value else {})}
         body = {
+            "metadata": {"resourceVersion": current["metadata"]["resourceVersion"]},
+            "spec": {"taints": [*taints, taint]},
+        }
+        self._call("PATCH", f"/api/v1/nodes/{node}", body=body, content_type=MERGE_PATCH)
+        return True
+
+    def set_unschedulable(self, node: str, unschedulable: bool) -> None:
+        try:
+            body = {"spec": {"unschedulable": unschedulable or None}}
+            self._call("PATCH", f"/api/v1/nodes/{node}", body=body, content_type=MERGE_PATCH)
+        except ApiError as error:
+            if error.status != 404:
+                raise
+
+    def evict_pod(self, namespace: str, name: str) -> str:
+        body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": namespace}}
+        try:
+            self._call("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/eviction", body=body)
+        except ApiError as error:
+            if error.status == 429:
+                return BLOCKED
+            if error.status == 404:
+                return GONE
+            raise
+        return EVICTED
+
+    def delete_pod(self, namespace: str, name: str) -> None:
+        try:
+            self._call("DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}")
+        except ApiError as error:
+            if error.status != 404:
+                raise
+
+    def delete_node(self, name: str) -> None:
+        try:
+            self._call("DELETE", f"/api/v1/nodes/{name}")
+        except ApiError as error:
+            if error.status != 404:
+                raise
+
+    def _event_body(
+        self, kind: str, namespace: str, name: str, event: PodEvent | NodeEvent, now: str
+    ) -> dict[str, Any]:
+        digest = hashlib.sha256(f"{event.reason}|{event.dedupe or event.message}".encode()).hexdigest()[:16]
+        involved = {
+            "apiVersion": "v1",
+            "kind": kind,
+            "name": name,
+            **({"namespace": namespace} if kind == "Pod" else {}),
+        }
+        return {
             "apiVersion": "v1",
             "kind": "Event",
             "metadata": {"name": f"{name[:200]}.{digest}", "namespace": namespace},
-            "involvedObject": {"apiVersion": "v1", "kind": "Pod", "namespace": namespace, "name": name},
+            "involvedObject": involved,
             "reason": event.reason,
             "message": event.message[:1024],
             "type": event.type,
@@ -232,6 +306,18 @@ class KubernetesCluster:
             "lastTimestamp": now,
             "count": 1,
         }
+
+    def _event(self, event: PodEvent, now: str) -> None:
+        namespace, _, name = event.pod.partition("/")
+        self._post_event(namespace, self._event_body("Pod", namespace, name, event, now))
+
+    def record_node_events(self, events: Sequence[NodeEvent]) -> None:
+        now = datetime.fromtimestamp(self._clock(), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        for event in events:
+            # Node events live in the default namespace, as the kubelet's and Karpenter's do.
+            self._post_event("default", self._event_body("Node", "default", event.node, event, now))
+
+    def _post_event(self, namespace: str, body: dict[str, Any]) -> None:
         try:
             self._call("POST", f"/api/v1/namespaces/{namespace}/events", body=body)
         except ApiError as error:

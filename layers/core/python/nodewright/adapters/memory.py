@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from nodewright.ports import ClusterView, OfferingKey, PodEvent
+from nodewright.ports import BLOCKED, EVICTED, GONE, ClusterView, FleetView, NodeEvent, OfferingKey, PodEvent
 
 
 def _key(doc: Mapping[str, Any]) -> tuple[str, str, str]:
@@ -37,6 +37,7 @@ class InMemoryCluster:
         self._event_keys: set[tuple[str, str, str]] = set()
         self._clock = clock or (lambda: 0.0)
         self.log: list[str] = []  # every write, in order, for tests that check sequencing
+        self.eviction_blocked: set[str] = set()  # ns/name of pods whose eviction a PDB would refuse
         for doc in documents:
             self.put(doc)
 
@@ -104,12 +105,88 @@ class InMemoryCluster:
         spec["taints"] = [t for t in spec.get("taints") or [] if t.get("key") != taint_key]
         self.log.append(f"untaint node/{node}")
 
+    def read_fleet(self) -> FleetView:
+        return FleetView(
+            [copy.deepcopy(d) for d in self.of_kind("NodePool")],
+            [copy.deepcopy(d) for d in self.of_kind("NodeClaim")],
+            [copy.deepcopy(d) for d in self.of_kind("Node")],
+        )
+
+    def pods_on_node(self, node: str) -> Sequence[Mapping[str, Any]]:
+        return [
+            copy.deepcopy(d)
+            for d in self.of_kind("Pod")
+            if (d.get("spec") or {}).get("nodeName") == node
+            and (d.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+        ]
+
+    def add_node_taint(self, node: str, key: str, value: str, effect: str) -> bool:
+        doc = self.objects.get(("Node", "", node))
+        if doc is None:
+            return False
+        taints = doc.setdefault("spec", {}).setdefault("taints", [])
+        if any(t.get("key") == key and t.get("effect") == effect for t in taints):
+            return False
+        taints.append({"key": key, "effect": effect, **({"value": value} if value else {})})
+        self.log.append(f"taint node/{node} {key}:{effect}")
+        return True
+
+    def set_unschedulable(self, node: str, unschedulable: bool) -> None:
+        doc = self.objects.get(("Node", "", node))
+        if doc is None:
+            return
+        spec = doc.setdefault("spec", {})
+        if unschedulable:
+            spec["unschedulable"] = True
+        else:
+            spec.pop("unschedulable", None)
+        self.log.append(f"{'cordon' if unschedulable else 'uncordon'} node/{node}")
+
+    def evict_pod(self, namespace: str, name: str) -> str:
+        """Evicts unless a test listed the pod in `eviction_blocked` (as a PodDisruptionBudget would)."""
+        if ("Pod", namespace, name) not in self.objects:
+            return GONE
+        if f"{namespace}/{name}" in self.eviction_blocked:
+            self.log.append(f"evict pod/{namespace}/{name}: blocked")
+            return BLOCKED
+        del self.objects[("Pod", namespace, name)]
+        self.log.append(f"evict pod/{namespace}/{name}")
+        return EVICTED
+
+    def delete_pod(self, namespace: str, name: str) -> None:
+        if self.objects.pop(("Pod", namespace, name), None) is not None:
+            self.log.append(f"delete pod/{namespace}/{name}")
+
+    def delete_node(self, name: str) -> None:
+        if self.objects.pop(("Node", "", name), None) is not None:
+            self.log.append(f"delete node/{name}")
+
+    def record_node_events(self, events: Sequence[NodeEvent]) -> None:
+        for event in events:
+            key = (f"node/{event.node}", event.reason, event.dedupe or event.message)
+            if key in self._event_keys:
+                continue
+            self._event_keys.add(key)
+            self.events.append(Event(f"node/{event.node}", event.reason, event.message, event.type))
+
 
 @dataclass
 class InMemoryState:
-    """A StateStore in a dict: offering -> (expiry, reason)."""
+    """A StateStore in dicts: offering -> (expiry, reason); lock name -> (owner, expiry)."""
 
     marks: dict[OfferingKey, tuple[float, str]] = field(default_factory=dict)
+    locks: dict[str, tuple[str, float]] = field(default_factory=dict)
+
+    def acquire_lock(self, name: str, owner: str, now: float, ttl_seconds: int) -> str:
+        holder, expiry = self.locks.get(name, ("", 0.0))
+        if holder and holder != owner and expiry > now:
+            return holder
+        self.locks[name] = (owner, now + ttl_seconds)
+        return owner
+
+    def release_lock(self, name: str, owner: str) -> None:
+        if self.locks.get(name, ("", 0.0))[0] == owner:
+            del self.locks[name]
 
     def unavailable_offerings(self, now: float) -> frozenset[OfferingKey]:
         return frozenset(k for k, (expiry, _) in self.marks.items() if expiry > now)

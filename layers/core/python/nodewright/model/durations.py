@@ -132,3 +132,50 @@ def cron_problem(schedule: str) -> str | None:
         except ValueError as exc:
             return f'"{schedule}": {exc}'
     return None
+
+
+_MACRO_FIELDS = {
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
+}
+
+
+def _cron_set(text: str, low: int, high: int, names: tuple[str, ...], field: str) -> frozenset[int]:
+    values: set[int] = set()
+    for item in text.split(","):
+        base, _, step_text = item.partition("/")
+        step = int(step_text) if step_text else 1
+        if base in ("*", "?"):
+            first, last = low, high
+        else:
+            start, dash, end = base.partition("-")
+            first = _cron_value(start, low, high, names, field)
+            # "5/15" means from 5 to the end of the range, as robfig/cron reads it.
+            last = _cron_value(end, low, high, names, field) if dash else (high if step_text else first)
+        values.update(range(first, last + 1, step))
+    return frozenset(values)
+
+
+def cron_matches(schedule: str, epoch_seconds: float) -> bool:
+    """Whether the (valid) schedule fires in the UTC minute containing `epoch_seconds`.
+
+    Day of month and day of week follow cron: when both are restricted (neither starts with `*` or `?`), a
+    day matching either one fires; otherwise both must match.
+    """
+    from datetime import UTC, datetime
+
+    text = _MACRO_FIELDS.get(schedule.strip(), schedule.strip())
+    fields = text.split()
+    sets = [_cron_set(v, low, high, names, name) for v, (name, low, high, names) in zip(fields, _FIELDS, strict=True)]
+    at = datetime.fromtimestamp(epoch_seconds, UTC)
+    if at.minute not in sets[0] or at.hour not in sets[1] or at.month not in sets[3]:
+        return False
+    dom, dow = at.day in sets[2], (at.isoweekday() % 7) in sets[4]
+    if fields[2][0] in "*?" or fields[4][0] in "*?":
+        return dom and dow
+    return dom or dow

@@ -40,11 +40,13 @@ from typing import Any
 from nodewright.catalog.catalog import CapacityReservation, Catalog
 from nodewright.catalog.labels import ZONE
 from nodewright.catalog.types import InstanceTypeSource
+from nodewright.disruption.drain import drain_pod
 from nodewright.launch.amis import variant_of
 from nodewright.launch.fleet import FleetAttempt, classify_response, fleet_request, plan_attempts
 from nodewright.launch.template import LaunchTemplateSpec, ResolvedNodeClass, block_devices
 from nodewright.launch.userdata import UNREGISTERED_TAINT, ClusterInfo, NodeBootstrap, UserDataError, user_data
 from nodewright.model import resources as res
+from nodewright.model.durations import format_duration
 from nodewright.model.loader import load_documents
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.nodepool import NodePool
@@ -55,6 +57,7 @@ from nodewright.ports import (
     Clock,
     Cloud,
     Cluster,
+    ClusterView,
     LaunchError,
     NodeClassError,
     OfferingKey,
@@ -246,6 +249,14 @@ def nodeclaim_document(name: str, claim: PlannedNodeClaim, pool: NodePool, batch
             "taints": [_taint_json(t.key, t.value, t.effect) for t in claim.taints],
             "startupTaints": [_taint_json(t.key, t.value, t.effect) for t in claim.startup_taints],
             "resources": {"requests": {k: format_canonical(k, v) for k, v in sorted(claim.requests.items())}},
+            # Copied from the pool as Karpenter v1 does, so a later change to the pool does not move the
+            # expiry or the grace period of nodes already running.
+            "expireAfter": format_duration(pool.expire_after_seconds),
+            **(
+                {"terminationGracePeriod": format_duration(pool.termination_grace_period_seconds)}
+                if pool.termination_grace_period_seconds is not None
+                else {}
+            ),
         },
     }
 
@@ -561,6 +572,23 @@ def _record_launch(cluster: Cluster, launched: LaunchedClaim, image_id: str, now
     cluster.update_nodeclaim(launched.name, labels, {PRICE_ANNOTATION: f"{launched.price:.6f}"}, status)
 
 
+def _displace(view: ClusterView, node: str) -> ClusterView:
+    """The cluster as it will be once `node` is gone: its evictable pods wait for capacity, unbound."""
+    kept: list[Mapping[str, Any]] = []
+    unbound = dict(view.unbound_pods)
+    for doc in view.documents:
+        metadata = doc.get("metadata") or {}
+        if doc.get("kind") == "Node" and metadata.get("name") == node:
+            continue
+        spec = doc.get("spec") or {}
+        if doc.get("kind") == "Pod" and spec.get("nodeName") == node:
+            if not drain_pod(doc).stays:
+                unbound[pod_key(doc)] = {**doc, "spec": {k: v for k, v in spec.items() if k != "nodeName"}}
+            continue
+        kept.append(doc)
+    return ClusterView([*kept, *(unbound[k] for k in sorted(set(unbound) - set(view.unbound_pods)))], unbound)
+
+
 def provision(
     batch: Batch,
     cluster: Cluster,
@@ -569,6 +597,7 @@ def provision(
     clock: Clock,
     catalog_source: InstanceTypeSource,
     timer: Callable[[], float] = time.perf_counter,
+    displaced_node: str = "",
 ) -> ProvisionResult:
     """Turn a batch of pending pods into NodeClaims and instances; see the module docstring.
 
@@ -576,11 +605,17 @@ def provision(
     source, and `timer` (monotonic seconds, only for the timings reported). Output: every decision with
     its reason, the claims launched (or found launched), and timings. Raises nothing for expected
     failures (invalid objects, unusable node classes, capacity, throttling): they are decisions.
+
+    `displaced_node`: the disruption workflow's replacement. The node is left out of the capacity, and the
+    pods that must leave it (not DaemonSet, mirror or disrupted-tolerating pods) are planned as pending, in
+    addition to the batch's.
     """
     started = timer()
     now = clock.now()
     result = ProvisionResult(batch.batch_id)
     view = cluster.read()
+    if displaced_node:
+        view = _displace(view, displaced_node)
     result.timings["read_cluster"] = timer() - started
 
     batch_pods: list[Mapping[str, Any]] = []
