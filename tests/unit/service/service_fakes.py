@@ -136,6 +136,9 @@ class FakeCloud:
             if i.tags.get("karpenter.sh/nodeclaim") == nodeclaim and i.state != "terminated"
         ]
 
+    def describe_instances(self, instance_ids: Iterable[str]) -> Sequence[Instance]:
+        return [self.instances[i] for i in sorted(set(instance_ids)) if i in self.instances]
+
     def terminate(self, instance_ids: Iterable[str]) -> None:
         from dataclasses import replace
 
