@@ -12,13 +12,16 @@ from infra.config import Settings
 from infra.forwarder import ForwarderAccess
 from infra.layers import Layers
 from infra.nodes import NodeIdentity
+from infra.planner import Planner
 from infra.provisioner import SOURCE as PROVISIONER_SOURCE
 from infra.provisioner import Provisioner
 from infra.table import StateTable
+from infra.workflow import DisruptionWorkflow
 
 
 class NodewrightStack(Stack):
-    """Layers, table, node identity, provisioner and forwarder access for one EKS cluster."""
+    """Layers, table, node identity, provisioner, forwarder access, disruption workflow and planner for one
+    EKS cluster."""
 
     def __init__(
         self,
@@ -52,8 +55,19 @@ class NodewrightStack(Stack):
         forwarder = ForwarderAccess(
             self, "Forwarder", cluster_name=settings.cluster_name, provisioner=provisioner.function
         )
+        workflow = DisruptionWorkflow(
+            self,
+            "Disruption",
+            settings=settings,
+            layers=layers,
+            table=state.table,
+            node_role=nodes.role,
+            instance_profile=nodes.instance_profile,
+        )
+        planner = Planner(self, "Planner", settings=settings, layers=layers, state_machine=workflow.state_machine)
         self.layers, self.state, self.nodes = layers, state, nodes
         self.provisioner, self.forwarder = provisioner, forwarder
+        self.workflow, self.planner = workflow, planner
 
         # What the forwarder's Deployment and the EC2NodeClass need (the local world exports these too).
         outputs = {
@@ -64,6 +78,8 @@ class NodewrightStack(Stack):
             "NodeRoleArn": nodes.role.role_arn,
             "InstanceProfileName": nodes.instance_profile.instance_profile_name,
             "ForwarderRoleArn": forwarder.role.role_arn,
+            "StateMachineArn": workflow.state_machine.state_machine_arn,
+            "PlannerFunctionName": planner.function.function_name,
         }
         for name, value in outputs.items():
             CfnOutput(self, name, value=value)

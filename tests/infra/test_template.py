@@ -105,14 +105,18 @@ def granting(statements: list[dict[str, Any]], action: str) -> list[dict[str, An
 
 def test_the_stack_holds_exactly_the_components(default_synth: Synth) -> None:
     template = Template.from_json(default_synth.template)
-    template.resource_count_is("AWS::Lambda::Function", 1)
+    # The provisioner, seven workflow steps and the planner; a role each, plus the node, forwarder, state
+    # machine and scheduler roles.
+    template.resource_count_is("AWS::Lambda::Function", 9)
     template.resource_count_is("AWS::Lambda::LayerVersion", 2)
     template.resource_count_is("AWS::DynamoDB::Table", 1)
-    template.resource_count_is("AWS::IAM::Role", 3)
+    template.resource_count_is("AWS::IAM::Role", 13)
     template.resource_count_is("AWS::IAM::InstanceProfile", 1)
-    template.resource_count_is("AWS::EKS::AccessEntry", 2)
+    template.resource_count_is("AWS::EKS::AccessEntry", 10)
     template.resource_count_is("AWS::EKS::PodIdentityAssociation", 1)
-    template.resource_count_is("AWS::Logs::LogGroup", 1)
+    template.resource_count_is("AWS::Logs::LogGroup", 10)
+    template.resource_count_is("AWS::StepFunctions::StateMachine", 1)
+    template.resource_count_is("AWS::Scheduler::Schedule", 1)
     # No custom resources: they would need Lambda functions of their own (the CDK's log-retention one,
     # for instance) that neither least privilege nor the local world's CloudFormation wants.
     kinds = {r["Type"] for r in default_synth.template["Resources"].values()}
@@ -154,7 +158,9 @@ def test_the_function_runs_the_provisioner_handler_on_arm64_python311_with_both_
             },
         },
     )
-    function = next(iter(default_synth.resources("AWS::Lambda::Function").values()))
+    function = default_synth.template["Resources"][
+        logical_id(default_synth, "AWS::Lambda::Function", "ProvisionerFunction")
+    ]
     assert "VpcConfig" not in function["Properties"]
     # Exactly the settings contract plus Powertools' names; the catalog mode only when asked for.
     assert set(function["Properties"]["Environment"]["Variables"]) == {
@@ -400,11 +406,14 @@ def test_vpc_attachment_places_the_function_and_scopes_its_interfaces(synth_root
         privateSubnetIds=subnets,
         securityGroupId="sg-0123456789abcdef0",
     )
-    (function,) = attached.resources("AWS::Lambda::Function").values()
-    assert function["Properties"]["VpcConfig"] == {
-        "SubnetIds": subnets.split(","),
-        "SecurityGroupIds": ["sg-0123456789abcdef0"],
-    }
+    functions = attached.resources("AWS::Lambda::Function").values()
+    assert len(functions) == 9
+    # Every function reaches a private API endpoint the same way.
+    for function in functions:
+        assert function["Properties"]["VpcConfig"] == {
+            "SubnetIds": subnets.split(","),
+            "SecurityGroupIds": ["sg-0123456789abcdef0"],
+        }
     role = logical_id(attached, "AWS::IAM::Role", "ProvisionerRole")
     statements = role_statements(attached, role)
     (create,) = granting(statements, "ec2:CreateNetworkInterface")

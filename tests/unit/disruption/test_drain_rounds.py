@@ -88,7 +88,7 @@ def test_invariants(pods: list[dict[str, Any]], now: float, has_deadline: bool) 
     touched = set(work.evict) | set(work.delete)
     for key in touched:
         p = by_key[key]
-        assert not (p["metadata"].get("ownerReferences") or [{}])[0].get("kind") in ("DaemonSet", "Node")
+        assert (p["metadata"].get("ownerReferences") or [{}])[0].get("kind") not in ("DaemonSet", "Node")
         assert not p["spec"]["tolerations"]
     past = deadline is not None and now >= deadline
     if not past:

@@ -39,6 +39,24 @@ def _required(env: Mapping[str, str], name: str, what: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class PlannerSettings:
+    """The planner: the cluster it plans for and the state machine it starts."""
+
+    cluster: str
+    state_machine: str
+    region: str
+
+    @staticmethod
+    def from_env(env: Mapping[str, str] | None = None) -> PlannerSettings:
+        env = os.environ if env is None else env
+        return PlannerSettings(
+            cluster=_required(env, CLUSTER, "the EKS cluster name"),
+            state_machine=_required(env, STATE_MACHINE, "the ARN of the disruption state machine"),
+            region=_required(env, REGION, "the AWS region, e.g. us-east-1"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class ProvisionerSettings:
     cluster: str
     table: str

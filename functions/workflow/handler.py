@@ -1,0 +1,114 @@
+"""The disruption workflow's task Lambdas: one entry point per Step Functions state, all thin.
+
+Each function of the state machine (infra/workflow.py) names one entry point here (`handler.identify`,
+`handler.drain`, ...). The state machine passes `{"input": <execution state>, "execution": <name>}`; the entry
+point calls the matching step of `nodewright.service.workflow` and returns its result, which the state
+machine stores under the step's key. `DisruptionFailed` and `CommandError` are raised as they are (the
+state machine catches them and rolls back, without retrying); anything else is retried by the state machine.
+
+Nothing reads settings at import time; ports are built on the first invocation and kept for the container's
+life (the EKS token is cached about 14 minutes by its source).
+"""
+
+import os
+import time
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+logger = Logger(service="nodewright-disruption")
+metrics = Metrics(namespace="nodewright", service="disruption")
+
+CATALOG_MODE = "NODEWRIGHT_CATALOG"
+_PORTS: Any = None
+
+
+class _SystemClock:
+    def now(self) -> float:
+        return time.time()
+
+
+def build_ports(cluster: Any = None) -> Any:
+    """Settings, clients and adapters (once per container). `cluster` replaces the Kubernetes adapter."""
+    import boto3
+
+    from nodewright.adapters.dynamodb_state import DynamoDBState
+    from nodewright.adapters.ec2_catalog import live_source
+    from nodewright.adapters.ec2_launcher import ec2_cloud
+    from nodewright.adapters.eks_token import EksTokenSource
+    from nodewright.adapters.kubernetes_cluster import KubernetesCluster
+    from nodewright.catalog.snapshot import SnapshotSource
+    from nodewright.service.workflow import Ports
+    from nodewright.settings import ProvisionerSettings
+
+    settings = ProvisionerSettings.from_env()
+    session = boto3.session.Session(region_name=settings.region)
+    cloud = ec2_cloud(settings.cluster, settings.node_role, settings.instance_profile, settings.region, session)
+    if cluster is None:
+        tokens = EksTokenSource(settings.cluster, session.client("sts"), settings.region)
+        cluster = KubernetesCluster.from_eks(settings.cluster, cloud.eks, tokens)
+    mode = os.environ.get(CATALOG_MODE, "live").strip().lower()
+    catalog = SnapshotSource(settings.region) if mode == "snapshot" else live_source(settings.region, session)
+    state = DynamoDBState(settings.table, session.client("dynamodb"))
+    return Ports(cluster, cloud, state, _SystemClock(), catalog)
+
+
+def _ports() -> Any:
+    global _PORTS
+    if _PORTS is None:
+        _PORTS = build_ports()
+    return _PORTS
+
+
+def _run(step: str, event: dict[str, Any]) -> dict[str, Any]:
+    from nodewright.service.workflow import STEPS
+
+    state = event.get("input")
+    execution = event.get("execution")
+    if not isinstance(state, dict) or not isinstance(execution, str) or not execution:
+        from nodewright.disruption.commands import CommandError
+
+        raise CommandError(
+            'task payload: expected {"input": <execution state>, "execution": <execution name>}; '
+            "check the state machine's Parameters for this task"
+        )
+    logger.append_keys(execution=execution, nodeclaim=state.get("nodeclaim"), step=step)
+    started = time.perf_counter()
+    try:
+        result: dict[str, Any] = STEPS[step](state, execution, _ports())
+    except Exception as error:
+        if type(error).__name__ == "DisruptionFailed":
+            metrics.add_metric("Rollbacks", MetricUnit.Count, 1)
+        logger.exception("step failed", extra={"error": type(error).__name__})
+        raise
+    finally:
+        metrics.add_dimension("step", step)
+        metrics.add_metric("StepDuration", MetricUnit.Milliseconds, (time.perf_counter() - started) * 1000)
+    if step == "drain":
+        metrics.add_metric("PodsEvicted", MetricUnit.Count, len(result.get("evicted", [])))
+        metrics.add_metric("EvictionsBlocked", MetricUnit.Count, len(result.get("blocked", [])))
+        metrics.add_metric("PodsDeleted", MetricUnit.Count, len(result.get("deleted", [])))
+    logger.info("step done", extra={"result": result})
+    return result
+
+
+def _entry(step: str) -> Any:
+    @logger.inject_lambda_context(log_event=False)
+    @metrics.log_metrics
+    def entry(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+        return _run(step, event)
+
+    entry.__name__ = step
+    entry.__doc__ = f"The `{step}` step of the disruption workflow."
+    return entry
+
+
+identify = _entry("identify")
+launch_replacement = _entry("launch_replacement")
+check_replacement = _entry("check_replacement")
+drain = _entry("drain")
+terminate = _entry("terminate")
+release = _entry("release")
+rollback = _entry("rollback")

@@ -1,0 +1,373 @@
+"""The disruption workflow: a Step Functions standard state machine and one Lambda per step.
+
+Identify -> replace -> drain -> terminate, with waits, retries, a timeout and a rollback path (see
+`nodewright.service.workflow` for what each step does). Each step is its own function with its own role, so a
+step holds only the permissions it uses: only LaunchReplacement may launch, only TerminateInstance and Rollback
+may terminate (and only instances tagged for this cluster).
+
+The definition, as a person reads it in the console:
+
+    IdentifyCandidate -> Proceed? --no--> NothingToDisrupt (the node is gone, locked by another run, or blocked)
+      Urgent? (an interruption: the instance goes in two minutes)
+        yes: ReplaceAndDrain = Parallel(LaunchReplacementNow | CordonAndDrainNow <-> WaitForDrainNow)
+        no:  LaunchReplacement -> PrepareOnly? --yes--> ReleaseLock -> ReplacementPrepared (a rebalance)
+             -> WaitForReplacement <-> CheckReplacement -> CordonAndDrain <-> WaitForDrain
+      -> TerminateInstance -> Disrupted
+    Any task's failure -> Rollback -> RolledBack (Fail)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_eks as eks
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_stepfunctions as sfn
+from aws_cdk import aws_stepfunctions_tasks as tasks
+from constructs import Construct
+
+from infra import build, nag
+from infra.config import Settings
+from infra.layers import ARCHITECTURE, RUNTIME, Layers, code_from_bundle
+from infra.network import attach_to_vpc
+from infra.provisioner import (
+    _EC2_ACCOUNT_RESOURCES,
+    _EC2_ACCOUNTLESS_RESOURCES,
+    _TAGGED_ON_CREATE,
+    CATALOG_VARIABLE,
+    LOG_RETENTION,
+    OWNED,
+    POWERTOOLS_METRICS_NAMESPACE,
+    TABLE_ACTIONS,
+    _ami_parameter_patterns,
+    _nag_ec2_arn,
+    provisioner_statements,
+)
+from nodewright import settings as env
+
+SOURCE = build.REPO_ROOT / "functions" / "workflow"
+KUBERNETES_GROUP = "nodewright:disruption"  # bound to a ClusterRole by cluster/rbac/disruption.yaml
+POWERTOOLS_SERVICE_NAME = "nodewright-disruption"
+REPLACEMENT_POLL = Duration.seconds(15)
+DRAIN_POLL = Duration.seconds(10)
+# The longest a disruption may take: a NodePool's terminationGracePeriod bounds the drain, and a day covers
+# any sensible one; the lock's TTL is at least as long as the deadline the step computes.
+WORKFLOW_TIMEOUT = Duration.hours(24)
+LOCK_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem")
+# Errors that retrying cannot fix: roll back at once.
+FINAL_ERRORS = ["DisruptionFailed", "CommandError"]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One task Lambda: its handler entry, sizing, and what it may do beyond reading the cluster."""
+
+    name: str
+    entry: str
+    timeout: int
+    memory: int = 512
+    table_actions: tuple[str, ...] = ()
+    launches: bool = False
+    terminates: bool = False
+    describes_instances: bool = False
+
+
+STEPS = (
+    Step("IdentifyCandidate", "identify", 60, table_actions=LOCK_ACTIONS),
+    # Sized like the provisioner: it runs the same simulation and CreateFleet calls.
+    Step("LaunchReplacement", "launch_replacement", 120, 1769, TABLE_ACTIONS, launches=True),
+    Step("CheckReplacement", "check_replacement", 60),
+    Step("Drain", "drain", 120),
+    Step("TerminateInstance", "terminate", 60, table_actions=LOCK_ACTIONS, terminates=True),
+    Step("ReleaseLock", "release", 30, table_actions=LOCK_ACTIONS),
+    Step("Rollback", "rollback", 120, table_actions=LOCK_ACTIONS, terminates=True, describes_instances=True),
+)
+
+
+class DisruptionWorkflow(Construct):
+    """`state_machine`, its `log_group`, and `functions` / `roles` by step name."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        settings: Settings,
+        layers: Layers,
+        table: dynamodb.ITable,
+        node_role: iam.IRole,
+        instance_profile: iam.IInstanceProfile,
+        source: Path = SOURCE,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        stack = Stack.of(self)
+        code = code_from_bundle(build.function_bundle(source, "workflow"))
+        environment = {
+            env.CLUSTER: settings.cluster_name,
+            env.TABLE: table.table_name,
+            env.NODE_ROLE: node_role.role_name,
+            env.INSTANCE_PROFILE: instance_profile.instance_profile_name,
+            "POWERTOOLS_SERVICE_NAME": POWERTOOLS_SERVICE_NAME,
+            "POWERTOOLS_METRICS_NAMESPACE": POWERTOOLS_METRICS_NAMESPACE,
+        }
+        if settings.catalog is not None:
+            environment[CATALOG_VARIABLE] = settings.catalog
+        self.functions: dict[str, lambda_.Function] = {}
+        self.roles: dict[str, iam.Role] = {}
+        self._function_scope = Construct(self, "Steps")
+        for step in STEPS:
+            self._step_function(stack, step, settings, layers, table, node_role, code, environment)
+
+        self.log_group = logs.LogGroup(
+            self, "ExecutionLogs", retention=LOG_RETENTION, removal_policy=RemovalPolicy.DESTROY
+        )
+        self.state_machine = sfn.StateMachine(
+            self,
+            "StateMachine",
+            comment=f"nodewright disruption of one node of EKS cluster {settings.cluster_name}",
+            definition_body=sfn.DefinitionBody.from_chainable(self._definition()),
+            state_machine_type=sfn.StateMachineType.STANDARD,
+            timeout=WORKFLOW_TIMEOUT,
+            tracing_enabled=True,
+            logs=sfn.LogOptions(destination=self.log_group, level=sfn.LogLevel.ALL, include_execution_data=True),
+        )
+        nag.acknowledge(
+            self.state_machine,
+            "AwsSolutions-IAM5",
+            "The CDK grants the state machine lambda:InvokeFunction on each step function and its versions "
+            "(`<arn>:*`), X-Ray and CloudWatch Logs delivery actions that take no resource ARN ('*').",
+            findings=["Resource::*"]
+            + [f"Resource::<{stack.get_logical_id(f.node.default_child)}.Arn>:*" for f in self.functions.values()],  # type: ignore[arg-type]
+        )
+
+    # ------------------------------------------------------------------------------------- functions
+
+    def _step_function(
+        self,
+        stack: Stack,
+        step: Step,
+        settings: Settings,
+        layers: Layers,
+        table: dynamodb.ITable,
+        node_role: iam.IRole,
+        code: lambda_.Code,
+        environment: dict[str, str],
+    ) -> None:
+        scope = Construct(self._function_scope, step.name)
+        role = iam.Role(
+            scope,
+            "Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"nodewright disruption step {step.name} for EKS cluster {settings.cluster_name}",
+        )
+        log_group = logs.LogGroup(scope, "Logs", retention=LOG_RETENTION, removal_policy=RemovalPolicy.DESTROY)
+        log_group.grant_write(role)
+        policy = iam.Policy(scope, "Policy", statements=self._statements(stack, step, settings, node_role))
+        policy.attach_to_role(role)
+        if step.table_actions:
+            table.grant(role, *step.table_actions)
+        function = lambda_.Function(
+            scope,
+            "Function",
+            description=f"nodewright disruption step {step.name} for {settings.cluster_name}",
+            runtime=RUNTIME,
+            architecture=ARCHITECTURE,
+            handler=f"handler.{step.entry}",
+            code=code,
+            layers=[layers.core, layers.dependencies],
+            role=role,
+            memory_size=step.memory,
+            timeout=Duration.seconds(step.timeout),
+            tracing=lambda_.Tracing.ACTIVE,
+            log_group=log_group,
+            environment=environment,
+        )
+        function.node.add_dependency(policy)
+        if settings.vpc is not None:
+            attach_to_vpc(function, policy, settings.vpc)
+        eks.CfnAccessEntry(
+            scope,
+            "AccessEntry",
+            cluster_name=settings.cluster_name,
+            principal_arn=role.role_arn,
+            type="STANDARD",
+            kubernetes_groups=[KUBERNETES_GROUP],
+        )
+        self.functions[step.name] = function
+        self.roles[step.name] = role
+        self._acknowledge(step, settings, policy, role, function)
+
+    @staticmethod
+    def _statements(stack: Stack, step: Step, settings: Settings, node_role: iam.IRole) -> list[iam.PolicyStatement]:
+        if step.launches:
+            return provisioner_statements(stack, settings, node_role.role_arn)
+        instance_arn = stack.format_arn(service="ec2", resource="instance", resource_name="*")
+        statements = [
+            iam.PolicyStatement(
+                sid="DescribeTheCluster",
+                actions=["eks:DescribeCluster"],
+                resources=[stack.format_arn(service="eks", resource="cluster", resource_name=settings.cluster_name)],
+            )
+        ]
+        if step.terminates:
+            statements.append(
+                iam.PolicyStatement(
+                    sid="TerminateOnlyClusterInstances",
+                    actions=["ec2:TerminateInstances"],
+                    resources=[instance_arn],
+                    conditions={"StringEquals": {f"aws:ResourceTag/{settings.cluster_tag_key}": OWNED}},
+                )
+            )
+            # Finding a replacement's instance by its NodeClaim tag, and whether the node's instance still runs.
+            statements.append(
+                iam.PolicyStatement(sid="DescribeInstances", actions=["ec2:DescribeInstances"], resources=["*"])
+            )
+        return statements
+
+    def _acknowledge(
+        self, step: Step, settings: Settings, policy: iam.Policy, role: iam.Role, function: lambda_.Function
+    ) -> None:
+        if step.launches:
+            nag.acknowledge(
+                policy,
+                "AwsSolutions-IAM5",
+                "LaunchReplacement launches through the provisioning service with the provisioner's own "
+                "statements: EC2 Describe* and pricing:GetProducts take no resource ARN; instances, volumes, "
+                "fleets and launch templates are bound by the cluster tag, subnets and security groups by the "
+                "discovery tag, tagging by ec2:CreateAction, AMI parameters by their public subtrees.",
+                findings=["Action::ec2:Describe*", "Resource::*"]
+                + [f"Resource::{_nag_ec2_arn(kind)}" for kind in _EC2_ACCOUNT_RESOURCES + _TAGGED_ON_CREATE]
+                + [f"Resource::{_nag_ec2_arn(kind, account=False)}" for kind in _EC2_ACCOUNTLESS_RESOURCES]
+                + [f"Resource::{arn}" for arn in _ami_parameter_patterns(settings)],
+            )
+        elif step.terminates:
+            nag.acknowledge(
+                policy,
+                "AwsSolutions-IAM5",
+                "ec2:TerminateInstances is granted on instance/* only where the instance carries this "
+                "cluster's ownership tag (the instance ids come from events and NodeClaims); "
+                "ec2:DescribeInstances supports no resource-level permissions.",
+                findings=[f"Resource::{_nag_ec2_arn('instance')}", "Resource::*"],
+            )
+        nag.acknowledge(
+            role,
+            "AwsSolutions-IAM5",
+            "X-Ray's PutTraceSegments and PutTelemetryRecords do not support resource-level permissions; "
+            "the CDK grants them on '*' for active tracing.",
+            findings=["Resource::*"],
+        )
+        nag.acknowledge(
+            function,
+            "AwsSolutions-L1",
+            "The functions run Python 3.11: the project requires it (requires-python <3.12) and the layers "
+            "ship .pyc files compiled for 3.11, which no newer runtime would load.",
+        )
+
+    # ------------------------------------------------------------------------------------ definition
+
+    def _task(self, state_name: str, step: str, result_path: str) -> tasks.LambdaInvoke:
+        task = tasks.LambdaInvoke(
+            self,
+            state_name,
+            lambda_function=self.functions[step],
+            payload=sfn.TaskInput.from_object(
+                {"input": sfn.JsonPath.entire_payload, "execution": sfn.JsonPath.string_at("$$.Execution.Name")}
+            ),
+            payload_response_only=True,
+            result_path=result_path,
+        )
+        task.add_retry(errors=FINAL_ERRORS, max_attempts=0)
+        task.add_retry(errors=[sfn.Errors.ALL], interval=Duration.seconds(2), max_attempts=3, backoff_rate=2.0)
+        return task
+
+    def _drain_loop(
+        self, suffix: str, done: sfn.IChainable, rollback: sfn.IChainable | None = None
+    ) -> tasks.LambdaInvoke:
+        """CordonAndDrain -> Drained? -> (done | WaitForDrain -> CheckDrain -> Drained?). Inside a Parallel
+        branch (`rollback` None) the Parallel state's own catch covers the tasks."""
+        start = self._task(f"CordonAndDrain{suffix}", "Drain", "$.drain")
+        wait = sfn.Wait(self, f"WaitForDrain{suffix}", time=sfn.WaitTime.duration(DRAIN_POLL))
+        check = self._task(f"CheckDrain{suffix}", "Drain", "$.drain")
+        if rollback is not None:
+            for task in (start, check):
+                task.add_catch(rollback, errors=[sfn.Errors.ALL], result_path="$.error")
+        drained = (
+            sfn.Choice(self, f"Drained{suffix}?")
+            .when(sfn.Condition.boolean_equals("$.drain.done", True), done)
+            .otherwise(wait)
+        )
+        start.next(drained)
+        wait.next(check)
+        check.next(drained)
+        return start
+
+    def _definition(self) -> sfn.IChainable:
+        rolled_back = sfn.Fail(
+            self,
+            "RolledBack",
+            error="DisruptionRolledBack",
+            cause="A step failed; Rollback restored the node and released the lock (see its output for the cause).",
+        )
+        rollback = self._task("Rollback", "Rollback", "$.rollback")
+        rollback.next(rolled_back)
+
+        def catching(task: tasks.LambdaInvoke | sfn.Parallel) -> tasks.LambdaInvoke | sfn.Parallel:
+            task.add_catch(rollback, errors=[sfn.Errors.ALL], result_path="$.error")
+            return task
+
+        terminate = catching(self._task("TerminateInstance", "TerminateInstance", "$.terminate"))
+        terminate.next(sfn.Succeed(self, "Disrupted"))
+
+        # Urgent: the instance is going away; launch and drain side by side.
+        urgent_launch = self._task("LaunchReplacementNow", "LaunchReplacement", "$.replacement")
+        urgent_drain = self._drain_loop("Now", sfn.Pass(self, "DrainComplete"))
+        parallel = sfn.Parallel(
+            self,
+            "ReplaceAndDrain",
+            result_selector={
+                "replacement": sfn.JsonPath.string_at("$[0].replacement"),
+                "drain": sfn.JsonPath.string_at("$[1].drain"),
+            },
+            result_path="$.replace_and_drain",
+        )
+        parallel.branch(urgent_launch)
+        parallel.branch(urgent_drain)
+        catching(parallel).next(terminate)
+
+        # Planned: the replacement is Ready before the first eviction.
+        launch = catching(self._task("LaunchReplacement", "LaunchReplacement", "$.replacement"))
+        release = catching(self._task("ReleaseLock", "ReleaseLock", "$.release"))
+        release.next(sfn.Succeed(self, "ReplacementPrepared"))
+        drain = self._drain_loop("", terminate, rollback)
+        wait = sfn.Wait(self, "WaitForReplacement", time=sfn.WaitTime.duration(REPLACEMENT_POLL))
+        check = catching(self._task("CheckReplacement", "CheckReplacement", "$.replacement_check"))
+        ready = (
+            sfn.Choice(self, "ReplacementReady?")
+            .when(sfn.Condition.boolean_equals("$.replacement_check.ready", True), drain)
+            .otherwise(wait)
+        )
+        wait.next(check)
+        check.next(ready)
+        launch.next(
+            sfn.Choice(self, "PrepareOnly?")
+            .when(sfn.Condition.boolean_equals("$.identify.prepare_only", True), release)
+            .otherwise(wait)
+        )
+
+        identify = catching(self._task("IdentifyCandidate", "IdentifyCandidate", "$.identify"))
+        urgent = (
+            sfn.Choice(self, "Urgent?")
+            .when(sfn.Condition.boolean_equals("$.identify.urgent", True), parallel)
+            .otherwise(launch)
+        )
+        proceed = (
+            sfn.Choice(self, "Proceed?")
+            .when(sfn.Condition.string_equals("$.identify.outcome", "proceed"), urgent)
+            .otherwise(sfn.Succeed(self, "NothingToDisrupt", comment="gone, locked by another execution, or blocked"))
+        )
+        return identify.next(proceed)

@@ -1,0 +1,92 @@
+"""The disruption workflow and the planner in the synthesized template: states, wiring, least privilege."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from conftest import CLUSTER, Synth
+from test_template import granting, listed, logical_id, render, role_statements
+
+from infra.workflow import STEPS
+
+
+def definition(s: Synth) -> dict[str, Any]:
+    (machine,) = s.resources("AWS::StepFunctions::StateMachine").values()
+    parts = machine["Properties"]["DefinitionString"]["Fn::Join"][1]
+    return dict(json.loads("".join(p if isinstance(p, str) else "ARN" for p in parts)))
+
+
+def step_role(s: Synth, step: str) -> str:
+    return logical_id(s, "AWS::IAM::Role", f"DisruptionSteps{step}Role")
+
+
+def test_the_states_read_as_the_workflow_and_every_task_rolls_back(default_synth: Synth) -> None:
+    states = definition(default_synth)["States"]
+    for name in ("IdentifyCandidate", "LaunchReplacement", "WaitForReplacement", "CordonAndDrain", "WaitForDrain"):
+        assert name in states
+    assert {"TerminateInstance", "Rollback", "ReplaceAndDrain"} <= set(states)
+    assert states["WaitForReplacement"]["Type"] == states["WaitForDrain"]["Type"] == "Wait"
+    assert states["ReplaceAndDrain"]["Type"] == "Parallel"
+    branch_starts = [b["StartAt"] for b in states["ReplaceAndDrain"]["Branches"]]
+    assert branch_starts == ["LaunchReplacementNow", "CordonAndDrainNow"]
+    for name, state in states.items():
+        if state["Type"] in ("Task", "Parallel") and name != "Rollback":
+            assert state["Catch"] == [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "Rollback"}]
+        if state["Type"] == "Task":
+            assert state["Parameters"] == {"input.$": "$", "execution.$": "$$.Execution.Name"}
+            # A failure retrying cannot fix goes straight to the catch.
+            assert {"ErrorEquals": ["DisruptionFailed", "CommandError"], "MaxAttempts": 0} in state["Retry"]
+    assert states["Rollback"]["Next"] == "RolledBack" and states["RolledBack"]["Type"] == "Fail"
+    assert states["Urgent?"]["Choices"][0]["Next"] == "ReplaceAndDrain"
+
+
+def test_the_state_machine_logs_traces_and_times_out(default_synth: Synth) -> None:
+    (machine,) = default_synth.resources("AWS::StepFunctions::StateMachine").values()
+    props = machine["Properties"]
+    assert props["StateMachineType"] == "STANDARD"
+    assert props["TracingConfiguration"] == {"Enabled": True}
+    assert props["LoggingConfiguration"]["Level"] == "ALL"
+    assert definition(default_synth)["TimeoutSeconds"] == 24 * 3600
+
+
+def test_only_the_launch_step_may_launch_and_only_terminating_steps_terminate_tagged_instances(
+    default_synth: Synth,
+) -> None:
+    for step in STEPS:
+        statements = role_statements(default_synth, step_role(default_synth, step.name))
+        assert bool(granting(statements, "ec2:CreateFleet")) == step.launches, step.name
+        terminate = granting(statements, "ec2:TerminateInstances")
+        assert bool(terminate) == (step.terminates or step.launches), step.name
+        for st in terminate:
+            assert st["Condition"] == {"StringEquals": {f"aws:ResourceTag/kubernetes.io/cluster/{CLUSTER}": "owned"}}
+        assert not granting(statements, "states:StartExecution")
+        (describe,) = granting(statements, "eks:DescribeCluster")
+        assert render(describe["Resource"]).endswith(f":cluster/{CLUSTER}")
+
+
+def test_each_step_runs_its_own_entry_point_with_its_own_role(default_synth: Synth) -> None:
+    functions = default_synth.resources("AWS::Lambda::Function")
+    for step in STEPS:
+        fid = logical_id(default_synth, "AWS::Lambda::Function", f"DisruptionSteps{step.name}Function")
+        props = functions[fid]["Properties"]
+        assert props["Handler"] == f"handler.{step.entry}"
+        assert props["Role"] == {"Fn::GetAtt": [step_role(default_synth, step.name), "Arn"]}
+    entries = [e["Properties"] for e in default_synth.resources("AWS::EKS::AccessEntry").values()]
+    assert sum(e.get("KubernetesGroups") == ["nodewright:disruption"] for e in entries) == len(STEPS)
+
+
+def test_the_planner_ticks_every_minute_and_may_only_start_this_workflow(default_synth: Synth) -> None:
+    (schedule,) = default_synth.resources("AWS::Scheduler::Schedule").values()
+    props = schedule["Properties"]
+    planner = logical_id(default_synth, "AWS::Lambda::Function", "PlannerFunction")
+    assert props["ScheduleExpression"] == "rate(1 minute)"
+    assert props["Target"]["Arn"] == {"Fn::GetAtt": [planner, "Arn"]}
+    assert "DeadLetterConfig" in props["Target"]
+    machine = logical_id(default_synth, "AWS::StepFunctions::StateMachine", "Disruption")
+    statements = role_statements(default_synth, logical_id(default_synth, "AWS::IAM::Role", "PlannerRole"))
+    (start,) = granting(statements, "states:StartExecution")
+    assert listed(start["Resource"]) == [{"Ref": machine}]
+    assert not granting(statements, "ec2:CreateFleet")
+    env = default_synth.template["Resources"][planner]["Properties"]["Environment"]["Variables"]
+    assert env["NODEWRIGHT_STATE_MACHINE"] == {"Ref": machine}
