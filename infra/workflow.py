@@ -9,11 +9,15 @@ The definition, as a person reads it in the console:
 
     IdentifyCandidate -> Proceed? --no--> NothingToDisrupt (the node is gone, locked by another run, or blocked)
       Urgent? (an interruption: the instance goes in two minutes)
-        yes: ReplaceAndDrain = Parallel(LaunchReplacementNow | CordonAndDrainNow <-> WaitForDrainNow)
+        yes: ReplaceAndDrain = Parallel(LaunchReplacementNow -> WaitForReplacementNow <-> CheckReplacementNow
+                                        | CordonAndDrainNow <-> WaitForDrainNow)
         no:  LaunchReplacement -> PrepareOnly? --yes--> ReleaseLock -> ReplacementPrepared (a rebalance)
              -> WaitForReplacement <-> CheckReplacement -> CordonAndDrain <-> WaitForDrain
       -> TerminateInstance -> Disrupted
     Any task's failure -> Rollback -> RolledBack (Fail)
+
+In the urgent branch the replacement is still waited for (CheckReplacement finishes its registration, so the
+evicted pods can land on it); TerminateInstance runs when both branches are done.
 """
 
 from __future__ import annotations
@@ -306,6 +310,21 @@ class DisruptionWorkflow(Construct):
         check.next(drained)
         return start
 
+    def _replacement_loop(self, suffix: str, done: sfn.IChainable, rollback: sfn.IChainable | None = None) -> sfn.Wait:
+        """WaitForReplacement -> CheckReplacement -> ReplacementReady? -> (done | WaitForReplacement)."""
+        wait = sfn.Wait(self, f"WaitForReplacement{suffix}", time=sfn.WaitTime.duration(REPLACEMENT_POLL))
+        check = self._task(f"CheckReplacement{suffix}", "CheckReplacement", "$.replacement_check")
+        if rollback is not None:
+            check.add_catch(rollback, errors=[sfn.Errors.ALL], result_path="$.error")
+        ready = (
+            sfn.Choice(self, f"ReplacementReady{suffix}?")
+            .when(sfn.Condition.boolean_equals("$.replacement_check.ready", True), done)
+            .otherwise(wait)
+        )
+        wait.next(check)
+        check.next(ready)
+        return wait
+
     def _definition(self) -> sfn.IChainable:
         rolled_back = sfn.Fail(
             self,
@@ -323,8 +342,9 @@ class DisruptionWorkflow(Construct):
         terminate = catching(self._task("TerminateInstance", "TerminateInstance", "$.terminate"))
         terminate.next(sfn.Succeed(self, "Disrupted"))
 
-        # Urgent: the instance is going away; launch and drain side by side.
+        # Urgent: the instance is going away; launch (and bring up) the replacement while draining.
         urgent_launch = self._task("LaunchReplacementNow", "LaunchReplacement", "$.replacement")
+        urgent_launch.next(self._replacement_loop("Now", sfn.Pass(self, "ReplacementReadyNow")))
         urgent_drain = self._drain_loop("Now", sfn.Pass(self, "DrainComplete"))
         parallel = sfn.Parallel(
             self,
@@ -344,19 +364,10 @@ class DisruptionWorkflow(Construct):
         release = catching(self._task("ReleaseLock", "ReleaseLock", "$.release"))
         release.next(sfn.Succeed(self, "ReplacementPrepared"))
         drain = self._drain_loop("", terminate, rollback)
-        wait = sfn.Wait(self, "WaitForReplacement", time=sfn.WaitTime.duration(REPLACEMENT_POLL))
-        check = catching(self._task("CheckReplacement", "CheckReplacement", "$.replacement_check"))
-        ready = (
-            sfn.Choice(self, "ReplacementReady?")
-            .when(sfn.Condition.boolean_equals("$.replacement_check.ready", True), drain)
-            .otherwise(wait)
-        )
-        wait.next(check)
-        check.next(ready)
         launch.next(
             sfn.Choice(self, "PrepareOnly?")
             .when(sfn.Condition.boolean_equals("$.identify.prepare_only", True), release)
-            .otherwise(wait)
+            .otherwise(self._replacement_loop("", drain, rollback))
         )
 
         identify = catching(self._task("IdentifyCandidate", "IdentifyCandidate", "$.identify"))

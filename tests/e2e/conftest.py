@@ -1,7 +1,7 @@
 """End-to-end fixtures: one local world per test session, a namespace per test, faults reset.
 
 The world is started by the same code as `nodewright localworld up`, in a temporary state directory
-so a developer's own `.localworld/` is left alone, with instant Step Functions waits and a short boot
+so a developer's own `.localworld/` is left alone, with short Step Functions waits (at most a second) and a short boot
 delay. It is built first if the binary cache is cold (minutes), then starts in seconds.
 """
 
@@ -34,7 +34,7 @@ def local_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     """A running local world for the whole session, torn down at the end."""
     state_dir = tmp_path_factory.mktemp("localworld")
     options = world.Options(
-        cluster=f"e2e-{uuid.uuid4().hex[:6]}", instant_waits=True, boot_delay=1.0, startup_timeout=120
+        cluster=f"e2e-{uuid.uuid4().hex[:6]}", short_waits=True, boot_delay=1.0, startup_timeout=120
     )
     state = world.up(state_dir, options)
     try:

@@ -2,7 +2,7 @@
 
 Retry, Catch, Choice, Wait and Map are moto's ASL interpreter; the tasks run the handlers under
 tests/e2e/functions through the Lambda seam (one from its uploaded zip, one through the
-`nodewright:source` tag). The world runs with instant waits, so a 10-minute Wait and 30-second
+`nodewright:source` tag). The world runs with short waits (at most a second), so a 10-minute Wait and 30-second
 retry intervals cost nothing, and the test proves that too.
 """
 
@@ -108,7 +108,7 @@ def test_state_machine_runs_our_handlers_with_retry_choice_map_wait_and_catch(lo
     description = _finish(world, execution)
     elapsed = time.monotonic() - started
     assert description["status"] == "SUCCEEDED", description
-    # 600 s of Wait and a 30 s retry interval took no time: the instant-waits switch works.
+    # 600 s of Wait and a 30 s retry interval took no time: the short-waits switch works.
     assert elapsed < 30
 
     output = json.loads(description["output"])

@@ -21,7 +21,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("action", choices=["up", "down", "status"])
     parser.add_argument("--state-dir", type=Path, default=None, help="default: <repo>/.localworld")
     parser.add_argument("--cluster", default=None, help="cluster name and discovery tag value")
-    parser.add_argument("--instant-waits", action="store_true", help="Step Functions Wait/Retry return at once")
+    parser.add_argument("--short-waits", action="store_true", help="Wait states and Retry intervals last <= 1 s")
     parser.add_argument("--boot-delay", type=float, default=3.0, help="seconds before an instance's node registers")
     parser.add_argument("--timeout", type=float, default=120.0, help="start-up deadline per component (s)")
     parser.add_argument("--cdk-out", type=Path, default=None, help="a synthesized cloud assembly to deploy on up")
@@ -38,9 +38,7 @@ def run(args: argparse.Namespace) -> int:
 
     state_dir: Path = args.state_dir or world.state_dir_default()
     if args.action == "up":
-        options = world.Options(
-            instant_waits=args.instant_waits, boot_delay=args.boot_delay, startup_timeout=args.timeout
-        )
+        options = world.Options(short_waits=args.short_waits, boot_delay=args.boot_delay, startup_timeout=args.timeout)
         if args.cluster:
             options.cluster = args.cluster
         try:

@@ -1,10 +1,11 @@
 """The local world's AWS: moto's HTTP server with three additions, run as its own process.
 
-    python -m nodewright.localworld.motoserver --port P --state-dir D --repo-root R [--instant-waits]
+    python -m nodewright.localworld.motoserver --port P --state-dir D --repo-root R [--short-waits]
 
-1. Step Functions executes state machines for real, and Lambda tasks run our handlers in-process
-   through `lambda_seam` (no Docker). `--instant-waits` turns Wait states and Retry intervals into
-   no-ops so tests do not sleep.
+1. Step Functions executes state machines for real; Lambda tasks and SQS event sources (`sqs_poller`)
+   run our handlers in-process through `lambda_seam` (no Docker). `--short-waits` cuts Wait states and
+   Retry intervals to at most a second, so tests do not sleep for minutes while poll loops still pace
+   themselves.
 2. Faults at the wire (`faults`): CreateFleet capacity errors and RequestLimitExceeded throttling,
    switched per test through `PUT /_nodewright/faults`.
 3. Seeding what the public AWS namespace holds and moto refuses to accept from a client
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from nodewright.localworld import faults as faultmod
-from nodewright.localworld import lambda_seam
+from nodewright.localworld import lambda_seam, sqs_poller
 
 DEFAULT_ACCOUNT = "123456789012"
 EKS_AMI_OWNER = "602401143452"
@@ -155,28 +156,31 @@ def secret_for(access_key_id: str) -> dict[str, str] | None:
     return None
 
 
-def _install_instant_waits() -> None:
-    """Make Wait states and Retry intervals return at once (tests only)."""
+SHORT_WAIT_SECONDS = 1.0
+
+
+def _install_short_waits() -> None:
+    """Cut Wait states and Retry intervals to at most SHORT_WAIT_SECONDS (tests and demos only)."""
+    import time
+
     from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
     from moto.stepfunctions.parser.asl.component.state.wait.wait_function import wait_function
 
-    class _NoSleep:
+    class _ShortSleep:
         # retrier_decl only calls time.sleep; everything else is delegated to the real module.
         def __getattr__(self, name: str) -> Any:
-            import time
-
             return getattr(time, name)
 
         @staticmethod
-        def sleep(_seconds: float) -> None:
-            return None
+        def sleep(seconds: float) -> None:
+            time.sleep(min(seconds, SHORT_WAIT_SECONDS))
 
-    setattr(retrier_decl, "time", _NoSleep())  # noqa: B010
+    setattr(retrier_decl, "time", _ShortSleep())  # noqa: B010
 
-    def _no_wait(self: Any, env: Any, wait_seconds: int) -> None:
-        return None
+    def _short_wait(self: Any, env: Any, wait_seconds: int) -> None:
+        time.sleep(min(wait_seconds, SHORT_WAIT_SECONDS))
 
-    setattr(wait_function.WaitFunction, "_wait_interval", _no_wait)  # noqa: B010
+    setattr(wait_function.WaitFunction, "_wait_interval", _short_wait)  # noqa: B010
 
 
 _REGION_IN_AUTH = re.compile(r"Credential=([^/]+)/\d{8}/([^/]+)/")
@@ -314,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--state-dir", type=Path, required=True)
     parser.add_argument("--repo-root", type=Path, required=True)
-    parser.add_argument("--instant-waits", action="store_true")
+    parser.add_argument("--short-waits", action="store_true")
     args = parser.parse_args(argv)
 
     # moto's Step Functions and Lambda call back into "the server" through MOTO_PORT.
@@ -328,12 +332,13 @@ def main(argv: list[str] | None = None) -> int:
     default_user_config["stepfunctions"] = {"execute_state_machine": True}
     _route_cloudformation_state_machines()
     lambda_seam.install(args.repo_root.resolve(), args.state_dir / "lambda-code", endpoint)
-    if args.instant_waits:
-        _install_instant_waits()
+    sqs_poller.install()
+    if args.short_waits:
+        _install_short_waits()
 
     app = DomainDispatcherApplication(create_backend_app)
     wrapped = FaultMiddleware(app, faultmod.Faults())
-    print(f"nodewright moto server on {endpoint} (instant waits: {args.instant_waits})", flush=True)
+    print(f"nodewright moto server on {endpoint} (short waits: {args.short_waits})", flush=True)
     run_simple("127.0.0.1", args.port, wrapped, threaded=True)
     return 0
 

@@ -65,11 +65,11 @@ def bin_dir() -> Path:
 
 @dataclass
 class Options:
-    """How to start a world; tests make waits instant and boots quick."""
+    """How to start a world; tests make waits short and boots quick."""
 
     cluster: str = DEFAULT_CLUSTER
     region: str = DEFAULT_REGION
-    instant_waits: bool = False
+    short_waits: bool = False
     boot_delay: float = 3.0
     startup_timeout: float = 120.0
     timing: controlplane.Timing = field(default_factory=controlplane.Timing)
@@ -94,7 +94,7 @@ class WorldState:
     pids: dict[str, int]
     logs: dict[str, str]
     ready_seconds: float
-    instant_waits: bool
+    short_waits: bool
 
     def env(self) -> dict[str, str]:
         """Environment for clients (boto3, kubernetes, nodewright) of this world."""
@@ -283,8 +283,8 @@ def up(state_dir: Path, options: Options, log: Callable[[str], None] = print) ->
         endpoint_url = f"http://127.0.0.1:{moto_port}"
         argv = [python, "-m", "nodewright.localworld.motoserver", f"--port={moto_port}"]
         argv += [f"--state-dir={state_dir}", f"--repo-root={repo_root()}"]
-        if options.instant_waits:
-            argv.append("--instant-waits")
+        if options.short_waits:
+            argv.append("--short-waits")
         moto = procs.start("moto", argv, logs, env=env)
         started.append(moto)
         log(f"moto server on {endpoint_url}")
@@ -375,7 +375,7 @@ def up(state_dir: Path, options: Options, log: Callable[[str], None] = print) ->
             pids={p.name: p.pid for p in started},
             logs={p.name: str(p.log) for p in started},
             ready_seconds=round(time.monotonic() - started_at, 1),
-            instant_waits=options.instant_waits,
+            short_waits=options.short_waits,
             **aws,
         )
     except BaseException:

@@ -1,0 +1,294 @@
+"""Disruption end to end on the local world: the stack's state machine runs the real step handlers in moto.
+
+The stack is the one the CDK app synthesizes (deployed through moto's CloudFormation); its state machine's
+ASL (Parallel, Wait loops, Retry, Catch) is executed by moto, each task invoking the step's function, whose
+handler runs in the moto server and reaches the API server with an EKS token. Evictions meet the real
+PodDisruptionBudget admission of the real API server; the kube-scheduler and the ReplicaSet controller put
+evicted pods back on the replacement, which the registrar brings up from the instance the workflow launched.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client
+from test_provisioning import Pool, Provisioner, converge, deployment, running
+from worldkit import World, wait_for
+
+from nodewright.disruption.commands import EXPIRED, SPOT_INTERRUPTION, DisruptionCommand
+from nodewright.localworld import deploy
+from nodewright.localworld import world as lw
+
+SPOT = [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}]
+
+
+class Stack:
+    """The deployed stack's outputs and the clients the tests drive it with."""
+
+    def __init__(self, world: World, outputs: dict[str, str]) -> None:
+        self.world = world
+        self.outputs = outputs
+        self.provisioner = Provisioner(world, outputs)
+        self.sfn = world.aws("stepfunctions")
+        self.machine = outputs["StateMachineArn"]
+
+    def executions(self) -> list[dict[str, Any]]:
+        return list(self.sfn.list_executions(stateMachineArn=self.machine)["executions"])
+
+    def start(self, command: DisruptionCommand) -> str:
+        arn: str = self.sfn.start_execution(
+            stateMachineArn=self.machine, name=command.execution_name(), input=json.dumps(command.to_input())
+        )["executionArn"]
+        return arn
+
+    def finish(self, execution: str, timeout: float = 240) -> dict[str, Any]:
+        def done() -> dict[str, Any] | None:
+            described: dict[str, Any] = self.sfn.describe_execution(executionArn=execution)
+            return described if described["status"] != "RUNNING" else None
+
+        return wait_for(done, timeout, f"execution {execution} to finish", interval=0.5)
+
+    def history(self, execution: str) -> list[dict[str, Any]]:
+        events: list[dict[str, Any]] = self.sfn.get_execution_history(executionArn=execution, maxResults=1000)["events"]
+        return events
+
+
+@pytest.fixture(scope="module")
+def stack(local_world: World) -> Stack:
+    outputs = deploy.deployed_outputs(local_world.state) or lw.deploy_stack(
+        local_world.state, deploy.synthesize(local_world.state, print), deploy.STACK
+    )
+    deploy.install_crds(local_world.api_client)
+    return Stack(local_world, outputs)
+
+
+@pytest.fixture
+def pool_factory(local_world: World, namespace: str, stack: Stack) -> Iterator[Any]:
+    made: list[Pool] = []
+
+    def make(requirements: list[dict[str, Any]], **template: Any) -> Pool:
+        pool = Pool(local_world, stack.provisioner.node_role, namespace, requirements, None)
+        if template:
+            custom = client.CustomObjectsApi(local_world.api_client)
+            custom.patch_cluster_custom_object(
+                "nodewright.io", "v1", "nodepools", pool.name, {"spec": {"template": {"spec": template}}}
+            )
+        made.append(pool)
+        return pool
+
+    yield make
+    local_world.set_faults({})
+    for pool in made:
+        pool.teardown()
+
+
+def nodeclaims(world: World, pool: Pool) -> list[dict[str, Any]]:
+    custom = client.CustomObjectsApi(world.api_client)
+    found = custom.list_cluster_custom_object("nodewright.io", "v1", "nodeclaims")["items"]
+    return [c for c in found if c["metadata"].get("labels", {}).get("karpenter.sh/nodepool") == pool.name]
+
+
+def registered(world: World, stack: Stack, namespace: str, pool: Pool, replicas: int) -> tuple[dict[str, Any], Any]:
+    """Converge the pods onto one node; returns its NodeClaim and Node."""
+    converge(stack.provisioner, namespace, replicas)
+    [claim] = nodeclaims(world, pool)
+    [node] = world.core.list_node(label_selector=f"karpenter.sh/nodepool={pool.name}").items
+    return claim, node
+
+
+def command_for(claim: dict[str, Any], node: Any, reason: str, trigger: str, **kw: Any) -> DisruptionCommand:
+    now = time.time()
+    deadline = now + 120 if reason == SPOT_INTERRUPTION else None
+    return DisruptionCommand(
+        nodeclaim=claim["metadata"]["name"],
+        node=node.metadata.name,
+        instance_id=node.spec.provider_id.rsplit("/", 1)[-1],
+        reason=reason,
+        forceful=True,
+        trigger=trigger,
+        requested_at=now,
+        deadline=deadline,
+        **kw,
+    )
+
+
+def pdb(world: World, namespace: str, app: str) -> None:
+    world.policy.create_namespaced_pod_disruption_budget(
+        namespace,
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": app},
+            "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": app}}},
+        },
+    )
+
+
+class ReadyWatch:
+    """Samples the Ready pods of an app every 100 ms in a thread; `lowest` is the fewest seen."""
+
+    def __init__(self, world: World, namespace: str, app: str) -> None:
+        self.world, self.namespace, self.app = world, namespace, app
+        self.lowest = 10**6
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _ready(self) -> int:
+        found = self.world.core.list_namespaced_pod(self.namespace, label_selector=f"app={self.app}").items
+        return sum(
+            1
+            for p in found
+            if p.metadata.deletion_timestamp is None
+            and any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])
+        )
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.lowest = min(self.lowest, self._ready())
+            time.sleep(0.1)
+
+    def __enter__(self) -> ReadyWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def output(described: dict[str, Any]) -> dict[str, Any]:
+    result: dict[str, Any] = json.loads(described.get("output") or "{}")
+    return result
+
+
+def test_spot_interruption_replaces_drains_under_the_pdb_and_terminates(
+    local_world: World, namespace: str, stack: Stack, pool_factory: Any
+) -> None:
+    world = local_world
+    pool = pool_factory(SPOT)
+    deployment(world, namespace, pool, "web", 6, "250m", "256Mi")
+    pdb(world, namespace, "web")
+    claim, node = registered(world, stack, namespace, pool, 6)
+    instance_id = node.spec.provider_id.rsplit("/", 1)[-1]
+
+    with ReadyWatch(world, namespace, "web") as watch:
+        started = time.monotonic()
+        execution = stack.start(command_for(claim, node, SPOT_INTERRUPTION, f"evt-{uuid.uuid4()}"))
+        described = stack.finish(execution)
+        assert described["status"] == "SUCCEEDED", described
+        wait_for(lambda: len(running(world, namespace)) == 6, 90, "all 6 pods running again")
+        elapsed = time.monotonic() - started
+    result = output(described)
+    assert result["identify"]["urgent"] and len(result["identify"]["moving"]) == 6
+    [replacement] = result["replace_and_drain"]["replacement"]["nodeclaims"]
+    assert result["replace_and_drain"]["drain"]["done"]
+    # The PodDisruptionBudget held: never more than one of the six pods unavailable.
+    assert watch.lowest >= 5, watch.lowest
+    # The instance is terminated, its Node and NodeClaim are gone, and the pods run on the replacement.
+    state = world.aws("ec2").describe_instances(InstanceIds=[instance_id])["Reservations"][0]["Instances"][0]
+    assert state["State"]["Name"] in ("shutting-down", "terminated")
+    assert node.metadata.name not in {n.metadata.name for n in world.core.list_node().items}
+    assert [c["metadata"]["name"] for c in nodeclaims(world, pool)] == [replacement]
+    new_node = {p.spec.node_name for p in running(world, namespace)}
+    assert node.metadata.name not in new_node and len(new_node) == 1
+    types = [e["type"] for e in stack.history(execution)]
+    assert "ParallelStateEntered" in types
+    print(f"spot interruption: execution and 6 pods running again in {elapsed:.1f}s")
+
+
+def test_expiration_waits_for_do_not_disrupt_until_the_grace_period_then_proceeds(
+    local_world: World, namespace: str, stack: Stack, pool_factory: Any
+) -> None:
+    world = local_world
+    pool = pool_factory(SPOT, expireAfter="20s", terminationGracePeriod="15s")
+    deployment(world, namespace, pool, "web", 1, "250m", "256Mi")
+    deployment(world, namespace, pool, "batch", 1, "250m", "256Mi")
+    world.apps.patch_namespaced_deployment(
+        "batch",
+        namespace,
+        {"spec": {"template": {"metadata": {"annotations": {"karpenter.sh/do-not-disrupt": "true"}}}}},
+    )
+    claim, node = registered(world, stack, namespace, pool, 2)
+    assert claim["spec"]["expireAfter"] == "20s" and claim["spec"]["terminationGracePeriod"] == "15s"
+
+    # The planner, as the schedule calls it, starts the workflow once the NodeClaim is older than 20 s.
+    lambda_ = world.aws("lambda")
+    name = claim["metadata"]["name"]
+
+    def planned() -> dict[str, Any] | None:
+        response = lambda_.invoke(FunctionName=stack.outputs["PlannerFunctionName"], Payload=b"{}")
+        body: dict[str, Any] = json.loads(response["Payload"].read())
+        assert "FunctionError" not in response, body
+        return next((s for s in body["started"] if s["nodeclaim"] == name), None)
+
+    started = wait_for(planned, 60, "the planner to start an Expired workflow", interval=2)
+    assert started["reason"] == EXPIRED
+    execution = next(e["executionArn"] for e in stack.executions() if e["name"] == started["execution"])
+    described = stack.finish(execution)
+    assert described["status"] == "SUCCEEDED", described
+    result = output(described)
+    deadline = result["identify"]["deadline"]
+    assert deadline == pytest.approx(result["requested_at"] + 15)
+    # Round by round: the do-not-disrupt pod waits while the web pod is evicted; once the grace period has
+    # passed it is deleted; then the node is empty and terminated.
+    rounds = [
+        (e["timestamp"].timestamp(), json.loads(e["stateExitedEventDetails"]["output"])["drain"])
+        for e in stack.history(execution)
+        if e["type"] == "TaskStateExited" and e["stateExitedEventDetails"]["name"] in ("CordonAndDrain", "CheckDrain")
+    ]
+    waited = [r for _, r in rounds if any("do-not-disrupt" in why for why in r["waiting"].values())]
+    [(deleted_at, deleting)] = [(t, r) for t, r in rounds if r["deleted"]]
+    assert waited and len(rounds) >= 3
+    assert [p.split("/")[1].rsplit("-", 2)[0] for p in deleting["deleted"]] == ["batch"]
+    assert deleted_at >= deadline
+    assert any(f"{namespace}/web-" in p for _, r in rounds for p in r["evicted"])
+    assert rounds[-1][1]["done"]
+    assert name not in {c["metadata"]["name"] for c in nodeclaims(world, pool)}
+
+
+def test_a_replacement_that_cannot_launch_rolls_back_and_leaves_the_node_schedulable(
+    local_world: World, namespace: str, stack: Stack, pool_factory: Any
+) -> None:
+    world = local_world
+    pool = pool_factory(SPOT)
+    deployment(world, namespace, pool, "web", 2, "250m", "256Mi")
+    claim, node = registered(world, stack, namespace, pool, 2)
+    world.set_faults({"unavailable": [{"instance_type": "*", "zone": "*", "capacity_type": "*"}]})
+    execution = stack.start(command_for(claim, node, EXPIRED, f"test-{uuid.uuid4()}"))
+    described = stack.finish(execution)
+    assert described["status"] == "FAILED"
+    assert described.get("error") == "DisruptionRolledBack"
+    states = [
+        e["stateEnteredEventDetails"]["name"] for e in stack.history(execution) if e["type"].endswith("StateEntered")
+    ]
+    assert "LaunchReplacement" in states and "Rollback" in states and "CordonAndDrain" not in states
+    current = world.core.read_node(node.metadata.name)
+    assert not current.spec.unschedulable
+    assert not any(t.key == "karpenter.sh/disrupted" for t in current.spec.taints or [])
+    lock = world.aws("dynamodb").get_item(
+        TableName=stack.outputs["TableName"],
+        Key={"pk": {"S": "lock"}, "sk": {"S": f"nodeclaim/{claim['metadata']['name']}"}},
+    )
+    assert "Item" not in lock
+    assert len(running(world, namespace)) == 2
+
+
+def test_two_disruptions_of_one_node_at_once_run_one_workflow(
+    local_world: World, namespace: str, stack: Stack, pool_factory: Any
+) -> None:
+    world = local_world
+    pool = pool_factory(SPOT)
+    deployment(world, namespace, pool, "web", 2, "250m", "256Mi")
+    claim, node = registered(world, stack, namespace, pool, 2)
+    first = stack.start(command_for(claim, node, SPOT_INTERRUPTION, f"evt-{uuid.uuid4()}"))
+    second = stack.start(command_for(claim, node, SPOT_INTERRUPTION, f"evt-{uuid.uuid4()}"))
+    outcomes = sorted(output(stack.finish(e))["identify"]["outcome"] for e in (first, second))
+    assert outcomes == ["locked", "proceed"]
+    terminated = [e for e in (first, second) if "terminate" in output(stack.finish(e))]
+    assert len(terminated) == 1
