@@ -1,0 +1,233 @@
+"""From a Message to what nodewright does about each instance it names, with a reason for every choice.
+
+- Spot warning, capacity-reservation warning, Health scheduled change for EC2, and a state change to
+  stopping / stopped / shutting-down / terminated: **interrupt**. The disruption workflow runs forceful
+  (budgets and do-not-disrupt cannot hold back what AWS is taking anyway) with the deadline the event
+  implies (`Message.deadline`). A Spot warning also marks its offering (type, zone, spot) unavailable, so
+  the replacement and the next batches do not ask for the capacity that is being reclaimed.
+- Rebalance recommendation, by the rebalance mode:
+  `replace` (default): **rebalance**, a PREPARE command: the workflow launches the replacement early and
+  taints the node PreferNoSchedule; nothing is drained, because the instance may well keep running. It is
+  not forceful: nothing is taken away, so nothing overrides budgets or do-not-disrupt.
+  `drain`: **rebalance**, a DISRUPT command that is *not* forceful and has no deadline: a recommendation
+  is not a notice, so the node is replaced and drained like a voluntary disruption (budgets, PDBs and
+  do-not-disrupt hold it back). Should the Spot warning follow, that event starts its own forceful
+  workflow with the two-minute deadline.
+  `ignore`: **ignore**; only a Kubernetes event on the node records it.
+- Everything else is **ignore** with the reason: other states, Health events for other services or
+  categories, and instances this cluster does not own (acknowledged, never retried).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+
+from nodewright.disruption.commands import (
+    DISRUPT,
+    INSTANCE_STOPPING,
+    PREPARE,
+    REBALANCE,
+    RESERVATION_INTERRUPTION,
+    SCHEDULED_CHANGE,
+    SPOT_INTERRUPTION,
+    DisruptionCommand,
+)
+from nodewright.interruption.messages import (
+    HEALTH,
+    REBALANCE_RECOMMENDATION,
+    RESERVATION_WARNING,
+    SPOT_WARNING,
+    STATE_CHANGE,
+    Message,
+)
+from nodewright.interruption.ownership import OwnedInstance
+
+OfferingKey = tuple[str, str, str]  # (instance type, zone, capacity type), as ports.OfferingKey
+
+INTERRUPT = "interrupt"
+REBALANCE_ACTION = "rebalance"
+IGNORE = "ignore"
+ACTIONS = (INTERRUPT, REBALANCE_ACTION, IGNORE)  # in order of precedence for a message's summary
+
+REBALANCE_REPLACE = "replace"
+REBALANCE_DRAIN = "drain"
+REBALANCE_IGNORE = "ignore"
+REBALANCE_MODES = (REBALANCE_REPLACE, REBALANCE_IGNORE, REBALANCE_DRAIN)
+
+ACTING_STATES = ("stopping", "stopped", "shutting-down", "terminated")
+HEALTH_SERVICE = "EC2"
+HEALTH_CATEGORY = "scheduledChange"
+SPOT = "spot"
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What happens to one instance. `command` is the workflow to start (None for ignore and for rebalance
+    in `ignore` mode); `notify` asks for a Kubernetes event on the node (owned instances only)."""
+
+    instance_id: str
+    action: str
+    reason: str
+    nodeclaim: str = ""
+    node: str = ""
+    command: DisruptionCommand | None = None
+    notify: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """The decisions for every instance of a message, the offerings to mark unavailable (with why), and a
+    one-line summary: the most significant action (interrupt > rebalance > ignore) and its reason."""
+
+    message: Message
+    decisions: tuple[Decision, ...]
+    unavailable: Mapping[OfferingKey, str] = field(default_factory=dict)
+    action: str = IGNORE
+    reason: str = ""
+
+    @property
+    def commands(self) -> tuple[DisruptionCommand, ...]:
+        return tuple(d.command for d in self.decisions if d.command is not None)
+
+
+def decide(message: Message, owned: Mapping[str, OwnedInstance], rebalance_mode: str, now: float) -> Plan:
+    """Decide for every instance the message names. `owned`: instance id -> this cluster's NodeClaim and Node
+    (instances not in it are ignored); `rebalance_mode`: replace | drain | ignore; `now`: epoch seconds, the
+    commands' `requested_at`. Raises ValueError for an unknown rebalance mode."""
+    if rebalance_mode not in REBALANCE_MODES:
+        raise ValueError(f"rebalance mode {rebalance_mode!r} is not one of {', '.join(REBALANCE_MODES)}")
+    skip = _not_acted_on(message)
+    decisions: list[Decision] = []
+    unavailable: dict[OfferingKey, str] = {}
+    for instance_id in message.instance_ids:
+        instance = owned.get(instance_id)
+        if skip is not None:
+            decisions.append(Decision(instance_id, IGNORE, skip))
+        elif instance is None:
+            decisions.append(
+                Decision(
+                    instance_id,
+                    IGNORE,
+                    f"{instance_id} is not an instance of this cluster (no NodeClaim records it); acknowledged",
+                )
+            )
+        else:
+            decision = _decide_owned(message, instance, rebalance_mode, now)
+            decisions.append(decision)
+            if message.kind == SPOT_WARNING and instance.instance_type and instance.zone:
+                unavailable[(instance.instance_type, instance.zone, SPOT)] = (
+                    f"Spot interruption warning {message.id} for {instance_id}"
+                )
+    action, reason = _summary(message, decisions, skip)
+    return Plan(message, tuple(decisions), unavailable, action, reason)
+
+
+def _not_acted_on(message: Message) -> str | None:
+    """Why a message is ignored whatever instance it names, or None when it is acted on."""
+    if message.kind == STATE_CHANGE and message.state not in ACTING_STATES:
+        return f"instance state {message.state!r} is not one nodewright acts on ({', '.join(ACTING_STATES)})"
+    if message.kind == HEALTH:
+        if message.service != HEALTH_SERVICE:
+            return f"Health event for service {message.service!r}: only {HEALTH_SERVICE} events concern nodes"
+        if message.category != HEALTH_CATEGORY:
+            return (
+                f"Health event category {message.category!r}: only {HEALTH_CATEGORY} takes instances away "
+                f"({message.type_code or 'no event type code'})"
+            )
+    return None
+
+
+def _decide_owned(message: Message, instance: OwnedInstance, mode: str, now: float) -> Decision:
+    node = f", Node {instance.node}" if instance.node else ""
+    subject = f"{instance.instance_id} (NodeClaim {instance.nodeclaim}{node})"
+
+    def command(reason: str, forceful: bool, deadline: float | None, action: str = DISRUPT) -> DisruptionCommand:
+        return DisruptionCommand(
+            nodeclaim=instance.nodeclaim,
+            node=instance.node,
+            instance_id=instance.instance_id,
+            reason=reason,
+            forceful=forceful,
+            # The event id names the execution: a redelivered event asks for the same one.
+            trigger=message.id,
+            requested_at=now,
+            deadline=deadline,
+            action=action,
+        )
+
+    def interrupt(reason: str, why: str) -> Decision:
+        deadline = message.deadline
+        by = f" by {_iso(deadline)}" if deadline is not None else ""
+        return Decision(
+            instance.instance_id,
+            INTERRUPT,
+            f"{why}: replace and drain {subject} forcefully{by}",
+            instance.nodeclaim,
+            instance.node,
+            command(reason, True, deadline),
+            notify=True,
+        )
+
+    if message.kind == SPOT_WARNING:
+        offering = (
+            f"; offering ({instance.instance_type}, {instance.zone}, spot) marked unavailable"
+            if instance.instance_type and instance.zone
+            else ""
+        )
+        decision = interrupt(SPOT_INTERRUPTION, f"Spot interruption warning ({message.instance_action})")
+        return replace(decision, reason=decision.reason + offering)
+    if message.kind == RESERVATION_WARNING:
+        return interrupt(RESERVATION_INTERRUPTION, "capacity reservation interruption warning")
+    if message.kind == STATE_CHANGE:
+        return interrupt(INSTANCE_STOPPING, f"instance is {message.state}")
+    if message.kind == HEALTH:
+        return interrupt(SCHEDULED_CHANGE, f"AWS Health scheduled change {message.type_code}".rstrip())
+    if message.kind == REBALANCE_RECOMMENDATION:
+        if mode == REBALANCE_REPLACE:
+            return Decision(
+                instance.instance_id,
+                REBALANCE_ACTION,
+                f"rebalance recommendation (mode replace): launch a replacement for {subject} early and taint it "
+                "PreferNoSchedule; no drain",
+                instance.nodeclaim,
+                instance.node,
+                command(REBALANCE, False, None, PREPARE),
+                notify=True,
+            )
+        if mode == REBALANCE_DRAIN:
+            return Decision(
+                instance.instance_id,
+                REBALANCE_ACTION,
+                f"rebalance recommendation (mode drain): replace and drain {subject} as a voluntary disruption "
+                "(budgets, PDBs and do-not-disrupt apply)",
+                instance.nodeclaim,
+                instance.node,
+                command(REBALANCE, False, None),
+                notify=True,
+            )
+        return Decision(
+            instance.instance_id,
+            IGNORE,
+            f"rebalance recommendation (mode ignore): recorded as an event on {subject} only",
+            instance.nodeclaim,
+            instance.node,
+            notify=True,
+        )
+    raise ValueError(f"no decision for message kind {message.kind!r}")  # every parser's kind is handled above
+
+
+def _summary(message: Message, decisions: list[Decision], skip: str | None) -> tuple[str, str]:
+    if not decisions:
+        return IGNORE, skip or f"{message.detail_type} names no EC2 instance"
+    for action in ACTIONS:
+        chosen = [d for d in decisions if d.action == action]
+        if chosen:
+            reasons = list(dict.fromkeys(d.reason for d in chosen))
+            return action, "; ".join(reasons)
+    raise AssertionError("every decision has one of ACTIONS")  # pragma: no cover
+
+
+def _iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
