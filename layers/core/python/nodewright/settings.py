@@ -91,3 +91,37 @@ class ForwarderSettings:
             provisioner_function=_required(env, PROVISIONER_FUNCTION, "the provisioner Lambda's name or ARN"),
             region=_required(env, REGION, "the AWS region, e.g. us-east-1"),
         )
+
+
+REBALANCE = "NODEWRIGHT_REBALANCE"  # what a rebalance recommendation does: replace | drain | ignore
+REBALANCE_MODES = ("replace", "drain", "ignore")  # the same as nodewright.interruption.decide.REBALANCE_MODES
+
+
+@dataclass(frozen=True, slots=True)
+class InterruptionSettings:
+    """The interruption Lambda's settings. `rebalance`: replace (default), drain or ignore."""
+
+    cluster: str
+    table: str
+    state_machine: str
+    region: str
+    rebalance: str = "replace"
+
+    @staticmethod
+    def from_env(env: Mapping[str, str] | None = None) -> InterruptionSettings:
+        """Read the interruption handler's settings (default: os.environ); raises SettingsError naming the
+        variable."""
+        env = os.environ if env is None else env
+        rebalance = env.get(REBALANCE, "").strip().lower() or "replace"
+        if rebalance not in REBALANCE_MODES:
+            raise SettingsError(
+                f"environment variable {REBALANCE} is {env.get(REBALANCE)!r}: set it to one of "
+                f"{', '.join(REBALANCE_MODES)} (or leave it unset for replace)"
+            )
+        return InterruptionSettings(
+            cluster=_required(env, CLUSTER, "the EKS cluster name"),
+            table=_required(env, TABLE, "the DynamoDB table the stack created"),
+            state_machine=_required(env, STATE_MACHINE, "the disruption state machine's ARN"),
+            region=_required(env, REGION, "the AWS region, e.g. us-east-1"),
+            rebalance=rebalance,
+        )

@@ -61,11 +61,20 @@ HEALTH_SERVICE = "EC2"
 HEALTH_CATEGORY = "scheduledChange"
 SPOT = "spot"
 
+# Kubernetes event reasons on the node, in Karpenter's words where it has them.
+EVENT_SPOT_INTERRUPTED = "SpotInterrupted"
+EVENT_REBALANCE = "SpotRebalanceRecommendation"
+EVENT_STOPPING = "InstanceStopping"
+EVENT_TERMINATING = "InstanceTerminating"
+EVENT_SCHEDULED_CHANGE = "InstanceScheduledChange"
+EVENT_RESERVATION_INTERRUPTED = "CapacityReservationInterrupted"
+
 
 @dataclass(frozen=True, slots=True)
 class Decision:
     """What happens to one instance. `command` is the workflow to start (None for ignore and for rebalance
-    in `ignore` mode); `notify` asks for a Kubernetes event on the node (owned instances only)."""
+    in `ignore` mode); `event_reason`, when set, is the reason of the Kubernetes event to record on the node
+    (owned instances only), with `reason` as its message."""
 
     instance_id: str
     action: str
@@ -73,7 +82,11 @@ class Decision:
     nodeclaim: str = ""
     node: str = ""
     command: DisruptionCommand | None = None
-    notify: bool = False
+    event_reason: str = ""
+
+    @property
+    def notify(self) -> bool:
+        return bool(self.event_reason)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +111,7 @@ def decide(message: Message, owned: Mapping[str, OwnedInstance], rebalance_mode:
     commands' `requested_at`. Raises ValueError for an unknown rebalance mode."""
     if rebalance_mode not in REBALANCE_MODES:
         raise ValueError(f"rebalance mode {rebalance_mode!r} is not one of {', '.join(REBALANCE_MODES)}")
-    skip = _not_acted_on(message)
+    skip = ignored_reason(message)
     decisions: list[Decision] = []
     unavailable: dict[OfferingKey, str] = {}
     for instance_id in message.instance_ids:
@@ -124,7 +137,7 @@ def decide(message: Message, owned: Mapping[str, OwnedInstance], rebalance_mode:
     return Plan(message, tuple(decisions), unavailable, action, reason)
 
 
-def _not_acted_on(message: Message) -> str | None:
+def ignored_reason(message: Message) -> str | None:
     """Why a message is ignored whatever instance it names, or None when it is acted on."""
     if message.kind == STATE_CHANGE and message.state not in ACTING_STATES:
         return f"instance state {message.state!r} is not one nodewright acts on ({', '.join(ACTING_STATES)})"
@@ -157,7 +170,7 @@ def _decide_owned(message: Message, instance: OwnedInstance, mode: str, now: flo
             action=action,
         )
 
-    def interrupt(reason: str, why: str) -> Decision:
+    def interrupt(reason: str, why: str, event_reason: str) -> Decision:
         deadline = message.deadline
         by = f" by {_iso(deadline)}" if deadline is not None else ""
         return Decision(
@@ -167,7 +180,7 @@ def _decide_owned(message: Message, instance: OwnedInstance, mode: str, now: flo
             instance.nodeclaim,
             instance.node,
             command(reason, True, deadline),
-            notify=True,
+            event_reason,
         )
 
     if message.kind == SPOT_WARNING:
@@ -176,14 +189,23 @@ def _decide_owned(message: Message, instance: OwnedInstance, mode: str, now: flo
             if instance.instance_type and instance.zone
             else ""
         )
-        decision = interrupt(SPOT_INTERRUPTION, f"Spot interruption warning ({message.instance_action})")
+        decision = interrupt(
+            SPOT_INTERRUPTION, f"Spot interruption warning ({message.instance_action})", EVENT_SPOT_INTERRUPTED
+        )
         return replace(decision, reason=decision.reason + offering)
     if message.kind == RESERVATION_WARNING:
-        return interrupt(RESERVATION_INTERRUPTION, "capacity reservation interruption warning")
+        return interrupt(
+            RESERVATION_INTERRUPTION, "capacity reservation interruption warning", EVENT_RESERVATION_INTERRUPTED
+        )
     if message.kind == STATE_CHANGE:
-        return interrupt(INSTANCE_STOPPING, f"instance is {message.state}")
+        stopping = message.state in ("stopping", "stopped")
+        return interrupt(
+            INSTANCE_STOPPING, f"instance is {message.state}", EVENT_STOPPING if stopping else EVENT_TERMINATING
+        )
     if message.kind == HEALTH:
-        return interrupt(SCHEDULED_CHANGE, f"AWS Health scheduled change {message.type_code}".rstrip())
+        return interrupt(
+            SCHEDULED_CHANGE, f"AWS Health scheduled change {message.type_code}".rstrip(), EVENT_SCHEDULED_CHANGE
+        )
     if message.kind == REBALANCE_RECOMMENDATION:
         if mode == REBALANCE_REPLACE:
             return Decision(
@@ -194,7 +216,7 @@ def _decide_owned(message: Message, instance: OwnedInstance, mode: str, now: flo
                 instance.nodeclaim,
                 instance.node,
                 command(REBALANCE, False, None, PREPARE),
-                notify=True,
+                event_reason=EVENT_REBALANCE,
             )
         if mode == REBALANCE_DRAIN:
             return Decision(
@@ -205,7 +227,7 @@ def _decide_owned(message: Message, instance: OwnedInstance, mode: str, now: flo
                 instance.nodeclaim,
                 instance.node,
                 command(REBALANCE, False, None),
-                notify=True,
+                event_reason=EVENT_REBALANCE,
             )
         return Decision(
             instance.instance_id,
@@ -213,7 +235,7 @@ def _decide_owned(message: Message, instance: OwnedInstance, mode: str, now: flo
             f"rebalance recommendation (mode ignore): recorded as an event on {subject} only",
             instance.nodeclaim,
             instance.node,
-            notify=True,
+            event_reason=EVENT_REBALANCE,
         )
     raise ValueError(f"no decision for message kind {message.kind!r}")  # every parser's kind is handled above
 

@@ -5,6 +5,10 @@ An instance belongs to the cluster when one of its NodeClaims records it (status
 status.nodeName or, before that is recorded, a Node whose spec.providerID names the same instance (nodes
 are matched by providerID, never by DNS name). Offering facts come from the NodeClaim's labels, with the
 Node's labels and the providerID's zone as fallbacks.
+
+A NodeClaim whose launch is not recorded yet (the instance exists, the status update has not landed) is
+found by the instance's tags instead (`owned_by_tags`): the cluster tag `kubernetes.io/cluster/<name>=owned`
+and `karpenter.sh/nodeclaim=<name>` of a NodeClaim that exists, as the provisioner tags every launch.
 """
 
 from __future__ import annotations
@@ -13,6 +17,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from nodewright.ports import Instance
+
+NODECLAIM_TAG = "karpenter.sh/nodeclaim"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 ZONE_LABEL = "topology.kubernetes.io/zone"
 CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
@@ -73,6 +80,35 @@ def owned_instances(
             instance_type=labels.get(INSTANCE_TYPE_LABEL, ""),
             zone=labels.get(ZONE_LABEL, "") or zone,
             capacity_type=labels.get(CAPACITY_TYPE_LABEL, ""),
+        )
+    return owned
+
+
+def owned_by_tags(
+    instances: Sequence[Instance],
+    cluster_name: str,
+    nodeclaims: Sequence[Mapping[str, Any]],
+    nodes: Sequence[Mapping[str, Any]],
+) -> dict[str, OwnedInstance]:
+    """Instance id -> OwnedInstance for instances tagged for this cluster and for a NodeClaim that exists."""
+    claims = {_str(c.get("metadata"), "name") for c in nodeclaims} - {""}
+    nodes_by_instance: dict[str, str] = {}
+    for node in nodes:
+        parsed = parse_provider_id(_str(node.get("spec"), "providerID"))
+        if parsed is not None:
+            nodes_by_instance[parsed[1]] = _str(node.get("metadata"), "name")
+    owned: dict[str, OwnedInstance] = {}
+    for instance in instances:
+        claim = instance.tags.get(NODECLAIM_TAG, "")
+        if instance.tags.get(f"kubernetes.io/cluster/{cluster_name}") != "owned" or claim not in claims:
+            continue
+        owned[instance.id] = OwnedInstance(
+            instance_id=instance.id,
+            nodeclaim=claim,
+            node=nodes_by_instance.get(instance.id, ""),
+            instance_type=instance.instance_type,
+            zone=instance.zone,
+            capacity_type=instance.capacity_type,
         )
     return owned
 

@@ -1,0 +1,139 @@
+"""Interruption: one SQS message body (an EventBridge event) in, every decision with its reason out.
+
+`handle_message()` is the interruption Lambda's one service call per record. In order:
+
+1. Parse: the body must be JSON and an event of one of the five kinds (`interruption.messages`); anything
+   else raises EventError naming the field, so the record fails and SQS redrives it to the dead-letter
+   queue after its receives, where a person can read it.
+2. Own: only when the event is one nodewright acts on and names instances, read the fleet (NodeClaims and
+   Nodes) and map instance ids to NodeClaims by providerID; ids still unknown are looked up in EC2 by their
+   tags (a launch whose NodeClaim status has not been written yet), when a Cloud port is given. Instances of
+   no NodeClaim are acknowledged and ignored: retrying would never make them ours.
+3. Decide (`interruption.decide`), then act, each step safe to repeat when SQS redelivers the message:
+   mark offerings unavailable (a Spot warning; the provisioner's TTL), start one workflow per command
+   (execution names derive from the event id and NodeClaim, so a redelivery starts nothing: the port
+   answers False), and record a Kubernetes event on each affected node (deduplicated by event id).
+   A failure to record events is reported in the result, not raised: events are for people, and
+   failing the record for them would redrive a message whose workflows already run.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from nodewright.interruption.decide import Plan, decide, ignored_reason
+from nodewright.interruption.messages import EventError, Message, parse_event
+from nodewright.interruption.ownership import OwnedInstance, owned_by_tags, owned_instances
+from nodewright.ports import Clock, Cloud, Cluster, NodeEvent, StateStore, Workflows
+from nodewright.service.provision import UNAVAILABLE_TTL_SECONDS
+
+
+@dataclass(frozen=True, slots=True)
+class InterruptResult:
+    """What one message led to: the plan, and per command whether its execution was started now (True) or
+    existed already (False, a redelivery), by execution name."""
+
+    plan: Plan
+    executions: dict[str, bool] = field(default_factory=dict)
+    events_recorded: int = 0
+    events_error: str = ""
+
+    @property
+    def message(self) -> Message:
+        return self.plan.message
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-safe summary for logs and the handler's response."""
+        message = self.plan.message
+        decisions = []
+        for d in self.plan.decisions:
+            entry: dict[str, Any] = {"instance": d.instance_id, "action": d.action, "reason": d.reason}
+            if d.nodeclaim:
+                entry["nodeclaim"] = d.nodeclaim
+            if d.node:
+                entry["node"] = d.node
+            if d.command is not None:
+                name = d.command.execution_name()
+                entry["execution"] = name
+                entry["started"] = self.executions.get(name)
+            decisions.append(entry)
+        out: dict[str, Any] = {
+            "event_id": message.id,
+            "kind": message.kind,
+            "action": self.plan.action,
+            "reason": self.plan.reason,
+            "decisions": decisions,
+            "unavailable": [
+                {"instance_type": t, "zone": z, "capacity_type": c, "reason": why}
+                for (t, z, c), why in sorted(self.plan.unavailable.items())
+            ],
+            "started": sum(1 for started in self.executions.values() if started),
+            "already_started": sum(1 for started in self.executions.values() if not started),
+            "events_recorded": self.events_recorded,
+        }
+        if self.events_error:
+            out["events_error"] = self.events_error
+        return out
+
+
+def parse_body(body: str) -> Message:
+    """The SQS body as a Message; EventError (path `body` for JSON that does not parse) otherwise."""
+    try:
+        document = json.loads(body)
+    except (json.JSONDecodeError, TypeError) as error:
+        raise EventError("body", f"not JSON ({error})") from None
+    return parse_event(document)
+
+
+def handle_message(
+    body: str,
+    cluster: Cluster,
+    state: StateStore,
+    workflows: Workflows,
+    clock: Clock,
+    rebalance_mode: str,
+    cloud: Cloud | None = None,
+    cluster_name: str = "",
+) -> InterruptResult:
+    """Handle one message body. `cloud` and `cluster_name` enable the tag lookup for instances no NodeClaim
+    records yet. Raises EventError for a malformed message; errors of the ports (the API server, Step
+    Functions, DynamoDB) propagate so the record is retried."""
+    message = parse_body(body)
+    now = clock.now()
+    owned: dict[str, OwnedInstance] = {}
+    if message.instance_ids and ignored_reason(message) is None:
+        fleet = cluster.read_fleet()
+        owned = owned_instances(fleet.nodeclaims, fleet.nodes)
+        unknown = [i for i in message.instance_ids if i not in owned]
+        if unknown and cloud is not None and cluster_name:
+            owned.update(owned_by_tags(cloud.describe_instances(unknown), cluster_name, fleet.nodeclaims, fleet.nodes))
+    plan = decide(message, owned, rebalance_mode, now)
+
+    if plan.unavailable:
+        state.mark_unavailable(plan.unavailable, now, UNAVAILABLE_TTL_SECONDS)
+    executions: dict[str, bool] = {}
+    for command in plan.commands:
+        name = command.execution_name()
+        executions[name] = workflows.start(name, command.to_input())
+
+    events = [
+        NodeEvent(
+            node=d.node,
+            reason=d.event_reason,
+            message=d.reason,
+            type="Warning" if d.command is not None and d.command.forceful else "Normal",
+            dedupe=f"{message.id}/{d.instance_id}",
+        )
+        for d in plan.decisions
+        if d.notify and d.node
+    ]
+    recorded, error = 0, ""
+    if events:
+        try:
+            cluster.record_node_events(events)
+            recorded = len(events)
+        except Exception as exc:  # events are best effort; see the module docstring
+            error = f"{type(exc).__name__}: {exc}"
+    return InterruptResult(plan, executions, recorded, error)

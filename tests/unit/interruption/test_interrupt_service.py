@@ -1,0 +1,269 @@
+"""handle_message() over in-memory ports: ownership from the fleet (and tags), offerings marked with the
+provisioner's TTL, one workflow per command, a redelivery starting nothing, node events, and errors."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from nodewright.adapters.memory import InMemoryCluster, InMemoryState
+from nodewright.disruption.commands import PREPARE, SPOT_INTERRUPTION, DisruptionCommand
+from nodewright.interruption.messages import EventError
+from nodewright.ports import Instance, NodeEvent
+from nodewright.service.interrupt import handle_message
+from nodewright.service.provision import UNAVAILABLE_TTL_SECONDS
+
+NOW = 1_772_366_405.0
+MINE = "i-0123456789abcdef0"
+LATE = "i-0aaaaaaaaaaaaaaa1"  # launched, NodeClaim status not written yet
+FOREIGN = "i-0fedcba9876543210"
+
+
+@dataclass
+class Clock:
+    t: float = NOW
+
+    def now(self) -> float:
+        return self.t
+
+
+@dataclass
+class RecordingWorkflows:
+    """Step Functions in a dict: a name seen before is ExecutionAlreadyExists (False)."""
+
+    executions: dict[str, Mapping[str, Any]] = field(default_factory=dict)
+    calls: int = 0
+
+    def start(self, name: str, document: Mapping[str, Any]) -> bool:
+        self.calls += 1
+        if name in self.executions:
+            return False
+        self.executions[name] = document
+        return True
+
+
+@dataclass
+class TagCloud:
+    instances: list[Instance] = field(default_factory=list)
+    asked: list[list[str]] = field(default_factory=list)
+
+    def describe_instances(self, instance_ids: Iterable[str]) -> Sequence[Instance]:
+        ids = list(instance_ids)
+        self.asked.append(ids)
+        return [i for i in self.instances if i.id in ids]
+
+
+class EventsDown(InMemoryCluster):
+    def record_node_events(self, events: Sequence[NodeEvent]) -> None:
+        raise RuntimeError("API server said 503")
+
+
+def fleet(cls: type[InMemoryCluster] = InMemoryCluster) -> InMemoryCluster:
+    return cls(
+        [
+            {
+                "apiVersion": "nodewright.io/v1",
+                "kind": "NodeClaim",
+                "metadata": {
+                    "name": "default-abc12",
+                    "labels": {
+                        "karpenter.sh/nodepool": "default",
+                        "node.kubernetes.io/instance-type": "m5.large",
+                        "topology.kubernetes.io/zone": "us-east-1a",
+                        "karpenter.sh/capacity-type": "spot",
+                    },
+                },
+                "status": {"providerID": f"aws:///us-east-1a/{MINE}", "nodeName": "ip-10-0-1-5"},
+            },
+            {"apiVersion": "nodewright.io/v1", "kind": "NodeClaim", "metadata": {"name": "default-late9"}},
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": "ip-10-0-1-5"},
+                "spec": {"providerID": f"aws:///us-east-1a/{MINE}"},
+            },
+        ]
+    )
+
+
+def body(detail_type: str, detail: dict[str, Any], source: str = "aws.ec2", event_id: str = "evt-1") -> str:
+    return json.dumps(
+        {
+            "version": "0",
+            "id": event_id,
+            "detail-type": detail_type,
+            "source": source,
+            "account": "123456789012",
+            "time": "2026-03-01T12:00:00Z",
+            "region": "us-east-1",
+            "resources": [],
+            "detail": detail,
+        }
+    )
+
+
+def spot(instance: str = MINE, event_id: str = "evt-1") -> str:
+    return body(
+        "EC2 Spot Instance Interruption Warning",
+        {"instance-id": instance, "instance-action": "terminate"},
+        event_id=event_id,
+    )
+
+
+def test_spot_warning_starts_one_forceful_workflow_marks_the_offering_and_records_an_event() -> None:
+    cluster, state, workflows = fleet(), InMemoryState(), RecordingWorkflows()
+    result = handle_message(spot(), cluster, state, workflows, Clock(), "replace")
+
+    assert result.plan.action == "interrupt"
+    [(name, document)] = workflows.executions.items()
+    command = DisruptionCommand.from_input(document)
+    assert name == command.execution_name()
+    assert (command.nodeclaim, command.node, command.instance_id) == ("default-abc12", "ip-10-0-1-5", MINE)
+    assert (command.reason, command.forceful, command.trigger) == (SPOT_INTERRUPTION, True, "evt-1")
+    assert command.deadline == 1_772_366_400.0 + 120
+    assert state.marks[("m5.large", "us-east-1a", "spot")][0] == NOW + UNAVAILABLE_TTL_SECONDS
+    assert [(e.pod, e.reason, e.type) for e in cluster.events] == [("node/ip-10-0-1-5", "SpotInterrupted", "Warning")]
+    summary = result.to_json()
+    assert summary["started"] == 1 and summary["already_started"] == 0
+    assert summary["decisions"][0]["execution"] == name and summary["decisions"][0]["started"] is True
+    json.dumps(summary)
+
+
+def test_a_redelivered_message_starts_nothing_new_and_records_no_second_event() -> None:
+    cluster, state, workflows = fleet(), InMemoryState(), RecordingWorkflows()
+    handle_message(spot(), cluster, state, workflows, Clock(), "replace")
+    again = handle_message(spot(), cluster, state, workflows, Clock(NOW + 30), "replace")
+    assert len(workflows.executions) == 1 and workflows.calls == 2
+    assert again.to_json()["already_started"] == 1 and again.to_json()["started"] == 0
+    assert len(cluster.events) == 1
+
+
+def test_a_second_event_for_the_same_node_names_another_execution() -> None:
+    cluster, workflows = fleet(), RecordingWorkflows()
+    handle_message(spot(event_id="evt-1"), cluster, InMemoryState(), workflows, Clock(), "replace")
+    handle_message(spot(event_id="evt-2"), cluster, InMemoryState(), workflows, Clock(), "replace")
+    assert len(workflows.executions) == 2  # the workflow's lock, not the name, keeps them from both running
+
+
+def test_foreign_instance_is_acknowledged_with_nothing_started() -> None:
+    cluster, state, workflows = fleet(), InMemoryState(), RecordingWorkflows()
+    result = handle_message(spot(FOREIGN), cluster, state, workflows, Clock(), "replace")
+    assert result.plan.action == "ignore"
+    assert "not an instance of this cluster" in result.plan.reason
+    assert workflows.executions == {} and state.marks == {} and cluster.events == []
+
+
+def test_an_instance_known_only_by_its_tags_is_owned() -> None:
+    cloud = TagCloud(
+        [
+            Instance(
+                LATE,
+                "c6g.xlarge",
+                "us-east-1b",
+                "running",
+                "spot",
+                tags={"kubernetes.io/cluster/demo": "owned", "karpenter.sh/nodeclaim": "default-late9"},
+            ),
+            Instance(
+                FOREIGN,
+                "c6g.xlarge",
+                "us-east-1b",
+                "running",
+                "spot",
+                tags={"kubernetes.io/cluster/other": "owned", "karpenter.sh/nodeclaim": "default-late9"},
+            ),
+        ]
+    )
+    workflows = RecordingWorkflows()
+    late = handle_message(spot(LATE), fleet(), InMemoryState(), workflows, Clock(), "replace", cloud, "demo")
+    assert late.plan.action == "interrupt"
+    assert DisruptionCommand.from_input(next(iter(workflows.executions.values()))).nodeclaim == "default-late9"
+    other = handle_message(spot(FOREIGN), fleet(), InMemoryState(), workflows, Clock(), "replace", cloud, "demo")
+    assert other.plan.action == "ignore"  # tagged for another cluster
+    owned = handle_message(
+        spot(MINE), fleet(), InMemoryState(), RecordingWorkflows(), Clock(), "replace", cloud, "demo"
+    )
+    assert owned.plan.action == "interrupt"
+    assert cloud.asked == [[LATE], [FOREIGN]]  # an instance a NodeClaim records is not looked up
+
+
+def test_rebalance_replace_starts_a_prepare_workflow_without_marking() -> None:
+    cluster, state, workflows = fleet(), InMemoryState(), RecordingWorkflows()
+    result = handle_message(
+        body("EC2 Instance Rebalance Recommendation", {"instance-id": MINE}),
+        cluster,
+        state,
+        workflows,
+        Clock(),
+        "replace",
+    )
+    assert result.plan.action == "rebalance"
+    [document] = workflows.executions.values()
+    assert DisruptionCommand.from_input(document).action == PREPARE
+    assert state.marks == {}
+    assert [(e.reason, e.type) for e in cluster.events] == [("SpotRebalanceRecommendation", "Normal")]
+
+
+def test_rebalance_ignore_only_records_an_event() -> None:
+    cluster, workflows = fleet(), RecordingWorkflows()
+    result = handle_message(
+        body("EC2 Instance Rebalance Recommendation", {"instance-id": MINE}),
+        cluster,
+        InMemoryState(),
+        workflows,
+        Clock(),
+        "ignore",
+    )
+    assert result.plan.action == "ignore" and workflows.executions == {}
+    assert [e.reason for e in cluster.events] == ["SpotRebalanceRecommendation"]
+
+
+class NoFleet(InMemoryCluster):
+    def read_fleet(self) -> Any:
+        raise AssertionError("an event nodewright does not act on needs no cluster read")
+
+
+def test_events_not_acted_on_do_not_read_the_cluster() -> None:
+    result = handle_message(
+        body("EC2 Instance State-change Notification", {"instance-id": MINE, "state": "running"}),
+        NoFleet(),
+        InMemoryState(),
+        RecordingWorkflows(),
+        Clock(),
+        "replace",
+    )
+    assert result.plan.action == "ignore" and "'running'" in result.plan.reason
+
+
+def test_event_recording_failure_is_reported_not_raised() -> None:
+    workflows = RecordingWorkflows()
+    result = handle_message(spot(), fleet(EventsDown), InMemoryState(), workflows, Clock(), "replace")
+    assert len(workflows.executions) == 1
+    assert "503" in result.to_json()["events_error"]
+
+
+def test_a_workflow_start_failure_propagates_so_the_record_is_retried() -> None:
+    class Down(RecordingWorkflows):
+        def start(self, name: str, document: Mapping[str, Any]) -> bool:
+            raise ConnectionError("states endpoint unreachable")
+
+    with pytest.raises(ConnectionError):
+        handle_message(spot(), fleet(), InMemoryState(), Down(), Clock(), "replace")
+
+
+@pytest.mark.parametrize(
+    ("raw", "path"),
+    [
+        ("{not json", "body"),
+        ("[]", "event"),
+        (spot().replace('"instance-id"', '"instance_id"'), "detail.instance-id"),
+    ],
+)
+def test_malformed_messages_raise_an_error_naming_the_field(raw: str, path: str) -> None:
+    with pytest.raises(EventError) as raised:
+        handle_message(raw, fleet(), InMemoryState(), RecordingWorkflows(), Clock(), "replace")
+    assert raised.value.path == path
