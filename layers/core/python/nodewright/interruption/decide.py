@@ -153,8 +153,9 @@ def ignored_reason(message: Message) -> str | None:
 
 
 def _decide_owned(message: Message, instance: OwnedInstance, mode: str, now: float) -> Decision:
-    node = f", Node {instance.node}" if instance.node else ""
-    subject = f"{instance.instance_id} (NodeClaim {instance.nodeclaim}{node})"
+    names = [f"NodeClaim {instance.nodeclaim}"] if instance.nodeclaim else []
+    names += [f"Node {instance.node}"] if instance.node else []
+    subject = f"{instance.instance_id} ({', '.join(names)})" if names else instance.instance_id
 
     def command(reason: str, forceful: bool, deadline: float | None, action: str = DISRUPT) -> DisruptionCommand:
         return DisruptionCommand(
@@ -246,8 +247,9 @@ def _summary(message: Message, decisions: list[Decision], skip: str | None) -> t
     for action in ACTIONS:
         chosen = [d for d in decisions if d.action == action]
         if chosen:
-            reasons = list(dict.fromkeys(d.reason for d in chosen))
-            return action, "; ".join(reasons)
+            # One reason in full; the other instances with this action are named, not repeated in full.
+            others = [d.instance_id for d in chosen[1:]]
+            return action, chosen[0].reason + (f"; likewise {', '.join(others)}" if others else "")
     raise AssertionError("every decision has one of ACTIONS")  # pragma: no cover
 
 
