@@ -56,7 +56,7 @@ BATCH_SIZE = 10
 MAX_RECEIVE_COUNT = 5
 QUEUE_RETENTION = Duration.days(4)
 DLQ_RETENTION = Duration.days(14)
-KUBERNETES_GROUP = "nodewright:interruption"  # needs a ClusterRole binding in cluster/rbac/
+KUBERNETES_GROUP = "nodewright:interruption"  # bound to a ClusterRole by cluster/rbac/planner.yaml
 POWERTOOLS_SERVICE_NAME = "nodewright-interruption"
 # Only what DynamoDBState.mark_unavailable calls: the function writes offering marks and reads nothing.
 TABLE_ACTIONS = ("dynamodb:BatchWriteItem", "dynamodb:PutItem")
@@ -204,11 +204,6 @@ class Interruption(Construct):
             "X-Ray's PutTraceSegments and PutTelemetryRecords do not support resource-level permissions; "
             "the CDK grants them on '*' for active tracing.",
             findings=["Resource::*"],
-        )
-        nag.acknowledge(
-            self.dead_letter_queue,
-            "AwsSolutions-SQS3",
-            "This queue is itself the dead-letter queue of the interruption queue and of its rules' targets.",
         )
         nag.acknowledge(
             self.function,

@@ -10,8 +10,10 @@ from constructs import Construct
 
 from infra.config import Settings
 from infra.forwarder import ForwarderAccess
+from infra.interruption import Interruption
 from infra.layers import Layers
 from infra.nodes import NodeIdentity
+from infra.observability import Observability
 from infra.planner import Planner
 from infra.provisioner import SOURCE as PROVISIONER_SOURCE
 from infra.provisioner import Provisioner
@@ -20,8 +22,8 @@ from infra.workflow import DisruptionWorkflow
 
 
 class NodewrightStack(Stack):
-    """Layers, table, node identity, provisioner, forwarder access, disruption workflow and planner for one
-    EKS cluster."""
+    """Layers, table, node identity, provisioner, forwarder access, disruption workflow, planner, interruption
+    handling, alarms and a dashboard for one EKS cluster."""
 
     def __init__(
         self,
@@ -65,9 +67,31 @@ class NodewrightStack(Stack):
             instance_profile=nodes.instance_profile,
         )
         planner = Planner(self, "Planner", settings=settings, layers=layers, state_machine=workflow.state_machine)
+        interruption = Interruption(
+            self,
+            "Interruption",
+            settings=settings,
+            layers=layers,
+            table=state.table,
+            state_machine=workflow.state_machine,
+        )
+        observability = Observability(
+            self,
+            "Observability",
+            settings=settings,
+            provisioner=provisioner.function,
+            interruption=interruption.function,
+            interruption_queue=interruption.queue,
+            dead_letter_queue=interruption.dead_letter_queue,
+            planner=planner.function,
+            missed_ticks=planner.queue,
+            state_machine=workflow.state_machine,
+            steps=list(workflow.functions.values()),
+        )
         self.layers, self.state, self.nodes = layers, state, nodes
         self.provisioner, self.forwarder = provisioner, forwarder
         self.workflow, self.planner = workflow, planner
+        self.interruption, self.observability = interruption, observability
 
         # What the forwarder's Deployment and the EC2NodeClass need (the local world exports these too).
         outputs = {
@@ -80,6 +104,9 @@ class NodewrightStack(Stack):
             "ForwarderRoleArn": forwarder.role.role_arn,
             "StateMachineArn": workflow.state_machine.state_machine_arn,
             "PlannerFunctionName": planner.function.function_name,
+            "InterruptionQueueUrl": interruption.queue.queue_url,
+            "InterruptionDeadLetterQueueUrl": interruption.dead_letter_queue.queue_url,
+            "DashboardName": observability.dashboard.dashboard_name,
         }
         for name, value in outputs.items():
             CfnOutput(self, name, value=value)

@@ -344,17 +344,15 @@ class DisruptionWorkflow(Construct):
 
         # Urgent: the instance is going away; launch (and bring up) the replacement while draining.
         urgent_launch = self._task("LaunchReplacementNow", "LaunchReplacement", "$.replacement")
-        urgent_launch.next(self._replacement_loop("Now", sfn.Pass(self, "ReplacementReadyNow")))
-        urgent_drain = self._drain_loop("Now", sfn.Pass(self, "DrainComplete"))
-        parallel = sfn.Parallel(
-            self,
-            "ReplaceAndDrain",
-            result_selector={
-                "replacement": sfn.JsonPath.string_at("$[0].replacement"),
-                "drain": sfn.JsonPath.string_at("$[1].drain"),
-            },
-            result_path="$.replace_and_drain",
+        # Each branch hands back only its own result: the Parallel's result is
+        # [{"replacement": ...}, {"drain": ...}], kept under $.replace_and_drain.
+        replaced = sfn.Pass(
+            self, "ReplacementReadyNow", parameters={"replacement": sfn.JsonPath.object_at("$.replacement")}
         )
+        urgent_launch.next(self._replacement_loop("Now", replaced))
+        drained = sfn.Pass(self, "DrainComplete", parameters={"drain": sfn.JsonPath.object_at("$.drain")})
+        urgent_drain = self._drain_loop("Now", drained)
+        parallel = sfn.Parallel(self, "ReplaceAndDrain", result_path="$.replace_and_drain")
         parallel.branch(urgent_launch)
         parallel.branch(urgent_drain)
         catching(parallel).next(terminate)

@@ -79,13 +79,13 @@ def _run(step: str, event: dict[str, Any]) -> dict[str, Any]:
     try:
         result: dict[str, Any] = STEPS[step](state, execution, _ports())
     except Exception as error:
-        if type(error).__name__ == "DisruptionFailed":
-            metrics.add_metric("Rollbacks", MetricUnit.Count, 1)
         logger.exception("step failed", extra={"error": type(error).__name__})
         raise
     finally:
         metrics.add_dimension("step", step)
         metrics.add_metric("StepDuration", MetricUnit.Milliseconds, (time.perf_counter() - started) * 1000)
+    if step == "rollback":
+        metrics.add_metric("Rollbacks", MetricUnit.Count, 1)
     if step == "drain":
         metrics.add_metric("PodsEvicted", MetricUnit.Count, len(result.get("evicted", [])))
         metrics.add_metric("EvictionsBlocked", MetricUnit.Count, len(result.get("blocked", [])))

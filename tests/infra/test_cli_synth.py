@@ -37,10 +37,10 @@ def test_cdk_synth_writes_the_stack_and_its_assets(cli_out: Path) -> None:
     manifest = json.loads((cli_out / "manifest.json").read_text())
     assert manifest["artifacts"]["Nodewright"]["type"] == "aws:cloudformation:stack"
     assets = json.loads((cli_out / "Nodewright.assets.json").read_text())["files"]
-    # The code of the provisioner, the workflow steps and the planner, and the two layers, each staged as a
-    # directory the CLI zips on publish.
+    # The code of the provisioner, the workflow steps, the planner and the interruption handler, and the two
+    # layers, each staged as a directory the CLI zips on publish.
     staged = [cli_out / a["source"]["path"] for a in assets.values() if a["source"].get("packaging") == "zip"]
-    assert len(staged) == 5 and all(p.is_dir() for p in staged)
+    assert len(staged) == 6 and all(p.is_dir() for p in staged)
     assert any((p / "handler.py").is_file() for p in staged)
     report = json.loads((cli_out / "validation-report.json").read_text())
     assert [p["conclusion"] for p in report["pluginReports"]] == ["success"]

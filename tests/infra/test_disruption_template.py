@@ -90,3 +90,27 @@ def test_the_planner_ticks_every_minute_and_may_only_start_this_workflow(default
     assert not granting(statements, "ec2:CreateFleet")
     env = default_synth.template["Resources"][planner]["Properties"]["Environment"]["Variables"]
     assert env["NODEWRIGHT_STATE_MACHINE"] == {"Ref": machine}
+
+
+def test_alarms_watch_failed_executions_throttles_dead_letters_and_missed_ticks(default_synth: Synth) -> None:
+    alarms = [a["Properties"] for a in default_synth.resources("AWS::CloudWatch::Alarm").values()]
+    machine = logical_id(default_synth, "AWS::StepFunctions::StateMachine", "Disruption")
+    [failed] = [a for a in alarms if a.get("MetricName") == "ExecutionsFailed"]
+    assert failed["Dimensions"] == [{"Name": "StateMachineArn", "Value": {"Ref": machine}}]
+    assert failed["Threshold"] == 1
+    [throttles] = [a for a in alarms if "Metrics" in a]
+    functions = default_synth.resources("AWS::Lambda::Function")
+    watched = {
+        d["Value"]["Ref"]
+        for m in throttles["Metrics"]
+        if "MetricStat" in m
+        for d in m["MetricStat"]["Metric"]["Dimensions"]
+    }
+    assert watched == set(functions)  # every nodewright function, none forgotten
+    queues = {a["Dimensions"][0]["Value"]["Fn::GetAtt"][0] for a in alarms if a.get("Namespace") == "AWS/SQS"}
+    assert queues == {
+        logical_id(default_synth, "AWS::SQS::Queue", "DeadLetter"),
+        logical_id(default_synth, "AWS::SQS::Queue", "MissedTicks"),
+    }
+    (dashboard,) = default_synth.resources("AWS::CloudWatch::Dashboard").values()
+    assert dashboard["Properties"]["DashboardName"] == f"nodewright-{CLUSTER}"

@@ -279,7 +279,7 @@ def test_cdk_nag_finds_nothing_unacknowledged(built: Built) -> None:
         for f in plugin["suppressedViolations"]
         if any("/Interruption/" in v["constructPath"] for v in f.get("violatingConstructs", []))
     ]
-    assert construct_findings  # IAM5 for DescribeInstances and X-Ray, SQS3, L1
+    assert construct_findings  # IAM5 for DescribeInstances and X-Ray, L1
     for finding in construct_findings:
         assert len(finding["reason"]) >= 40, finding
 

@@ -105,18 +105,23 @@ def granting(statements: list[dict[str, Any]], action: str) -> list[dict[str, An
 
 def test_the_stack_holds_exactly_the_components(default_synth: Synth) -> None:
     template = Template.from_json(default_synth.template)
-    # The provisioner, seven workflow steps and the planner; a role each, plus the node, forwarder, state
-    # machine and scheduler roles.
-    template.resource_count_is("AWS::Lambda::Function", 9)
+    # The provisioner, seven workflow steps, the planner and the interruption handler; a role each, plus the
+    # node, forwarder, state machine and scheduler roles.
+    template.resource_count_is("AWS::Lambda::Function", 10)
     template.resource_count_is("AWS::Lambda::LayerVersion", 2)
     template.resource_count_is("AWS::DynamoDB::Table", 1)
-    template.resource_count_is("AWS::IAM::Role", 13)
+    template.resource_count_is("AWS::IAM::Role", 14)
     template.resource_count_is("AWS::IAM::InstanceProfile", 1)
-    template.resource_count_is("AWS::EKS::AccessEntry", 10)
+    template.resource_count_is("AWS::EKS::AccessEntry", 11)
     template.resource_count_is("AWS::EKS::PodIdentityAssociation", 1)
-    template.resource_count_is("AWS::Logs::LogGroup", 10)
+    template.resource_count_is("AWS::Logs::LogGroup", 11)
     template.resource_count_is("AWS::StepFunctions::StateMachine", 1)
     template.resource_count_is("AWS::Scheduler::Schedule", 1)
+    # The interruption queue and its DLQ, the planner's missed ticks; five EventBridge rules; four alarms.
+    template.resource_count_is("AWS::SQS::Queue", 3)
+    template.resource_count_is("AWS::Events::Rule", 5)
+    template.resource_count_is("AWS::CloudWatch::Alarm", 4)
+    template.resource_count_is("AWS::CloudWatch::Dashboard", 1)
     # No custom resources: they would need Lambda functions of their own (the CDK's log-retention one,
     # for instance) that neither least privilege nor the local world's CloudFormation wants.
     kinds = {r["Type"] for r in default_synth.template["Resources"].values()}
@@ -407,7 +412,7 @@ def test_vpc_attachment_places_the_function_and_scopes_its_interfaces(synth_root
         securityGroupId="sg-0123456789abcdef0",
     )
     functions = attached.resources("AWS::Lambda::Function").values()
-    assert len(functions) == 9
+    assert len(functions) == 10
     # Every function reaches a private API endpoint the same way.
     for function in functions:
         assert function["Properties"]["VpcConfig"] == {

@@ -15,7 +15,7 @@ def _state() -> world.WorldState:
         state_dir="/tmp/x", cluster="demo-cluster", region="us-east-1", endpoint_url="http://127.0.0.1:1",
         api_server="https://127.0.0.1:2", kubeconfig="/tmp/k", ca_file="/tmp/ca", node_role_name="node-role",
         node_role_arn="arn:aws:iam::123456789012:role/node-role", vpc_id="vpc-1", subnet_ids={},
-        security_group_id="sg-1", pids={}, logs={}, ready_seconds=0.0, instant_waits=False,
+        security_group_id="sg-1", pids={}, logs={}, ready_seconds=0.0, short_waits=False,
     )  # fmt: skip
 
 
