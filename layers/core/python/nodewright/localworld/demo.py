@@ -3,8 +3,12 @@
 `nodewright demo` starts the local world (or reuses a running one), deploys nodewright into it (the
 synthesized stack, the CRDs, the forwarder), applies the example EC2NodeClasses and NodePools (as
 nodewright.io/v1, pointed at the world's node role and discovery tag) and the example Deployments and
-DaemonSets, and waits until their pods run on nodes nodewright launched. It ends with one JSON line:
-`{"pods_total", "pods_running", "nodes", "nodeclaims", "cost_per_hour", "seconds"}`.
+DaemonSets, and waits until their pods run on nodes nodewright launched. Then EC2 "interrupts" the busiest
+Spot node: a Spot Instance Interruption Warning goes onto EventBridge's default bus, and the stack's rule,
+queue, interruption Lambda and disruption workflow replace, drain and terminate it while the forwarder and
+the provisioner put its pods back. It ends with one JSON line: `{"pods_total", "pods_running", "nodes",
+"nodeclaims", "cost_per_hour", "interruptions", "executions_succeeded", "seconds_to_drain_start",
+"seconds_to_drain", "seconds"}` (drain times count from the warning).
 
 Kinds the local world cannot run (Jobs asking for GPUs, StatefulSets whose volumes need a CSI driver,
 Nodes and Pods bound to nodes that do not exist here) are left out and named in the log.
@@ -90,14 +94,101 @@ def run(examples: Path, timeout: float, log: Callable[[str], None] = print) -> d
     log(f"applied the examples; waiting up to {timeout:.0f}s for their pods to run")
 
     deadline = time.monotonic() + timeout
-    summary: dict[str, Any] = {}
+    summary = _wait_running(custom, core, selectors, started, deadline)
+    if summary["pods_running"] < summary["pods_total"]:
+        return {**summary, "interruptions": 0, "executions_succeeded": 0}
+    log("all example pods run; interrupting the busiest Spot node")
+    disruption = interrupt_busiest_spot_node(state, outputs, core, log, deadline)
+    summary = _wait_running(custom, core, selectors, started, deadline)
+    return {**{k: v for k, v in summary.items() if k != "seconds"}, **disruption, "seconds": summary["seconds"]}
+
+
+def _wait_running(
+    custom: Any, core: Any, selectors: list[tuple[str, dict[str, str]]], started: float, deadline: float
+) -> dict[str, Any]:
     while True:
         pods = [p for ns, labels in selectors for p in _pods(core, ns, labels)]
-        running = [p for p in pods if p.status.phase == "Running"]
+        running = [p for p in pods if p.status.phase == "Running" and p.metadata.deletion_timestamp is None]
         summary = _summary(custom, core, pods, running, started)
         if (pods and len(running) == len(pods)) or time.monotonic() > deadline:
             return summary
         time.sleep(2)
+
+
+def interrupt_busiest_spot_node(
+    state: world.WorldState, outputs: dict[str, str], core: Any, log: Callable[[str], None], deadline: float
+) -> dict[str, Any]:
+    """Send a Spot interruption warning for the Spot node running most pods and follow its workflow; returns
+    `interruptions`, `executions_succeeded` and the seconds from the warning to the first eviction round and
+    to the last pod leaving."""
+    import boto3
+
+    def aws(service: str) -> Any:
+        return boto3.client(  # type: ignore[call-overload]
+            service,
+            endpoint_url=state.endpoint_url,
+            region_name=state.region,
+            aws_access_key_id=world.DUMMY_CREDENTIALS["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=world.DUMMY_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+        )
+
+    spot = [
+        n
+        for n in core.list_node(label_selector="karpenter.sh/capacity-type=spot").items
+        if n.spec.provider_id and not n.spec.unschedulable
+    ]
+    if not spot:
+        log("demo: no Spot node to interrupt")
+        return {"interruptions": 0, "executions_succeeded": 0}
+    pods = core.list_pod_for_all_namespaces(field_selector="status.phase=Running").items
+    load = {n.metadata.name: sum(1 for p in pods if p.spec.node_name == n.metadata.name) for n in spot}
+    node = max(spot, key=lambda n: (load[n.metadata.name], n.metadata.name))
+    instance_id = node.spec.provider_id.rsplit("/", 1)[-1]
+    sent = time.time()
+    aws("events").put_events(
+        Entries=[
+            {
+                "Source": "aws.ec2",
+                "DetailType": "EC2 Spot Instance Interruption Warning",
+                "Resources": [f"arn:aws:ec2:{state.region}:123456789012:instance/{instance_id}"],
+                "Detail": json.dumps({"instance-id": instance_id, "instance-action": "terminate"}),
+            }
+        ]
+    )
+    name = node.metadata.name
+    log(f"demo: Spot interruption warning for {instance_id} (node {name}, {load[name]} pods)")
+    sfn = aws("stepfunctions")
+    machine = outputs["StateMachineArn"]
+    execution: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        found = [
+            e
+            for e in sfn.list_executions(stateMachineArn=machine)["executions"]
+            if e["name"].startswith("SpotInterruption-") and e["startDate"].timestamp() >= sent - 1
+        ]
+        if found:
+            execution = sfn.describe_execution(executionArn=found[0]["executionArn"])
+            if execution["status"] != "RUNNING":
+                break
+        time.sleep(1)
+    result: dict[str, Any] = {"interruptions": 1}
+    if execution:
+        history = sfn.get_execution_history(executionArn=execution["executionArn"], maxResults=1000)["events"]
+        drains = [
+            (e["timestamp"].timestamp(), json.loads(e["stateExitedEventDetails"]["output"]).get("drain") or {})
+            for e in history
+            if e["type"] == "TaskStateExited"
+            and e["stateExitedEventDetails"]["name"].startswith(("CordonAndDrain", "CheckDrain"))
+        ]
+        if drains:
+            result["seconds_to_drain_start"] = round(drains[0][0] - sent, 1)
+            done = [t for t, d in drains if d.get("done")]
+            if done:
+                result["seconds_to_drain"] = round(done[0] - sent, 1)
+        log(f"demo: workflow {execution['name']} {execution['status']}")
+    succeeded = sfn.list_executions(stateMachineArn=machine, statusFilter="SUCCEEDED")["executions"]
+    result["executions_succeeded"] = len(succeeded)
+    return result
 
 
 def _summary(custom: Any, core: Any, pods: list[Any], running: list[Any], started: float) -> dict[str, Any]:
