@@ -282,6 +282,18 @@ def test_cdk_nag_finds_nothing_unacknowledged(built: Built) -> None:
     assert construct_findings  # IAM5 for DescribeInstances and X-Ray, L1
     for finding in construct_findings:
         assert len(finding["reason"]) >= 40, finding
+    # No stale acknowledgement: each one the construct declares covers a finding (a stale one would silently
+    # cover a future finding). The dead-letter queue needs none: cdk-nag sees the redrive policy that uses it.
+    key = Validations.ACKNOWLEDGED_RULES_METADATA_KEY
+    declared = {
+        (construct.node.path, ack_id)
+        for construct in built.construct.node.find_all()
+        for entry in construct.node.metadata
+        if entry.type == key
+        for ack_id in entry.data
+    }
+    used = {(f["acknowledgedAt"], f["acknowledgedId"]) for f in plugin["suppressedViolations"]}
+    assert declared and declared <= used, declared - used
 
 
 def test_rebalance_mode_is_passed_through_and_checked(tmp_path: Path) -> None:
