@@ -8,6 +8,8 @@ Failures, and what SQS then does:
 - A malformed message (not JSON, an unknown event type, a missing or bad field) fails only its own record.
   SQS makes it visible again after the visibility timeout and, after 5 receives, moves it to the
   dead-letter queue, where the error logged here names the field. The rest of the batch is processed.
+  (When every record of a batch fails, Powertools fails the invocation instead; SQS then retries them all,
+  which is the same outcome.)
 - An event for an instance this cluster does not own succeeds (acknowledged, with a log line): retrying
   would never make the instance ours.
 - A port error (the API server, Step Functions, DynamoDB) fails the record, and the retry is safe: the
