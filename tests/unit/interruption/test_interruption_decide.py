@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from test_interruption_messages import messages  # the message generator of the parser's properties
 
 from nodewright.disruption.commands import (
     DISRUPT,
@@ -230,3 +233,30 @@ def test_ownership_by_nodeclaim_provider_id_with_the_node_by_provider_id_or_name
         MINE: OwnedInstance(MINE, "a", "node-a", "m5.large", "us-east-1a", "spot"),
         FOREIGN: OwnedInstance(FOREIGN, "b", "named-b", "c6g.xlarge", "us-east-1b", ""),
     }
+
+
+# --- a property over every kind of message ------------------------------------------------------------
+
+
+@given(messages(), st.data())
+def test_commands_only_for_owned_instances_and_named_by_the_event(message: Message, data: st.DataObject) -> None:
+    owned_ids = data.draw(st.sets(st.sampled_from(message.instance_ids))) if message.instance_ids else set()
+    owned = {i: OwnedInstance(i, f"claim-{i}", f"node-{i}", "m5.large", "us-east-1a", "spot") for i in owned_ids}
+    mode = data.draw(st.sampled_from(["replace", "drain", "ignore"]))
+    plan = decide(message, owned, mode, message.time + 1)
+
+    assert [d.instance_id for d in plan.decisions] == list(message.instance_ids)
+    for decision in plan.decisions:
+        assert decision.reason
+        if decision.command is not None:
+            assert decision.instance_id in owned
+            assert decision.command.trigger == message.id
+            assert decision.command.nodeclaim == f"claim-{decision.instance_id}"
+            assert decision.command.forceful == (decision.action == INTERRUPT)
+        if decision.instance_id not in owned:
+            assert decision.action == IGNORE and decision.command is None and not decision.notify
+    # Offerings are marked only for a Spot warning, and only for instances that are ours.
+    assert bool(plan.unavailable) == (message.kind == SPOT_WARNING and bool(owned) and plan.action == INTERRUPT)
+    names = [c.execution_name() for c in plan.commands]
+    assert len(names) == len(set(names))
+    assert plan.action in (INTERRUPT, REBALANCE_ACTION, IGNORE) and plan.reason
