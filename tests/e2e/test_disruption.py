@@ -14,6 +14,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,7 +26,17 @@ from nodewright.disruption.commands import EXPIRED, SPOT_INTERRUPTION, Disruptio
 from nodewright.localworld import deploy
 from nodewright.localworld import world as lw
 
-SPOT = [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}]
+EVENTS = Path(__file__).resolve().parents[2] / "examples" / "events"
+
+
+def spot(instance_type: str) -> list[dict[str, Any]]:
+    """Spot capacity of one type, so a test's pods share one node (cheapest-per-pod would otherwise pick several
+    small ones). Each test has its own type: a Spot warning marks its offering unavailable for three minutes,
+    which must not reach the next test's pool."""
+    return [
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]},
+        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": [instance_type]},
+    ]
 
 
 class Stack:
@@ -53,6 +64,29 @@ class Stack:
             return described if described["status"] != "RUNNING" else None
 
         return wait_for(done, timeout, f"execution {execution} to finish", interval=0.5)
+
+    def executions_for(self, nodeclaim: str, reason: str = SPOT_INTERRUPTION) -> list[dict[str, Any]]:
+        return [e for e in self.executions() if e["name"].startswith(f"{reason}-{nodeclaim}-")]
+
+    def put_spot_warnings(self, instance_id: str, count: int = 1) -> list[str]:
+        """Spot interruption warnings through EventBridge's default bus, as EC2 sends them; returns event ids."""
+        region, account = self.world.state.region, "123456789012"
+        entry = {
+            "Source": "aws.ec2",
+            "DetailType": "EC2 Spot Instance Interruption Warning",
+            "Resources": [f"arn:aws:ec2:{region}:{account}:instance/{instance_id}"],
+            "Detail": json.dumps({"instance-id": instance_id, "instance-action": "terminate"}),
+        }
+        response = self.world.aws("events").put_events(Entries=[entry] * count)
+        assert response["FailedEntryCount"] == 0, response
+        return [e["EventId"] for e in response["Entries"]]
+
+    def send_raw(self, *bodies: str) -> None:
+        """Messages straight onto the interruption queue: a duplicate delivery or a rule target's retry."""
+        self.world.aws("sqs").send_message_batch(
+            QueueUrl=self.outputs["InterruptionQueueUrl"],
+            Entries=[{"Id": str(i), "MessageBody": body} for i, body in enumerate(bodies)],
+        )
 
     def history(self, execution: str) -> list[dict[str, Any]]:
         events: list[dict[str, Any]] = self.sfn.get_execution_history(executionArn=execution, maxResults=1000)["events"]
@@ -171,7 +205,7 @@ def test_spot_interruption_replaces_drains_under_the_pdb_and_terminates(
     local_world: World, namespace: str, stack: Stack, pool_factory: Any
 ) -> None:
     world = local_world
-    pool = pool_factory(SPOT)
+    pool = pool_factory(spot("m5.xlarge"))
     deployment(world, namespace, pool, "web", 6, "250m", "256Mi")
     pdb(world, namespace, "web")
     claim, node = registered(world, stack, namespace, pool, 6)
@@ -179,15 +213,18 @@ def test_spot_interruption_replaces_drains_under_the_pdb_and_terminates(
 
     with ReadyWatch(world, namespace, "web") as watch:
         started = time.monotonic()
-        execution = stack.start(command_for(claim, node, SPOT_INTERRUPTION, f"evt-{uuid.uuid4()}"))
+        stack.put_spot_warnings(instance_id)
+        [listed] = wait_for(lambda: stack.executions_for(claim["metadata"]["name"]), 30, "the workflow to start")
+        execution = listed["executionArn"]
         described = stack.finish(execution)
         assert described["status"] == "SUCCEEDED", described
         wait_for(lambda: len(running(world, namespace)) == 6, 90, "all 6 pods running again")
         elapsed = time.monotonic() - started
     result = output(described)
     assert result["identify"]["urgent"] and len(result["identify"]["moving"]) == 6
-    [replacement] = result["replace_and_drain"]["replacement"]["nodeclaims"]
-    assert result["replace_and_drain"]["drain"]["done"]
+    replaced, drained = result["replace_and_drain"]
+    [replacement] = replaced["replacement"]["nodeclaims"]
+    assert drained["drain"]["done"] and drained["drain"]["evicted_total"] == 6
     # The PodDisruptionBudget held: never more than one of the six pods unavailable.
     assert watch.lowest >= 5, watch.lowest
     # The instance is terminated, its Node and NodeClaim are gone, and the pods run on the replacement.
@@ -197,8 +234,16 @@ def test_spot_interruption_replaces_drains_under_the_pdb_and_terminates(
     assert [c["metadata"]["name"] for c in nodeclaims(world, pool)] == [replacement]
     new_node = {p.spec.node_name for p in running(world, namespace)}
     assert node.metadata.name not in new_node and len(new_node) == 1
-    types = [e["type"] for e in stack.history(execution)]
-    assert "ParallelStateEntered" in types
+    history = stack.history(execution)
+    assert "ParallelStateEntered" in [e["type"] for e in history]
+    # A Spot warning also marks its offering unavailable for the next launches.
+    marks = world.aws("dynamodb").query(
+        TableName=stack.outputs["TableName"],
+        KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues={":pk": {"S": "unavailable"}},
+    )["Items"]
+    zone = node.metadata.labels["topology.kubernetes.io/zone"]
+    assert f"m5.xlarge#{zone}#spot" in {m["sk"]["S"] for m in marks}
     print(f"spot interruption: execution and 6 pods running again in {elapsed:.1f}s")
 
 
@@ -206,7 +251,7 @@ def test_expiration_waits_for_do_not_disrupt_until_the_grace_period_then_proceed
     local_world: World, namespace: str, stack: Stack, pool_factory: Any
 ) -> None:
     world = local_world
-    pool = pool_factory(SPOT, expireAfter="20s", terminationGracePeriod="15s")
+    pool = pool_factory(spot("m5.2xlarge"), expireAfter="20s", terminationGracePeriod="15s")
     deployment(world, namespace, pool, "web", 1, "250m", "256Mi")
     deployment(world, namespace, pool, "batch", 1, "250m", "256Mi")
     world.apps.patch_namespaced_deployment(
@@ -214,7 +259,7 @@ def test_expiration_waits_for_do_not_disrupt_until_the_grace_period_then_proceed
         namespace,
         {"spec": {"template": {"metadata": {"annotations": {"karpenter.sh/do-not-disrupt": "true"}}}}},
     )
-    claim, node = registered(world, stack, namespace, pool, 2)
+    claim, _ = registered(world, stack, namespace, pool, 2)
     assert claim["spec"]["expireAfter"] == "20s" and claim["spec"]["terminationGracePeriod"] == "15s"
 
     # The planner, as the schedule calls it, starts the workflow once the NodeClaim is older than 20 s.
@@ -256,10 +301,10 @@ def test_a_replacement_that_cannot_launch_rolls_back_and_leaves_the_node_schedul
     local_world: World, namespace: str, stack: Stack, pool_factory: Any
 ) -> None:
     world = local_world
-    pool = pool_factory(SPOT)
+    pool = pool_factory(spot("m5.large"))  # the capacity errors below mark m5.large unavailable
     deployment(world, namespace, pool, "web", 2, "250m", "256Mi")
     claim, node = registered(world, stack, namespace, pool, 2)
-    world.set_faults({"unavailable": [{"instance_type": "*", "zone": "*", "capacity_type": "*"}]})
+    world.set_faults({"unavailable": [{"instance_type": "m5.large", "zone": "*", "capacity_type": "*"}]})
     execution = stack.start(command_for(claim, node, EXPIRED, f"test-{uuid.uuid4()}"))
     described = stack.finish(execution)
     assert described["status"] == "FAILED"
@@ -279,16 +324,78 @@ def test_a_replacement_that_cannot_launch_rolls_back_and_leaves_the_node_schedul
     assert len(running(world, namespace)) == 2
 
 
-def test_two_disruptions_of_one_node_at_once_run_one_workflow(
+def test_two_events_for_one_node_at_once_run_one_workflow_and_the_other_stops_at_the_lock(
     local_world: World, namespace: str, stack: Stack, pool_factory: Any
 ) -> None:
     world = local_world
-    pool = pool_factory(SPOT)
+    pool = pool_factory(spot("c5.xlarge"))
     deployment(world, namespace, pool, "web", 2, "250m", "256Mi")
     claim, node = registered(world, stack, namespace, pool, 2)
-    first = stack.start(command_for(claim, node, SPOT_INTERRUPTION, f"evt-{uuid.uuid4()}"))
-    second = stack.start(command_for(claim, node, SPOT_INTERRUPTION, f"evt-{uuid.uuid4()}"))
-    outcomes = sorted(output(stack.finish(e))["identify"]["outcome"] for e in (first, second))
-    assert outcomes == ["locked", "proceed"]
-    terminated = [e for e in (first, second) if "terminate" in output(stack.finish(e))]
-    assert len(terminated) == 1
+    stack.put_spot_warnings(node.spec.provider_id.rsplit("/", 1)[-1], count=2)  # two events, two ids
+    name = claim["metadata"]["name"]
+    executions = wait_for(lambda: (found := stack.executions_for(name)) and len(found) == 2 and found, 30, "2 runs")
+    results = [output(stack.finish(e["executionArn"])) for e in executions]
+    assert sorted(r["identify"]["outcome"] for r in results) == ["locked", "proceed"]
+    assert len([r for r in results if "terminate" in r]) == 1
+    locked = next(r for r in results if r["identify"]["outcome"] == "locked")
+    assert "already disrupting" in locked["identify"]["reason"]
+
+
+def test_a_duplicated_event_and_a_target_retry_start_one_execution(
+    local_world: World, namespace: str, stack: Stack, pool_factory: Any
+) -> None:
+    world = local_world
+    pool = pool_factory(spot("c5.2xlarge"))
+    deployment(world, namespace, pool, "web", 1, "250m", "256Mi")
+    claim, node = registered(world, stack, namespace, pool, 1)
+    instance_id = node.spec.provider_id.rsplit("/", 1)[-1]
+    event = json.loads((EVENTS / "spot-interruption-warning.json").read_text())
+    event["id"] = str(uuid.uuid4())
+    event["resources"] = [f"arn:aws:ec2:{world.state.region}:123456789012:instance/{instance_id}"]
+    event["detail"]["instance-id"] = instance_id
+    body = json.dumps(event)
+    stack.send_raw(body, body)  # delivered twice in one batch
+    stack.send_raw(body)  # and once more later, as a rule target's retry would
+    name = claim["metadata"]["name"]
+    [execution] = wait_for(lambda: stack.executions_for(name), 30, "the workflow to start")
+    stack.finish(execution["executionArn"])
+    queue = world.aws("sqs").get_queue_attributes(
+        QueueUrl=stack.outputs["InterruptionQueueUrl"], AttributeNames=["All"]
+    )["Attributes"]
+    assert queue["ApproximateNumberOfMessages"] == "0" and queue["ApproximateNumberOfMessagesNotVisible"] == "0"
+    assert len(stack.executions_for(name)) == 1
+
+
+def test_a_foreign_instance_is_acknowledged_and_a_malformed_message_reaches_the_dlq_alone(
+    local_world: World, namespace: str, stack: Stack, pool_factory: Any
+) -> None:
+    world = local_world
+    pool = pool_factory(spot("r5.xlarge"))
+    deployment(world, namespace, pool, "web", 1, "250m", "256Mi")
+    claim, node = registered(world, stack, namespace, pool, 1)
+    instance_id = node.spec.provider_id.rsplit("/", 1)[-1]
+    before = {e["name"] for e in stack.executions()}
+    owned = json.loads((EVENTS / "spot-interruption-warning.json").read_text())
+    owned["id"] = str(uuid.uuid4())
+    owned["detail"]["instance-id"] = instance_id
+    foreign = json.loads((EVENTS / "spot-interruption-warning.json").read_text())
+    foreign["id"] = str(uuid.uuid4())
+    foreign["detail"]["instance-id"] = "i-0fffffffffffffff0"
+    malformed = (EVENTS / "malformed-spot-warning.json").read_text()
+    stack.send_raw(json.dumps(foreign), malformed, json.dumps(owned))  # one batch
+
+    sqs = world.aws("sqs")
+    dlq = stack.outputs["InterruptionDeadLetterQueueUrl"]
+
+    def dead_letters() -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = sqs.receive_message(QueueUrl=dlq, MaxNumberOfMessages=10).get("Messages", [])
+        return found
+
+    [dead] = wait_for(dead_letters, 60, "the malformed message in the dead-letter queue")
+    assert json.loads(dead["Body"])["id"] == json.loads(malformed)["id"]
+    # The rest of the batch was served: the owned instance's workflow started, the foreign one started nothing.
+    [started] = [e for e in stack.executions() if e["name"] not in before]
+    assert started["name"].startswith(f"{SPOT_INTERRUPTION}-{claim['metadata']['name']}-")
+    stack.finish(started["executionArn"])
+    queue = sqs.get_queue_attributes(QueueUrl=stack.outputs["InterruptionQueueUrl"], AttributeNames=["All"])
+    assert queue["Attributes"]["ApproximateNumberOfMessages"] == "0"

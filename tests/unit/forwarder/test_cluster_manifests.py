@@ -88,11 +88,15 @@ def _constant(module: str, name: str) -> str:
 
 
 def test_names_match_the_cdk_stack() -> None:
-    """The Pod Identity association (infra/forwarder.py) and the access entry's group (infra/provisioner.py)
-    name the same ServiceAccount and group as the manifests; a rename on one side only breaks auth silently."""
+    """The Pod Identity association (infra/forwarder.py) and the access entries' groups (infra/provisioner.py,
+    workflow.py, planner.py, interruption.py) name the same ServiceAccount and groups as the manifests; a
+    rename on one side only breaks auth silently."""
     # Read as text: infra/ imports the CDK, which the unit tests do not need to load.
     NAMESPACE, SERVICE_ACCOUNT = (_constant("forwarder.py", name) for name in ("NAMESPACE", "SERVICE_ACCOUNT"))
-    KUBERNETES_GROUP = _constant("provisioner.py", "KUBERNETES_GROUP")
+    stack_groups = sorted(
+        _constant(module, "KUBERNETES_GROUP")
+        for module in ("provisioner.py", "workflow.py", "planner.py", "interruption.py")
+    )
     docs = _all_docs()
     account = next(d for d in docs if d["kind"] == "ServiceAccount")
     assert (account["metadata"]["namespace"], account["metadata"]["name"]) == (NAMESPACE, SERVICE_ACCOUNT)
@@ -104,4 +108,4 @@ def test_names_match_the_cdk_stack() -> None:
         (s["namespace"], s["name"]) == (NAMESPACE, SERVICE_ACCOUNT) for s in forwarder_subjects
     )
     groups = [s["name"] for b in bindings for s in b["subjects"] if s["kind"] == "Group"]
-    assert groups == [KUBERNETES_GROUP]
+    assert sorted(groups) == stack_groups

@@ -1,0 +1,134 @@
+"""The workflow step and planner handlers against moto (EC2, DynamoDB, Step Functions) with an in-memory
+Cluster port: the lock is a real conditional write, termination reaches moto's EC2, the planner starts
+executions in moto's Step Functions. The account is the provisioner test's; the node to disrupt is launched
+by the real provisioner handler first."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from test_provisioner_handler import REGION, Context, event, manifests, pod
+
+from nodewright.adapters.memory import InMemoryCluster
+from nodewright.disruption.commands import EXPIRED, SPOT_INTERRUPTION, CommandError, DisruptionCommand
+
+FUNCTIONS = Path(__file__).resolve().parents[2] / "functions"
+
+
+def load(name: str) -> Any:
+    """A fresh copy of a handler module (an empty container cache, as in a cold start)."""
+    spec = importlib.util.spec_from_file_location(f"{name}_handler_under_test", FUNCTIONS / name / "handler.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def launched_node(account: dict[str, Any]) -> tuple[InMemoryCluster, dict[str, Any]]:
+    """The provisioner handler launches one instance for two pods; the node joins and the pods are bound."""
+    provisioner = load("provisioner")
+    cluster = InMemoryCluster(manifests(pod("web-0"), pod("web-1")))
+    provisioner._RUNTIME = provisioner.build_runtime(cluster=cluster)
+    [claim] = provisioner.handler(event(cluster), Context())["nodeclaims"]
+    provider = f"aws:///{claim['zone']}/{claim['instance_id']}"
+    cluster.put(
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": "node-a", "labels": {"karpenter.sh/nodepool": "general"}},
+            "spec": {"providerID": provider},
+            "status": {
+                "conditions": [{"type": "Ready", "status": "True"}],
+                "allocatable": {"cpu": "8", "memory": "32Gi", "pods": "58"},
+            },
+        }
+    )
+    record = cluster.nodeclaim(claim["name"])
+    assert record is not None
+    record["status"]["conditions"] = [{"type": "Registered", "status": "True"}]
+    for name in ("web-0", "web-1"):
+        cluster.objects[("Pod", "web", name)]["spec"]["nodeName"] = "node-a"
+    return cluster, claim
+
+
+def lock_owner(account: dict[str, Any], nodeclaim: str) -> str | None:
+    item = account["dynamodb"].get_item(
+        TableName="nodewright", Key={"pk": {"S": "lock"}, "sk": {"S": f"nodeclaim/{nodeclaim}"}}
+    )
+    return item["Item"]["owner"]["S"] if "Item" in item else None
+
+
+def test_identify_locks_in_dynamodb_drain_evicts_and_terminate_reaches_ec2(account: dict[str, Any]) -> None:
+    cluster, claim = launched_node(account)
+    steps = load("workflow")
+    steps._PORTS = steps.build_ports(cluster=cluster)
+    now = time.time()  # the handlers read the wall clock
+    command = DisruptionCommand(
+        claim["name"], "node-a", claim["instance_id"], SPOT_INTERRUPTION, True, "evt-1", now, now + 120
+    ).to_input()
+
+    found = steps.identify({"input": command, "execution": "run-1"}, Context())
+    assert found["outcome"] == "proceed" and found["moving"] == ["web/web-0", "web/web-1"]
+    assert lock_owner(account, claim["name"]) == "run-1"
+    other = steps.identify({"input": command, "execution": "run-2"}, Context())
+    assert other["outcome"] == "locked"
+    assert lock_owner(account, claim["name"]) == "run-1"
+
+    state = {**command, "identify": found}
+    drained = steps.drain({"input": state, "execution": "run-1"}, Context())
+    assert drained["evicted"] == ["web/web-0", "web/web-1"]
+    state["drain"] = drained
+    assert steps.drain({"input": state, "execution": "run-1"}, Context())["done"]
+
+    done = steps.terminate({"input": state, "execution": "run-1"}, Context())
+    assert done["terminated"] == claim["instance_id"]
+    ec2 = account["ec2"]
+    [instance] = ec2.describe_instances(InstanceIds=[claim["instance_id"]])["Reservations"][0]["Instances"]
+    assert instance["State"]["Name"] in ("shutting-down", "terminated")
+    assert lock_owner(account, claim["name"]) is None
+    assert cluster.nodeclaim(claim["name"]) is None and ("Node", "", "node-a") not in cluster.objects
+
+
+def test_a_payload_without_the_execution_is_refused_with_what_to_fix(account: dict[str, Any]) -> None:
+    steps = load("workflow")
+    steps._PORTS = steps.build_ports(cluster=InMemoryCluster())
+    with pytest.raises(CommandError, match="execution"):
+        steps.identify({"input": {}}, Context())
+
+
+def test_the_planner_starts_expired_nodes_once(account: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    cluster, claim = launched_node(account)
+    record = cluster.nodeclaim(claim["name"])
+    assert record is not None
+    record["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
+    record["spec"]["expireAfter"] = "24h"
+    sfn = boto3.client("stepfunctions", region_name=REGION)
+    role = "arn:aws:iam::123456789012:role/sfn"
+    machine = sfn.create_state_machine(
+        name="disruption",
+        definition=json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Succeed"}}}),
+        roleArn=role,
+    )["stateMachineArn"]
+    monkeypatch.setenv("NODEWRIGHT_STATE_MACHINE", machine)
+    planner = load("planner")
+    planner._RUNTIME = planner.build_runtime(cluster=cluster)
+
+    first = planner.handler({}, Context())
+    [started] = first["started"]
+    assert started["nodeclaim"] == claim["name"] and started["reason"] == EXPIRED
+    [execution] = sfn.list_executions(stateMachineArn=machine)["executions"]
+    assert execution["name"] == started["execution"]
+    document = json.loads(sfn.describe_execution(executionArn=execution["executionArn"])["input"])
+    assert DisruptionCommand.from_input(document).nodeclaim == claim["name"]
+
+    second = planner.handler({}, Context())
+    assert second["started"] == [] and second["already_running"] == [started["execution"]]
+    assert len(sfn.list_executions(stateMachineArn=machine)["executions"]) == 1
