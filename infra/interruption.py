@@ -24,25 +24,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack, Tags
+from aws_cdk import ArnFormat, Duration, Stack, Tags
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
-from aws_cdk import aws_eks as eks
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from infra import build, nag
 from infra.config import Settings
-from infra.layers import ARCHITECTURE, RUNTIME, Layers, code_from_bundle
-from infra.network import attach_to_vpc
-from infra.provisioner import LOG_RETENTION, POWERTOOLS_METRICS_NAMESPACE
+from infra.function import nodewright_function
+from infra.layers import Layers, code_from_bundle
+from infra.provisioner import POWERTOOLS_METRICS_NAMESPACE
 from nodewright import settings as env
 from nodewright.interruption.rules import EVENT_PATTERNS
 
@@ -119,37 +116,15 @@ class Interruption(Construct):
                 targets=[targets.SqsQueue(self.queue, dead_letter_queue=self.dead_letter_queue)],
             )
 
-        self.role = iam.Role(
+        parts = nodewright_function(
             self,
-            "Role",
-            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-            description=f"nodewright interruption handler for EKS cluster {settings.cluster_name}",
-        )
-        self.log_group = logs.LogGroup(self, "Logs", retention=LOG_RETENTION, removal_policy=RemovalPolicy.DESTROY)
-        self.log_group.grant_write(self.role)
-        self.policy = iam.Policy(
-            self,
-            "Policy",
-            statements=interruption_statements(stack, settings, state_machine.state_machine_arn),
-        )
-        self.policy.attach_to_role(self.role)
-        table.grant(self.role, *TABLE_ACTIONS)
-
-        self.function = lambda_.Function(
-            self,
-            "Function",
-            description=f"nodewright interruption handler: EC2 and Health events to disruptions for "
-            f"{settings.cluster_name}",
-            runtime=RUNTIME,
-            architecture=ARCHITECTURE,
-            handler=HANDLER,
+            settings=settings,
+            layers=layers,
             code=code_from_bundle(build.function_bundle(source, "interruption")),
-            layers=[layers.core, layers.dependencies],
-            role=self.role,
-            memory_size=MEMORY_MB,
+            handler=HANDLER,
+            description="nodewright interruption handler: EC2 and Health events to disruptions",
+            memory_mb=MEMORY_MB,
             timeout=TIMEOUT,
-            tracing=lambda_.Tracing.ACTIVE,
-            log_group=self.log_group,
             environment={
                 env.CLUSTER: settings.cluster_name,
                 env.TABLE: table.table_name,
@@ -158,24 +133,17 @@ class Interruption(Construct):
                 "POWERTOOLS_SERVICE_NAME": POWERTOOLS_SERVICE_NAME,
                 "POWERTOOLS_METRICS_NAMESPACE": POWERTOOLS_METRICS_NAMESPACE,
             },
+            statements=interruption_statements(stack, settings, state_machine.state_machine_arn),
+            kubernetes_group=KUBERNETES_GROUP,
         )
+        self.role, self.log_group, self.policy = parts.role, parts.log_group, parts.policy
+        self.function, self.access_entry = parts.function, parts.access_entry
+        table.grant(self.role, *TABLE_ACTIONS)
         Tags.of(self.function).add(SOURCE_TAG, source.relative_to(build.REPO_ROOT).as_posix())
-        # The first invocation must find every permission in place, not only the role's default policy.
-        self.function.node.add_dependency(self.policy)
-        if settings.vpc is not None:
-            attach_to_vpc(self.function, self.policy, settings.vpc)
         self.function.add_event_source(
             sources.SqsEventSource(self.queue, batch_size=BATCH_SIZE, report_batch_item_failures=True)
         )
 
-        self.access_entry = eks.CfnAccessEntry(
-            self,
-            "AccessEntry",
-            cluster_name=settings.cluster_name,
-            principal_arn=self.role.role_arn,
-            type="STANDARD",
-            kubernetes_groups=[KUBERNETES_GROUP],
-        )
         self.dlq_alarm = cloudwatch.Alarm(
             self,
             "DeadLettersAlarm",
@@ -197,19 +165,6 @@ class Interruption(Construct):
             "AwsSolutions-IAM5",
             "ec2:DescribeInstances supports no resource-level permissions; it is the only action on '*'.",
             findings=["Resource::*"],
-        )
-        nag.acknowledge(
-            self.role,
-            "AwsSolutions-IAM5",
-            "X-Ray's PutTraceSegments and PutTelemetryRecords do not support resource-level permissions; "
-            "the CDK grants them on '*' for active tracing.",
-            findings=["Resource::*"],
-        )
-        nag.acknowledge(
-            self.function,
-            "AwsSolutions-L1",
-            "The functions run Python 3.11: the project requires it (requires-python <3.12) and the layers "
-            "ship .pyc files compiled for 3.11, which no newer runtime would load.",
         )
 
 

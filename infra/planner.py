@@ -9,11 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aws_cdk import Duration, RemovalPolicy, Stack
-from aws_cdk import aws_eks as eks
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_scheduler as scheduler
 from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
@@ -21,9 +18,9 @@ from constructs import Construct
 
 from infra import build, nag
 from infra.config import Settings
-from infra.layers import ARCHITECTURE, RUNTIME, Layers, code_from_bundle
-from infra.network import attach_to_vpc
-from infra.provisioner import LOG_RETENTION, OWNED, POWERTOOLS_METRICS_NAMESPACE, _nag_ec2_arn
+from infra.function import nodewright_function
+from infra.layers import Layers, code_from_bundle
+from infra.provisioner import OWNED, POWERTOOLS_METRICS_NAMESPACE, _nag_ec2_arn
 from nodewright import settings as env
 
 SOURCE = build.REPO_ROOT / "functions" / "planner"
@@ -47,74 +44,46 @@ class Planner(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
-        self.role = iam.Role(
+        statements = [
+            iam.PolicyStatement(
+                sid="DescribeTheCluster",
+                actions=["eks:DescribeCluster"],
+                resources=[stack.format_arn(service="eks", resource="cluster", resource_name=settings.cluster_name)],
+            ),
+            iam.PolicyStatement(
+                sid="StartTheDisruptionWorkflow",
+                actions=["states:StartExecution"],
+                resources=[state_machine.state_machine_arn],
+            ),
+            iam.PolicyStatement(
+                # NodeClaims that never registered: their instances are found by tag and terminated.
+                sid="TerminateOnlyClusterInstances",
+                actions=["ec2:TerminateInstances"],
+                resources=[stack.format_arn(service="ec2", resource="instance", resource_name="*")],
+                conditions={"StringEquals": {f"aws:ResourceTag/{settings.cluster_tag_key}": OWNED}},
+            ),
+            iam.PolicyStatement(sid="DescribeInstances", actions=["ec2:DescribeInstances"], resources=["*"]),
+        ]
+        parts = nodewright_function(
             self,
-            "Role",
-            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-            description=f"nodewright planner for EKS cluster {settings.cluster_name}",
-        )
-        log_group = logs.LogGroup(self, "Logs", retention=LOG_RETENTION, removal_policy=RemovalPolicy.DESTROY)
-        log_group.grant_write(self.role)
-        policy = iam.Policy(
-            self,
-            "Policy",
-            statements=[
-                iam.PolicyStatement(
-                    sid="DescribeTheCluster",
-                    actions=["eks:DescribeCluster"],
-                    resources=[
-                        stack.format_arn(service="eks", resource="cluster", resource_name=settings.cluster_name)
-                    ],
-                ),
-                iam.PolicyStatement(
-                    sid="StartTheDisruptionWorkflow",
-                    actions=["states:StartExecution"],
-                    resources=[state_machine.state_machine_arn],
-                ),
-                iam.PolicyStatement(
-                    # NodeClaims that never registered: their instances are found by tag and terminated.
-                    sid="TerminateOnlyClusterInstances",
-                    actions=["ec2:TerminateInstances"],
-                    resources=[stack.format_arn(service="ec2", resource="instance", resource_name="*")],
-                    conditions={"StringEquals": {f"aws:ResourceTag/{settings.cluster_tag_key}": OWNED}},
-                ),
-                iam.PolicyStatement(sid="DescribeInstances", actions=["ec2:DescribeInstances"], resources=["*"]),
-            ],
-        )
-        policy.attach_to_role(self.role)
-        self.function = lambda_.Function(
-            self,
-            "Function",
-            description=f"nodewright planner: expiration and registration cleanup for {settings.cluster_name}",
-            runtime=RUNTIME,
-            architecture=ARCHITECTURE,
-            handler="handler.handler",
+            settings=settings,
+            layers=layers,
             code=code_from_bundle(build.function_bundle(source, "planner")),
-            layers=[layers.core, layers.dependencies],
-            role=self.role,
-            memory_size=512,
+            handler="handler.handler",
+            description="nodewright planner: expiration and registration cleanup",
+            memory_mb=512,
             timeout=Duration.seconds(55),  # shorter than the tick, so ticks never overlap
-            reserved_concurrent_executions=1,
-            tracing=lambda_.Tracing.ACTIVE,
-            log_group=log_group,
             environment={
                 env.CLUSTER: settings.cluster_name,
                 env.STATE_MACHINE: state_machine.state_machine_arn,
                 "POWERTOOLS_SERVICE_NAME": "nodewright-planner",
                 "POWERTOOLS_METRICS_NAMESPACE": POWERTOOLS_METRICS_NAMESPACE,
             },
+            statements=statements,
+            kubernetes_group=KUBERNETES_GROUP,
+            reserved_concurrency=1,
         )
-        self.function.node.add_dependency(policy)
-        if settings.vpc is not None:
-            attach_to_vpc(self.function, policy, settings.vpc)
-        eks.CfnAccessEntry(
-            self,
-            "AccessEntry",
-            cluster_name=settings.cluster_name,
-            principal_arn=self.role.role_arn,
-            type="STANDARD",
-            kubernetes_groups=[KUBERNETES_GROUP],
-        )
+        self.role, self.function, policy = parts.role, parts.function, parts.policy
 
         # Ticks the scheduler could not deliver land here instead of vanishing.
         self.queue = sqs.Queue(
@@ -159,13 +128,6 @@ class Planner(Construct):
             findings=[f"Resource::{_nag_ec2_arn('instance')}", "Resource::*"],
         )
         nag.acknowledge(
-            self.role,
-            "AwsSolutions-IAM5",
-            "X-Ray's PutTraceSegments and PutTelemetryRecords do not support resource-level permissions; "
-            "the CDK grants them on '*' for active tracing.",
-            findings=["Resource::*"],
-        )
-        nag.acknowledge(
             scheduler_role,
             "AwsSolutions-IAM5",
             "The CDK grants lambda:InvokeFunction on the planner and its versions (`<arn>:*`).",
@@ -175,10 +137,4 @@ class Planner(Construct):
             self.queue,
             "AwsSolutions-SQS3",
             "This queue is itself the dead-letter queue of the planner's schedule.",
-        )
-        nag.acknowledge(
-            self.function,
-            "AwsSolutions-L1",
-            "The functions run Python 3.11: the project requires it (requires-python <3.12) and the layers "
-            "ship .pyc files compiled for 3.11, which no newer runtime would load.",
         )

@@ -27,7 +27,6 @@ from pathlib import Path
 
 from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
-from aws_cdk import aws_eks as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -37,8 +36,8 @@ from constructs import Construct
 
 from infra import build, nag
 from infra.config import Settings
-from infra.layers import ARCHITECTURE, RUNTIME, Layers, code_from_bundle
-from infra.network import attach_to_vpc
+from infra.function import nodewright_function
+from infra.layers import Layers, code_from_bundle
 from infra.provisioner import (
     _EC2_ACCOUNT_RESOURCES,
     _EC2_ACCOUNTLESS_RESOURCES,
@@ -163,48 +162,24 @@ class DisruptionWorkflow(Construct):
         environment: dict[str, str],
     ) -> None:
         scope = Construct(self._function_scope, step.name)
-        role = iam.Role(
+        parts = nodewright_function(
             scope,
-            "Role",
-            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-            description=f"nodewright disruption step {step.name} for EKS cluster {settings.cluster_name}",
-        )
-        log_group = logs.LogGroup(scope, "Logs", retention=LOG_RETENTION, removal_policy=RemovalPolicy.DESTROY)
-        log_group.grant_write(role)
-        policy = iam.Policy(scope, "Policy", statements=self._statements(stack, step, settings, node_role))
-        policy.attach_to_role(role)
-        if step.table_actions:
-            table.grant(role, *step.table_actions)
-        function = lambda_.Function(
-            scope,
-            "Function",
-            description=f"nodewright disruption step {step.name} for {settings.cluster_name}",
-            runtime=RUNTIME,
-            architecture=ARCHITECTURE,
-            handler=f"handler.{step.entry}",
+            settings=settings,
+            layers=layers,
             code=code,
-            layers=[layers.core, layers.dependencies],
-            role=role,
-            memory_size=step.memory,
+            handler=f"handler.{step.entry}",
+            description=f"nodewright disruption step {step.name}",
+            memory_mb=step.memory,
             timeout=Duration.seconds(step.timeout),
-            tracing=lambda_.Tracing.ACTIVE,
-            log_group=log_group,
             environment=environment,
+            statements=self._statements(stack, step, settings, node_role),
+            kubernetes_group=KUBERNETES_GROUP,
         )
-        function.node.add_dependency(policy)
-        if settings.vpc is not None:
-            attach_to_vpc(function, policy, settings.vpc)
-        eks.CfnAccessEntry(
-            scope,
-            "AccessEntry",
-            cluster_name=settings.cluster_name,
-            principal_arn=role.role_arn,
-            type="STANDARD",
-            kubernetes_groups=[KUBERNETES_GROUP],
-        )
-        self.functions[step.name] = function
-        self.roles[step.name] = role
-        self._acknowledge(step, settings, policy, role, function)
+        if step.table_actions:
+            table.grant(parts.role, *step.table_actions)
+        self.functions[step.name] = parts.function
+        self.roles[step.name] = parts.role
+        self._acknowledge(step, settings, parts.policy)
 
     @staticmethod
     def _statements(stack: Stack, step: Step, settings: Settings, node_role: iam.IRole) -> list[iam.PolicyStatement]:
@@ -233,9 +208,7 @@ class DisruptionWorkflow(Construct):
             )
         return statements
 
-    def _acknowledge(
-        self, step: Step, settings: Settings, policy: iam.Policy, role: iam.Role, function: lambda_.Function
-    ) -> None:
+    def _acknowledge(self, step: Step, settings: Settings, policy: iam.Policy) -> None:
         if step.launches:
             nag.acknowledge(
                 policy,
@@ -258,19 +231,6 @@ class DisruptionWorkflow(Construct):
                 "ec2:DescribeInstances supports no resource-level permissions.",
                 findings=[f"Resource::{_nag_ec2_arn('instance')}", "Resource::*"],
             )
-        nag.acknowledge(
-            role,
-            "AwsSolutions-IAM5",
-            "X-Ray's PutTraceSegments and PutTelemetryRecords do not support resource-level permissions; "
-            "the CDK grants them on '*' for active tracing.",
-            findings=["Resource::*"],
-        )
-        nag.acknowledge(
-            function,
-            "AwsSolutions-L1",
-            "The functions run Python 3.11: the project requires it (requires-python <3.12) and the layers "
-            "ship .pyc files compiled for 3.11, which no newer runtime would load.",
-        )
 
     # ------------------------------------------------------------------------------------ definition
 
