@@ -98,6 +98,8 @@ def run(examples: Path, timeout: float, log: Callable[[str], None] = print) -> d
     if summary["pods_running"] < summary["pods_total"]:
         return {**summary, "interruptions": 0, "executions_succeeded": 0}
     log("all example pods run; interrupting the busiest Spot node")
+    # The interruption gets a time budget of its own: the first phase may have used most of the first one.
+    deadline = time.monotonic() + timeout
     disruption = interrupt_busiest_spot_node(state, outputs, core, log, deadline)
     summary = _wait_running(custom, core, selectors, started, deadline)
     return {**{k: v for k, v in summary.items() if k != "seconds"}, **disruption, "seconds": summary["seconds"]}
