@@ -213,6 +213,14 @@ def test_spot_chosen_when_allowed_and_cheaper() -> None:
     assert claim.capacity_types == (SPOT, ON_DEMAND) or set(claim.capacity_types) == {SPOT, ON_DEMAND}
 
 
+def test_pool_without_capacity_type_requirement_may_launch_spot() -> None:
+    # Karpenter v1 adds no capacity-type default to a NodePool (the on-demand default belonged to the
+    # v1alpha5 webhook): the NodeClaim takes the capacity types of its offerings and spot wins when offered.
+    (claim,) = run([pod("p")], pools=[pool("open")]).nodeclaims
+    assert claim.cheapest.capacity_type == SPOT
+    assert set(claim.capacity_types) == {SPOT, ON_DEMAND}
+
+
 def test_on_demand_only_when_required_by_pool() -> None:
     od = pool("od", req(CAPACITY_TYPE, "In", ON_DEMAND))
     (claim,) = run([pod("p")], pools=[od]).nodeclaims

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from builders import (
@@ -24,6 +25,8 @@ from builders import (
 from nodewright.catalog.allocatable import capacity
 from nodewright.catalog.labels import ARCH, CAPACITY_TYPE, HOSTNAME
 from nodewright.catalog.types import ON_DEMAND
+from nodewright.model.nodeclaim import NodeClaim
+from nodewright.model.resources import parse_resources
 from nodewright.model.taints import Taint
 from nodewright.scheduling.solver import solve
 
@@ -65,6 +68,46 @@ def test_limits_count_existing_nodes_of_the_pool() -> None:
     existing = node("old", by_name(cat, "m5.xlarge"), pool_name="capped", bound=[pod("busy", cpu="3900m")])
     results = run(pods("p", 6, cpu="1500m", memory="512Mi"), pools=[capped], nodes=[existing])
     assert launched_cpu(results, "capped") <= 4000
+
+
+def test_limits_count_existing_nodes_by_capacity_not_allocatable() -> None:
+    # Karpenter counts a node's capacity. m5.xlarge: 14.8Gi capacity, 13.8Gi allocatable. Of a 22Gi limit
+    # that leaves 7.2Gi, short of an m5.large's 7.4Gi capacity (counting allocatable would leave 8.2Gi).
+    cat = small_catalog()
+    capped = pool("capped", limits={"memory": "22Gi"})
+    existing = node("old", by_name(cat, "m5.xlarge"), pool_name="capped", bound=[pod("busy", memory="13Gi")])
+    results = run([pod("big", memory="5Gi")], pools=[capped], nodes=[existing])
+    assert not results.nodeclaims
+    assert "limits" in unschedulable(results)["default/big"]
+
+
+def test_limits_count_unlaunched_claim_as_its_largest_option() -> None:
+    # A claim that has not launched may still become its largest listed type (m5.2xlarge, 8 vCPU), so a
+    # 9-vCPU limit leaves 1 vCPU: not enough for any new node. Counting its requests would leave 5.5.
+    capped = pool("capped", limits={"cpu": "9"})
+    claim = NodeClaim(
+        name="capped-unlaunched",
+        nodepool="capped",
+        requirements=(req(INSTANCE_TYPE, "In", "m5.xlarge", "m5.2xlarge"), req(CAPACITY_TYPE, "In", ON_DEMAND)),
+        labels={"karpenter.sh/nodepool": "capped"},
+        requests=parse_resources({"cpu": "3500m", "memory": "1Gi", "pods": 1}),
+        node_class="default",
+    )
+    results = run([pod("p", cpu="1")], pools=[capped], nodeclaims=[claim])
+    assert not results.nodeclaims
+    assert "limits" in unschedulable(results)["default/p"]
+
+
+def test_limits_count_registered_claim_once() -> None:
+    # The claim has a node: the node's capacity counts, the claim does not count a second time.
+    cat = small_catalog()
+    capped = pool("capped", limits={"cpu": "10"})
+    it = by_name(cat, "m5.xlarge")
+    existing = node("old", it, pool_name="capped", bound=[pod("busy", cpu="3900m")])
+    launched = dataclasses.replace(inflight("capped-old", it, pool_name="capped"), node_name="old")
+    results = run([pod("p", cpu="1500m")], pools=[capped], nodes=[existing], nodeclaims=[launched])
+    assert not results.unschedulable
+    assert len(results.nodeclaims) == 1
 
 
 def test_limit_spills_over_to_next_pool() -> None:

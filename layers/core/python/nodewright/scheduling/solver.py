@@ -234,8 +234,11 @@ class Solver:
             cls.member_of = [g for g, t in enumerate(self.groups.terms) if t.selects(cls.namespace, cls.labels)]
         for node in sorted(nodes, key=lambda n: n.name):
             self._add_existing_node(node)
+        node_names = {n.name for n in nodes}
         for claim in sorted(nodeclaims, key=lambda c: c.name):
-            self._add_inflight_claim(claim)
+            # A claim whose node has registered is that node: adding it again would count its room twice.
+            if not (claim.node_name and claim.node_name in node_names):
+                self._add_inflight_claim(claim)
         # Zones of existing nodes and in-flight claims: domains for zonal topology even without a NodePool.
         self.existing_zones = frozenset(z for b in self.bins if (z := b.domain(ZONE)) is not None)
         # Per request vector, the bins that may still have room for it, and how far self.bins was scanned.
@@ -260,15 +263,16 @@ class Solver:
             ctx.error = f"EC2NodeClass {pool.node_class_ref.name} not found"
             return ctx
         if pool.limits:
-            # Karpenter counts node capacity; a Node object only reports allocatable, which is close below it.
+            # Karpenter counts what its NodeClaims' instances report as capacity (not allocatable), so a
+            # node counts as its instance type's capacity; a registered claim is counted through its node.
             remaining = dict(pool.limits)
+            node_names = {n.name for n in nodes}
             for node in nodes:
                 if node.labels.get("karpenter.sh/nodepool") == pool.name:
-                    remaining = _consume(remaining, node.allocatable)
+                    remaining = _consume(remaining, self._node_capacity(node))
             for claim in claims:
-                if claim.nodepool == pool.name and not claim.node_name:
-                    it = self.types_by_name.get(claim.instance_type)
-                    remaining = _consume(remaining, capacity(it) if it else claim.requests)
+                if claim.nodepool == pool.name and not (claim.node_name and claim.node_name in node_names):
+                    remaining = _consume(remaining, self._claim_capacity(claim))
             ctx.remaining = remaining
         for it in self.instance_types:
             if not self._type_matches(it, requirements):
@@ -288,6 +292,30 @@ class Solver:
                 )
             )
         return ctx
+
+    def _node_capacity(self, node: Node) -> Mapping[str, int]:
+        """What a NodePool's limits count for an existing node: its type's capacity, else its allocatable."""
+        it = self.types_by_name.get(node.labels.get("node.kubernetes.io/instance-type", ""))
+        return capacity(it) if it is not None else node.allocatable
+
+    def _claim_capacity(self, claim: NodeClaim) -> Mapping[str, int]:
+        """What a NodePool's limits count for an in-flight NodeClaim.
+
+        A launched claim counts its type's capacity. One not launched yet may still become any of the
+        types it lists, so it counts the largest of them per resource (as Karpenter reserves the most
+        any remaining option could use); without a known type, its requests.
+        """
+        it = self.types_by_name.get(claim.instance_type)
+        if it is not None:
+            return capacity(it)
+        listed = Requirements.of(claim.requirements).by_key.get("node.kubernetes.io/instance-type")
+        options = [t for t in self.instance_types if listed.matches(t.name)] if listed is not None else []
+        if options:
+            largest: dict[str, int] = {}
+            for option in options:
+                largest = res.elementwise_max(largest, capacity(option))
+            return largest
+        return claim.requests
 
     def _daemonset_overhead(self, pool: NodePool, it: InstanceType) -> dict[str, int]:
         """Requests of the DaemonSet pods that would run on a node of this pool and type."""
@@ -1014,8 +1042,12 @@ class Solver:
         return chosen
 
     def _no_fit_reason(self, ctx: PoolContext, compat: PoolCompat, cls: PodClass) -> str:
-        if ctx.remaining is not None and not any(_within(c.capacity, ctx.remaining) for _, c in compat.candidates):
-            return "limits leave no room for another node"
+        if ctx.remaining is not None:
+            if not any(_within(c.capacity, ctx.remaining) for _, c in compat.candidates):
+                return "limits leave no room for another node"
+            fitting = [c for _, c in compat.candidates if res.fits(cls.requests, c.allocatable)]
+            if fitting and not any(_within(c.capacity, ctx.remaining) for c in fitting):
+                return "limits leave no room for an instance type large enough for the pod"
         largest = max(compat.candidates, key=lambda pc: sorted(pc[1].allocatable.items()))[1]
         short = res.first_shortfall(cls.requests, largest.allocatable)
         need = cls.requests.get(short or "cpu", 0)
