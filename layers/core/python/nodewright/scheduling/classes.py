@@ -81,6 +81,10 @@ class PodClass:
     host_ports: frozenset[tuple[str, int]]
     volume_error: str = ""
     member_of: list[int] = field(default_factory=list)  # topology group indexes whose selectors match
+    request_key: tuple[tuple[str, int], ...] = ()  # the requests as a sorted tuple, a dictionary key
+
+    def __post_init__(self) -> None:
+        self.request_key = tuple(sorted(self.requests.items()))
 
     @property
     def size(self) -> tuple[int, int]:

@@ -75,9 +75,12 @@ MAX_INSTANCE_TYPES = 60
 _BIG = 1 << 40
 
 ReqKey = tuple[tuple[str, ValueSet], ...]
-# A finished claim's instance types, launch options, capacity types and zones.
-_Options = tuple[tuple[str, ...], tuple[LaunchOption, ...], tuple[str, ...], tuple[str, ...]]
 Score = tuple[float, int, float, str]
+# What claims with the same requirements and instance types share: types, launch options, capacity
+# types, zones, requirements and labels.
+_Finalized = tuple[
+    tuple[str, ...], tuple[LaunchOption, ...], tuple[str, ...], tuple[str, ...], tuple[Requirement, ...], dict[str, str]
+]
 
 
 def req_key(requirements: Requirements) -> ReqKey:
@@ -176,6 +179,8 @@ class _Groups:
         self.terms: list[TopologyTerm] = []
         self.counts: list[dict[str, int]] = []
         self.carried: list[dict[str, int]] = []  # anti-affinity: pods that carry the term, per domain
+        # Hostname groups: the bins in the order they first held a selected pod (a count never drops to 0).
+        self.hosts: list[list[Bin]] = []
 
     def add(self, term: TopologyTerm) -> int:
         g = self.index.get(term.group)
@@ -184,6 +189,7 @@ class _Groups:
             self.terms.append(term)
             self.counts.append({})
             self.carried.append({})
+            self.hosts.append([])
         return g
 
     def total(self, g: int) -> int:
@@ -217,6 +223,9 @@ class Solver:
         self.bins: list[Bin] = []
         self.new_bins: list[Bin] = []
         self.new_by_name: dict[str, Bin] = {}
+        # Per (group, request, closing): bins holding pods a hostname affinity term selects that may still
+        # take the request, and how far the group's `hosts` list was read (see `_affinity_hosts`).
+        self.affinity_room: dict[tuple[object, ...], tuple[list[Bin], int]] = {}
         self.compat_cache: dict[tuple[ReqKey, ReqKey], tuple[Requirements, ReqKey] | None] = {}
         existing_pods = [p for n in nodes for p in n.pods] + [p for c in nodeclaims for p in c.nominated_pods]
         relevant = selector_keys([*pods, *existing_pods])
@@ -230,8 +239,15 @@ class Solver:
             for term in pod_terms(pod)[0]:
                 if term.kind == "anti":
                     self.groups.add(term)
+        # Classes differ mostly in requests and terms, rarely in labels: match each label set once.
+        members: dict[tuple[str, tuple[tuple[str, str], ...]], list[int]] = {}
         for cls in self.classes:
-            cls.member_of = [g for g, t in enumerate(self.groups.terms) if t.selects(cls.namespace, cls.labels)]
+            label_key = (cls.namespace, tuple(sorted(cls.labels.items())))
+            member_of = members.get(label_key)
+            if member_of is None:
+                terms = enumerate(self.groups.terms)
+                member_of = members[label_key] = [g for g, t in terms if t.selects(cls.namespace, cls.labels)]
+            cls.member_of = list(member_of)
         for node in sorted(nodes, key=lambda n: n.name):
             self._add_existing_node(node)
         node_names = {n.name for n in nodes}
@@ -246,9 +262,7 @@ class Solver:
         # larger type keeps its new room for the pods that needed it (through `_grow_claims`), so other
         # classes do not fill it and force it to grow again.
         # Claims with the same requirements and usage get the same options: computed once.
-        self.finalized: dict[
-            tuple[object, ...], tuple[tuple[str, ...], tuple[LaunchOption, ...], tuple[str, ...], tuple[str, ...]]
-        ] = {}
+        self.finalized: dict[tuple[object, ...], _Finalized] = {}
         self.room: dict[tuple[object, ...], tuple[list[Bin], int]] = {}
         self.unschedulable: list[Unschedulable] = []
 
@@ -281,7 +295,7 @@ class Solver:
             if not offerings:
                 continue
             alloc = {**allocatable_for(it, node_class), EBS_VOLUMES: it.ebs_volume_limit}
-            overhead = self._daemonset_overhead(pool, it)
+            overhead = self._daemonset_overhead(pool, it) if self.daemonsets else None
             ctx.candidates.append(
                 Candidate(
                     it,
@@ -411,9 +425,16 @@ class Solver:
     def _count(self, b: Bin, namespace: str, labels: Mapping[str, str], k: int) -> None:
         for g, term in enumerate(self.groups.terms):
             if term.selects(namespace, labels):
-                d = b.domain(term.topology_key)
-                if d is not None:
-                    self.groups.counts[g][d] = self.groups.counts[g].get(d, 0) + k
+                self._add_count(b, g, term.topology_key, k)
+
+    def _add_count(self, b: Bin, g: int, topology_key: str, k: int) -> None:
+        d = b.domain(topology_key)
+        if d is not None:
+            counts = self.groups.counts[g]
+            before = counts.get(d, 0)
+            counts[d] = before + k
+            if before == 0 and topology_key == HOSTNAME_LABEL:
+                self.groups.hosts[g].append(b)
 
     # ----- compatibility ------------------------------------------------------------------------------
 
@@ -708,7 +729,36 @@ class Solver:
                 and self._term_group(t) in cls.member_of
             )
         )
-        request_key = tuple(sorted(request.items()))
+        request_key = cls.request_key
+        counts = self.groups.counts
+        affinity = self._affinity_group(cls, terms)
+        if affinity is not None:
+            # Required hostname pod affinity: only nodes that already run matching pods can take the class,
+            # so those few are visited (in placement order, like the full walk) instead of every bin.
+            room_key = (affinity, request_key, closing)
+            held, read = self.affinity_room.get(room_key, ([], 0))
+            hosts = self.groups.hosts[affinity]
+            if read < len(hosts):
+                held = sorted([*held, *hosts[read:]], key=lambda b: b.order)
+            kept_hosts: list[Bin] = []
+            for index, b in enumerate(held):
+                if not pods:
+                    kept_hosts.extend(held[index:])
+                    break
+                k = res.max_copies(request, b.remaining)
+                if k <= 0 or b.grown or any(counts[g].get(b.name, 0) >= limit for g, limit in closing):
+                    continue
+                kept_hosts.append(b)
+                if untolerated(cls.tolerations, b.taints) is not None:
+                    continue
+                merged = self._bin_compat(b, requirements, rkey)
+                if merged is None:
+                    continue
+                k = min(k, self._bin_cap(b, cls, terms, len(pods)))
+                if k > 0:
+                    pods = self._assign(b, cls, pods, k, *merged)
+            self.affinity_room[room_key] = (kept_hosts, len(hosts))
+            return self._open_claims(cls, pods, requirements, rkey, terms)
         key = (request_key, closing)
         if key not in self.room and closing:
             # Start from the request's own list rather than from every bin: it already lacks the full ones.
@@ -722,7 +772,6 @@ class Solver:
         scanned = len(self.bins)
         # Bins without room for this request are dropped for good; the list is compacted as it is walked.
         survivors: list[Bin] = []
-        counts = self.groups.counts
         for index, b in enumerate(kept):
             if not pods:
                 survivors.extend(kept[index:])
@@ -740,6 +789,32 @@ class Solver:
             if k > 0:
                 pods = self._assign(b, cls, pods, k, *merged)
         self.room[key] = (survivors, scanned)
+        return self._open_claims(cls, pods, requirements, rkey, terms)
+
+    def _affinity_group(self, cls: PodClass, terms: tuple[TopologyTerm, ...]) -> int | None:
+        """The group of a required hostname pod-affinity term that ties the class to nodes already chosen.
+
+        None when no such term binds (no term, or no matching pod anywhere yet while the class matches its
+        own term, so its first pods choose the node): then every bin is a candidate.
+        """
+        for term in terms:
+            if term.kind != "affinity" or term.topology_key != HOSTNAME_LABEL:
+                continue
+            g = self._term_group(term)
+            if not self.groups.hosts[g] and g in cls.member_of:
+                continue
+            return g
+        return None
+
+    def _open_claims(
+        self,
+        cls: PodClass,
+        pods: list[Pod],
+        requirements: Requirements,
+        rkey: ReqKey,
+        terms: tuple[TopologyTerm, ...],
+    ) -> tuple[list[Pod], str]:
+        """New claims for the pods no existing bin took; growing claims of this run when none can open."""
         reasons: list[str] = []
         while pods:
             opened = self._open_claim(cls, pods, requirements, rkey, terms, reasons)
@@ -892,9 +967,7 @@ class Solver:
         b.pods.extend(placed)
         b.ports.update(cls.host_ports)
         for g in cls.member_of:
-            d = b.domain(self.groups.terms[g].topology_key)
-            if d is not None:
-                self.groups.counts[g][d] = self.groups.counts[g].get(d, 0) + k
+            self._add_count(b, g, self.groups.terms[g].topology_key, k)
         for term in cls.terms:
             if term.kind == "anti":
                 g = self._term_group(term)
@@ -1010,7 +1083,7 @@ class Solver:
         Types that would break the NodePool's limits are skipped; bare metal and accelerated types are
         considered only when no other type fits (Karpenter's exotic rule).
         """
-        request_key = tuple(sorted(cls.requests.items()))
+        request_key = cls.request_key
         remaining = ctx.remaining
         key = (rkey, request_key, cap)
         if remaining is None and key in ctx.choices:
@@ -1079,19 +1152,53 @@ class Solver:
         compat = self._pool_compat(ctx, b.requirements, b.rkey)
         assert isinstance(compat, PoolCompat)  # the claim was opened from this NodePool's answer
         budget_key = tuple(sorted(b.limit_budget.items())) if b.limit_budget is not None else None
-        memo_key = (ctx.pool.name, b.rkey, tuple(sorted(b.used.items())), b.chosen.exotic, budget_key)
+        usage_key = (ctx.pool.name, b.rkey, tuple(sorted(b.used.items())), b.chosen.exotic, budget_key)
+        memo = self.finalized.get(usage_key)
+        if memo is None:
+            memo = self._launch_options(b, ctx, compat)
+            self.finalized[usage_key] = memo
+        type_names, launch, capacity_types, zones, requirement_list, labels = memo
+        pods = tuple(sorted(p.key for p in b.pods))
+        digest = hashlib.sha256("\n".join((ctx.pool.name, *pods)).encode()).hexdigest()[:8]
+        return PlannedNodeClaim(
+            name=f"{ctx.pool.name}-{digest}",
+            nodepool=ctx.pool.name,
+            instance_types=type_names,
+            capacity_types=capacity_types,
+            zones=zones,
+            launch_options=launch,
+            pods=pods,
+            requirements=requirement_list,
+            labels=dict(labels),
+            taints=ctx.pool.taints,
+            startup_taints=ctx.pool.startup_taints,
+            requests=dict(b.used),
+            node_class=ctx.pool.node_class_ref.name,
+        )
+
+    def _launch_options(self, b: Bin, ctx: PoolContext, compat: PoolCompat) -> _Finalized:
+        """A finished claim's instance types (every compatible one that holds its pods, cheapest first, at
+        most 60), launch options, capacity types, zones, requirements and labels."""
+        assert b.chosen is not None
+        chosen: list[Candidate] = []
+        used = b.used
+        need = (used.get(CPU, 0), used.get(MEMORY, 0), used.get(PODS, 0))
+        for index, (_price, candidate) in enumerate(compat.candidates):
+            cpu, memory, pod_slots = compat.basics[index]
+            if cpu < need[0] or memory < need[1] or pod_slots < need[2]:
+                continue  # the quick test on the three resources every pod requests
+            if candidate.exotic and not b.chosen.exotic:
+                continue
+            if b.limit_budget is not None and not _within(candidate.capacity, b.limit_budget):
+                continue
+            if res.fits(used, candidate.allocatable):
+                chosen.append(candidate)
+                if len(chosen) == MAX_INSTANCE_TYPES:
+                    break
+        # Many claims keep the same types (all that fit a small claim): their options are computed once.
+        memo_key = (ctx.pool.name, b.rkey, tuple(c.it.name for c in chosen))
         memo = self.finalized.get(memo_key)
         if memo is None:
-            chosen: list[Candidate] = []
-            for _price, candidate in compat.candidates:
-                if candidate.exotic and not b.chosen.exotic:
-                    continue
-                if b.limit_budget is not None and not _within(candidate.capacity, b.limit_budget):
-                    continue
-                if res.fits(b.used, candidate.allocatable):
-                    chosen.append(candidate)
-                    if len(chosen) == MAX_INSTANCE_TYPES:
-                        break
             offered = [
                 (_capacity_rank(o.capacity_type), o.price, c.it.name, o.zone, o.capacity_type, o.reservation_id)
                 for c in chosen
@@ -1103,39 +1210,21 @@ class Solver:
                 LaunchOption(name, capacity_type, zone, price, reservation)
                 for _, price, name, zone, capacity_type, reservation in heapq.nsmallest(MAX_INSTANCE_TYPES, offered)
             )
-            memo = (
-                tuple(c.it.name for c in chosen),
-                launch_list,
-                tuple(sorted({o[4] for o in offered}, key=CAPACITY_TYPES.index)),
-                tuple(sorted({o[3] for o in offered})),
+            type_names = tuple(c.it.name for c in chosen)
+            capacity_types = tuple(sorted({o[4] for o in offered}, key=CAPACITY_TYPES.index))
+            zones = tuple(sorted({o[3] for o in offered}))
+            kept = b.requirements.without(_OFFERING_KEYS | {HOSTNAME_LABEL, "node.kubernetes.io/instance-type"})
+            requirement_list = (
+                *kept.to_list(),
+                Requirement("node.kubernetes.io/instance-type", Operator.IN, type_names),
+                Requirement(CAPACITY_TYPE, Operator.IN, capacity_types),
+                Requirement(ZONE, Operator.IN, zones),
             )
+            labels = {**ctx.pool.labels, **b.requirements.labels(), "karpenter.sh/nodepool": ctx.pool.name}
+            labels.pop(HOSTNAME_LABEL, None)
+            memo = (type_names, launch_list, capacity_types, zones, requirement_list, labels)
             self.finalized[memo_key] = memo
-        type_names, launch, capacity_types, zones = memo
-        pods = tuple(sorted(p.key for p in b.pods))
-        digest = hashlib.sha256("\n".join((ctx.pool.name, *pods)).encode()).hexdigest()[:8]
-        requirement_list = [
-            Requirement("node.kubernetes.io/instance-type", Operator.IN, type_names),
-            Requirement(CAPACITY_TYPE, Operator.IN, capacity_types),
-            Requirement(ZONE, Operator.IN, zones),
-        ]
-        kept = b.requirements.without(_OFFERING_KEYS | {HOSTNAME_LABEL, "node.kubernetes.io/instance-type"})
-        labels = {**ctx.pool.labels, **b.requirements.labels(), "karpenter.sh/nodepool": ctx.pool.name}
-        labels.pop(HOSTNAME_LABEL, None)
-        return PlannedNodeClaim(
-            name=f"{ctx.pool.name}-{digest}",
-            nodepool=ctx.pool.name,
-            instance_types=type_names,
-            capacity_types=capacity_types,
-            zones=zones,
-            launch_options=launch,
-            pods=pods,
-            requirements=(*kept.to_list(), *requirement_list),
-            labels=labels,
-            taints=ctx.pool.taints,
-            startup_taints=ctx.pool.startup_taints,
-            requests=dict(b.used),
-            node_class=ctx.pool.node_class_ref.name,
-        )
+        return memo
 
 
 def _capacity_rank(capacity_type: str) -> int:
