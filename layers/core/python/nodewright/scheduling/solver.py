@@ -98,6 +98,14 @@ class Candidate:
     exotic: bool = False  # bare metal or accelerated: used only when nothing else fits (Karpenter's rule)
     allowed: dict[tuple[ValueSet, ValueSet, ValueSet], list[Offering]] = field(default_factory=dict)
     copies: dict[tuple[tuple[str, int], ...], int] = field(default_factory=dict)
+    by_zone: dict[str, list[Offering]] = field(default_factory=dict)  # the offerings per zone, cheapest first
+    # cpu, memory and pods of `allocatable`, for quick rejection in loops over candidates.
+    basics: tuple[int, int, int] = (0, 0, 0)
+
+    def __post_init__(self) -> None:
+        for o in self.offerings:
+            self.by_zone.setdefault(o.zone, []).append(o)
+        self.basics = (self.allocatable.get(CPU, 0), self.allocatable.get(MEMORY, 0), self.allocatable.get(PODS, 0))
 
     def offerings_for(self, requirements: Requirements) -> list[Offering]:
         """The available offerings these requirements allow (zone, capacity type, reservation), cheapest first."""
@@ -105,9 +113,12 @@ class Candidate:
         cached = self.allowed.get(key)
         if cached is None:
             zones, types, reservations = key
+            # Most requirements pin one zone (zonal topology): only that zone's offerings need a look.
+            zone = zones.single_value()
+            offerings = self.by_zone.get(zone, []) if zone is not None else self.offerings
             cached = self.allowed[key] = [
                 o
-                for o in self.offerings
+                for o in offerings
                 if zones.matches(o.zone)
                 and types.matches(o.capacity_type)
                 and reservations.matches(o.reservation_id or None)
@@ -122,11 +133,22 @@ class PoolCompat:
     requirements: Requirements
     candidates: list[tuple[float, Candidate]]  # (cheapest allowed price, candidate), cheapest first
     zones: frozenset[str]
-    # Per resource, the most any candidate offers: what does not fit here fits no candidate.
-    largest: Mapping[str, int] = field(default_factory=dict)
     # cpu, memory and pods of each candidate, aligned with `candidates`, for quick rejection in loops.
     basics: list[tuple[int, int, int]] = field(default_factory=list)
     prices: list[float] = field(default_factory=list)
+    _largest: dict[str, int] | None = None
+
+    @property
+    def largest(self) -> Mapping[str, int]:
+        """Per resource, the most any candidate offers: what does not fit here fits no candidate."""
+        if self._largest is None:
+            largest: dict[str, int] = {}
+            for _, candidate in self.candidates:
+                for name, value in candidate.allocatable.items():
+                    if value > largest.get(name, 0):
+                        largest[name] = value
+            self._largest = largest
+        return self._largest
 
 
 @dataclass(slots=True)
@@ -466,14 +488,8 @@ class Solver:
         if not priced:
             return f"no instance type satisfies {_describe(requirements) or 'the NodePool requirements'}"
         priced.sort(key=lambda pc: (pc[0], pc[1].it.name))
-        largest: dict[str, int] = {}
-        for _, candidate in priced:
-            largest = res.elementwise_max(largest, candidate.allocatable)
-        basics = [
-            (c.allocatable.get("cpu", 0), c.allocatable.get("memory", 0), c.allocatable.get("pods", 0))
-            for _, c in priced
-        ]
-        return PoolCompat(merged, priced, frozenset(zones), largest, basics, [price for price, _ in priced])
+        basics = [c.basics for _, c in priced]
+        return PoolCompat(merged, priced, frozenset(zones), basics, [price for price, _ in priced])
 
     def _bin_compat(self, b: Bin, requirements: Requirements, rkey: ReqKey) -> tuple[Requirements, ReqKey] | None:
         """The bin's requirements (and their key) after adding these, or None when it cannot take them."""
