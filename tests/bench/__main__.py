@@ -40,7 +40,10 @@ def run(
             for problem in problems[:_SHOWN_PROBLEMS]:
                 emit(f"# violation: {problem}")
     if only in (None, "packing"):
-        emit("# packing: ratio = ours / aggregate LP bound; ratio_fit = ours / per-type LP bound (tighter)")
+        emit(
+            "# packing: ratio = ours / aggregate LP bound; ratio_fit = ours / per-type LP bound (tighter); "
+            "ratio_cfg = ours / configuration LP bound (tightest)"
+        )
         count = workloads or (packing.QUICK_WORKLOADS if quick else packing.WORKLOADS)
         figures = []
         for number in range(count):
