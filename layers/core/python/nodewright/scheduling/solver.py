@@ -73,6 +73,12 @@ DISRUPTED_TAINT = "karpenter.sh/disrupted"
 # A NodeClaim keeps at most this many instance types, cheapest first (Karpenter's limit, and CreateFleet's).
 MAX_INSTANCE_TYPES = 60
 _BIG = 1 << 40
+# A free class of large pods (at least this cpu or memory) whose own best node holds fewer pods than this is
+# sized together with the free pods to come. Smaller pods are placed on small types, where a few pods fill
+# a node well, and the look-ahead would cost more time than it saves money.
+_MIX_BELOW_PODS = 10
+_MIX_FROM_CPU = 2000
+_MIX_FROM_MEMORY = 8 << 30
 
 ReqKey = tuple[tuple[str, ValueSet], ...]
 Score = tuple[float, int, float, str]
@@ -137,6 +143,22 @@ class PoolCompat:
     basics: list[tuple[int, int, int]] = field(default_factory=list)
     prices: list[float] = field(default_factory=list)
     _largest: dict[str, int] | None = None
+    _frontier: list[int] | None = None
+
+    @property
+    def frontier(self) -> list[int]:
+        """Indexes of the candidates no cheaper (or equal-priced) one beats on cpu, memory and pods at once,
+        bare metal and accelerated types left out: the only types a node that needs those three picks."""
+        if self._frontier is None:
+            kept: list[int] = []
+            for index, (_, candidate) in enumerate(self.candidates):
+                if candidate.exotic:
+                    continue
+                cpu, memory, pods = candidate.basics
+                if not any(c >= cpu and m >= memory and p >= pods for c, m, p in (self.basics[i] for i in kept)):
+                    kept.append(index)
+            self._frontier = kept
+        return self._frontier
 
     @property
     def largest(self) -> Mapping[str, int]:
@@ -261,6 +283,22 @@ class Solver:
             for term in pod_terms(pod)[0]:
                 if term.kind == "anti":
                     self.groups.add(term)
+        # Free classes (no topology terms, host ports or volumes) that share node constraints can share
+        # nodes in any mix: per group, the classes in placement order with their positions.
+        self.placing = 0
+        self.free_groups: dict[tuple[object, ...], list[tuple[int, PodClass]]] = {}
+        self.free_key: dict[int, tuple[object, ...]] = {}
+        self.promised: dict[int, int] = {}  # per free class, pods new claims were sized to take
+        for index, cls in enumerate(self.classes):
+            if cls.terms or cls.preferred_terms or cls.host_ports or cls.volume_error or EBS_VOLUMES in cls.requests:
+                continue
+            free = (
+                tuple(req_key(r) for r in cls.requirement_options),
+                tuple((w, req_key(r)) for w, r in cls.preferred_node_terms),
+                cls.tolerations,
+            )
+            self.free_key[id(cls)] = free
+            self.free_groups.setdefault(free, []).append((index, cls))
         # Classes differ mostly in requests and terms, rarely in labels: match each label set once.
         members: dict[tuple[str, tuple[tuple[str, str], ...]], list[int]] = {}
         for cls in self.classes:
@@ -621,11 +659,13 @@ class Solver:
 
     def run(self) -> Results:
         deferred: list[tuple[PodClass, list[Pod], str]] = []
-        for cls in self.classes:
+        for index, cls in enumerate(self.classes):
+            self.placing = index
             left, reason = self._place_class(cls, list(cls.pods))
             if left:
                 deferred.append((cls, left, reason))
         # Pod affinity can depend on classes placed later in the order: give those pods one more pass.
+        self.placing = len(self.classes)  # retries: no class is still waiting for its first pass
         progress = True
         while deferred and progress:
             progress = False
@@ -1022,6 +1062,8 @@ class Solver:
             if choice is None:
                 reasons.append(f"NodePool {ctx.pool.name}: {self._no_fit_reason(ctx, compat, cls)}")
                 continue
+            if ctx.remaining is None and id(cls) in self.free_key:
+                choice = self._mixed_choice(ctx, compat, cls, rkey, cap, choice)
             candidate, k = choice
             short = self._min_values_shortfall(compat, candidate, cls.requests, k)
             while short and k > 1:  # fewer pods per claim leave more types that fit
@@ -1056,6 +1098,104 @@ class Solver:
             self.new_by_name[b.name] = b
             return b, k
         return None
+
+    def _rate(self, ctx: PoolContext, compat: PoolCompat, cls: PodClass, rkey: ReqKey) -> tuple[float, int]:
+        """The class's lowest price per pod on nodes of its own in this NodePool, and pods per such node."""
+        choice = self._choose(ctx, compat, cls, rkey, 1 << 20)
+        if choice is None:
+            return float("inf"), 0
+        candidate, k = choice
+        return candidate.offerings_for(compat.requirements)[0].price / k, k
+
+    def _mixed_choice(
+        self,
+        ctx: PoolContext,
+        compat: PoolCompat,
+        cls: PodClass,
+        rkey: ReqKey,
+        cap: int,
+        choice: tuple[Candidate, int],
+    ) -> tuple[Candidate, int]:
+        """The type for a new claim of a free class of large pods, judged with the free pods still to come.
+
+        The class-by-class choice sizes a node for one class; with large pods that leaves room no later
+        pod fits (24-vCPU pods on 32-vCPU nodes), while a type that holds a mix of classes wastes less.
+        Each candidate type is scored by the value of what one node would hold (this class's pods, then
+        the pending free pods of the same node constraints, largest first) over its price, a pod's value
+        being its class's price per pod on nodes of its own. Small pods pack well alone and skip this
+        (see _MIX_FROM_CPU).
+        """
+        if cls.requests.get(CPU, 0) < _MIX_FROM_CPU and cls.requests.get(MEMORY, 0) < _MIX_FROM_MEMORY:
+            return choice
+        rate, per_node = self._rate(ctx, compat, cls, rkey)
+        if per_node >= _MIX_BELOW_PODS or rate == float("inf"):
+            return choice
+        # Pending free pods not yet counted on by an earlier claim (each pod can fill only one node), per
+        # size: classes of one size differ only in labels, so they fill a node alike.
+        sized: dict[tuple[int, int], tuple[int, float, list[PodClass]]] = {}
+        for index, other in self.free_groups[self.free_key[id(cls)]]:
+            if index <= self.placing:
+                continue
+            count = len(other.pods) - self.promised.get(id(other), 0)
+            if count <= 0:
+                continue
+            size = (max(other.requests.get(CPU, 0), 1), max(other.requests.get(MEMORY, 0), 1))
+            seen = sized.get(size)
+            if seen is None:
+                other_rate, _ = self._rate(ctx, compat, other, rkey)
+                if other_rate < float("inf"):
+                    sized[size] = (count, other_rate, [other])
+            else:
+                sized[size] = (seen[0] + count, seen[1], [*seen[2], other])
+        others = [(cpu, memory, count, r, group) for (cpu, memory), (count, r, group) in sized.items()]
+        if not others:
+            return choice
+        best: tuple[float, int, float, str] | None = None
+        chosen, fill = choice, []
+        need_cpu, need_memory = cls.requests.get(CPU, 0), cls.requests.get(MEMORY, 0)
+        # No node holds more value than its cpu (or memory, or pod slots) times the best value per unit of
+        # it among these pods: candidates are visited by that optimistic score and the scan stops once it
+        # cannot beat the best score found.
+        per_cpu = max([rate / max(need_cpu, 1)] + [o[3] / o[0] for o in others])
+        per_memory = max([rate / max(need_memory, 1)] + [o[3] / o[1] for o in others])
+        per_slot = max([rate] + [o[3] for o in others])
+        optimistic = sorted(
+            (-min(b[0] * per_cpu, b[1] * per_memory, b[2] * per_slot) / compat.prices[i], i)
+            for i in compat.frontier
+            for b in (compat.basics[i],)
+        )
+        for bound, index in optimistic:
+            if best is not None and bound > best[0]:
+                break
+            price, candidate = compat.candidates[index]
+            copies = candidate.copies.get(cls.request_key, -1)
+            if copies < 0:
+                copies = candidate.copies[cls.request_key] = res.max_copies(cls.requests, candidate.allocatable)
+            k = min(cap, copies)
+            if k <= 0:
+                continue
+            cpu, memory, slots = candidate.basics
+            cpu, memory, slots = cpu - k * need_cpu, memory - k * need_memory, slots - k
+            value = k * rate
+            taken: list[tuple[list[PodClass], int]] = []
+            for other_cpu, other_memory, count, other_rate, group in others:
+                if slots <= 0:
+                    break
+                n = min(count, cpu // other_cpu, memory // other_memory, slots)
+                if n > 0:
+                    value += n * other_rate
+                    taken.append((group, n))
+                    cpu, memory, slots = cpu - n * other_cpu, memory - n * other_memory, slots - n
+            score = (-value / price, -k, price, candidate.it.name)
+            if best is None or score < best:
+                best, chosen, fill = score, (candidate, k), taken
+        for group, n in fill:
+            for other in group:  # in placement order, as the room walk will fill them
+                took = min(n, len(other.pods) - self.promised.get(id(other), 0))
+                if took > 0:
+                    self.promised[id(other)] = self.promised.get(id(other), 0) + took
+                    n -= took
+        return chosen
 
     def _min_values_shortfall(self, compat: PoolCompat, chosen: Candidate, request: Mapping[str, int], k: int) -> str:
         """Why a claim for k pods would break a requirement's minValues ("" when it would not).
