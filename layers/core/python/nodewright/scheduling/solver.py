@@ -12,9 +12,9 @@ keep counts per selector, so spread and (anti-)affinity checks are dictionary lo
 A new NodeClaim is sized for the class that opens it: the instance type with the lowest price per pod
 for the pods still to place (ties go to the type that holds more pods, so fewer, larger nodes). Later
 classes fill the room it has left. Large pods without topology terms look further ahead: the type is
-chosen for what one node holds of the class and of the free pods still to come (`_mixed_choice`). When the simulation ends, each NodeClaim keeps every compatible
-type that fits all its pods, cheapest first, so the launch can fall back and a partly filled claim
-launches as the smallest type that holds it.
+chosen for what one node holds of the class and of the free pods still to come (`_mixed_choice`).
+When the simulation ends, each NodeClaim keeps every compatible type that fits all its pods, cheapest
+first, so the launch can fall back and a partly filled claim launches as the smallest type that holds it.
 """
 
 from __future__ import annotations
