@@ -1172,24 +1172,24 @@ class Solver:
             copies = candidate.copies.get(cls.request_key, -1)
             if copies < 0:
                 copies = candidate.copies[cls.request_key] = res.max_copies(cls.requests, candidate.allocatable)
-            k = min(cap, copies)
-            if k <= 0:
-                continue
-            cpu, memory, slots = candidate.basics
-            cpu, memory, slots = cpu - k * need_cpu, memory - k * need_memory, slots - k
-            value = k * rate
-            taken: list[tuple[list[PodClass], int]] = []
-            for other_cpu, other_memory, count, other_rate, group in others:
-                if slots <= 0:
-                    break
-                n = min(count, cpu // other_cpu, memory // other_memory, slots)
-                if n > 0:
-                    value += n * other_rate
-                    taken.append((group, n))
-                    cpu, memory, slots = cpu - n * other_cpu, memory - n * other_memory, slots - n
-            score = (-value / price, -k, price, candidate.it.name)
-            if best is None or score < best:
-                best, chosen, fill = score, (candidate, k), taken
+            most = min(cap, copies)
+            # One pod fewer of this class can leave room that a mix of the others fills better.
+            for k in range(most, max(most - 2, 0), -1):
+                cpu, memory, slots = candidate.basics
+                cpu, memory, slots = cpu - k * need_cpu, memory - k * need_memory, slots - k
+                value = k * rate
+                taken: list[tuple[list[PodClass], int]] = []
+                for other_cpu, other_memory, count, other_rate, group in others:
+                    if slots <= 0:
+                        break
+                    n = min(count, cpu // other_cpu, memory // other_memory, slots)
+                    if n > 0:
+                        value += n * other_rate
+                        taken.append((group, n))
+                        cpu, memory, slots = cpu - n * other_cpu, memory - n * other_memory, slots - n
+                score = (-value / price, -k, price, candidate.it.name)
+                if best is None or score < best:
+                    best, chosen, fill = score, (candidate, k), taken
         for group, n in fill:
             for other in group:  # in placement order, as the room walk will fill them
                 took = min(n, len(other.pods) - self.promised.get(id(other), 0))
