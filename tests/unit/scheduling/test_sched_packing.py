@@ -26,3 +26,13 @@ def test_small_pods_alone_keep_the_cheapest_type_per_pod() -> None:
     results = run(pods("small", 2, cpu="2500m", memory="2Gi"), types=[X, Y, Z])
     (claim,) = results.nodeclaims
     assert claim.cheapest.instance_type == X.name
+
+
+def test_the_look_ahead_does_not_depend_on_input_order() -> None:
+    large = pods("large", 5, cpu="5", memory="8Gi")
+    small = pods("small", 4, cpu="2500m", memory="2Gi")
+    medium = pods("medium", 3, cpu="3", memory="9Gi")
+    forward = run(large + small + medium, types=[X, Y, Z])
+    backward = run(list(reversed(medium + small + large)), types=[X, Y, Z])
+    assert forward == backward
+    assert not forward.unschedulable
