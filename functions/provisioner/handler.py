@@ -52,12 +52,14 @@ CATALOG_TTL_SECONDS = 3600.0
 
 
 class ProvisionRequest(BaseModel):
-    """The forwarder's payload; `pods` are pod projections (pruned pod manifests, camelCase)."""
+    """The forwarder's payload; `pods` are pod projections (pruned pod manifests, camelCase). A registration
+    payload has no pods and names the `nodes` that joined with `karpenter.sh/unregistered`."""
 
     batch_id: str = Field(min_length=1, max_length=256)
     cluster: str = Field(min_length=1)
     sent_at: str = ""
     pods: list[dict[str, Any]]
+    nodes: list[str] = Field(default_factory=list)
 
 
 class WrongClusterError(ValueError):
@@ -162,7 +164,7 @@ def build_runtime(cluster: Any = None) -> _Runtime:
     @idempotent_function(data_keyword_argument="batch", persistence_store=persistence, config=config)  # type: ignore[untyped-decorator]
     def run(batch: dict[str, Any]) -> dict[str, Any]:
         result = provision(
-            Batch(batch["batch_id"], batch["cluster"], batch["pods"], batch.get("sent_at", "")),
+            Batch(batch["batch_id"], batch["cluster"], batch["pods"], batch.get("sent_at", ""), batch.get("nodes", [])),
             cluster,
             cloud,
             state,
@@ -214,5 +216,6 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     with tracer.provider.in_subsegment("## provision") as subsegment:
         subsegment.put_annotation("batch_id", request.batch_id)
         subsegment.put_annotation("pods", len(request.pods))
+        subsegment.put_annotation("nodes", len(request.nodes))
         result = runtime.run(batch=request.model_dump())
     return result

@@ -6,8 +6,9 @@ profile. It is invoked with payloads the forwarder's own code builds
 (`forwarder.projection` and `forwarder.batching`) from the pods the real kube-scheduler marked
 Unschedulable. Its handler runs in the moto server's process, reaches the API server with an EKS token as
 its role, launches with CreateFleet in moto, and the registrar turns the instances into KWOK nodes from the
-user data it wrote. A later batch (the forwarder re-sending pods that are still pending) finishes the
-registration: the NodeClaim is marked Registered and `karpenter.sh/unregistered` comes off the node.
+user data it wrote. Most tests send the forwarder's batches themselves, so a later batch finishes the
+registration there (the NodeClaim is marked Registered and `karpenter.sh/unregistered` comes off the node);
+one test runs the real forwarder, whose node watch reports a joined node at once, so no pod batch is needed.
 
 Each test gets its own NodePool with a taint only its pods tolerate, so no other test's pods land on its
 nodes; its instances are terminated and its nodes deleted at the end.
@@ -20,10 +21,12 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes import client
+from test_forwarder import ForwarderProcess
 from worldkit import World, wait_for
 
 from nodewright.forwarder.batching import build_payloads
@@ -415,3 +418,58 @@ def test_nodepool_cpu_limit_caps_the_launch_and_the_rest_stay_pending_with_a_rea
     ]
     assert {e.involved_object.name for e in warnings} >= {p.metadata.name for p in pending}
     assert all("limit" in e.message for e in warnings)
+
+
+def test_the_forwarder_reports_a_joined_node_so_its_taint_comes_off_without_another_pod_batch(
+    local_world: World, namespace: str, provisioner: Provisioner, make_pool: Any, tmp_path: Path
+) -> None:
+    world = local_world
+    pool = make_pool([{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}])
+    # The real forwarder, sending to the stack's provisioner; a pod is re-sent only after an hour, so within
+    # this test every pod goes out once and only the node watch can finish the registrations.
+    overrides = {
+        "POD_NAMESPACE": namespace,
+        "NODEWRIGHT_FORWARDER_LEASE_NAME": f"forwarder-{uuid.uuid4().hex[:6]}",
+        "NODEWRIGHT_FORWARDER_RESEND_INITIAL_SECONDS": "3600",
+        "NODEWRIGHT_FORWARDER_RESEND_MAX_SECONDS": "3600",
+    }
+    forwarder = ForwarderProcess(world, provisioner.function, "registrations", tmp_path, overrides)
+    try:
+        wait_for(forwarder.ready, 30, f"the forwarder ready ({forwarder.log_path})")
+        wait_for(forwarder.leading, 15, "the forwarder to lead")
+        deployment(world, namespace, pool, "joined", 4, "500m", "512Mi")
+        try:
+            wait_for(lambda: len(running(world, namespace)) == 4, 120, "4 running pods", interval=1)
+        except AssertionError as error:
+            log = forwarder.log_path.read_text()[-6000:]
+            raise AssertionError(f"{error}\n{diagnose(world, namespace, [])}\n{log}") from None
+        lines = forwarder.log_lines()
+    finally:
+        forwarder.stop()
+
+    mine = {f"{namespace}/{p.metadata.name}" for p in pods(world, namespace)}
+    custom = client.CustomObjectsApi(world.api_client)
+    claims = [
+        c
+        for c in custom.list_cluster_custom_object("nodewright.io", "v1", "nodeclaims")["items"]
+        if c["metadata"]["labels"].get("karpenter.sh/nodepool") == pool.name
+    ]
+    assert claims
+    # Each pod was sent once (no re-send within the hour), in the batches that created the claims.
+    nominated = [p for c in claims for p in json.loads(c["metadata"]["annotations"]["nodewright.io/pods"])]
+    assert sorted(nominated) == sorted(mine)
+    batch_ids = {c["metadata"]["annotations"]["nodewright.io/batch-id"] for c in claims}
+    sent = {line["batch_id"] for line in lines if line.get("message") == "batch sent"}
+    assert batch_ids <= sent
+    # The nodes lost karpenter.sh/unregistered because the forwarder reported them: registration payloads
+    # (no pods) named every one of them, and the provisioner answered that it registered them.
+    nodes = {c["status"]["nodeName"] for c in claims}
+    for name in nodes:
+        node = world.core.read_node(name)
+        assert not [t for t in node.spec.taints or [] if t.key == "karpenter.sh/unregistered"]
+    registrations = [line for line in lines if line.get("message") == "registration sent"]
+    assert nodes <= {n for line in registrations for n in line["nodes"]}
+    assert sum(line["response"]["summary"].get("registered", 0) for line in registrations) >= len(nodes)
+    assert not batch_ids & {line["batch_id"] for line in registrations}
+    for claim in claims:
+        assert {c["type"] for c in claim["status"]["conditions"]} >= {"Launched", "Registered"}

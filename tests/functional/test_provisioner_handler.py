@@ -328,3 +328,35 @@ def test_the_live_catalog_works_against_moto(account: dict[str, Any], monkeypatc
     [claim] = response["nodeclaims"]
     assert claim["instance_type"].split(".")[0] in ("m5", "m6g", "c5", "c6g")
     assert len(instances(account["ec2"])) == 1
+
+
+def test_a_registration_payload_from_the_forwarder_takes_the_unregistered_taint_off(account: dict[str, Any]) -> None:
+    from nodewright.forwarder.registration import Registrations, registration_payload
+
+    handler = load_handler()
+    cluster = InMemoryCluster(manifests(pod("web-0")))
+    handler._RUNTIME = handler.build_runtime(cluster=cluster)
+    [claim] = handler.handler(event(cluster), Context())["nodeclaims"]
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "ip-10-0-0-9.ec2.internal", "uid": "node-uid", "resourceVersion": "7"},
+        "spec": {
+            "providerID": f"aws:///{claim['zone']}/{claim['instance_id']}",
+            "taints": [{"key": "karpenter.sh/unregistered", "effect": "NoExecute"}],
+        },
+        "status": {"allocatable": {"cpu": "2", "memory": "8Gi", "pods": "29"}},
+    }
+    cluster.put(node)
+    # The payload the forwarder builds for this node, through the handler's parser and idempotency.
+    registrations = Registrations()
+    registrations.observe(node)
+    payload = registration_payload(registrations.take(0.0), CLUSTER, "2026-12-02T11:00:05.000000Z")
+    response = handler.handler(json.loads(payload.body), Context())
+    assert response["batch_id"] == payload.batch_id
+    assert response["summary"] == {"registered": 1} and response["nodeclaims"] == []
+    assert cluster.objects[("Node", "", "ip-10-0-0-9.ec2.internal")]["spec"]["taints"] == []
+    record = cluster.nodeclaim(claim["name"])
+    assert record is not None and record["status"]["nodeName"] == "ip-10-0-0-9.ec2.internal"
+    # Nothing was launched for it.
+    assert len(instances(account["ec2"])) == 1

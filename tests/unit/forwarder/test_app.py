@@ -247,3 +247,67 @@ def test_a_standby_with_a_closed_window_does_not_spin() -> None:
     clock.now += 5.0
     a.elect_once()  # renews, as its elector thread does every retry period
     assert a.next_wait() == 0.0
+
+
+def tainted_node(name: str, rv: str = "1", tainted: bool = True) -> dict[str, Any]:
+    taints = [{"key": "karpenter.sh/unregistered", "effect": "NoExecute"}] if tainted else []
+    return {
+        "metadata": {"name": name, "uid": f"uid-{name}", "resourceVersion": rv},
+        "spec": {"providerID": f"aws:///us-east-1a/i-{name}", "taints": taints},
+    }
+
+
+def test_a_node_that_joins_with_the_unregistered_taint_is_reported_at_once_without_pods() -> None:
+    clock, leases, sink = Clock(), Leases(), Sink()
+    a = replica("a", leases, sink, clock)
+    a.elect_once()
+    # A pod was sent long ago and is in its re-send back-off: no pod batch is due.
+    a.apply("ADDED", pod("p1"))
+    clock.now += 1.0
+    a.step(0)
+    assert len(sink.payloads) == 1
+    a.apply("NODE_RESET", [])
+    a.apply("NODE_ADDED", tainted_node("n1"))
+    assert a.next_wait() == 0.0  # the leader turns at once to send it
+    a.step(0)
+    assert len(sink.payloads) == 2
+    registration = sink.payloads[1]
+    assert registration["pods"] == [] and registration["nodes"] == ["n1"] and registration["cluster"] == "demo"
+    assert a.metrics.registrations.value(("ok",)) == 1
+    assert a.metrics.nodes_awaiting_registration.value() == 1
+
+    # Heartbeats change the node while the provisioner works: nothing more until the back-off has passed.
+    a.apply("NODE_MODIFIED", tainted_node("n1", rv="2"))
+    clock.now += 4.0
+    a.step(0)
+    assert len(sink.payloads) == 2
+    # Still tainted after the back-off (its claim was not recorded yet): sent again, under a new batch id.
+    clock.now += 1.0
+    a.step(0)
+    assert len(sink.payloads) == 3 and sink.payloads[2]["nodes"] == ["n1"]
+    assert sink.payloads[2]["batch_id"] != registration["batch_id"]
+    # The taint came off: the node is forgotten and never sent again.
+    a.apply("NODE_MODIFIED", tainted_node("n1", rv="3", tainted=False))
+    clock.now += 600.0
+    a.step(0)
+    assert [p["nodes"] for p in sink.payloads[3:] if "nodes" in p] == []
+    assert a.metrics.nodes_awaiting_registration.value() == 0
+
+
+def test_a_standby_does_not_send_registrations_and_readiness_waits_for_both_lists() -> None:
+    clock, leases, sink = Clock(), Leases(), Sink()
+    a, b = replica("a", leases, sink, clock), replica("b", leases, sink, clock)
+    nodes = Pods(listing=[tainted_node("n1")])
+    b.nodes = nodes
+    a.elect_once()
+    b.elect_once()
+    b.watch_nodes_loop(nodes.stop)
+    assert not b.ready()  # pods not listed yet
+    b.synced.set()
+    assert b.ready()
+    kind, items = b.events.get_nowait()
+    assert kind == "NODE_RESET"
+    b.apply(kind, items)
+    assert b.registrations.due(clock.now) and b.next_wait() == 1.0  # a standby waits, it does not spin
+    b.step(0)
+    assert sink.payloads == []

@@ -109,3 +109,13 @@ def test_names_match_the_cdk_stack() -> None:
     )
     groups = [s["name"] for b in bindings for s in b["subjects"] if s["kind"] == "Group"]
     assert sorted(groups) == stack_groups
+
+
+def test_the_forwarder_only_reads_pods_and_nodes_cluster_wide() -> None:
+    [role] = [d for d in _docs("rbac/forwarder.yaml") if d["kind"] == "ClusterRole"]
+    granted = {
+        (g, r, v) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]
+    }
+    # It watches nodes to report the ones that joined still tainted karpenter.sh/unregistered; the
+    # provisioner, not the forwarder, takes the taint off.
+    assert granted == {("", "pods", "list"), ("", "pods", "watch"), ("", "nodes", "list"), ("", "nodes", "watch")}

@@ -188,6 +188,32 @@ def test_registration_marks_the_claim_and_removes_the_unregistered_taint() -> No
     ]
 
 
+def test_a_registration_payload_without_pods_registers_the_node_and_plans_nothing() -> None:
+    cluster, cloud, state, clock = world(pod("web-0"))
+    [launched] = run(cluster, cloud, state, clock).launched
+    cluster.put(node_for(cloud.instances[launched.instance_id], "ip-10-0-0-1.ec2.internal"))
+    fleets = len(cloud.fleets)
+
+    class NoPlanning(FakeCloud):
+        """Fails the test if the registration path resolves node classes (the planning half of provision)."""
+
+        def cluster_info(self) -> Any:
+            raise AssertionError("a registration must not plan")
+
+    quiet = NoPlanning(cluster_log=cloud.cluster_log, instances=cloud.instances)
+    batch = Batch("reg-1", "demo", [], nodes=["ip-10-0-0-1.ec2.internal", "ip-10-9-9-9.ec2.internal"])
+    result = provision(batch, cluster, quiet, state, clock, CATALOG)
+    assert [d.subject for d in actions(result, "registered")] == [f"nodeclaim/{launched.name}"]
+    assert cluster.objects[("Node", "", "ip-10-0-0-1.ec2.internal")]["spec"]["taints"] == []
+    claim = cluster.nodeclaim(launched.name)
+    assert claim is not None and {c["type"] for c in claim["status"]["conditions"]} == {"Launched", "Registered"}
+    # A node the payload names that matches no launched claim is reported, not silently dropped.
+    assert [(d.subject, d.action) for d in actions(result, "skipped")] == [("node/ip-10-9-9-9.ec2.internal", "skipped")]
+    assert not result.launched and len(cloud.fleets) == fleets and not quiet.fleets
+    # The pending pod is not planned again by a registration (it waits for the kube-scheduler).
+    assert not actions(result, "waiting") and not actions(result, "nominated")
+
+
 def test_pods_bound_elsewhere_free_their_room_on_the_claim_in_flight() -> None:
     cluster, cloud, state, clock = world(pod("web-0", cpu="1500m"))
     [first] = run(cluster, cloud, state, clock).launched

@@ -50,6 +50,7 @@ def main() -> int:
     forwarder = Forwarder(
         config=config,
         pods=kube.PodSource(api),
+        nodes=kube.NodeSource(api),
         leases=lease,
         invoker=LambdaInvoker(
             config.settings.provisioner_function,

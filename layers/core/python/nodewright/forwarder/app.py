@@ -1,11 +1,15 @@
-"""The forwarder's run loop: three small threads around the pure core.
+"""The forwarder's run loop: four small threads around the pure core.
 
-- the watcher lists pending pods, then watches from the list's resourceVersion, and queues what it sees;
+- the pod watcher lists pending pods, then watches from the list's resourceVersion, and queues what it sees;
   it re-lists on 410 Gone and reconnects with jittered, bounded back-off on any other failure;
+- the node watcher does the same for the nodes nodewright launched, so a node that has joined but still
+  carries `karpenter.sh/unregistered` is reported to the provisioner at once (registration.py), instead
+  of waiting for the next batch of pods, which their re-send back-off may hold back for minutes;
 - the elector reads and writes the Lease every `retry_seconds` (leader.py decides) and releases it on
   shutdown, so the other replica takes over at once instead of after the lease duration;
-- the main loop applies queued events to the `Batcher`, and when this replica leads and the window has
-  closed, takes the batch, splits it into payloads and invokes the provisioner.
+- the main loop applies queued events to the `Batcher` and `Registrations`; when this replica leads and the
+  window has closed, it takes the batch, splits it into payloads and invokes the provisioner, and when a
+  node awaits registration, it sends a registration payload (no pods, the node names).
 
 Only the leader sends. A standby keeps the same pending set (it watches too), so on take-over it sends
 every pending pod at once; pods the old leader had just sent may go out twice, which the provisioner
@@ -30,6 +34,7 @@ from nodewright.forwarder.config import ForwarderConfig
 from nodewright.forwarder.leader import Action, Elector
 from nodewright.forwarder.metrics import ForwarderMetrics
 from nodewright.forwarder.outcome import InvokeResult, summarize
+from nodewright.forwarder.registration import Registrations, registration_payload
 
 log = logging.getLogger("nodewright.forwarder")
 
@@ -41,6 +46,8 @@ class GoneError(Exception):
 
 
 class PodSourceLike(Protocol):
+    """A list+watch source of raw objects (pods or nodes)."""
+
     def list(self) -> tuple[list[dict[str, Any]], str]: ...
     def watch(self, resource_version: str) -> Iterator[tuple[str, dict[str, Any]]]: ...
     def close(self) -> None: ...
@@ -66,12 +73,14 @@ def utc_now() -> datetime.datetime:
 
 @dataclass
 class Forwarder:
-    """One replica. `gone` is the exception type the pod source raises for HTTP 410."""
+    """One replica. `gone` is the exception type the sources raise for HTTP 410. Without `nodes` no
+    registration is ever sent (the provisioner then finishes registrations when pods arrive)."""
 
     config: ForwarderConfig
     pods: PodSourceLike
     leases: LeaseStoreLike
     invoker: InvokerLike
+    nodes: PodSourceLike | None = None
     gone: type[Exception] = GoneError
     metrics: ForwarderMetrics = field(default_factory=ForwarderMetrics)
     on_leadership: Callable[[bool], None] = lambda leading: None
@@ -81,9 +90,11 @@ class Forwarder:
 
     def __post_init__(self) -> None:
         self.batcher = Batcher(self.config.batch)
+        self.registrations = Registrations(self.config.registration)
         self.elector = Elector(self.config.identity, self.config.lease)
         self.events: queue.Queue[tuple[str, Any]] = queue.Queue()
         self.synced = threading.Event()
+        self.nodes_synced = threading.Event()
         self._lock = threading.Lock()  # guards the elector, which two threads use
         self._heartbeat = self.clock()
         self._sending = False
@@ -94,7 +105,7 @@ class Forwarder:
         return self._sending or self.clock() - self._heartbeat < STALL_SECONDS
 
     def ready(self) -> bool:
-        return self.synced.is_set()
+        return self.synced.is_set() and (self.nodes is None or self.nodes_synced.is_set())
 
     def is_leader(self) -> bool:
         with self._lock:
@@ -102,17 +113,28 @@ class Forwarder:
 
     # ------------------------------------------------------------------ watcher
     def watch_loop(self, stop: threading.Event) -> None:
+        """Watch pending pods; their events are queued as RESET / ADDED / MODIFIED / DELETED."""
+        self._watch(stop, self.pods, "", self.synced, "pods")
+
+    def watch_nodes_loop(self, stop: threading.Event) -> None:
+        """Watch nodewright's nodes; their events are queued with a `NODE_` prefix."""
+        if self.nodes is not None:
+            self._watch(stop, self.nodes, "NODE_", self.nodes_synced, "nodes")
+
+    def _watch(
+        self, stop: threading.Event, source: PodSourceLike, prefix: str, synced: threading.Event, what: str
+    ) -> None:
         backoff = Backoff(base=0.5, cap=30.0, rng=self.rng)
         resource_version = ""
         while not stop.is_set():
             try:
                 if not resource_version:
-                    items, resource_version = self.pods.list()
-                    self.events.put(("RESET", items))
-                    self.synced.set()
-                    log.info("listed pods", extra=_fields(pods=len(items), resource_version=resource_version))
+                    items, resource_version = source.list()
+                    self.events.put((prefix + "RESET", items))
+                    synced.set()
+                    log.info(f"listed {what}", extra=_fields(count=len(items), resource_version=resource_version))
                 started, events = self.clock(), 0
-                for kind, obj in self.pods.watch(resource_version):
+                for kind, obj in source.watch(resource_version):
                     if stop.is_set():
                         return
                     events += 1
@@ -120,20 +142,22 @@ class Forwarder:
                     if version:
                         resource_version = str(version)
                     if kind != "BOOKMARK":
-                        self.events.put((kind, obj))
+                        self.events.put((prefix + kind, obj))
                     backoff.reset()
                 if not events and self.clock() - started < 1.0:
                     # A watch that ends at once with nothing (a proxy cutting it) must not become a busy loop.
                     stop.wait(backoff.next_delay())
             except self.gone:
-                log.info("watch expired (410 Gone): listing again")
+                log.info(f"{what} watch expired (410 Gone): listing again")
                 resource_version = ""
             except Exception as exc:
                 if stop.is_set():
                     return
                 delay = backoff.next_delay()
                 self.metrics.errors.inc(labels=("watch",))
-                log.warning("watch failed; reconnecting", extra=_fields(error=str(exc), retry_in=round(delay, 2)))
+                log.warning(
+                    f"{what} watch failed; reconnecting", extra=_fields(error=str(exc), retry_in=round(delay, 2))
+                )
                 stop.wait(delay)
 
     # ------------------------------------------------------------------ elector
@@ -197,6 +221,9 @@ class Forwarder:
     # ------------------------------------------------------------------ main loop
     def apply(self, kind: str, obj: Any) -> None:
         now = self.clock()
+        if kind.startswith("NODE_"):
+            self._apply_node(kind.removeprefix("NODE_"), obj)
+            return
         if kind == "RESET":
             before = self.batcher.pending_count
             self.batcher.replace_all(obj, now)
@@ -209,6 +236,15 @@ class Forwarder:
             if self.batcher.observe(obj, now) and not known:
                 self.metrics.pending_pods_seen.inc()
         self.metrics.pending_pods.set(self.batcher.pending_count)
+
+    def _apply_node(self, kind: str, obj: Any) -> None:
+        if kind == "RESET":
+            self.registrations.replace_all(obj)
+        elif kind == "DELETED":
+            self.registrations.forget(str((obj.get("metadata") or {}).get("name") or ""))
+        else:
+            self.registrations.observe(obj)
+        self.metrics.nodes_awaiting_registration.set(self.registrations.waiting_count)
 
     def step(self, wait: float) -> None:
         """Apply the events that arrive within `wait` seconds (at least one wait), then send if due."""
@@ -225,6 +261,37 @@ class Forwarder:
         self.batcher.tick(now)
         if self.batcher.due(now) and self.is_leader():
             self.send(now)
+        if self.registrations.due(now) and self.is_leader():
+            self.send_registrations(now)
+
+    def send_registrations(self, now: float) -> None:
+        """Tell the provisioner which nodes have joined but still carry `karpenter.sh/unregistered`."""
+        nodes = self.registrations.take(now)
+        payload = registration_payload(nodes, self.config.settings.cluster, self._sent_at())
+        self._sending = True
+        try:
+            result = self.invoker.invoke(payload)
+        finally:
+            self._sending = False
+        self.metrics.invoke_latency.observe(result.seconds)
+        self.metrics.registrations.inc(labels=("ok" if result.ok else "error",))
+        details = _fields(
+            batch_id=payload.batch_id,
+            nodes=[n.name for n in nodes],
+            sends=max(n.send for n in nodes),
+            attempts=result.attempts,
+            invoke_seconds=round(result.seconds, 3),
+        )
+        if result.ok:
+            details["fields"]["response"] = summarize(result.response)
+            log.info("registration sent", extra=details)
+        else:
+            self.metrics.errors.inc(labels=("invoke",))
+            details["fields"]["error"] = result.error
+            log.error("registration not delivered; sent again after the back-off", extra=details)
+
+    def _sent_at(self) -> str:
+        return self.wall().strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
     def send(self, now: float) -> None:
         opened, last = self.batcher.window_opened_at, self.batcher.window_last_joined_at
@@ -232,7 +299,7 @@ class Forwarder:
         payloads, oversized = build_payloads(
             projections,
             self.config.settings.cluster,
-            self.wall().strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            self._sent_at(),
             self.config.payload_limit,
         )
         for projection in oversized:
@@ -277,18 +344,20 @@ class Forwarder:
         """
         bound = min(1.0, self.config.lease.retry_seconds)
         now = self.clock()
-        if self.batcher.due(now) and not self.is_leader():
+        if (self.batcher.due(now) or self.registrations.due(now)) and not self.is_leader():
             return bound
-        wakeup = self.batcher.next_wakeup()
-        if wakeup is None:
+        wakeups = [w for w in (self.batcher.next_wakeup(), self.registrations.next_wakeup()) if w is not None]
+        if not wakeups:
             return bound
-        return min(bound, max(0.0, wakeup - now))
+        return min(bound, max(0.0, min(wakeups) - now))
 
     def run(self, stop: threading.Event) -> None:
         """Run until `stop` is set; then stop watching and release the Lease."""
         watcher = threading.Thread(target=self.watch_loop, args=(stop,), name="watch", daemon=True)
+        node_watcher = threading.Thread(target=self.watch_nodes_loop, args=(stop,), name="watch-nodes", daemon=True)
         elector = threading.Thread(target=self.elect_loop, args=(stop,), name="elect", daemon=True)
         watcher.start()
+        node_watcher.start()
         elector.start()
         try:
             while not stop.is_set():
@@ -296,5 +365,8 @@ class Forwarder:
         finally:
             stop.set()
             self.pods.close()
+            if self.nodes is not None:
+                self.nodes.close()
             elector.join(timeout=10)
             watcher.join(timeout=5)
+            node_watcher.join(timeout=5)

@@ -9,6 +9,8 @@ ForwarderSettings`; everything here has a default, so the Deployment only sets w
 | NODEWRIGHT_FORWARDER_MAX_SECONDS | 10 | ... or this long after the first, whichever is first |
 | NODEWRIGHT_FORWARDER_RESEND_INITIAL_SECONDS | 30 | a sent, still pending pod waits this long before it is sent again |
 | NODEWRIGHT_FORWARDER_RESEND_MAX_SECONDS | 600 | ... doubling per send up to this |
+| NODEWRIGHT_FORWARDER_REGISTRATION_RESEND_INITIAL_SECONDS | 5 | an unregistered node is sent again after this |
+| NODEWRIGHT_FORWARDER_REGISTRATION_RESEND_MAX_SECONDS | 60 | ... doubling per send up to this |
 | NODEWRIGHT_FORWARDER_PAYLOAD_LIMIT_BYTES | 5242880 | largest Invoke request body (Lambda's sync limit: 6 MB) |
 | NODEWRIGHT_FORWARDER_INVOKE_ATTEMPTS | 5 | tries per payload on throttling and server errors |
 | NODEWRIGHT_FORWARDER_INVOKE_TIMEOUT_SECONDS | 330 | read timeout of one Invoke (above the provisioner's own timeout) |
@@ -28,10 +30,11 @@ import os
 import socket
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from nodewright.forwarder.batching import DEFAULT_PAYLOAD_LIMIT, LAMBDA_SYNC_PAYLOAD_LIMIT, BatchPolicy
 from nodewright.forwarder.leader import LeasePolicy
+from nodewright.forwarder.registration import RegistrationPolicy
 from nodewright.settings import ForwarderSettings, SettingsError
 
 PREFIX = "NODEWRIGHT_FORWARDER_"
@@ -63,6 +66,7 @@ class ForwarderConfig:
     identity: str
     port: int
     bind: str
+    registration: RegistrationPolicy = field(default_factory=RegistrationPolicy)
 
     @staticmethod
     def from_env(env: Mapping[str, str] | None = None) -> ForwarderConfig:
@@ -79,6 +83,10 @@ class ForwarderConfig:
                 lease_seconds=_number(env, PREFIX + "LEASE_SECONDS", 15.0),
                 renew_deadline_seconds=_number(env, PREFIX + "RENEW_DEADLINE_SECONDS", 10.0),
                 retry_seconds=_number(env, PREFIX + "RETRY_SECONDS", 2.0),
+            )
+            registration = RegistrationPolicy(
+                resend_initial_seconds=_number(env, PREFIX + "REGISTRATION_RESEND_INITIAL_SECONDS", 5.0),
+                resend_max_seconds=_number(env, PREFIX + "REGISTRATION_RESEND_MAX_SECONDS", 60.0),
             )
         except ValueError as exc:
             raise SettingsError(f"forwarder timings: {exc}") from None
@@ -98,4 +106,5 @@ class ForwarderConfig:
             identity=identity,
             port=int(_number(env, PREFIX + "PORT", 8080)),
             bind=env.get(PREFIX + "BIND", "").strip() or "0.0.0.0",
+            registration=registration,
         )

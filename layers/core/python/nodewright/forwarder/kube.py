@@ -1,4 +1,4 @@
-"""The forwarder's Kubernetes I/O with the official client: listing and watching pods, the Lease, Events.
+"""The forwarder's Kubernetes I/O with the official client: listing and watching pods and nodes, the Lease, Events.
 
 Objects stay raw JSON dicts (the API's camelCase), the form `projection` reads: the client's model
 deserialization is skipped (`_preload_content=False`), which is also most of a watch's CPU cost.
@@ -22,6 +22,8 @@ from typing import Any
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.watch.watch import iter_resp_lines
+
+from nodewright.forwarder.registration import NODE_LABEL_SELECTOR
 
 # The client's typed signatures describe its model objects; here bodies and responses are raw JSON, so the
 # API handles are used untyped.
@@ -58,17 +60,20 @@ class PodSource:
     api: client.ApiClient
     _response: Any = None
 
-    def list(self) -> tuple[list[dict[str, Any]], str]:
-        """Every selected pod (paged) and the resourceVersion to watch from."""
+    def _list_call(self, **kwargs: Any) -> Any:
         core: Any = client.CoreV1Api(self.api)
+        return core.list_pod_for_all_namespaces(field_selector=POD_SELECTOR, **kwargs)
+
+    def list(self) -> tuple[list[dict[str, Any]], str]:
+        """Every selected object (paged) and the resourceVersion to watch from."""
         items: list[dict[str, Any]] = []
         token: str | None = None
         while True:
-            kwargs: dict[str, Any] = {"field_selector": POD_SELECTOR, "limit": LIST_PAGE}
+            kwargs: dict[str, Any] = {"limit": LIST_PAGE}
             if token:
                 kwargs["_continue"] = token
             try:
-                page = _json(core.list_pod_for_all_namespaces(_preload_content=False, **kwargs))
+                page = _json(self._list_call(_preload_content=False, **kwargs))
             except ApiException as exc:
                 if exc.status == 410:  # the continue token expired mid-list: start over
                     items, token = [], None
@@ -86,10 +91,8 @@ class PodSource:
         Ends normally when the server closes the watch; raises `Gone` on 410 and ApiException/urllib3
         errors on other failures.
         """
-        core: Any = client.CoreV1Api(self.api)
         try:
-            response = core.list_pod_for_all_namespaces(
-                field_selector=POD_SELECTOR,
+            response = self._list_call(
                 watch=True,
                 allow_watch_bookmarks=True,
                 resource_version=resource_version,
@@ -129,6 +132,19 @@ class PodSource:
         if sock is not None:
             with contextlib.suppress(OSError):  # already closed: the watch is ending anyway
                 sock.shutdown(socket.SHUT_RDWR)
+
+
+@dataclass(slots=True)
+class NodeSource(PodSource):
+    """List, then watch the nodes a Karpenter-style provisioner launched (label `karpenter.sh/nodepool`).
+
+    The forwarder watches them to tell the provisioner when one has joined (see `forwarder.registration`);
+    reading nodes is all it needs, so its ClusterRole grants only list and watch on them.
+    """
+
+    def _list_call(self, **kwargs: Any) -> Any:
+        core: Any = client.CoreV1Api(self.api)
+        return core.list_node(label_selector=NODE_LABEL_SELECTOR, **kwargs)
 
 
 @dataclass(slots=True)

@@ -160,6 +160,19 @@ class ForwarderMetrics:
     leader: Gauge = field(
         default_factory=lambda: Gauge("nodewright_forwarder_leader", "1 while this replica holds the Lease.")
     )
+    registrations: Counter = field(
+        default_factory=lambda: Counter(
+            "nodewright_forwarder_registrations_total",
+            "Registration payloads (nodes that joined with karpenter.sh/unregistered) sent, by outcome.",
+            ("outcome",),
+        )
+    )
+    nodes_awaiting_registration: Gauge = field(
+        default_factory=lambda: Gauge(
+            "nodewright_forwarder_nodes_awaiting_registration",
+            "Nodes that joined and still carry karpenter.sh/unregistered.",
+        )
+    )
 
     def render(self) -> str:
         """The whole exposition, ending with a newline."""
@@ -172,6 +185,8 @@ class ForwarderMetrics:
             self.invoke_latency,
             self.errors,
             self.leader,
+            self.registrations,
+            self.nodes_awaiting_registration,
         ):
             lines.extend(metric.render())
         return "\n".join(lines) + "\n"

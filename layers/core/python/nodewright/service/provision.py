@@ -6,6 +6,8 @@
    and drop batch pods that were bound or deleted since the forwarder sent them.
 2. Finish registrations: a launched NodeClaim whose node has appeared (same providerID) is marked
    Registered and `karpenter.sh/unregistered` is removed from the node (its labels came from the user data).
+   The forwarder sends a payload without pods as soon as such a node appears; for it, provisioning stops
+   after step 3.
 3. Clean up: a NodeClaim whose node has not registered 15 minutes after creation is terminated and deleted.
 4. Pods nominated to a NodeClaim still in flight wait for it (they are not planned twice); the claim is
    handed to the simulation as capacity in flight.
@@ -103,12 +105,16 @@ _KUBELET_ALLOWED_PREFIXES = ("node.kubernetes.io/", "kubelet.kubernetes.io/", "n
 
 @dataclass(frozen=True, slots=True)
 class Batch:
-    """The forwarder's payload: pending pods (camelCase projections) with an id for idempotency."""
+    """The forwarder's payload: pending pods (camelCase projections) with an id for idempotency.
+
+    A registration payload has no pods and names `nodes` that joined with `karpenter.sh/unregistered`.
+    """
 
     batch_id: str
     cluster: str
     pods: Sequence[Mapping[str, Any]]
     sent_at: str = ""
+    nodes: Sequence[str] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -642,6 +648,19 @@ def provision(
     # 2-3: registrations and the registration timeout.
     registered = finish_registrations(inputs.nodeclaims, inputs.nodes, cluster, now, result)
     removed = cleanup_unregistered(inputs.nodeclaims, registered, cluster, cloud, now, result)
+    if not batch.pods:
+        # A registration payload (or an empty batch): with no pods there is nothing to plan, so the node
+        # classes, catalog and simulation are skipped and the node's taint is off as fast as the reads allow.
+        matched = set(registered.values())
+        for reported in batch.nodes:
+            if reported not in matched:
+                result.decide(
+                    "skipped",
+                    f"node/{reported}",
+                    "no launched NodeClaim has this node's providerID (yet); the forwarder sends it again",
+                )
+        result.timings["total"] = timer() - started
+        return result
 
     # 4: nominations. A pod nominated to a NodeClaim in flight waits for it and is not planned again; the
     # claim counts the pods nominated to it that are still pending (one bound elsewhere or deleted frees its
