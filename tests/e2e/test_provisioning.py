@@ -473,3 +473,7 @@ def test_the_forwarder_reports_a_joined_node_so_its_taint_comes_off_without_anot
     assert not batch_ids & {line["batch_id"] for line in registrations}
     for claim in claims:
         assert {c["type"] for c in claim["status"]["conditions"]} >= {"Launched", "Registered"}
+        # Recorded at launch from the catalog, through the real CRD's schema (which would prune unknown fields).
+        assert set(claim["status"]["capacity"]) >= {"cpu", "memory", "pods"}
+        assert set(claim["status"]["allocatable"]) >= {"cpu", "memory", "pods"}
+        assert claim["status"]["imageID"].startswith("ami-")

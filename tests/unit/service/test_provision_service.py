@@ -79,6 +79,26 @@ def test_a_launched_nodeclaim_records_the_instance_and_its_pods_are_nominated() 
         assert ("karpenter.sh/unregistered", "NoExecute") in {(t.key, t.effect) for t in boot.taints}
 
 
+def test_the_launch_records_the_nodes_capacity_and_allocatable_from_the_catalog_and_node_class() -> None:
+    requirements = [
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["c6g.large"]},
+    ]
+    node_class = nodeclass()
+    node_class["spec"]["kubelet"] = {"maxPods": 20}
+    clock = FixedClock()
+    cluster = InMemoryCluster([nodepool(requirements=requirements), node_class, pod("web-0")], clock=clock.now)
+    cloud = FakeCloud(cluster_log=cluster.log)
+    [launched] = run(cluster, cloud, InMemoryState(), clock).launched
+    status = (cluster.nodeclaim(launched.name) or {})["status"]
+    # c6g.large: 2 vCPU, 4,096 MiB minus 64 MiB (arm64) minus the 7.5 % VM overhead; maxPods from the node
+    # class, kube-reserved memory from the ENI limit (3 x (10 - 1) + 2 = 29 pods: 574 MiB), eviction 100 MiB,
+    # kube-reserved cpu 60m + 10m, ephemeral storage 20Gi minus 1Gi reserved and the 10 % nodefs threshold.
+    assert status["capacity"] == {"cpu": "2", "ephemeral-storage": "20Gi", "memory": "3729Mi", "pods": "20"}
+    assert status["allocatable"] == {"cpu": "1930m", "ephemeral-storage": "17Gi", "memory": "3055Mi", "pods": "20"}
+    assert status["imageID"] == "ami-arm"
+
+
 def test_the_same_batch_twice_launches_once() -> None:
     cluster, cloud, state, clock = world(*(pod(f"web-{i}") for i in range(6)))
     first = run(cluster, cloud, state, clock)

@@ -39,9 +39,11 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from nodewright.catalog.allocatable import allocatable as allocatable_of
+from nodewright.catalog.allocatable import capacity, root_volume_bytes
 from nodewright.catalog.catalog import CapacityReservation, Catalog
 from nodewright.catalog.labels import ZONE
-from nodewright.catalog.types import InstanceTypeSource
+from nodewright.catalog.types import InstanceType, InstanceTypeSource
 from nodewright.disruption.drain import drain_pod
 from nodewright.launch.amis import variant_of
 from nodewright.launch.fleet import FleetAttempt, classify_response, fleet_request, plan_attempts
@@ -51,6 +53,7 @@ from nodewright.model import resources as res
 from nodewright.model.durations import format_duration
 from nodewright.model.loader import load_documents
 from nodewright.model.nodeclaim import NodeClaim
+from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.model.nodepool import NodePool
 from nodewright.model.objects import Node, Pod
 from nodewright.model.quantity import format_canonical
@@ -559,7 +562,28 @@ def resolved_zone(resolved: ResolvedNodeClass, subnet_id: str) -> str | None:
     return next((s.zone for s in resolved.subnets if s.id == subnet_id), None)
 
 
-def _record_launch(cluster: Cluster, launched: LaunchedClaim, image_id: str, now: float) -> None:
+def node_resources(it: InstanceType, node_class: EC2NodeClass) -> dict[str, dict[str, str]]:
+    """The capacity and allocatable a node of type `it` from `node_class` will report, as quantities.
+
+    Karpenter records both on the NodeClaim when it launches, so `kubectl get nodeclaim -o yaml` (and the
+    disruption code, before the node exists) sees what the claim holds; they come from the same
+    computation the simulation packed the claim with (kubelet settings, root volume, AMI family).
+    """
+    args = (it, node_class.kubelet, root_volume_bytes(node_class), node_class.ami_family)
+    raid0 = node_class.instance_store_policy == "RAID0"
+    return {
+        "capacity": {k: format_canonical(k, v) for k, v in sorted(capacity(*args, raid0).items())},
+        "allocatable": {k: format_canonical(k, v) for k, v in sorted(allocatable_of(*args, raid0).items())},
+    }
+
+
+def _record_launch(
+    cluster: Cluster,
+    launched: LaunchedClaim,
+    image_id: str,
+    now: float,
+    resources: Mapping[str, Mapping[str, str]] | None = None,
+) -> None:
     labels = {
         INSTANCE_TYPE_LABEL: launched.instance_type,
         ZONE: launched.zone,
@@ -575,6 +599,8 @@ def _record_launch(cluster: Cluster, launched: LaunchedClaim, image_id: str, now
     }
     if image_id:
         status["imageID"] = image_id
+    for key, values in (resources or {}).items():
+        status[key] = dict(values)
     cluster.update_nodeclaim(launched.name, labels, {PRICE_ANNOTATION: f"{launched.price:.6f}"}, status)
 
 
@@ -855,7 +881,12 @@ def provision(
                     "unschedulable", f"pod/{key}", f"nodeclaim/{name} could not launch; retried in a later batch"
                 )
             return out
-        _record_launch(cluster, launched, "", now)
+        resolved = launcher.resolved[pool.node_class_ref.name]
+        it = catalog.get(launched.instance_type)
+        variant = launcher.variant(launched.instance_type, resolved)
+        image_id = resolved.images[variant].id if variant is not None else ""
+        resources = node_resources(it, resolved.node_class) if it is not None else None
+        _record_launch(cluster, launched, image_id, now, resources)
         launched = replace(launched, planned=_planned(claim))
         out.launched.append(launched)
         out.decide(
