@@ -170,6 +170,7 @@ def build_runtime(cluster: Any = None) -> _Runtime:
             state,
             clock,
             catalog,
+            templates=cloud,
         )
         _emit_metrics(result.to_json())
         return {"cluster": settings.cluster, **result.to_json()}

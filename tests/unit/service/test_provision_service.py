@@ -9,7 +9,7 @@ from service_fakes import FakeCloud, FixedClock, SmallCatalog, node_for, nodecla
 from nodewright.adapters.memory import InMemoryCluster, InMemoryState
 from nodewright.catalog.catalog import Catalog
 from nodewright.localworld.userdata import parse_user_data
-from nodewright.service.provision import Batch, cleanup, provision
+from nodewright.service.provision import Batch, LaunchTemplateRecord, cleanup, provision
 
 CATALOG = SmallCatalog()
 
@@ -97,6 +97,9 @@ def test_the_launch_records_the_nodes_capacity_and_allocatable_from_the_catalog_
     assert status["capacity"] == {"cpu": "2", "ephemeral-storage": "20Gi", "memory": "3729Mi", "pods": "20"}
     assert status["allocatable"] == {"cpu": "1930m", "ephemeral-storage": "17Gi", "memory": "3055Mi", "pods": "20"}
     assert status["imageID"] == "ami-arm"
+    # The template it launched from is named, so garbage collection keeps it while the claim exists.
+    template = (cluster.nodeclaim(launched.name) or {})["metadata"]["annotations"]["nodewright.io/launch-template"]
+    assert cloud.templates[template].image_id == "ami-arm"
 
 
 def test_the_same_batch_twice_launches_once() -> None:
@@ -232,6 +235,34 @@ def test_a_registration_payload_without_pods_registers_the_node_and_plans_nothin
     assert not result.launched and len(cloud.fleets) == fleets and not quiet.fleets
     # The pending pod is not planned again by a registration (it waits for the kube-scheduler).
     assert not actions(result, "waiting") and not actions(result, "nominated")
+
+
+def test_registrations_collect_old_launch_templates_no_claim_names_and_pod_batches_do_not() -> None:
+    cluster, cloud, state, clock = world(pod("web-0"))
+    [launched] = run(cluster, cloud, state, clock).launched
+    used = (cluster.nodeclaim(launched.name) or {})["metadata"]["annotations"]["nodewright.io/launch-template"]
+    records = [
+        LaunchTemplateRecord(used, clock.t - 7200, "default"),
+        LaunchTemplateRecord("nodewright-old", clock.t - 7200, "default"),
+        LaunchTemplateRecord("nodewright-new", clock.t - 60, "default"),
+    ]
+
+    class Store:
+        def __init__(self) -> None:
+            self.deleted: list[str] = []
+
+        def launch_templates(self) -> list[LaunchTemplateRecord]:
+            return [r for r in records if r.name not in self.deleted]
+
+        def delete_launch_template(self, name: str) -> None:
+            self.deleted.append(name)
+
+    store = Store()
+    provision(batch_of(cluster, "b2"), cluster, cloud, state, clock, CATALOG, templates=store)
+    assert store.deleted == []  # not on the launch path
+    result = provision(Batch("reg", "demo", [], nodes=[]), cluster, cloud, state, clock, CATALOG, templates=store)
+    assert store.deleted == ["nodewright-old"]
+    assert [d.subject for d in actions(result, "deleted")] == ["launchtemplate/nodewright-old"]
 
 
 def test_pods_bound_elsewhere_free_their_room_on_the_claim_in_flight() -> None:

@@ -3,9 +3,10 @@ templates, CreateFleet, instances) and SSM public AMI parameters.
 
 Caches live as long as the adapter, which a warm Lambda container keeps: the cluster description for an
 hour, resolved EC2NodeClasses for `resolve_ttl` seconds (5 minutes: subnets and AMIs change rarely, and a
-new AMI release reaches new nodes within minutes), and launch template names for the container's life
-(a name is a content hash, so a cached name can only go stale if someone deletes the template, which
-`ensure_launch_template` then notices and recreates).
+new AMI release reaches new nodes within minutes), and launch template names for `TEMPLATE_CACHE_TTL`
+(10 minutes; a name is a content hash, so a cached name can only go stale if the template is deleted:
+garbage collection deletes only templates an hour old that no NodeClaim names, and a CreateFleet that
+still finds one gone clears the cache so the next attempt recreates it).
 
 Throttling: botocore's standard retry mode backs off on RequestLimitExceeded; when EC2 still throttles
 after those retries, CreateFleet raises `Throttled` so the service stops launching for this batch.
@@ -22,13 +23,17 @@ from botocore.exceptions import ClientError
 from nodewright.catalog.catalog import CapacityReservation
 from nodewright.launch.amis import VARIANTS, alias_parameter, image_filters, newest_per_architecture
 from nodewright.launch.fleet import THROTTLING_ERRORS
-from nodewright.launch.template import Image, LaunchTemplateSpec, ResolvedNodeClass, Subnet
+from nodewright.launch.template import TEMPLATE_PREFIX, Image, LaunchTemplateSpec, ResolvedNodeClass, Subnet
 from nodewright.launch.userdata import ClusterInfo
 from nodewright.model.nodeclass import EC2NodeClass, SelectorTerm
 from nodewright.ports import Instance, LaunchError, NodeClassError, Throttled
+from nodewright.service.provision import LaunchTemplateRecord
+
+NODE_CLASS_TAG = "karpenter.k8s.aws/ec2nodeclass"
 
 CLUSTER_INFO_TTL = 3600.0
 RESOLVE_TTL = 300.0
+TEMPLATE_CACHE_TTL = 600.0
 _LIVE_STATES = ["pending", "running", "stopping", "stopped"]
 
 
@@ -72,7 +77,7 @@ class Ec2Cloud:
         self._resolve_ttl = resolve_ttl
         self._info: tuple[float, ClusterInfo] | None = None
         self._resolved: dict[str, tuple[float, ResolvedNodeClass]] = {}
-        self._templates: set[str] = set()
+        self._templates: dict[str, float] = {}  # name -> when it was last seen to exist
 
     # ------------------------------------------------------------------------------------ cluster
 
@@ -262,7 +267,8 @@ class Ec2Cloud:
 
     def ensure_launch_template(self, spec: LaunchTemplateSpec, tags: Mapping[str, str]) -> str:
         name = spec.name
-        if name in self._templates:
+        seen = self._templates.get(name)
+        if seen is not None and self._clock() - seen < TEMPLATE_CACHE_TTL:
             return name
         try:
             self.ec2.describe_launch_templates(LaunchTemplateNames=[name])
@@ -282,8 +288,37 @@ class Ec2Cloud:
                 # Another invocation created the same content first: the template is there, which is all we need.
                 if "AlreadyExists" not in _error_code(create_error):
                     raise LaunchError(f"CreateLaunchTemplate: {create_error}") from create_error
-        self._templates.add(name)
+        self._templates[name] = self._clock()
         return name
+
+    def launch_templates(self) -> Sequence[LaunchTemplateRecord]:
+        """The launch templates carrying this cluster's ownership tag (the ones nodewright created)."""
+        filters = [{"Name": f"tag:kubernetes.io/cluster/{self.cluster_name}", "Values": ["owned"]}]
+        out = []
+        for page in self.ec2.get_paginator("describe_launch_templates").paginate(Filters=filters):
+            for template in page.get("LaunchTemplates", ()):
+                name = str(template.get("LaunchTemplateName", ""))
+                if not name.startswith(TEMPLATE_PREFIX):
+                    continue
+                tags = {str(t["Key"]): str(t.get("Value", "")) for t in template.get("Tags", ())}
+                created = template.get("CreateTime")
+                out.append(
+                    LaunchTemplateRecord(
+                        name=name,
+                        created_at=float(created.timestamp()) if hasattr(created, "timestamp") else 0.0,
+                        node_class=tags.get(NODE_CLASS_TAG, ""),
+                    )
+                )
+        return out
+
+    def delete_launch_template(self, name: str) -> None:
+        """Delete one template (already gone is fine) and forget it."""
+        self._templates.pop(name, None)
+        try:
+            self.ec2.delete_launch_template(LaunchTemplateName=name)
+        except ClientError as error:
+            if "NotFound" not in _error_code(error):
+                raise
 
     def create_fleet(self, request: Mapping[str, Any]) -> Mapping[str, Any]:
         try:

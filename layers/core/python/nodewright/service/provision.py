@@ -33,11 +33,11 @@ import hashlib
 import json
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from nodewright.catalog.allocatable import allocatable as allocatable_of
 from nodewright.catalog.allocatable import capacity, root_volume_bytes
@@ -84,6 +84,10 @@ NODECLAIM_API_VERSION = "nodewright.io/v1"
 PODS_ANNOTATION = "nodewright.io/pods"
 BATCH_ANNOTATION = "nodewright.io/batch-id"
 PRICE_ANNOTATION = "nodewright.io/price-per-hour"
+TEMPLATE_ANNOTATION = "nodewright.io/launch-template"
+# A launch template no NodeClaim names is deleted once it is this old: younger ones may be serving a launch
+# in flight, or sit in a warm container's template cache (which keeps names for less than this).
+TEMPLATE_MIN_AGE_SECONDS = 3600
 NODECLAIM_TAG = "karpenter.sh/nodeclaim"
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
 CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
@@ -125,7 +129,7 @@ class Decision:
     """One thing the provisioner decided, about one subject, and why.
 
     `action` is one of: launched, launch-failed, nominated, waiting, existing, unschedulable, skipped,
-    registered, terminated, invalid, unavailable, throttled.
+    registered, terminated, invalid, unavailable, throttled, deleted.
     """
 
     action: str
@@ -154,6 +158,7 @@ class LaunchedClaim:
     # The simulation's first choice (instance type, zone, capacity type); differs from what launched only
     # when EC2 refused it.
     planned: tuple[str, str, str] = ("", "", "")
+    template: str = ""  # the launch template the instance came from ("" when adopted or unknown)
 
 
 @dataclass
@@ -385,15 +390,87 @@ def cleanup_unregistered(
     return removed
 
 
-def cleanup(cluster: Cluster, cloud: Cloud, clock: Clock) -> ProvisionResult:
-    """Registrations and the registration timeout on their own (for the planner's schedule)."""
+def cleanup(
+    cluster: Cluster, cloud: Cloud, clock: Clock, templates: LaunchTemplateStore | None = None
+) -> ProvisionResult:
+    """Registrations and the registration timeout on their own (for the planner's schedule), and launch
+    template garbage collection when `templates` is given."""
     now = clock.now()
     result = ProvisionResult(batch_id="cleanup")
     view = cluster.read()
     inputs, _ = load_documents(list(view.documents), "cluster")
     registered = finish_registrations(inputs.nodeclaims, inputs.nodes, cluster, now, result)
     cleanup_unregistered(inputs.nodeclaims, registered, cluster, cloud, now, result)
+    if templates is not None:
+        collect_launch_templates(view.documents, templates, now, result)
     return result
+
+
+# ---------------------------------------------------------------------------- launch templates
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchTemplateRecord:
+    """A launch template nodewright created for this cluster: its name, creation time (epoch seconds) and
+    the EC2NodeClass named in its tags."""
+
+    name: str
+    created_at: float
+    node_class: str
+
+
+class LaunchTemplateStore(Protocol):
+    """The launch templates of this cluster (an adapter lists them by the cluster's ownership tag)."""
+
+    def launch_templates(self) -> Sequence[LaunchTemplateRecord]: ...
+    def delete_launch_template(self, name: str) -> None: ...
+
+
+def stale_launch_templates(
+    templates: Sequence[LaunchTemplateRecord],
+    nodeclaim_documents: Sequence[Mapping[str, Any]],
+    node_classes: Collection[str],
+    now: float,
+    min_age: float = TEMPLATE_MIN_AGE_SECONDS,
+) -> list[tuple[str, str]]:
+    """The templates to delete, each with the reason: older than `min_age` and named by no NodeClaim.
+
+    A template's name is its content hash, so a template that the current EC2NodeClasses and NodePools still
+    produce is simply created again (one API call) the next time a claim needs it; one that no claim names
+    and nobody has needed for `min_age` is most likely outdated (a new AMI, changed user data or settings,
+    a deleted EC2NodeClass). Karpenter drops its cached templates on a similar idle timer.
+    """
+    in_use = {
+        str(((doc.get("metadata") or {}).get("annotations") or {}).get(TEMPLATE_ANNOTATION, ""))
+        for doc in nodeclaim_documents
+    }
+    out = []
+    for template in sorted(templates, key=lambda t: t.name):
+        age = now - template.created_at
+        if template.name in in_use or age < min_age:
+            continue
+        why = f"named by no NodeClaim and created {int(age // 60)} minutes ago"
+        if template.node_class and template.node_class not in node_classes:
+            why += f"; its EC2NodeClass {template.node_class} no longer exists"
+        out.append((template.name, why))
+    return out
+
+
+def collect_launch_templates(
+    documents: Sequence[Mapping[str, Any]],
+    store: LaunchTemplateStore,
+    now: float,
+    result: ProvisionResult,
+    min_age: float = TEMPLATE_MIN_AGE_SECONDS,
+) -> None:
+    """Delete the stale launch templates (see `stale_launch_templates`), each with a `deleted` decision."""
+    claims = [d for d in documents if d.get("kind") == "NodeClaim"]
+    node_classes = {
+        str((d.get("metadata") or {}).get("name", "")) for d in documents if d.get("kind") == "EC2NodeClass"
+    }
+    for name, why in stale_launch_templates(store.launch_templates(), claims, node_classes, now, min_age):
+        store.delete_launch_template(name)
+        result.decide("deleted", f"launchtemplate/{name}", why)
 
 
 # ------------------------------------------------------------------------------------- provision
@@ -536,6 +613,7 @@ class _Launcher:
             tried.append(f"{attempt.capacity_type}: {', '.join(outcome.errors) or 'no instance'}")
             if outcome.launched is not None:
                 option = outcome.launched.option
+                variant = self.variant(option.instance_type, resolved)
                 return LaunchedClaim(
                     name,
                     claim.nodepool,
@@ -545,6 +623,7 @@ class _Launcher:
                     option.capacity_type,
                     option.price,
                     claim.pods,
+                    template=templates.get(variant, "") if variant is not None else "",
                 )
         skipped = "; ".join(sorted({why for _, why in plan.skipped}))
         reason = " | ".join(tried) if tried else "no launch option left"
@@ -601,7 +680,11 @@ def _record_launch(
         status["imageID"] = image_id
     for key, values in (resources or {}).items():
         status[key] = dict(values)
-    cluster.update_nodeclaim(launched.name, labels, {PRICE_ANNOTATION: f"{launched.price:.6f}"}, status)
+    annotations = {PRICE_ANNOTATION: f"{launched.price:.6f}"}
+    if launched.template:
+        # What launch template garbage collection keeps while the claim exists.
+        annotations[TEMPLATE_ANNOTATION] = launched.template
+    cluster.update_nodeclaim(launched.name, labels, annotations, status)
 
 
 def _displace(view: ClusterView, node: str) -> ClusterView:
@@ -630,11 +713,14 @@ def provision(
     catalog_source: InstanceTypeSource,
     timer: Callable[[], float] = time.perf_counter,
     displaced_node: str = "",
+    templates: LaunchTemplateStore | None = None,
 ) -> ProvisionResult:
     """Turn a batch of pending pods into NodeClaims and instances; see the module docstring.
 
     Inputs: the batch, the ports, `clock` (epoch seconds, for timestamps and TTLs), the instance type
-    source, and `timer` (monotonic seconds, only for the timings reported). Output: every decision with
+    source, `timer` (monotonic seconds, only for the timings reported), and `templates` (when given, a
+    batch without pods also garbage-collects launch templates: off the launch path, and run whenever
+    nodes register, i.e. after launches, which is when templates are made). Output: every decision with
     its reason, the claims launched (or found launched), and timings. Raises nothing for expected
     failures (invalid objects, unusable node classes, capacity, throttling): they are decisions.
 
@@ -674,9 +760,10 @@ def provision(
     # 2-3: registrations and the registration timeout.
     registered = finish_registrations(inputs.nodeclaims, inputs.nodes, cluster, now, result)
     removed = cleanup_unregistered(inputs.nodeclaims, registered, cluster, cloud, now, result)
-    if not batch.pods:
-        # A registration payload (or an empty batch): with no pods there is nothing to plan, so the node
-        # classes, catalog and simulation are skipped and the node's taint is off as fast as the reads allow.
+    if not inputs.pending_pods:
+        # A registration payload (no pods), or a batch whose pods were all bound meanwhile: nothing to plan,
+        # so the node classes, catalog and simulation are skipped and a node's taint is off as fast as the
+        # reads allow.
         matched = set(registered.values())
         for reported in batch.nodes:
             if reported not in matched:
@@ -685,6 +772,8 @@ def provision(
                     f"node/{reported}",
                     "no launched NodeClaim has this node's providerID (yet); the forwarder sends it again",
                 )
+        if templates is not None:
+            collect_launch_templates(view.documents, templates, now, result)
         result.timings["total"] = timer() - started
         return result
 
