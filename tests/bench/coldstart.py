@@ -2,6 +2,7 @@
 
     python -m tests.bench.coldstart            # 7 fresh processes per mode (after one discarded warm-up)
     python -m tests.bench.coldstart --runs 15
+    python -m tests.bench.coldstart --handler /tmp/old/handler.py   # another version of the handler file
 
 Each run is a fresh Python process that does what a new Lambda container does, timed in three phases:
 
@@ -255,10 +256,10 @@ def _child_env(endpoint: str, tracing: bool) -> dict[str, str]:
     return env
 
 
-def _run_once(env: dict[str, str]) -> dict[str, float]:
+def _run_once(env: dict[str, str], handler: Path) -> dict[str, float]:
     event = {"batch_id": uuid.uuid4().hex, "cluster": CLUSTER, "sent_at": "", "pods": [_pod()]}
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, str(HANDLER), json.dumps(event)],
+        [sys.executable, "-c", CHILD, str(handler), json.dumps(event)],
         env=env,
         capture_output=True,
         text=True,
@@ -274,7 +275,7 @@ def _run_once(env: dict[str, str]) -> dict[str, float]:
     return figures
 
 
-def measure(runs: int) -> list[str]:
+def measure(runs: int, handler: Path = HANDLER) -> list[str]:
     """Median cold-start phases (ms) with tracing off and on, one line each."""
     from moto.server import ThreadedMotoServer
 
@@ -293,8 +294,8 @@ def measure(runs: int) -> list[str]:
         lines = []
         for tracing in (False, True):
             env = _child_env(endpoint, tracing)
-            _run_once(env)  # discarded: writes any missing __pycache__ and warms the file cache
-            samples = [_run_once(env) for _ in range(runs)]
+            _run_once(env, handler)  # discarded: writes any missing __pycache__ and warms the file cache
+            samples = [_run_once(env, handler) for _ in range(runs)]
             phases = {
                 k: statistics.median(s[k] for s in samples) * 1000 for k in ("import", "init", "first_call", "cpu")
             }
@@ -313,9 +314,10 @@ def measure(runs: int) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.bench.coldstart", description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=7, help="fresh processes per mode (default 7)")
+    parser.add_argument("--handler", type=Path, default=HANDLER, help="the handler file to time (default: ours)")
     args = parser.parse_args(argv)
     print("# provisioner cold start: median ms of fresh processes (import + init + first call); see the module doc")
-    for line in measure(args.runs):
+    for line in measure(args.runs, args.handler):
         print(line, flush=True)
     return 0
 
