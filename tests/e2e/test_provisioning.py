@@ -461,8 +461,9 @@ def test_the_forwarder_reports_a_joined_node_so_its_taint_comes_off_without_anot
     batch_ids = {c["metadata"]["annotations"]["nodewright.io/batch-id"] for c in claims}
     sent = {line["batch_id"] for line in lines if line.get("message") == "batch sent"}
     assert batch_ids <= sent
-    # The nodes lost karpenter.sh/unregistered because the forwarder reported them: the provisioner's answers
-    # to registration payloads (no pods) account for every claim, its answers to pod batches for none. (One
+    # The nodes lost karpenter.sh/unregistered, and registration payloads (no pods) did it: each pod batch went
+    # out once, before its claims' nodes existed, so only a registration could register the last of them.
+    # (A pod batch that happens to run after an earlier claim's node joined registers that one itself, and one
     # registration may register several claims: the provisioner matches every node that has joined by then.)
     nodes = {c["status"]["nodeName"] for c in claims}
     for name in nodes:
@@ -470,9 +471,11 @@ def test_the_forwarder_reports_a_joined_node_so_its_taint_comes_off_without_anot
         assert not [t for t in node.spec.taints or [] if t.key == "karpenter.sh/unregistered"]
     registrations = [line for line in lines if line.get("message") == "registration sent"]
     pod_batches = [line for line in lines if line.get("message") == "batch sent"]
-    assert registrations and {n for line in registrations for n in line["nodes"]} & nodes
-    assert sum(line["response"]["summary"].get("registered", 0) for line in registrations) >= len(claims)
-    assert sum(line["response"]["summary"].get("registered", 0) for line in pod_batches) == 0
+    by_registrations = sum(line["response"]["summary"].get("registered", 0) for line in registrations)
+    by_pod_batches = sum(line["response"]["summary"].get("registered", 0) for line in pod_batches)
+    assert by_registrations >= 1, lines
+    assert by_registrations + by_pod_batches >= len(claims)
+    assert {n for line in registrations for n in line["nodes"]} & nodes
     assert not batch_ids & {line["batch_id"] for line in registrations}
     for claim in claims:
         assert {c["type"] for c in claim["status"]["conditions"]} >= {"Launched", "Registered"}

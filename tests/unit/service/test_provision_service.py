@@ -265,6 +265,21 @@ def test_registrations_collect_old_launch_templates_no_claim_names_and_pod_batch
     assert [d.subject for d in actions(result, "deleted")] == ["launchtemplate/nodewright-old"]
 
 
+def test_an_event_the_api_server_refuses_does_not_undo_the_launches() -> None:
+    cluster, cloud, state, clock = world(pod("web-0"))
+
+    class Refusing(InMemoryCluster):
+        def record_events(self, events: Any) -> None:
+            raise RuntimeError("HTTP 403: namespace web is being terminated")
+
+    refusing = Refusing(list(cluster.objects.values()), clock=clock.now)
+    result = provision(batch_of(refusing), refusing, cloud, state, clock, CATALOG)
+    [launched] = result.launched
+    assert refusing.nodeclaim(launched.name) is not None and len(cloud.fleets) == 1
+    [skipped] = [d for d in actions(result, "skipped") if d.subject == "events"]
+    assert "being terminated" in skipped.reason
+
+
 def test_pods_bound_elsewhere_free_their_room_on_the_claim_in_flight() -> None:
     cluster, cloud, state, clock = world(pod("web-0", cpu="1500m"))
     [first] = run(cluster, cloud, state, clock).launched

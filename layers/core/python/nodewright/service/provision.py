@@ -1016,6 +1016,11 @@ def provision(
             )
         )
     if events:
-        cluster.record_events(events)
+        try:
+            cluster.record_events(events)
+        except Exception as error:
+            # An Event the API server refuses (say, in a namespace being deleted) must not fail the batch:
+            # the invocation would raise, its idempotency record would be dropped, and a retry would plan again.
+            result.decide("skipped", "events", f"could not record the pods' events: {error}")
     result.timings["total"] = timer() - started
     return result
