@@ -172,3 +172,12 @@ def test_sync_waits_for_boot_then_registers_and_releases_gone_instances() -> Non
     actions = registrar.sync(launched + datetime.timedelta(seconds=60))
     assert actions == ["released ip-10-0-1-5.ec2.internal (i-0abc is terminated)"]
     assert core.patched == [("ip-10-0-1-5.ec2.internal", {"metadata": {"labels": {"kwok.x-k8s.io/node": None}}})]
+
+
+def test_al2023_reserves_memory_for_the_eni_limited_pods_even_with_max_pods_set() -> None:
+    # As nodeadm does and the provisioner's catalog assumes: otherwise a node with maxPods 110 would register
+    # about 1 GiB smaller than the provisioner planned, and a pod planned onto it would be stranded.
+    default = capacity_and_allocatable(M5_LARGE, None)[1]["memory"]
+    assert capacity_and_allocatable(M5_LARGE, 110)[1]["memory"] == default
+    bottlerocket = capacity_and_allocatable(M5_LARGE, 110, eni_limited_memory=False)[1]["memory"]
+    assert int(bottlerocket.removesuffix("Ki")) < int(default.removesuffix("Ki"))

@@ -81,12 +81,17 @@ def kube_reserved_cpu_millis(vcpus: int) -> int:
     return int(reserved)
 
 
-def capacity_and_allocatable(info: InstanceTypeInfo, max_pods: int | None) -> tuple[dict[str, str], dict[str, str]]:
+def capacity_and_allocatable(
+    info: InstanceTypeInfo, max_pods: int | None, eni_limited_memory: bool = True
+) -> tuple[dict[str, str], dict[str, str]]:
     """Capacity as the kubelet reports it (memory after the VM overhead) and allocatable after
-    kube-reserved and the 100 MiB eviction threshold."""
+    kube-reserved and the 100 MiB eviction threshold. On AL2023 (`eni_limited_memory`) nodeadm reserves
+    memory for the ENI-limited pod count even when maxPods is overridden, as the catalog does; Bottlerocket
+    reserves for the effective maxPods."""
     pods = max_pods if max_pods is not None else eni_max_pods(info)
+    memory_pods = eni_max_pods(info) if eni_limited_memory else pods
     memory_mib = int(info.memory_mib * (1 - 0.075))
-    reserved_mib = 11 * pods + 255 + 100
+    reserved_mib = 11 * memory_pods + 255 + 100
     capacity = {
         "cpu": str(info.vcpus),
         "memory": f"{memory_mib * 1024}Ki",
@@ -127,7 +132,7 @@ def node_manifest(instance: dict[str, Any], info: InstanceTypeInfo, boot: BootCo
     }
     # User-data labels win: the provisioner's intent is what the kubelet is told.
     labels.update(boot.labels)
-    capacity, allocatable = capacity_and_allocatable(info, boot.max_pods)
+    capacity, allocatable = capacity_and_allocatable(info, boot.max_pods, boot.format != "bottlerocket")
     addresses = [{"type": "Hostname", "address": name}, {"type": "InternalDNS", "address": name}]
     if instance.get("PrivateIpAddress"):
         addresses.insert(0, {"type": "InternalIP", "address": str(instance["PrivateIpAddress"])})
