@@ -403,3 +403,17 @@ def test_a_node_nodewright_did_not_launch_keeps_its_unregistered_taint_in_the_si
     # Not placed on the tainted node: a claim is launched, and the node's taint is left alone.
     assert len(result.launched) == 1 and not actions(result, "existing")
     assert cluster.objects[("Node", "", "someone-elses")]["spec"]["taints"] != []
+
+
+def test_when_every_offering_is_marked_unavailable_the_reason_says_so() -> None:
+    cluster, cloud, state, clock = world(pod("web-0"))
+    marks = {
+        (it.name, o.zone, o.capacity_type): "InsufficientInstanceCapacity"
+        for it in CATALOG.instance_types()
+        for o in it.offerings
+    }
+    state.mark_unavailable(marks, clock.now(), 180)
+    result = run(cluster, cloud, state, clock)
+    [refused] = actions(result, "unschedulable")
+    assert "marked unavailable after capacity errors" in refused.reason
+    assert not result.launched

@@ -183,6 +183,8 @@ class PoolContext:
     candidates: list[Candidate]
     remaining: dict[str, int] | None  # limits left; None when the NodePool has no limits
     error: str = ""
+    # Types the NodePool allows whose every offering is marked unavailable (recent capacity errors).
+    unavailable_types: int = 0
     compat: dict[ReqKey, PoolCompat | str] = field(default_factory=dict)
     choices: dict[tuple[object, ...], tuple[Candidate, int] | None] = field(default_factory=dict)
 
@@ -354,6 +356,7 @@ class Solver:
                 continue
             offerings = tuple(sorted((o for o in it.offerings if o.available), key=_offering_order))
             if not offerings:
+                ctx.unavailable_types += 1 if it.offerings else 0
                 continue
             alloc = {**allocatable_for(it, node_class), EBS_VOLUMES: it.ebs_volume_limit}
             overhead = self._daemonset_overhead(pool, it) if self.daemonsets else None
@@ -525,6 +528,11 @@ class Solver:
                 priced.append((offerings[0].price, candidate))
                 zones.update(o.zone for o in offerings)
         if not priced:
+            if not ctx.candidates and ctx.unavailable_types:
+                return (
+                    f"every instance type the NodePool allows ({ctx.unavailable_types}) has all its offerings marked "
+                    "unavailable after capacity errors; they are tried again once the marks expire"
+                )
             return f"no instance type satisfies {_describe(requirements) or 'the NodePool requirements'}"
         priced.sort(key=lambda pc: (pc[0], pc[1].it.name))
         basics = [c.basics for _, c in priced]
