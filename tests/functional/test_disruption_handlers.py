@@ -5,36 +5,22 @@ by the real provisioner handler first."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
-from test_provisioner_handler import REGION, Context, event, manifests, pod
+from handlers import REGION, Context, load_handler
+from test_provisioner_handler import event, manifests, pod
 
 from nodewright.adapters.memory import InMemoryCluster
 from nodewright.disruption.commands import EXPIRED, SPOT_INTERRUPTION, CommandError, DisruptionCommand
 
-FUNCTIONS = Path(__file__).resolve().parents[2] / "functions"
-
-
-def load(name: str) -> Any:
-    """A fresh copy of a handler module (an empty container cache, as in a cold start)."""
-    spec = importlib.util.spec_from_file_location(f"{name}_handler_under_test", FUNCTIONS / name / "handler.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
 
 def launched_node(account: dict[str, Any]) -> tuple[InMemoryCluster, dict[str, Any]]:
     """The provisioner handler launches one instance for two pods; the node joins and the pods are bound."""
-    provisioner = load("provisioner")
+    provisioner = load_handler("provisioner")
     cluster = InMemoryCluster(manifests(pod("web-0"), pod("web-1")))
     provisioner._RUNTIME = provisioner.build_runtime(cluster=cluster)
     [claim] = provisioner.handler(event(cluster), Context())["nodeclaims"]
@@ -68,7 +54,7 @@ def lock_owner(account: dict[str, Any], nodeclaim: str) -> str | None:
 
 def test_identify_locks_in_dynamodb_drain_evicts_and_terminate_reaches_ec2(account: dict[str, Any]) -> None:
     cluster, claim = launched_node(account)
-    steps = load("workflow")
+    steps = load_handler("workflow")
     steps._PORTS = steps.build_ports(cluster=cluster)
     now = time.time()  # the handlers read the wall clock
     command = DisruptionCommand(
@@ -98,7 +84,7 @@ def test_identify_locks_in_dynamodb_drain_evicts_and_terminate_reaches_ec2(accou
 
 
 def test_a_payload_without_the_execution_is_refused_with_what_to_fix(account: dict[str, Any]) -> None:
-    steps = load("workflow")
+    steps = load_handler("workflow")
     steps._PORTS = steps.build_ports(cluster=InMemoryCluster())
     with pytest.raises(CommandError, match="execution"):
         steps.identify({"input": {}}, Context())
@@ -118,7 +104,7 @@ def test_the_planner_starts_expired_nodes_once(account: dict[str, Any], monkeypa
         roleArn=role,
     )["stateMachineArn"]
     monkeypatch.setenv("NODEWRIGHT_STATE_MACHINE", machine)
-    planner = load("planner")
+    planner = load_handler("planner")
     planner._RUNTIME = planner.build_runtime(cluster=cluster)
 
     first = planner.handler({}, Context())

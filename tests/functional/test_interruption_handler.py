@@ -9,16 +9,14 @@ handler's own boto3 clients and adapters, EC2 included (the tag lookup of a Node
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
+from handlers import Context, load_handler
 from moto import mock_aws
 
 from nodewright import settings
@@ -30,30 +28,8 @@ from nodewright.interruption.rules import EVENT_PATTERNS
 REGION = "us-east-1"
 CLUSTER = "func"
 TABLE = "nodewright"
-HANDLER = Path(__file__).resolve().parents[2] / "functions" / "interruption" / "handler.py"
 MINE = "i-0123456789abcdef0"
 FOREIGN = "i-0fedcba9876543210"
-
-
-def load_handler() -> Any:
-    """A fresh copy of the handler module (its container-level cache starts empty, as in a cold start)."""
-    spec = importlib.util.spec_from_file_location("interruption_handler_under_test", HANDLER)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-@dataclass
-class Context:
-    function_name: str = "interruption"
-    memory_limit_in_mb: int = 512
-    invoked_function_arn: str = f"arn:aws:lambda:{REGION}:123456789012:function:interruption"
-    aws_request_id: str = "req-1"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 30_000
 
 
 @dataclass
@@ -197,7 +173,7 @@ def run(handler: Any, records: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def handler_with(memory: InMemoryCluster) -> Any:
-    module = load_handler()
+    module = load_handler("interruption")
     module._RUNTIME = module.build_runtime(cluster=memory)
     return module
 
@@ -319,7 +295,7 @@ def test_missing_settings_fail_the_invocation_naming_the_variable(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv(settings.STATE_MACHINE)
-    handler = load_handler()
+    handler = load_handler("interruption")
     put(world, "EC2 Instance Rebalance Recommendation", {"instance-id": MINE})
     with pytest.raises(settings.SettingsError, match=settings.STATE_MACHINE):
         run(handler, received(world))
@@ -328,4 +304,4 @@ def test_missing_settings_fail_the_invocation_naming_the_variable(
 def test_a_bad_rebalance_mode_is_named(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(settings.REBALANCE, "sometimes")
     with pytest.raises(settings.SettingsError, match=f"{settings.REBALANCE} is 'sometimes'"):
-        load_handler().build_runtime(cluster=cluster())
+        load_handler("interruption").build_runtime(cluster=cluster())

@@ -9,16 +9,13 @@ its Cluster port is in memory: the end-to-end tests use the real API server.
 from __future__ import annotations
 
 import base64
-import importlib.util
 import json
-import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
+from handlers import Context, load_handler
 from moto import mock_aws
 
 from nodewright.adapters.memory import InMemoryCluster
@@ -28,28 +25,6 @@ from nodewright.localworld.userdata import parse_user_data
 REGION = "us-east-1"
 CLUSTER = "func"
 K8S = "1.31"
-HANDLER = Path(__file__).resolve().parents[2] / "functions" / "provisioner" / "handler.py"
-
-
-def load_handler() -> Any:
-    """A fresh copy of the handler module (its container-level cache starts empty, as in a cold start)."""
-    spec = importlib.util.spec_from_file_location("provisioner_handler_under_test", HANDLER)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-@dataclass
-class Context:
-    function_name: str = "provisioner"
-    memory_limit_in_mb: int = 1024
-    invoked_function_arn: str = f"arn:aws:lambda:{REGION}:123456789012:function:provisioner"
-    aws_request_id: str = "req-1"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 60_000
 
 
 @pytest.fixture
@@ -200,7 +175,7 @@ def instances(ec2: Any) -> list[dict[str, Any]]:
 def test_the_handler_launches_tagged_instances_with_bootstrap_user_data_and_records_nodeclaims(
     account: dict[str, Any],
 ) -> None:
-    handler = load_handler()
+    handler = load_handler("provisioner")
     cluster = InMemoryCluster(
         manifests(*(pod(f"web-{i}") for i in range(3)), pod("arm-0", nodeSelector={"kubernetes.io/arch": "arm64"}))
     )
@@ -246,7 +221,7 @@ def test_the_handler_launches_tagged_instances_with_bootstrap_user_data_and_reco
 
 
 def test_the_same_batch_twice_returns_the_recorded_answer_and_launches_nothing_more(account: dict[str, Any]) -> None:
-    handler = load_handler()
+    handler = load_handler("provisioner")
     cluster = InMemoryCluster(manifests(*(pod(f"web-{i}") for i in range(5))))
     handler._RUNTIME = handler.build_runtime(cluster=cluster)
     first = handler.handler(event(cluster), Context())
@@ -264,7 +239,7 @@ def test_the_same_batch_twice_returns_the_recorded_answer_and_launches_nothing_m
 
 
 def test_unavailable_offerings_from_the_table_are_not_launched(account: dict[str, Any]) -> None:
-    handler = load_handler()
+    handler = load_handler("provisioner")
     cluster = InMemoryCluster(manifests(pod("web-0")))
     handler._RUNTIME = handler.build_runtime(cluster=cluster)
     probe = handler.handler(event(cluster, "probe"), Context())
@@ -283,7 +258,7 @@ def test_unavailable_offerings_from_the_table_are_not_launched(account: dict[str
 
 
 def test_limits_cap_the_launch_and_refusals_carry_the_reason(account: dict[str, Any]) -> None:
-    handler = load_handler()
+    handler = load_handler("provisioner")
     cluster = InMemoryCluster(manifests(*(pod(f"web-{i}", cpu="2") for i in range(12)), limits={"cpu": "8"}))
     handler._RUNTIME = handler.build_runtime(cluster=cluster)
     response = handler.handler(event(cluster), Context())
@@ -299,7 +274,7 @@ def test_limits_cap_the_launch_and_refusals_carry_the_reason(account: dict[str, 
 
 
 def test_a_batch_for_another_cluster_is_rejected_before_anything_runs(account: dict[str, Any]) -> None:
-    handler = load_handler()
+    handler = load_handler("provisioner")
     cluster = InMemoryCluster(manifests(pod("web-0")))
     handler._RUNTIME = handler.build_runtime(cluster=cluster)
     with pytest.raises(handler.WrongClusterError, match="other"):
@@ -310,7 +285,7 @@ def test_a_batch_for_another_cluster_is_rejected_before_anything_runs(account: d
 
 
 def test_a_node_class_naming_another_role_gets_a_clear_decision(account: dict[str, Any]) -> None:
-    handler = load_handler()
+    handler = load_handler("provisioner")
     cluster = InMemoryCluster(manifests(pod("web-0"), role="admin"))
     handler._RUNTIME = handler.build_runtime(cluster=cluster)
     response = handler.handler(event(cluster), Context())
@@ -321,7 +296,7 @@ def test_a_node_class_naming_another_role_gets_a_clear_decision(account: dict[st
 
 def test_the_live_catalog_works_against_moto(account: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NODEWRIGHT_CATALOG", "live")
-    handler = load_handler()
+    handler = load_handler("provisioner")
     cluster = InMemoryCluster(manifests(pod("web-0")))
     handler._RUNTIME = handler.build_runtime(cluster=cluster)
     response = handler.handler(event(cluster), Context())
@@ -333,7 +308,7 @@ def test_the_live_catalog_works_against_moto(account: dict[str, Any], monkeypatc
 def test_a_registration_payload_from_the_forwarder_takes_the_unregistered_taint_off(account: dict[str, Any]) -> None:
     from nodewright.forwarder.registration import Registrations, registration_payload
 
-    handler = load_handler()
+    handler = load_handler("provisioner")
     cluster = InMemoryCluster(manifests(pod("web-0")))
     handler._RUNTIME = handler.build_runtime(cluster=cluster)
     [claim] = handler.handler(event(cluster), Context())["nodeclaims"]

@@ -9,11 +9,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from test_provisioner_handler import Context, account, event, instances, load_handler, manifests, pod
+from handlers import Context, load_handler
+from test_provisioner_handler import event, instances, manifests, pod
 
 from nodewright.adapters.memory import InMemoryCluster
-
-__all__ = ["account"]  # the fixture, imported so pytest finds it here
 
 
 def thousand_pods() -> list[dict[str, Any]]:
@@ -40,7 +39,7 @@ def thousand_pods() -> list[dict[str, Any]]:
 
 
 def test_a_thousand_pods_are_each_nominated_once_and_fleets_stay_within_60_overrides(account: dict[str, Any]) -> None:
-    handler = load_handler()
+    handler = load_handler("provisioner")
     cluster = InMemoryCluster(manifests(*thousand_pods()))
     handler._RUNTIME = handler.build_runtime(cluster=cluster)
     response = handler.handler(event(cluster), Context())
