@@ -12,7 +12,8 @@ keep counts per selector, so spread and (anti-)affinity checks are dictionary lo
 A new NodeClaim is sized for the class that opens it: the instance type with the lowest price per pod
 for the pods still to place (ties go to the type that holds more pods, so fewer, larger nodes). Later
 classes fill the room it has left. Large pods without topology terms look further ahead: the type is
-chosen for what one node holds of the class and of the free pods still to come (`_mixed_choice`).
+chosen for what one node holds of the class and of the free pods still to come (`_mixed_choice`); when
+that skipped classes of many pods per node, `solve` also plans with them looked ahead and keeps the cheapest.
 When the simulation ends, each NodeClaim keeps every compatible type that fits all its pods, cheapest
 first, so the launch can fall back and a partly filled claim launches as the smallest type that holds it.
 """
@@ -80,6 +81,13 @@ _BIG = 1 << 40
 _MIX_BELOW_PODS = 10
 _MIX_FROM_CPU = 2000
 _MIX_FROM_MEMORY = 8 << 30
+# How many counts of the opening class a look-ahead tries per type, from the most that fit down: fewer of
+# its own pods can leave room that a mix of the others fills better.
+_MIX_DEPTH = 8
+# The look-ahead is greedy, and which classes it should cover depends on the mix: when it skipped a class
+# for holding _MIX_BELOW_PODS or more per node, the plan is made again with these (limit, depth) settings
+# as well, and the cheapest plan kept (see `solve`).
+_MIX_ALTERNATIVES = ((1 << 30, 1 << 30), (1 << 30, 1))
 
 ReqKey = tuple[tuple[str, ValueSet], ...]
 Score = tuple[float, int, float, str]
@@ -256,8 +264,14 @@ class Solver:
         instance_types: Sequence[InstanceType],
         daemonsets: Sequence[DaemonSet],
         volumes: VolumeIndex,
+        mix_below: int = _MIX_BELOW_PODS,
+        mix_depth: int = _MIX_DEPTH,
     ) -> None:
         self.volumes = volumes
+        self.mix_below = mix_below
+        self.mix_depth = mix_depth
+        # Whether a look-ahead was skipped because the class holds `mix_below` or more pods per node.
+        self.mix_skipped = False
         self.instance_types = sorted(instance_types, key=lambda it: it.name)
         self.types_by_name = {it.name: it for it in self.instance_types}
         self.daemonsets = sorted(daemonsets, key=lambda d: (d.namespace, d.name))
@@ -1131,13 +1145,17 @@ class Solver:
         pod fits (24-vCPU pods on 32-vCPU nodes), while a type that holds a mix of classes wastes less.
         Each candidate type is scored by the value of what one node would hold (this class's pods, then
         the pending free pods of the same node constraints, largest first) over its price, a pod's value
-        being its class's price per pod on nodes of its own. Small pods pack well alone and skip this
-        (see _MIX_FROM_CPU).
+        being its class's price per pod on nodes of its own; up to `mix_depth` counts of this class are
+        tried per type. Small pods pack well alone and skip this (see _MIX_FROM_CPU), and so do classes
+        whose own best node holds `mix_below` or more of them (noted in `mix_skipped`).
         """
         if cls.requests.get(CPU, 0) < _MIX_FROM_CPU and cls.requests.get(MEMORY, 0) < _MIX_FROM_MEMORY:
             return choice
         rate, per_node = self._rate(ctx, compat, cls, rkey)
-        if per_node >= _MIX_BELOW_PODS or rate == float("inf"):
+        if rate == float("inf"):
+            return choice
+        if per_node >= self.mix_below:
+            self.mix_skipped = True
             return choice
         # Pending free pods not yet counted on by an earlier claim (each pod can fill only one node), per
         # size: classes of one size differ only in labels, so they fill a node alike.
@@ -1181,8 +1199,8 @@ class Solver:
             if copies < 0:
                 copies = candidate.copies[cls.request_key] = res.max_copies(cls.requests, candidate.allocatable)
             most = min(cap, copies)
-            # One pod fewer of this class can leave room that a mix of the others fills better.
-            for k in range(most, max(most - 2, 0), -1):
+            # Fewer pods of this class can leave room that a mix of the others fills better.
+            for k in range(most, max(most - self.mix_depth, 0), -1):
                 cpu, memory, slots = candidate.basics
                 cpu, memory, slots = cpu - k * need_cpu, memory - k * need_memory, slots - k
                 value = k * rate
@@ -1478,7 +1496,22 @@ def solve(
     """
     volumes = VolumeIndex(pvcs, pvs, storage_classes)
     solver = Solver(pods, nodes, nodeclaims, nodepools, nodeclasses, instance_types, daemonsets, volumes)
-    return solver.run()
+    results = solver.run()
+    if solver.mix_skipped:
+        # The look-ahead left out classes of many large pods per node; plans that include them are tried
+        # too and the best kept: fewest unschedulable pods, then lowest price, then fewest NodeClaims (ties
+        # keep the earlier plan, so the choice is as deterministic as each plan).
+        for below, depth in _MIX_ALTERNATIVES:
+            other = Solver(
+                pods, nodes, nodeclaims, nodepools, nodeclasses, instance_types, daemonsets, volumes, below, depth
+            ).run()
+            if _plan_rank(other) < _plan_rank(results):
+                results = other
+    return results
+
+
+def _plan_rank(results: Results) -> tuple[int, float, int]:
+    return (len(results.unschedulable), results.cost_per_hour, len(results.nodeclaims))
 
 
 def solve_inputs(inputs: ClusterInputs, instance_types: Sequence[InstanceType]) -> Results:
