@@ -809,7 +809,6 @@ class Solver:
             )
         )
         request_key = cls.request_key
-        counts = self.groups.counts
         affinity = self._affinity_group(cls, terms)
         if affinity is not None:
             # Required hostname pod affinity: only nodes that already run matching pods can take the class,
@@ -819,23 +818,7 @@ class Solver:
             hosts = self.groups.hosts[affinity]
             if read < len(hosts):
                 held = sorted([*held, *hosts[read:]], key=lambda b: b.order)
-            kept_hosts: list[Bin] = []
-            for index, b in enumerate(held):
-                if not pods:
-                    kept_hosts.extend(held[index:])
-                    break
-                k = res.max_copies(request, b.remaining)
-                if k <= 0 or b.grown or any(counts[g].get(b.name, 0) >= limit for g, limit in closing):
-                    continue
-                kept_hosts.append(b)
-                if untolerated(cls.tolerations, b.taints) is not None:
-                    continue
-                merged = self._bin_compat(b, requirements, rkey)
-                if merged is None:
-                    continue
-                k = min(k, self._bin_cap(b, cls, terms, len(pods)))
-                if k > 0:
-                    pods = self._assign(b, cls, pods, k, *merged)
+            kept_hosts, pods = self._fill(held, cls, pods, request, closing, requirements, rkey, terms)
             self.affinity_room[room_key] = (kept_hosts, len(hosts))
             return self._open_claims(cls, pods, requirements, rkey, terms)
         key = (request_key, closing)
@@ -849,11 +832,29 @@ class Solver:
         kept, scanned = self.room.get(key, ([], 0))
         kept.extend(self.bins[scanned:])
         scanned = len(self.bins)
-        # Bins without room for this request are dropped for good; the list is compacted as it is walked.
+        survivors, pods = self._fill(kept, cls, pods, request, closing, requirements, rkey, terms)
+        self.room[key] = (survivors, scanned)
+        return self._open_claims(cls, pods, requirements, rkey, terms)
+
+    def _fill(
+        self,
+        bins: list[Bin],
+        cls: PodClass,
+        pods: list[Pod],
+        request: Mapping[str, int],
+        closing: tuple[tuple[int, int], ...],
+        requirements: Requirements,
+        rkey: ReqKey,
+        terms: tuple[TopologyTerm, ...],
+    ) -> tuple[list[Bin], list[Pod]]:
+        """Place as many of `pods` as fit on `bins`, in order. Returns the bins still worth visiting for this
+        request (those without room, or closed by the class's own hostname terms, are dropped for good: room
+        only shrinks and counts only grow) and the pods left over."""
+        counts = self.groups.counts
         survivors: list[Bin] = []
-        for index, b in enumerate(kept):
+        for index, b in enumerate(bins):
             if not pods:
-                survivors.extend(kept[index:])
+                survivors.extend(bins[index:])
                 break
             k = res.max_copies(request, b.remaining)
             if k <= 0 or b.grown or any(counts[g].get(b.name, 0) >= limit for g, limit in closing):
@@ -867,8 +868,7 @@ class Solver:
             k = min(k, self._bin_cap(b, cls, terms, len(pods)))
             if k > 0:
                 pods = self._assign(b, cls, pods, k, *merged)
-        self.room[key] = (survivors, scanned)
-        return self._open_claims(cls, pods, requirements, rkey, terms)
+        return survivors, pods
 
     def _affinity_group(self, cls: PodClass, terms: tuple[TopologyTerm, ...]) -> int | None:
         """The group of a required hostname pod-affinity term that ties the class to nodes already chosen.
