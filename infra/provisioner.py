@@ -17,18 +17,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack
+from aws_cdk import ArnFormat, Duration, Stack
 from aws_cdk import aws_dynamodb as dynamodb
-from aws_cdk import aws_eks as eks
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from infra import build, nag
 from infra.config import Settings
-from infra.layers import ARCHITECTURE, RUNTIME, Layers, code_from_bundle
-from infra.network import attach_to_vpc
+from infra.function import nodewright_function
+from infra.layers import Layers, code_from_bundle
 from nodewright import settings as env
 
 SOURCE = build.REPO_ROOT / "functions" / "provisioner"
@@ -36,7 +33,6 @@ HANDLER = "handler.handler"
 MEMORY_MB = 1769
 TIMEOUT = Duration.seconds(120)
 RESERVED_CONCURRENCY = 1
-LOG_RETENTION = logs.RetentionDays.ONE_MONTH
 KUBERNETES_GROUP = "nodewright:provisioner"  # bound to a ClusterRole by cluster/ (RBAC)
 POWERTOOLS_SERVICE_NAME = "nodewright-provisioner"
 POWERTOOLS_METRICS_NAMESPACE = "Nodewright"
@@ -76,105 +72,75 @@ class Provisioner(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
-        self.role = iam.Role(
+        parts = nodewright_function(
             self,
-            "Role",
-            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-            description=f"nodewright provisioner for EKS cluster {settings.cluster_name}",
-        )
-        self.log_group = logs.LogGroup(self, "Logs", retention=LOG_RETENTION, removal_policy=RemovalPolicy.DESTROY)
-        self.policy = iam.Policy(
-            self,
-            "Policy",
+            settings=settings,
+            layers=layers,
+            code=code_from_bundle(build.function_bundle(source, "provisioner")),
+            handler=HANDLER,
+            description="nodewright provisioner: pending pods to EC2 capacity",
+            memory_mb=MEMORY_MB,
+            timeout=TIMEOUT,
+            environment=launch_environment(settings, table, node_role, instance_profile, POWERTOOLS_SERVICE_NAME),
             statements=provisioner_statements(stack, settings, node_role.role_arn),
+            kubernetes_group=KUBERNETES_GROUP,
+            reserved_concurrency=RESERVED_CONCURRENCY,
         )
-        self.policy.attach_to_role(self.role)
-        # Writes only to its own log group (no logs:CreateLogGroup, no other groups).
-        self.log_group.grant_write(self.role)
+        self.role, self.log_group, self.policy = parts.role, parts.log_group, parts.policy
+        self.function, self.access_entry = parts.function, parts.access_entry
         # Item reads and writes on the table itself; no streams, no indexes, no table administration.
         table.grant(self.role, *TABLE_ACTIONS)
+        acknowledge_launch_policy(self.policy, settings)
 
-        environment = {
-            env.CLUSTER: settings.cluster_name,
-            env.TABLE: table.table_name,
-            env.NODE_ROLE: node_role.role_name,
-            env.INSTANCE_PROFILE: instance_profile.instance_profile_name,
-            "POWERTOOLS_SERVICE_NAME": POWERTOOLS_SERVICE_NAME,
-            "POWERTOOLS_METRICS_NAMESPACE": POWERTOOLS_METRICS_NAMESPACE,
-        }
-        if settings.catalog is not None:
-            environment[CATALOG_VARIABLE] = settings.catalog
-        self.function = lambda_.Function(
-            self,
-            "Function",
-            description=f"nodewright provisioner: pending pods to EC2 capacity for {settings.cluster_name}",
-            runtime=RUNTIME,
-            architecture=ARCHITECTURE,
-            handler=HANDLER,
-            code=code_from_bundle(build.function_bundle(source, "provisioner")),
-            layers=[layers.core, layers.dependencies],
-            role=self.role,
-            memory_size=MEMORY_MB,
-            timeout=TIMEOUT,
-            reserved_concurrent_executions=RESERVED_CONCURRENCY,
-            tracing=lambda_.Tracing.ACTIVE,
-            log_group=self.log_group,
-            environment=environment,
-        )
-        # The first invocation must find every permission in place, not only the role's default policy.
-        self.function.node.add_dependency(self.policy)
-        if settings.vpc is not None:
-            attach_to_vpc(self.function, self.policy, settings.vpc)
 
-        self.access_entry = eks.CfnAccessEntry(
-            self,
-            "AccessEntry",
-            cluster_name=settings.cluster_name,
-            principal_arn=self.role.role_arn,
-            type="STANDARD",
-            kubernetes_groups=[KUBERNETES_GROUP],
-        )
-        self._acknowledge(settings)
+def launch_environment(
+    settings: Settings,
+    table: dynamodb.ITable,
+    node_role: iam.IRole,
+    instance_profile: iam.IInstanceProfile,
+    service_name: str,
+) -> dict[str, str]:
+    """The settings of a function that launches capacity (the provisioner, the workflow's steps)."""
+    environment = {
+        env.CLUSTER: settings.cluster_name,
+        env.TABLE: table.table_name,
+        env.NODE_ROLE: node_role.role_name,
+        env.INSTANCE_PROFILE: instance_profile.instance_profile_name,
+        "POWERTOOLS_SERVICE_NAME": service_name,
+        "POWERTOOLS_METRICS_NAMESPACE": POWERTOOLS_METRICS_NAMESPACE,
+    }
+    if settings.catalog is not None:
+        environment[CATALOG_VARIABLE] = settings.catalog
+    return environment
 
-    def _acknowledge(self, settings: Settings) -> None:
-        nag.acknowledge(
-            self.policy,
-            "AwsSolutions-IAM5",
-            "EC2 Describe* calls and pricing:GetProducts do not support resource-level permissions, so "
-            "they can only be granted on '*'; no other action is granted on '*'.",
-            findings=["Action::ec2:Describe*", "Resource::*"],
-        )
-        nag.acknowledge(
-            self.policy,
-            "AwsSolutions-IAM5",
-            "Instances, volumes, fleets and launch templates do not exist before they are created, so "
-            "their ARNs end in '*'; each statement is bounded by the cluster ownership tag "
-            f"({settings.cluster_tag_key}=owned) in the request or on the resource, or by the "
-            f"discovery tag ({DISCOVERY_TAG_KEY}) on subnets and security groups, or by "
-            "ec2:CreateAction for tagging.",
-            findings=[f"Resource::{_nag_ec2_arn(kind)}" for kind in _EC2_ACCOUNT_RESOURCES + _TAGGED_ON_CREATE]
-            + [f"Resource::{_nag_ec2_arn(kind, account=False)}" for kind in _EC2_ACCOUNTLESS_RESOURCES],
-        )
-        nag.acknowledge(
-            self.policy,
-            "AwsSolutions-IAM5",
-            "The public AMI parameters are a hierarchy per Kubernetes version, OS variant and "
-            "architecture; access is limited to the EKS optimized AMI and Bottlerocket subtrees.",
-            findings=[f"Resource::{arn}" for arn in _ami_parameter_patterns(settings)],
-        )
-        nag.acknowledge(
-            self.role,
-            "AwsSolutions-IAM5",
-            "X-Ray's PutTraceSegments and PutTelemetryRecords do not support resource-level permissions; "
-            "the CDK grants them on '*' for active tracing.",
-            findings=["Resource::*"],
-        )
-        nag.acknowledge(
-            self.function,
-            "AwsSolutions-L1",
-            "The functions run Python 3.11: the project requires it (requires-python <3.12) and the layers "
-            "ship .pyc files compiled for 3.11, which no newer runtime would load.",
-        )
+
+def acknowledge_launch_policy(policy: iam.Policy, settings: Settings) -> None:
+    """The cdk-nag findings of `provisioner_statements`, each with its reason."""
+    nag.acknowledge(
+        policy,
+        "AwsSolutions-IAM5",
+        "EC2 Describe* calls and pricing:GetProducts do not support resource-level permissions, so "
+        "they can only be granted on '*'; no other action is granted on '*'.",
+        findings=["Action::ec2:Describe*", "Resource::*"],
+    )
+    nag.acknowledge(
+        policy,
+        "AwsSolutions-IAM5",
+        "Instances, volumes, fleets and launch templates do not exist before they are created, so "
+        "their ARNs end in '*'; each statement is bounded by the cluster ownership tag "
+        f"({settings.cluster_tag_key}=owned) in the request or on the resource, or by the "
+        f"discovery tag ({DISCOVERY_TAG_KEY}) on subnets and security groups, or by "
+        "ec2:CreateAction for tagging.",
+        findings=[f"Resource::{_nag_ec2_arn(kind)}" for kind in _EC2_ACCOUNT_RESOURCES + _TAGGED_ON_CREATE]
+        + [f"Resource::{_nag_ec2_arn(kind, account=False)}" for kind in _EC2_ACCOUNTLESS_RESOURCES],
+    )
+    nag.acknowledge(
+        policy,
+        "AwsSolutions-IAM5",
+        "The public AMI parameters are a hierarchy per Kubernetes version, OS variant and "
+        "architecture; access is limited to the EKS optimized AMI and Bottlerocket subtrees.",
+        findings=[f"Resource::{arn}" for arn in _ami_parameter_patterns(settings)],
+    )
 
 
 # EC2 resource types a launch creates and tags (instance, volume, fleet) or that nodewright creates

@@ -36,22 +36,16 @@ from constructs import Construct
 
 from infra import build, nag
 from infra.config import Settings
-from infra.function import nodewright_function
+from infra.function import LOG_RETENTION, nodewright_function
 from infra.layers import Layers, code_from_bundle
 from infra.provisioner import (
-    _EC2_ACCOUNT_RESOURCES,
-    _EC2_ACCOUNTLESS_RESOURCES,
-    _TAGGED_ON_CREATE,
-    CATALOG_VARIABLE,
-    LOG_RETENTION,
     OWNED,
-    POWERTOOLS_METRICS_NAMESPACE,
     TABLE_ACTIONS,
-    _ami_parameter_patterns,
     _nag_ec2_arn,
+    acknowledge_launch_policy,
+    launch_environment,
     provisioner_statements,
 )
-from nodewright import settings as env
 
 SOURCE = build.REPO_ROOT / "functions" / "workflow"
 KUBERNETES_GROUP = "nodewright:disruption"  # bound to a ClusterRole by cluster/rbac/disruption.yaml
@@ -110,16 +104,7 @@ class DisruptionWorkflow(Construct):
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
         code = code_from_bundle(build.function_bundle(source, "workflow"))
-        environment = {
-            env.CLUSTER: settings.cluster_name,
-            env.TABLE: table.table_name,
-            env.NODE_ROLE: node_role.role_name,
-            env.INSTANCE_PROFILE: instance_profile.instance_profile_name,
-            "POWERTOOLS_SERVICE_NAME": POWERTOOLS_SERVICE_NAME,
-            "POWERTOOLS_METRICS_NAMESPACE": POWERTOOLS_METRICS_NAMESPACE,
-        }
-        if settings.catalog is not None:
-            environment[CATALOG_VARIABLE] = settings.catalog
+        environment = launch_environment(settings, table, node_role, instance_profile, POWERTOOLS_SERVICE_NAME)
         self.functions: dict[str, lambda_.Function] = {}
         self.roles: dict[str, iam.Role] = {}
         self._function_scope = Construct(self, "Steps")
@@ -210,18 +195,7 @@ class DisruptionWorkflow(Construct):
 
     def _acknowledge(self, step: Step, settings: Settings, policy: iam.Policy) -> None:
         if step.launches:
-            nag.acknowledge(
-                policy,
-                "AwsSolutions-IAM5",
-                "LaunchReplacement launches through the provisioning service with the provisioner's own "
-                "statements: EC2 Describe* and pricing:GetProducts take no resource ARN; instances, volumes, "
-                "fleets and launch templates are bound by the cluster tag, subnets and security groups by the "
-                "discovery tag, tagging by ec2:CreateAction, AMI parameters by their public subtrees.",
-                findings=["Action::ec2:Describe*", "Resource::*"]
-                + [f"Resource::{_nag_ec2_arn(kind)}" for kind in _EC2_ACCOUNT_RESOURCES + _TAGGED_ON_CREATE]
-                + [f"Resource::{_nag_ec2_arn(kind, account=False)}" for kind in _EC2_ACCOUNTLESS_RESOURCES]
-                + [f"Resource::{arn}" for arn in _ami_parameter_patterns(settings)],
-            )
+            acknowledge_launch_policy(policy, settings)
         elif step.terminates:
             nag.acknowledge(
                 policy,
