@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_eks as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -26,6 +26,22 @@ from infra.layers import ARCHITECTURE, RUNTIME, Layers
 from infra.network import attach_to_vpc
 
 LOG_RETENTION = logs.RetentionDays.ONE_MONTH
+
+
+def describe_cluster_statement(stack: Stack, settings: Settings) -> iam.PolicyStatement:
+    """eks:DescribeCluster on this cluster only: the endpoint and CA an EKS token needs, nothing else."""
+    return iam.PolicyStatement(
+        sid="DescribeTheCluster",
+        actions=["eks:DescribeCluster"],
+        resources=[
+            stack.format_arn(
+                service="eks",
+                resource="cluster",
+                resource_name=settings.cluster_name,
+                arn_format=ArnFormat.SLASH_RESOURCE_NAME,
+            )
+        ],
+    )
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aws_cdk import ArnFormat, Duration, Stack, Tags
+from aws_cdk import Duration, Stack, Tags
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
@@ -37,7 +37,7 @@ from constructs import Construct
 
 from infra import build, nag
 from infra.config import Settings
-from infra.function import nodewright_function
+from infra.function import describe_cluster_statement, nodewright_function
 from infra.layers import Layers, code_from_bundle
 from infra.provisioner import POWERTOOLS_METRICS_NAMESPACE
 from nodewright import settings as env
@@ -176,19 +176,7 @@ def interruption_statements(stack: Stack, settings: Settings, state_machine_arn:
             actions=["states:StartExecution"],
             resources=[state_machine_arn],
         ),
-        iam.PolicyStatement(
-            # Endpoint and CA for the EKS token; nothing else about the cluster.
-            sid="DescribeTheCluster",
-            actions=["eks:DescribeCluster"],
-            resources=[
-                stack.format_arn(
-                    service="eks",
-                    resource="cluster",
-                    resource_name=settings.cluster_name,
-                    arn_format=ArnFormat.SLASH_RESOURCE_NAME,
-                )
-            ],
-        ),
+        describe_cluster_statement(stack, settings),
         # Instances whose NodeClaim has no providerID yet are recognised by their tags.
         iam.PolicyStatement(sid="DescribeInstances", actions=["ec2:DescribeInstances"], resources=["*"]),
     ]

@@ -18,7 +18,7 @@ from constructs import Construct
 
 from infra import build, nag
 from infra.config import Settings
-from infra.function import nodewright_function
+from infra.function import describe_cluster_statement, nodewright_function
 from infra.layers import Layers, code_from_bundle
 from infra.provisioner import OWNED, POWERTOOLS_METRICS_NAMESPACE, _nag_ec2_arn
 from nodewright import settings as env
@@ -45,11 +45,7 @@ class Planner(Construct):
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
         statements = [
-            iam.PolicyStatement(
-                sid="DescribeTheCluster",
-                actions=["eks:DescribeCluster"],
-                resources=[stack.format_arn(service="eks", resource="cluster", resource_name=settings.cluster_name)],
-            ),
+            describe_cluster_statement(stack, settings),
             iam.PolicyStatement(
                 sid="StartTheDisruptionWorkflow",
                 actions=["states:StartExecution"],

@@ -24,7 +24,7 @@ from constructs import Construct
 
 from infra import build, nag
 from infra.config import Settings
-from infra.function import nodewright_function
+from infra.function import describe_cluster_statement, nodewright_function
 from infra.layers import Layers, code_from_bundle
 from nodewright import settings as env
 
@@ -266,16 +266,5 @@ def provisioner_statements(stack: Stack, settings: Settings, node_role_arn: str)
             ],
         ),
         iam.PolicyStatement(sid="ReadPrices", actions=["pricing:GetProducts"], resources=["*"]),
-        iam.PolicyStatement(
-            sid="DescribeTheCluster",
-            actions=["eks:DescribeCluster"],
-            resources=[
-                stack.format_arn(
-                    service="eks",
-                    resource="cluster",
-                    resource_name=settings.cluster_name,
-                    arn_format=ArnFormat.SLASH_RESOURCE_NAME,
-                )
-            ],
-        ),
+        describe_cluster_statement(stack, settings),
     ]

@@ -36,7 +36,7 @@ from constructs import Construct
 
 from infra import build, nag
 from infra.config import Settings
-from infra.function import LOG_RETENTION, nodewright_function
+from infra.function import LOG_RETENTION, describe_cluster_statement, nodewright_function
 from infra.layers import Layers, code_from_bundle
 from infra.provisioner import (
     OWNED,
@@ -171,13 +171,7 @@ class DisruptionWorkflow(Construct):
         if step.launches:
             return provisioner_statements(stack, settings, node_role.role_arn)
         instance_arn = stack.format_arn(service="ec2", resource="instance", resource_name="*")
-        statements = [
-            iam.PolicyStatement(
-                sid="DescribeTheCluster",
-                actions=["eks:DescribeCluster"],
-                resources=[stack.format_arn(service="eks", resource="cluster", resource_name=settings.cluster_name)],
-            )
-        ]
+        statements = [describe_cluster_statement(stack, settings)]
         if step.terminates:
             statements.append(
                 iam.PolicyStatement(
