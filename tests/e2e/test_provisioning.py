@@ -33,6 +33,7 @@ from nodewright.forwarder.batching import build_payloads
 from nodewright.forwarder.projection import is_pending, project_pod
 from nodewright.localworld import deploy
 from nodewright.localworld import world as lw
+from nodewright.service.provision import NOMINATION_GRACE_SECONDS
 
 
 class Provisioner:
@@ -307,7 +308,11 @@ def test_pending_deployments_become_running_on_right_sized_nodes_and_a_repeat_la
             f"kubernetes.io/cluster/{world.state.cluster}"
         ] == "owned"
 
-    converge(provisioner, namespace, 49, note=f"first launch: {len(launched)} claims {first['summary']}")
+    # The kube-scheduler binds pods in its own order, so a zone-spread pod can find the room planned for it taken
+    # by its siblings; it waits NOMINATION_GRACE_SECONDS for its nominated node, then is planned again. The
+    # timeout leaves room for that recovery on a loaded machine.
+    timeout = NOMINATION_GRACE_SECONDS + 120
+    converge(provisioner, namespace, 49, timeout, note=f"first launch: {len(launched)} claims {first['summary']}")
     placed = running(world, namespace)
     assert len(placed) == 49
     nodes = {p.spec.node_name: node_of(world, p) for p in placed}
