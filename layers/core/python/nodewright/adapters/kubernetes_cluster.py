@@ -1,14 +1,16 @@
 """The Cluster port on the Kubernetes API, reached with an EKS token (the same path in AWS and locally).
 
 `from_eks()` reads the API server endpoint and CA from eks:DescribeCluster and authenticates every request
-with a bearer token from `adapters.eks_token.EksTokenSource` (minted every ~14 minutes through the client's
-refresh hook). No kubeconfig is involved, so a Lambda needs nothing but its IAM role and the cluster's
-access entry.
+with a bearer token from `adapters.eks_token.EksTokenSource` (minted every ~14 minutes). No kubeconfig is
+involved, so a Lambda needs nothing but its IAM role and the cluster's access entry.
 
-Lists are read as raw JSON, in pages of 500: that is the camelCase document the API server sent, exactly
-what `ApiClient.sanitize_for_serialization` would rebuild from the typed models, without building thousands
-of model objects first. List items carry no kind/apiVersion, so they are added. managedFields are dropped
-(large and never read).
+The transport is urllib3, which botocore has already loaded, speaking JSON to REST paths. The official
+`kubernetes` package is not imported here: its import (the generated models and APIs, and requests,
+oauthlib, websocket and dateutil under them) took about 180 ms, the largest part of a Lambda cold start,
+for a dozen REST calls whose bodies we read as plain JSON anyway.
+
+Lists are read in pages of 500. List items carry no kind/apiVersion, so they are added. managedFields are
+dropped (large and never read).
 
 Custom objects: NodePools from `nodewright.io/v1` and `karpenter.sh/v1`, EC2NodeClasses from
 `nodewright.io/v1` and `karpenter.k8s.aws/v1`, NodeClaims from `nodewright.io/v1`. A group whose CRD is
@@ -20,11 +22,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlencode
 
 from nodewright.ports import BLOCKED, EVICTED, GONE, ClusterView, FleetView, NodeEvent, PodEvent
 
@@ -34,6 +36,8 @@ NODECLASSES = (("nodewright.io", "v1", "ec2nodeclasses"), ("karpenter.k8s.aws", 
 MERGE_PATCH = "application/merge-patch+json"
 COMPONENT = "nodewright"
 _EVENT_WORKERS = 8
+CONNECT_TIMEOUT_SECONDS = 5.0
+READ_TIMEOUT_SECONDS = 30.0
 
 
 def _strip(doc: dict[str, Any], kind: str, api_version: str) -> dict[str, Any]:
@@ -51,39 +55,58 @@ class ApiError(Exception):
         self.status = status
 
 
-class KubernetesCluster:
-    """Cluster port over a `kubernetes.client.ApiClient`.
+class ApiServer:
+    """HTTP(S) requests to one Kubernetes API server, each with a fresh-enough bearer token.
 
-    Requests go through the client's own `param_serialize` / `call_api` (its configuration, TLS, auth
-    hooks and retries) to REST paths, rather than through the generated `CoreV1Api` & co.: importing those
-    modules alone costs about half a second, most of this Lambda's cold start, for the dozen calls made here.
+    `endpoint` is the server's base URL; `ca_pem` the PEM bundle that signs its certificate (None: the
+    system's trust store); `token()` is called per request and is expected to cache (EksTokenSource does).
+    Connection failures are retried (the request never reached the server); a request that reached it is
+    retried only when it is idempotent and the read failed, and HTTP error statuses are returned, not retried.
+    The pool holds as many connections as `record_events` uses threads.
     """
 
-    def __init__(self, api_client: Any, clock: Callable[[], float] | None = None) -> None:
-        self.api_client = api_client
+    def __init__(self, endpoint: str, ca_pem: str | None, token: Callable[[], str]) -> None:
+        import urllib3
+
+        self._base = endpoint.rstrip("/")
+        self._token = token
+        self._pool = urllib3.PoolManager(
+            num_pools=1,
+            maxsize=_EVENT_WORKERS,
+            cert_reqs="CERT_REQUIRED",
+            ca_cert_data=ca_pem,
+            retries=urllib3.Retry(total=3, connect=3, read=1, status=0, backoff_factor=0.2, redirect=False),
+            timeout=urllib3.Timeout(connect=CONNECT_TIMEOUT_SECONDS, read=READ_TIMEOUT_SECONDS),
+        )
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        query: Sequence[tuple[str, str]] = (),
+        body: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> tuple[int, bytes]:
+        """Send one request; returns (HTTP status, body bytes)."""
+        url = self._base + path + (f"?{urlencode(list(query))}" if query else "")
+        sent = {**(headers or {}), "Authorization": f"Bearer {self._token()}"}
+        response = self._pool.request(method, url, body=body, headers=sent, redirect=False)
+        return int(response.status), bytes(response.data)
+
+
+class KubernetesCluster:
+    """Cluster port over the Kubernetes REST API (see the module doc)."""
+
+    def __init__(self, api: ApiServer, clock: Callable[[], float] | None = None) -> None:
+        self.api = api
         self._clock = clock or (lambda: datetime.now(UTC).timestamp())
 
     @classmethod
     def from_eks(cls, cluster_name: str, eks: Any, token_source: Any) -> KubernetesCluster:
         """Endpoint and CA from eks:DescribeCluster; bearer tokens from `token_source.token()`."""
-        from kubernetes.client import ApiClient, Configuration
-
         cluster = eks.describe_cluster(name=cluster_name)["cluster"]
-        ca_pem = base64.b64decode(cluster["certificateAuthority"]["data"])
-        # The client wants a file path; the name is the CA's hash, so warm containers reuse one file.
-        path = f"{tempfile.gettempdir()}/nodewright-ca-{hashlib.sha256(ca_pem).hexdigest()[:16]}.pem"
-        with open(path, "wb") as handle:
-            handle.write(ca_pem)
-        configuration: Any = Configuration(host=str(cluster["endpoint"]))
-        configuration.ssl_ca_cert = path
-        configuration.api_key_prefix = {"authorization": "Bearer"}
-        configuration.api_key = {"authorization": token_source.token()}
-
-        def refresh(config: Any) -> None:
-            config.api_key["authorization"] = token_source.token()
-
-        configuration.refresh_api_key_hook = refresh
-        return cls(ApiClient(configuration))
+        ca_pem = base64.b64decode(cluster["certificateAuthority"]["data"]).decode()
+        return cls(ApiServer(str(cluster["endpoint"]), ca_pem, token_source.token))
 
     # ---------------------------------------------------------------------------------------- REST
 
@@ -96,21 +119,14 @@ class KubernetesCluster:
         content_type: str = "application/json",
     ) -> dict[str, Any]:
         headers = {"Accept": "application/json"}
+        payload = None
         if body is not None:
             headers["Content-Type"] = content_type
-        method_, url, header_params, serialized, post = self.api_client.param_serialize(
-            method,
-            path,
-            query_params=list(query) or None,
-            header_params=headers,
-            body=body,
-            auth_settings=["BearerToken"],
-        )
-        response = self.api_client.call_api(method_, url, header_params, serialized, post)
-        response.read()
-        data = response.data.decode() if isinstance(response.data, bytes) else str(response.data or "")
-        if response.status >= 400:
-            raise ApiError(int(response.status), method, path, data)
+            payload = json.dumps(body).encode()
+        status, raw = self.api.request(method, path, query, payload, headers)
+        data = raw.decode()
+        if status >= 400:
+            raise ApiError(status, method, path, data)
         parsed: dict[str, Any] = json.loads(data) if data else {}
         return parsed
 
