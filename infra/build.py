@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+from nodewright.adapters import aws_sdk
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CORE_SOURCE = REPO_ROOT / "layers" / "core" / "python" / "nodewright"
 
@@ -36,33 +38,30 @@ CORE_SOURCE = REPO_ROOT / "layers" / "core" / "python" / "nodewright"
 PYTHON_VERSION = "3.11"
 PIP_PLATFORM = "manylinux2014_aarch64"  # the python3.11 runtime runs on Amazon Linux 2 (glibc 2.26)
 
-# Parts of the nodewright package that only serve developers (the command line, the local world) and
-# import things the Lambdas never need; they stay out of the core layer.
-CORE_EXCLUDED = ("localworld", "commands", "cli.py", "__main__.py")
+# Parts of the nodewright package the Lambdas never run: the command line and the local world (developer
+# tools) and the forwarder (it runs in the cluster, from its own image, see cluster/Dockerfile). They import
+# the `kubernetes` package, which the Lambdas do not, so they stay out of the core layer.
+CORE_EXCLUDED = ("localworld", "commands", "forwarder", "cli.py", "__main__.py")
+
+# Run-time requirements the Lambdas do not import: the official Kubernetes client is the forwarder's; the
+# Lambdas speak to the API server over urllib3 (adapters.kubernetes_cluster). Leaving it out halves the
+# dependencies layer (it was 60 of 124 MB with its own dependencies), which Lambda downloads and unpacks on
+# every cold start.
+LAMBDA_EXCLUDED_REQUIREMENTS = ("kubernetes",)
 
 _IGNORED_NAMES = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
 
-
-# kubernetes ships an asyncio client (kubernetes/aio, about 68 MB compiled) and requires aiohttp for it;
-# the Lambdas use the synchronous client, so the asyncio half and the distributions only it needs are
-# removed. That halves the layer (Lambda allows 250 MB unzipped for a function and all its layers).
-# `unused_imports_of_pruned` (and a test) checks that nothing left imports what was removed.
-# The X-Ray SDK's aiohttp integration is only imported by code that traces aiohttp explicitly.
-PRUNED_PATHS = ("kubernetes/aio", "aws_xray_sdk/ext/aiohttp")
-PRUNED_DISTRIBUTIONS = (
-    "aiohttp",
-    "aiohttp_retry",
-    "aiohappyeyeballs",
-    "aiosignal",
-    "attrs",
-    "frozenlist",
-    "multidict",
-    "propcache",
-    "yarl",
-)
+# The X-Ray SDK's aiohttp integration is only imported by code that traces aiohttp explicitly, and
+# aiohttp is not in the layer.
+PRUNED_PATHS = ("aws_xray_sdk/ext/aiohttp",)
 
 
 KEEP_PER_BUNDLE = 3
+
+# The trimmed AWS service models (`nodewright.adapters.aws_sdk`) live in the dependencies layer, written
+# from that layer's own botocore; functions find them at /opt/python/<this> through NODEWRIGHT_AWS_MODELS.
+AWS_MODELS_DIR = "nodewright-aws-models"
+LAYER_AWS_MODELS = f"/opt/python/{AWS_MODELS_DIR}"
 
 
 class BuildError(RuntimeError):
@@ -197,7 +196,8 @@ def _requirement_name(requirement: str) -> str:
 
 
 def runtime_requirements(pyproject: Path = REPO_ROOT / "pyproject.toml") -> list[str]:
-    """What the Lambdas import besides nodewright: the project's dependencies plus its `aws` extra.
+    """What the Lambdas import besides nodewright: the project's dependencies plus its `aws` extra, minus
+    LAMBDA_EXCLUDED_REQUIREMENTS.
 
     boto3 is included although the runtime has one: the runtime's copy lags releases, and the SDK the
     tests ran against keeps behaviour (and botocore's API models) reproducible.
@@ -210,7 +210,7 @@ def runtime_requirements(pyproject: Path = REPO_ROOT / "pyproject.toml") -> list
     pinned = []
     for requirement in wanted:
         name = _requirement_name(requirement)
-        if name == own_name:
+        if name == own_name or name in LAMBDA_EXCLUDED_REQUIREMENTS:
             continue
         extras = re.match(r"\s*[A-Za-z0-9._-]+(\[[^\]]*\])?", requirement)
         extra = (extras.group(1) or "") if extras else ""
@@ -225,7 +225,13 @@ def dependencies_layer_bundle(requirements: Sequence[str] | None = None) -> Bund
     """Third-party packages for arm64 / CPython 3.11 under `python/`, from binary wheels only."""
     reqs = list(runtime_requirements() if requirements is None else requirements)
     key = _digest(
-        [_builder_fingerprint(), f"python{PYTHON_VERSION}".encode(), PIP_PLATFORM.encode(), *(r.encode() for r in reqs)]
+        [
+            _builder_fingerprint(),
+            f"python{PYTHON_VERSION}".encode(),
+            PIP_PLATFORM.encode(),
+            aws_sdk.services_digest().encode(),
+            *(r.encode() for r in reqs),
+        ]
     )
 
     def fill(tmp: Path) -> None:
@@ -256,30 +262,9 @@ def dependencies_layer_bundle(requirements: Sequence[str] | None = None) -> Bund
         shutil.rmtree(site / "bin", ignore_errors=True)
         for relative in PRUNED_PATHS:
             shutil.rmtree(site / relative, ignore_errors=True)
-        for distribution in PRUNED_DISTRIBUTIONS:
-            _remove_distribution(site, distribution)
+        aws_sdk.write_models(site / AWS_MODELS_DIR, site / "botocore" / "data")
 
     return _materialize("layer-dependencies", key, fill)
-
-
-def _remove_distribution(site: Path, distribution: str) -> None:
-    """Delete an installed distribution's files as listed in its RECORD, then its metadata."""
-    normalized = re.sub(r"[-_.]+", "_", distribution).lower()
-    for info in site.glob("*.dist-info"):
-        name = info.name.removesuffix(".dist-info").split("-", 1)[0]
-        if re.sub(r"[-_.]+", "_", name).lower() != normalized:
-            continue
-        record = info / "RECORD"
-        if record.is_file():
-            for line in record.read_text().splitlines():
-                relative = line.split(",", 1)[0]
-                if relative and not relative.startswith(".."):
-                    (site / relative).unlink(missing_ok=True)
-        shutil.rmtree(info, ignore_errors=True)
-    # Package directories left empty (or holding only __pycache__) by the RECORD walk.
-    for directory in sorted((d for d in site.iterdir() if d.is_dir()), reverse=True):
-        if not any(f.is_file() and "__pycache__" not in f.parts for f in directory.rglob("*")):
-            shutil.rmtree(directory, ignore_errors=True)
 
 
 def top_level_modules(site: Path) -> set[str]:

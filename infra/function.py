@@ -20,10 +20,11 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from infra import nag
+from infra import build, nag
 from infra.config import Settings
 from infra.layers import ARCHITECTURE, RUNTIME, Layers
 from infra.network import attach_to_vpc
+from nodewright.adapters import aws_sdk
 
 LOG_RETENTION = logs.RetentionDays.ONE_MONTH
 
@@ -96,7 +97,7 @@ def nodewright_function(
         reserved_concurrent_executions=reserved_concurrency,
         tracing=lambda_.Tracing.ACTIVE,
         log_group=log_group,
-        environment=dict(environment),
+        environment={**environment, aws_sdk.MODELS_ENV: build.LAYER_AWS_MODELS},
     )
     # The first invocation must find every permission in place, not only the role's default policy.
     function.node.add_dependency(policy)

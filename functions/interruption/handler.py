@@ -72,9 +72,9 @@ def build_runtime(cluster: Any = None, workflows: Any = None) -> _Runtime:
     `cluster` replaces the Kubernetes adapter (a test's in-memory Cluster); by default the cluster is reached
     through its EKS endpoint with an EKS token. `workflows` replaces the Step Functions adapter.
     """
-    import boto3
     from botocore.config import Config
 
+    from nodewright.adapters import aws_sdk
     from nodewright.adapters.dynamodb_state import DynamoDBState
     from nodewright.adapters.ec2_launcher import Ec2Cloud
     from nodewright.adapters.eks_token import EksTokenSource
@@ -84,7 +84,7 @@ def build_runtime(cluster: Any = None, workflows: Any = None) -> _Runtime:
     from nodewright.settings import InterruptionSettings
 
     settings = InterruptionSettings.from_env()
-    session = boto3.session.Session(region_name=settings.region)
+    session = aws_sdk.session(settings.region)
     config = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5, read_timeout=20)
     eks = session.client("eks", config=config)
     if cluster is None:

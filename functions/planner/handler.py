@@ -23,8 +23,8 @@ class _SystemClock:
 
 def build_runtime(cluster: Any = None) -> Any:
     """(cluster, cloud, workflows, clock), built once per container. `cluster` replaces the Kubernetes adapter."""
-    import boto3
 
+    from nodewright.adapters import aws_sdk
     from nodewright.adapters.ec2_launcher import ec2_cloud
     from nodewright.adapters.eks_token import EksTokenSource
     from nodewright.adapters.kubernetes_cluster import KubernetesCluster
@@ -32,7 +32,7 @@ def build_runtime(cluster: Any = None) -> Any:
     from nodewright.settings import PlannerSettings
 
     settings = PlannerSettings.from_env()
-    session = boto3.session.Session(region_name=settings.region)
+    session = aws_sdk.session(settings.region)
     # The planner only terminates instances of NodeClaims that never registered; it launches nothing, so it
     # has no node role or instance profile to pass.
     cloud = ec2_cloud(settings.cluster, "", "", settings.region, session)

@@ -125,13 +125,13 @@ def build_runtime(cluster: Any = None) -> _Runtime:
     `cluster` replaces the Kubernetes adapter (a dry run against an in-memory cluster, or a test's fake
     Cluster port); by default the cluster is reached through its EKS endpoint with an EKS token.
     """
-    import boto3
     from aws_lambda_powertools.utilities.idempotency import (
         DynamoDBPersistenceLayer,
         IdempotencyConfig,
         idempotent_function,
     )
 
+    from nodewright.adapters import aws_sdk
     from nodewright.adapters.dynamodb_state import DynamoDBState
     from nodewright.adapters.ec2_catalog import live_source
     from nodewright.adapters.ec2_launcher import ec2_cloud
@@ -147,7 +147,7 @@ def build_runtime(cluster: Any = None) -> _Runtime:
     )
 
     settings = ProvisionerSettings.from_env()
-    session = boto3.session.Session(region_name=settings.region)
+    session = aws_sdk.session(settings.region)
     cloud = ec2_cloud(settings.cluster, settings.node_role, settings.instance_profile, settings.region, session)
     if cluster is None:
         cluster = KubernetesCluster.from_eks(

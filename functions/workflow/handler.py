@@ -32,8 +32,8 @@ class _SystemClock:
 
 def build_ports(cluster: Any = None) -> Any:
     """Settings, clients and adapters (once per container). `cluster` replaces the Kubernetes adapter."""
-    import boto3
 
+    from nodewright.adapters import aws_sdk
     from nodewright.adapters.dynamodb_state import DynamoDBState
     from nodewright.adapters.ec2_catalog import live_source
     from nodewright.adapters.ec2_launcher import ec2_cloud
@@ -44,7 +44,7 @@ def build_ports(cluster: Any = None) -> Any:
     from nodewright.settings import ProvisionerSettings
 
     settings = ProvisionerSettings.from_env()
-    session = boto3.session.Session(region_name=settings.region)
+    session = aws_sdk.session(settings.region)
     cloud = ec2_cloud(settings.cluster, settings.node_role, settings.instance_profile, settings.region, session)
     if cluster is None:
         tokens = EksTokenSource(settings.cluster, session.client("sts"), settings.region)

@@ -46,6 +46,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from nodewright.adapters import aws_sdk
+
 ROOT = Path(__file__).resolve().parents[2]
 HANDLER = ROOT / "functions" / "provisioner" / "handler.py"
 REGION = "us-east-1"
@@ -243,6 +245,8 @@ def _child_env(endpoint: str, tracing: bool) -> dict[str, str]:
         "NODEWRIGHT_NODE_ROLE": NODE_ROLE,
         "NODEWRIGHT_INSTANCE_PROFILE": NODE_ROLE,
         "NODEWRIGHT_CATALOG": "snapshot",
+        # As in Lambda, where the dependencies layer carries these and the stack names them.
+        aws_sdk.MODELS_ENV: str(aws_sdk.cached_models()),
         "POWERTOOLS_METRICS_NAMESPACE": "nodewright",
         "POWERTOOLS_SERVICE_NAME": "nodewright-provisioner",
     }

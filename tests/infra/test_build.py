@@ -3,14 +3,17 @@ filesystem, that the cache is keyed by the inputs, and that pruning left nothing
 
 from __future__ import annotations
 
+import json
 import shutil
 import struct
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from infra import build
+from nodewright.adapters import aws_sdk
 
 LAMBDA_UNZIPPED_LIMIT = 250 * 1024 * 1024
 
@@ -47,29 +50,41 @@ def test_the_dependencies_layer_is_arm64_python311_and_within_lambda_limits(
 ) -> None:
     site = dependencies.path / "python"
     modules = build.top_level_modules(site)
-    assert {"kubernetes", "aws_lambda_powertools", "yaml", "pydantic", "boto3", "aws_xray_sdk"} <= modules
+    assert {"aws_lambda_powertools", "yaml", "pydantic", "boto3", "aws_xray_sdk"} <= modules
+    assert "kubernetes" not in modules  # the forwarder's, not the Lambdas'
     extensions = list((site / "pydantic_core").glob("*.so"))
     assert extensions and all("cpython-311-aarch64-linux-gnu" in e.name for e in extensions), extensions
-    assert not (site / "kubernetes" / "aio").exists()
     assert pyc_flags(next((site / "yaml" / "__pycache__").glob("__init__.cpython-311.pyc"))) == 1
     assert build.directory_size(core.path) + build.directory_size(dependencies.path) < LAMBDA_UNZIPPED_LIMIT
 
 
-def test_nothing_left_in_the_dependencies_layer_imports_what_was_pruned(dependencies: build.Bundle) -> None:
+def test_the_dependencies_layer_carries_the_trimmed_aws_models_where_the_functions_look(
+    dependencies: build.Bundle,
+) -> None:
+    models = dependencies.path / "python" / build.AWS_MODELS_DIR
+    assert f"/opt/python/{build.AWS_MODELS_DIR}" == build.LAYER_AWS_MODELS
+    assert {p.name for p in models.iterdir() if p.is_dir()} == set(aws_sdk.SERVICES)
+    ec2 = json.loads(next((models / "ec2").glob("*/service-2.json")).read_text())
+    assert set(ec2["operations"]) == aws_sdk.SERVICES["ec2"]
+
+
+def test_everything_the_layers_import_is_in_them(core: build.Bundle, dependencies: build.Bundle) -> None:
+    """Nothing in the core layer or the dependencies layer imports a module neither layer nor the standard
+    library provides (for example the `kubernetes` package, left out of the dependencies layer)."""
     site = dependencies.path / "python"
-    present = build.top_level_modules(site)
-    pruned_names = {"aiohttp", "aiohttp_retry", "aiohappyeyeballs", "aiosignal", "attr", "attrs"}
-    pruned_names |= {"frozenlist", "multidict", "propcache", "yarl"}
-    assert not (pruned_names & present)
-    importers = build.imported_top_level_names(site, among=pruned_names)
-    dangling = {name: sorted(importers[name])[:3] for name in pruned_names if name in importers}
+    available = build.top_level_modules(site) | {"nodewright"} | set(sys.stdlib_module_names)
+    imported = build.imported_top_level_names(core.path / "python")
+    dangling = {name: sorted(files)[:3] for name, files in imported.items() if name not in available}
     assert dangling == {}
+    pruned_importers = build.imported_top_level_names(site, among=["aiohttp"])
+    assert not any(not f.startswith("aws_xray_sdk/ext/") for f in pruned_importers.get("aiohttp", ())), pruned_importers
 
 
 def test_layer_requirements_come_from_the_project_pinned_to_the_tested_versions() -> None:
     requirements = build.runtime_requirements()
     names = {r.split("[")[0].split("=")[0].lower() for r in requirements}
-    assert {"pyyaml", "kubernetes", "aws-lambda-powertools", "boto3"} <= names
+    assert {"pyyaml", "aws-lambda-powertools", "boto3"} <= names
+    assert "kubernetes" not in names
     assert "nodewright" not in names
     assert all("==" in r for r in requirements), requirements
 

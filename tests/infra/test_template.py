@@ -15,6 +15,7 @@ from aws_cdk.assertions import Template
 from conftest import CLUSTER, Synth, synth
 
 from nodewright import settings
+from nodewright.adapters import aws_sdk
 
 OWNED_TAG = f"kubernetes.io/cluster/{CLUSTER}"
 LAUNCH = {"ec2:RunInstances", "ec2:CreateFleet"}
@@ -159,6 +160,7 @@ def test_the_function_runs_the_provisioner_handler_on_arm64_python311_with_both_
                     settings.INSTANCE_PROFILE: {"Ref": profile},
                     "POWERTOOLS_SERVICE_NAME": "nodewright-provisioner",
                     "POWERTOOLS_METRICS_NAMESPACE": "Nodewright",
+                    aws_sdk.MODELS_ENV: "/opt/python/nodewright-aws-models",
                 }
             },
         },
@@ -167,7 +169,8 @@ def test_the_function_runs_the_provisioner_handler_on_arm64_python311_with_both_
         logical_id(default_synth, "AWS::Lambda::Function", "ProvisionerFunction")
     ]
     assert "VpcConfig" not in function["Properties"]
-    # Exactly the settings contract plus Powertools' names; the catalog mode only when asked for.
+    # Exactly the settings contract plus Powertools' names and the trimmed AWS models (in the dependencies
+    # layer); the catalog mode only when asked for.
     assert set(function["Properties"]["Environment"]["Variables"]) == {
         settings.CLUSTER,
         settings.TABLE,
@@ -175,6 +178,7 @@ def test_the_function_runs_the_provisioner_handler_on_arm64_python311_with_both_
         settings.INSTANCE_PROFILE,
         "POWERTOOLS_SERVICE_NAME",
         "POWERTOOLS_METRICS_NAMESPACE",
+        aws_sdk.MODELS_ENV,
     }
     template.has_resource_properties("AWS::Logs::LogGroup", {"RetentionInDays": 30})
     template.has_resource_properties(
@@ -435,3 +439,15 @@ def test_vpc_attachment_places_the_function_and_scopes_its_interfaces(synth_root
         assert [render(r) for r in listed(st["Resource"])] == [
             "arn:${AWS::Partition}:ec2:${AWS::Region}:${AWS::AccountId}:network-interface/*"
         ]
+
+
+def test_every_function_on_our_layers_reads_the_trimmed_aws_models(default_synth: Synth) -> None:
+    core = logical_id(default_synth, "AWS::Lambda::LayerVersion", "LayersCore")
+    ours = [
+        resource["Properties"]
+        for resource in default_synth.template["Resources"].values()
+        if resource["Type"] == "AWS::Lambda::Function" and {"Ref": core} in resource["Properties"].get("Layers", [])
+    ]
+    assert len(ours) >= 9  # provisioner, planner, interruption and the workflow's steps
+    for function in ours:
+        assert function["Environment"]["Variables"][aws_sdk.MODELS_ENV] == "/opt/python/nodewright-aws-models"

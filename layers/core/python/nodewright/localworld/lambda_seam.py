@@ -160,7 +160,12 @@ def install(repo_root: Path, unpack_root: Path, endpoint_url: str) -> None:
     from moto.awslambda import models as lambda_models
     from moto.sts.models import sts_backends
 
+    from nodewright.adapters import aws_sdk
+
     unpack_root.mkdir(parents=True, exist_ok=True)
+    # A function's layers are this interpreter's packages here, so the trimmed AWS models its dependencies
+    # layer carries are built from the installed botocore and replace the layer path in its environment.
+    aws_models = str(aws_sdk.cached_models())
 
     def credentials_for(fn: Any) -> dict[str, str]:
         # The execution role's session, so downstream identity checks see the role like in AWS.
@@ -195,6 +200,8 @@ def install(repo_root: Path, unpack_root: Path, endpoint_url: str) -> None:
                 **credentials_for(fn),
                 **{str(k): str(v) for k, v in (fn.environment_vars or {}).items()},
             }
+            if aws_sdk.MODELS_ENV in env:
+                env[aws_sdk.MODELS_ENV] = aws_models
             try:
                 code_dir = resolve_code_dir(dict(fn.tags or {}), fn.code_bytes, repo_root, unpack_root)
                 # boto3's default session caches the first credentials it finds; each function must
