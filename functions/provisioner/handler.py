@@ -1,7 +1,7 @@
 """Provisioner Lambda: a batch of pending pods in, every provisioning decision with its reason out.
 
-Thin by design: parse the forwarder's payload at the edge (a pydantic model), check it is for this
-cluster, run `nodewright.service.provision.provision` once per batch id (Powertools idempotency on the
+Thin by design: validate the forwarder's payload at the edge (`service.provision.parse_batch`), check it is
+for this cluster, run `nodewright.service.provision.provision` once per batch id (Powertools idempotency on the
 stack's DynamoDB table), and map the result to the response, logs and metrics.
 
 Nothing reads settings at import time: clients and adapters are built on the first invocation and kept in
@@ -16,9 +16,6 @@ for the local world, where moto's placeholder spot prices (all 0.00001) would ma
 free.
 """
 
-# No `from __future__ import annotations`: the parser model's annotations must be real types when the class
-# is built, because a runtime may load this file without registering it in sys.modules (pydantic would
-# then have no namespace to resolve string annotations in).
 import os
 import time
 from collections.abc import Sequence
@@ -28,11 +25,11 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-# The payload model is a plain pydantic model validated directly, not through Powertools' `parse`:
-# importing `aws_lambda_powertools.utilities.parser` builds the parser's envelope and event models for every
-# AWS event source (about a hundred pydantic models), which cost this function more cold-start time than
-# anything it needs from them. `parse(event, model)` would only call `model.model_validate(event)` here.
-from pydantic import BaseModel, Field
+# The payload is validated by a plain function of the core, not a pydantic model through Powertools' parser:
+# importing pydantic (and its plugin discovery through importlib.metadata) cost this function 60-80 ms of
+# its cold start, a fifth of the budget, to check five fields. The pods' contents are validated later, pod by
+# pod, by the core's model either way.
+from nodewright.service.provision import parse_batch
 
 logger = Logger(service="nodewright-provisioner")
 # The Tracer is built on the first traced call, not here: constructing one imports the X-Ray SDK (about a
@@ -56,17 +53,6 @@ metrics = Metrics(namespace="nodewright", service="provisioner")
 
 CATALOG_MODE = "NODEWRIGHT_CATALOG"
 CATALOG_TTL_SECONDS = 3600.0
-
-
-class ProvisionRequest(BaseModel):
-    """The forwarder's payload; `pods` are pod projections (pruned pod manifests, camelCase). A registration
-    payload has no pods and names the `nodes` that joined with `karpenter.sh/unregistered`."""
-
-    batch_id: str = Field(min_length=1, max_length=256)
-    cluster: str = Field(min_length=1)
-    sent_at: str = ""
-    pods: list[dict[str, Any]]
-    nodes: list[str] = Field(default_factory=list)
 
 
 class WrongClusterError(ValueError):
@@ -138,7 +124,7 @@ def build_runtime(cluster: Any = None) -> _Runtime:
     from nodewright.adapters.eks_token import EksTokenSource
     from nodewright.adapters.kubernetes_cluster import KubernetesCluster
     from nodewright.catalog.snapshot import SnapshotSource
-    from nodewright.service.provision import Batch, provision
+    from nodewright.service.provision import provision
     from nodewright.settings import (
         TABLE_PARTITION_KEY,
         TABLE_SORT_KEY,
@@ -171,7 +157,7 @@ def build_runtime(cluster: Any = None) -> _Runtime:
     @idempotent_function(data_keyword_argument="batch", persistence_store=persistence, config=config)  # type: ignore[untyped-decorator]
     def run(batch: dict[str, Any]) -> dict[str, Any]:
         result = provision(
-            Batch(batch["batch_id"], batch["cluster"], batch["pods"], batch.get("sent_at", ""), batch.get("nodes", [])),
+            parse_batch(batch),
             cluster,
             cloud,
             state,
@@ -207,23 +193,24 @@ def _emit_metrics(result: dict[str, Any]) -> None:
 @logger.inject_lambda_context(log_event=False)
 @metrics.log_metrics(capture_cold_start_metric=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    """Provision one batch. Raises on a malformed payload or a batch for another cluster."""
-    request = ProvisionRequest.model_validate(event)
+    """Provision one batch. Raises PayloadError on a malformed payload, WrongClusterError on a batch for
+    another cluster."""
+    batch = parse_batch(event)
     runtime = _runtime()
-    if request.cluster != runtime.cluster_name:
+    if batch.cluster != runtime.cluster_name:
         raise WrongClusterError(
-            f"batch {request.batch_id} is for cluster {request.cluster!r}, but this provisioner serves "
+            f"batch {batch.batch_id} is for cluster {batch.cluster!r}, but this provisioner serves "
             f"{runtime.cluster_name!r}; check the forwarder's NODEWRIGHT_CLUSTER"
         )
     runtime.config.register_lambda_context(context)
-    logger.append_keys(batch_id=request.batch_id)
+    logger.append_keys(batch_id=batch.batch_id)
     tracer = _tracer()
     if tracer is None:
-        result: dict[str, Any] = runtime.run(batch=request.model_dump())
+        result: dict[str, Any] = runtime.run(batch=event)
         return result
     with tracer.provider.in_subsegment("## provision") as subsegment:
-        subsegment.put_annotation("batch_id", request.batch_id)
-        subsegment.put_annotation("pods", len(request.pods))
-        subsegment.put_annotation("nodes", len(request.nodes))
-        result = runtime.run(batch=request.model_dump())
+        subsegment.put_annotation("batch_id", batch.batch_id)
+        subsegment.put_annotation("pods", len(batch.pods))
+        subsegment.put_annotation("nodes", len(batch.nodes))
+        result = runtime.run(batch=event)
     return result

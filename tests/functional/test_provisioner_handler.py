@@ -21,6 +21,7 @@ from moto import mock_aws
 from nodewright.adapters.memory import InMemoryCluster
 from nodewright.localworld.motoserver import seed
 from nodewright.localworld.userdata import parse_user_data
+from nodewright.service.provision import PayloadError
 
 REGION = "us-east-1"
 CLUSTER = "func"
@@ -280,7 +281,7 @@ def test_a_batch_for_another_cluster_is_rejected_before_anything_runs(account: d
     with pytest.raises(handler.WrongClusterError, match="other"):
         handler.handler(event(cluster, name="other"), Context())
     assert instances(account["ec2"]) == []
-    with pytest.raises(Exception, match="batch_id"):
+    with pytest.raises(PayloadError, match="batch_id: missing or empty"):
         handler.handler({"cluster": CLUSTER, "pods": []}, Context())
 
 
