@@ -9,7 +9,8 @@ from service_fakes import FakeCloud, FixedClock, SmallCatalog, node_for, nodecla
 from nodewright.adapters.memory import InMemoryCluster, InMemoryState
 from nodewright.catalog.catalog import Catalog
 from nodewright.localworld.userdata import parse_user_data
-from nodewright.service.provision import Batch, LaunchTemplateRecord, cleanup, provision
+from nodewright.ports import LaunchTemplateRecord
+from nodewright.service.provision import Batch, cleanup, provision
 
 CATALOG = SmallCatalog()
 

@@ -203,6 +203,23 @@ class Cluster(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class LaunchTemplateRecord:
+    """A launch template nodewright created for this cluster: its name, creation time (epoch seconds) and
+    the EC2NodeClass named in its tags."""
+
+    name: str
+    created_at: float
+    node_class: str
+
+
+class LaunchTemplateStore(Protocol):
+    """The launch templates of this cluster (an adapter lists them by the cluster's ownership tag)."""
+
+    def launch_templates(self) -> Sequence[LaunchTemplateRecord]: ...
+    def delete_launch_template(self, name: str) -> None: ...
+
+
 class StateStore(Protocol):
     def unavailable_offerings(self, now: float) -> frozenset[OfferingKey]:
         """Offerings marked unavailable whose mark has not expired at `now`."""

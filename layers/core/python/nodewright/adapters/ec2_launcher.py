@@ -26,8 +26,7 @@ from nodewright.launch.fleet import THROTTLING_ERRORS
 from nodewright.launch.template import TEMPLATE_PREFIX, Image, LaunchTemplateSpec, ResolvedNodeClass, Subnet
 from nodewright.launch.userdata import ClusterInfo
 from nodewright.model.nodeclass import EC2NodeClass, SelectorTerm
-from nodewright.ports import Instance, LaunchError, NodeClassError, Throttled
-from nodewright.service.provision import LaunchTemplateRecord
+from nodewright.ports import Instance, LaunchError, LaunchTemplateRecord, NodeClassError, Throttled
 
 NODE_CLASS_TAG = "karpenter.k8s.aws/ec2nodeclass"
 

@@ -37,7 +37,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
 from nodewright.catalog.allocatable import allocatable as allocatable_of
 from nodewright.catalog.allocatable import capacity, root_volume_bytes
@@ -64,6 +64,8 @@ from nodewright.ports import (
     Cluster,
     ClusterView,
     LaunchError,
+    LaunchTemplateRecord,
+    LaunchTemplateStore,
     NodeClassError,
     OfferingKey,
     PodEvent,
@@ -452,23 +454,6 @@ def cleanup(
 
 
 # ---------------------------------------------------------------------------- launch templates
-
-
-@dataclass(frozen=True, slots=True)
-class LaunchTemplateRecord:
-    """A launch template nodewright created for this cluster: its name, creation time (epoch seconds) and
-    the EC2NodeClass named in its tags."""
-
-    name: str
-    created_at: float
-    node_class: str
-
-
-class LaunchTemplateStore(Protocol):
-    """The launch templates of this cluster (an adapter lists them by the cluster's ownership tag)."""
-
-    def launch_templates(self) -> Sequence[LaunchTemplateRecord]: ...
-    def delete_launch_template(self, name: str) -> None: ...
 
 
 def stale_launch_templates(
