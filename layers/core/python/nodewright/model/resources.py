@@ -56,7 +56,11 @@ def total(items: Iterable[Resources]) -> dict[str, int]:
 
 def fits(request: Resources, available: Resources) -> bool:
     """True when every requested resource is available (a resource absent from `available` is 0)."""
-    return all(value <= 0 or value <= available.get(name, 0) for name, value in request.items())
+    # A plain loop rather than all(<generator>): the scheduler calls this in its innermost loops.
+    for name, value in request.items():  # noqa: SIM110
+        if value > 0 and value > available.get(name, 0):
+            return False
+    return True
 
 
 def first_shortfall(request: Resources, available: Resources) -> str | None:
@@ -75,7 +79,9 @@ def max_copies(request: Resources, available: Resources) -> int:
             have = available.get(name, 0)
             if have < value:
                 return 0
-            best = min(best, have // value)
+            copies = have // value
+            if copies < best:
+                best = copies
     return best
 
 

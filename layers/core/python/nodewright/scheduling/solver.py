@@ -1272,11 +1272,14 @@ class Solver:
         if remaining is None and key in ctx.choices:
             return ctx.choices[key]
         chosen: tuple[Candidate, int] | None = None
-        for exotic in (False, True):
+        # No type holds more of the class than the per-resource largest allocatable does: with that bound
+        # the scan also stops early when `cap` is effectively unbounded (as for `_rate`).
+        most = min(cap, res.max_copies(cls.requests, compat.largest))
+        for exotic in (False, True) if most > 0 else ():
             best: Score | None = None
             for price, candidate in compat.candidates:
-                # Cheapest first: no later type can beat price / cap, so the scan usually stops early.
-                if best is not None and price / cap > best[0]:
+                # Cheapest first: no later type can beat price / most, so the scan usually stops early.
+                if best is not None and price / most > best[0]:
                     break
                 if candidate.exotic != exotic:
                     continue
