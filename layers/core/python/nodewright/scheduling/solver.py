@@ -153,6 +153,26 @@ class PoolCompat:
     prices: list[float] = field(default_factory=list)
     _largest: dict[str, int] | None = None
     _frontier: list[int] | None = None
+    _cpu_steps: list[int] | None = None  # the distinct cpu values of `basics`, ascending
+    _by_cpu: dict[int, list[int]] = field(default_factory=dict)  # per cpu step, see `with_cpu`
+
+    def with_cpu(self, need: int) -> list[int]:
+        """Indexes (ascending, so cheapest first) of the candidates with at least `need` cpu.
+
+        Loops that look for a type large enough for a claim's pods would otherwise step over the many
+        cheaper, smaller types one by one; one list per distinct cpu value serves every `need`.
+        """
+        if self._cpu_steps is None:
+            self._cpu_steps = sorted({cpu for cpu, _, _ in self.basics})
+        steps = self._cpu_steps
+        at = bisect.bisect_left(steps, need)
+        if at == len(steps):
+            return []
+        step = steps[at]
+        kept = self._by_cpu.get(step)
+        if kept is None:
+            kept = self._by_cpu[step] = [i for i, (cpu, _, _) in enumerate(self.basics) if cpu >= step]
+        return kept
 
     @property
     def frontier(self) -> list[int]:
@@ -983,7 +1003,10 @@ class Solver:
             # A type cheaper than the claim's that held more pods would have been chosen when the claim was
             # opened, so the scan starts at the claim's price.
             start = bisect.bisect_left(compat.prices, current_price)
-            for index in range(start, len(compat.candidates)):
+            # Types with too little cpu would only be skipped below; the break test holds for them too (a
+            # later type costs no less), so leaving them out changes nothing.
+            fitting = compat.with_cpu(need_cpu)
+            for index in fitting[bisect.bisect_left(fitting, start) :]:
                 price, candidate = compat.candidates[index]
                 cpu, memory, pod_slots = compat.basics[index]
                 # Candidates come cheapest first, so once even `most` extra pods cannot bring the extra
@@ -1369,7 +1392,8 @@ class Solver:
         chosen: list[Candidate] = []
         used = b.used
         need = (used.get(CPU, 0), used.get(MEMORY, 0), used.get(PODS, 0))
-        for index, (_price, candidate) in enumerate(compat.candidates):
+        for index in compat.with_cpu(need[0]):
+            candidate = compat.candidates[index][1]
             cpu, memory, pod_slots = compat.basics[index]
             if cpu < need[0] or memory < need[1] or pod_slots < need[2]:
                 continue  # the quick test on the three resources every pod requests
