@@ -90,6 +90,7 @@ _MIX_DEPTH = 8
 _MIX_ALTERNATIVES = ((1 << 30, 1 << 30), (1 << 30, 1))
 
 ReqKey = tuple[tuple[str, ValueSet], ...]
+OfferingKey = tuple[ValueSet, ValueSet, ValueSet]
 Score = tuple[float, int, float, str]
 # What claims with the same requirements and instance types share: types, launch options, capacity
 # types, zones, requirements and labels.
@@ -102,6 +103,11 @@ def req_key(requirements: Requirements) -> ReqKey:
     return tuple(sorted(requirements.by_key.items()))
 
 
+def _offering_key(requirements: Requirements) -> OfferingKey:
+    """What decides which offerings requirements allow: their zone, capacity type and reservation sets."""
+    return (requirements.get(ZONE), requirements.get(CAPACITY_TYPE), requirements.get(CAPACITY_RESERVATION_ID))
+
+
 @dataclass(slots=True)
 class Candidate:
     """An instance type a NodePool may launch, with what pods can use on it and its offerings."""
@@ -111,7 +117,7 @@ class Candidate:
     capacity: Mapping[str, int]
     offerings: tuple[Offering, ...]  # available ones, cheapest first
     exotic: bool = False  # bare metal or accelerated: used only when nothing else fits (Karpenter's rule)
-    allowed: dict[tuple[ValueSet, ValueSet, ValueSet], list[Offering]] = field(default_factory=dict)
+    allowed: dict[OfferingKey, list[Offering]] = field(default_factory=dict)
     copies: dict[tuple[tuple[str, int], ...], int] = field(default_factory=dict)
     by_zone: dict[str, list[Offering]] = field(default_factory=dict)  # the offerings per zone, cheapest first
     # cpu, memory and pods of `allocatable`, for quick rejection in loops over candidates.
@@ -124,7 +130,10 @@ class Candidate:
 
     def offerings_for(self, requirements: Requirements) -> list[Offering]:
         """The available offerings these requirements allow (zone, capacity type, reservation), cheapest first."""
-        key = (requirements.get(ZONE), requirements.get(CAPACITY_TYPE), requirements.get(CAPACITY_RESERVATION_ID))
+        return self.offerings_with(_offering_key(requirements))
+
+    def offerings_with(self, key: OfferingKey) -> list[Offering]:
+        """`offerings_for` with the key computed by the caller, once for a loop over many candidates."""
         cached = self.allowed.get(key)
         if cached is None:
             zones, types, reservations = key
@@ -554,10 +563,11 @@ class Solver:
         merged = ctx.requirements.intersect(requirements)
         priced: list[tuple[float, Candidate]] = []
         zones: set[str] = set()
+        offering_key = _offering_key(merged)
         for candidate in ctx.candidates:
             if not self._type_matches(candidate.it, requirements):
                 continue
-            offerings = candidate.offerings_for(merged)
+            offerings = candidate.offerings_with(offering_key)
             if offerings:
                 priced.append((offerings[0].price, candidate))
                 zones.update(o.zone for o in offerings)
@@ -1409,10 +1419,11 @@ class Solver:
         memo_key = (ctx.pool.name, b.rkey, tuple(c.it.name for c in chosen))
         memo = self.finalized.get(memo_key)
         if memo is None:
+            offering_key = _offering_key(compat.requirements)
             offered = [
                 (_capacity_rank(o.capacity_type), o.price, c.it.name, o.zone, o.capacity_type, o.reservation_id)
                 for c in chosen
-                for o in c.offerings_for(compat.requirements)
+                for o in c.offerings_with(offering_key)
             ]
             # CreateFleet takes at most 60 overrides, so the claim carries the 60 cheapest offerings; its
             # zones and capacity types still describe every offering of its instance types.
