@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from nodewright.model.objects import (
     ZONE_LABEL,
@@ -186,22 +187,28 @@ def pod_terms(pod: Pod) -> tuple[tuple[TopologyTerm, ...], tuple[TopologyTerm, .
 
 
 def _signature(pod: Pod, relevant_labels: frozenset[str]) -> tuple[object, ...]:
+    # Runs once per pod: the sorts are skipped for the (usually) empty collections.
     return (
         pod.namespace,
-        tuple(sorted((k, v) for k, v in pod.labels.items() if k in relevant_labels)),
+        tuple(sorted((k, v) for k, v in pod.labels.items() if k in relevant_labels)) if pod.labels else (),
         tuple(sorted(pod.requests.items())),
-        tuple(sorted(pod.node_selector.items())),
+        tuple(sorted(pod.node_selector.items())) if pod.node_selector else (),
         pod.required_node_terms,
         pod.preferred_node_terms,
-        tuple(sorted(pod.tolerations, key=repr)),
+        tuple(sorted(pod.tolerations, key=repr)) if pod.tolerations else (),
         pod.topology_spread,
         pod.pod_affinity,
         pod.pod_anti_affinity,
         pod.preferred_pod_affinity,
         pod.preferred_pod_anti_affinity,
-        tuple(sorted((p.protocol, p.port) for p in pod.host_ports)),
+        tuple(sorted((p.protocol, p.port) for p in pod.host_ports)) if pod.host_ports else (),
         pod.pvc_names if pod.pvc_names else (),
     )
+
+
+# The parts of a signature that `pod_terms` reads: classes that differ only in labels or requests
+# (most of them) share their topology terms, which are immutable.
+_TERM_PARTS = (0, 7, 8, 9, 10, 11)
 
 
 def build_classes(pods: Sequence[Pod], volumes: VolumeIndex, relevant_labels: frozenset[str]) -> list[PodClass]:
@@ -210,15 +217,25 @@ def build_classes(pods: Sequence[Pod], volumes: VolumeIndex, relevant_labels: fr
     Pods with PersistentVolumeClaims are keyed by their claims, so only pods sharing claims merge.
     """
     grouped: dict[tuple[object, ...], list[Pod]] = {}
-    for pod in sorted(pods, key=lambda p: (p.namespace, p.name)):
+    for pod in sorted(pods, key=attrgetter("namespace", "name")):
         grouped.setdefault(_signature(pod, relevant_labels), []).append(pod)
-    classes = [_make_class(key, members, volumes, relevant_labels) for key, members in grouped.items()]
+    terms: dict[tuple[object, ...], tuple[tuple[TopologyTerm, ...], tuple[TopologyTerm, ...]]] = {}
+    classes = []
+    for key, members in grouped.items():
+        term_key = tuple(key[i] for i in _TERM_PARTS)
+        pod_terms_ = terms.get(term_key)
+        if pod_terms_ is None:
+            pod_terms_ = terms[term_key] = pod_terms(members[0])
+        classes.append(_make_class(key, members, volumes, pod_terms_))
     classes.sort(key=lambda c: (-c.size[0], -c.size[1], repr(c.key)))
     return classes
 
 
 def _make_class(
-    key: tuple[object, ...], pods: list[Pod], volumes: VolumeIndex, relevant_labels: frozenset[str]
+    key: tuple[object, ...],
+    pods: list[Pod],
+    volumes: VolumeIndex,
+    terms: tuple[tuple[TopologyTerm, ...], tuple[TopologyTerm, ...]],
 ) -> PodClass:
     pod = pods[0]
     base = Requirements.from_labels(pod.node_selector)
@@ -234,7 +251,7 @@ def _make_class(
     requests = dict(pod.requests)
     if ebs:
         requests[EBS_VOLUMES] = ebs
-    required, preferred = pod_terms(pod)
+    required, preferred = terms
     preferred_node = tuple(
         (p.weight, _term_requirements(p.term)) for p in sorted(pod.preferred_node_terms, key=lambda p: -p.weight)
     )
