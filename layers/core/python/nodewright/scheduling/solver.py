@@ -890,7 +890,7 @@ class Solver:
             if k <= 0 or b.grown or any(counts[g].get(b.name, 0) >= limit for g, limit in closing):
                 continue
             survivors.append(b)
-            if untolerated(cls.tolerations, b.taints) is not None:
+            if b.taints and untolerated(cls.tolerations, b.taints) is not None:
                 continue
             merged = self._bin_compat(b, requirements, rkey)
             if merged is None:
@@ -1350,8 +1350,10 @@ class Solver:
     def _results(self) -> Results:
         claims: list[PlannedNodeClaim] = []
         existing: dict[str, tuple[str, ...]] = {}
-        pending_keys = {p.key for c in self.classes for p in c.pods}
-        for b in self.bins:
+        # Only existing nodes and claims in flight hold pods that were not pending; new claims come after them.
+        old_bins = self.bins[: len(self.bins) - len(self.new_bins)]
+        pending_keys = {p.key for c in self.classes for p in c.pods} if old_bins else set()
+        for b in old_bins:
             if b.kind == "new":
                 continue
             placed = tuple(sorted(p.key for p in b.pods if p.key in pending_keys))
