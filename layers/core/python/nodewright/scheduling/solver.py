@@ -551,6 +551,10 @@ class Solver:
             return cached
         result = self._compute_pool_compat(ctx, requirements)
         ctx.compat[rkey] = result
+        if isinstance(result, PoolCompat):
+            # Claims carry the merged requirements, and asking with those gives the same answer (the NodePool's
+            # requirements are already in them, and every candidate already matches those): keep it for them.
+            ctx.compat.setdefault(req_key(result.requirements), result)
         return result
 
     def _compute_pool_compat(self, ctx: PoolContext, requirements: Requirements) -> PoolCompat | str:
@@ -585,11 +589,10 @@ class Solver:
     def _bin_compat(self, b: Bin, requirements: Requirements, rkey: ReqKey) -> tuple[Requirements, ReqKey] | None:
         """The bin's requirements (and their key) after adding these, or None when it cannot take them."""
         key = (b.rkey, rkey)
-        if key in self.compat_cache:
+        try:  # one hash of the key on a hit (the usual case), not two
             merged = self.compat_cache[key]
-        else:
-            merged = self._compute_bin_compat(b, requirements)
-            self.compat_cache[key] = merged
+        except KeyError:
+            merged = self.compat_cache[key] = self._compute_bin_compat(b, requirements)
         if merged is not None and b.kind == "new" and merged[1] != b.rkey:
             # Narrowing a new claim (a zone, a capacity type) must keep the type it is sized for.
             assert b.chosen is not None
@@ -887,7 +890,7 @@ class Solver:
                 survivors.extend(bins[index:])
                 break
             k = res.max_copies(request, b.remaining)
-            if k <= 0 or b.grown or any(counts[g].get(b.name, 0) >= limit for g, limit in closing):
+            if k <= 0 or b.grown or (closing and any(counts[g].get(b.name, 0) >= limit for g, limit in closing)):
                 continue
             survivors.append(b)
             if b.taints and untolerated(cls.tolerations, b.taints) is not None:
@@ -956,6 +959,8 @@ class Solver:
         """
         for ceiling in (self._price_per_pod(cls, requirements, rkey) * 2, float("inf")):
             pods = self._grow_pass(cls, pods, requirements, rkey, terms, ceiling)
+            if not pods:
+                break
         return pods
 
     def _price_per_pod(self, cls: PodClass, requirements: Requirements, rkey: ReqKey) -> float:
