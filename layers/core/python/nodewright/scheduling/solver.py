@@ -993,7 +993,7 @@ class Solver:
                 break
             ctx, current = b.pool, b.chosen
             assert ctx is not None and current is not None
-            if untolerated(cls.tolerations, b.taints) is not None:
+            if b.taints and untolerated(cls.tolerations, b.taints) is not None:
                 continue
             merged = self._bin_compat(b, requirements, rkey)
             if merged is None:
@@ -1021,7 +1021,8 @@ class Solver:
             # Types with too little cpu would only be skipped below; the break test holds for them too (a
             # later type costs no less), so leaving them out changes nothing.
             fitting = compat.with_cpu(need_cpu)
-            for index in fitting[bisect.bisect_left(fitting, start) :]:
+            for position in range(bisect.bisect_left(fitting, start), len(fitting)):  # no copy of the tail
+                index = fitting[position]
                 price, candidate = compat.candidates[index]
                 cpu, memory, pod_slots = compat.basics[index]
                 # Candidates come cheapest first, so once even `most` extra pods cannot bring the extra
