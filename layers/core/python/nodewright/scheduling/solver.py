@@ -89,7 +89,10 @@ _MIX_DEPTH = 8
 # as well, and the cheapest plan kept (see `solve`).
 _MIX_ALTERNATIVES = ((1 << 30, 1 << 30), (1 << 30, 1))
 
-ReqKey = tuple[tuple[str, ValueSet], ...]
+# A requirement set as a dictionary key. Within one Solver each distinct set is numbered once (see
+# `Solver._req_key`): bins and NodePools look up their caches by requirement set at every step, and an
+# int hashes and compares in C where a tuple of value sets calls Python code per value set.
+ReqKey = int
 OfferingKey = tuple[ValueSet, ValueSet, ValueSet]
 Score = tuple[float, int, float, str]
 # What claims with the same requirements and instance types share: types, launch options, capacity
@@ -99,7 +102,8 @@ _Finalized = tuple[
 ]
 
 
-def req_key(requirements: Requirements) -> ReqKey:
+def req_key(requirements: Requirements) -> tuple[tuple[str, ValueSet], ...]:
+    """The requirements as a sorted tuple: equal for equal requirement sets."""
     return tuple(sorted(requirements.by_key.items()))
 
 
@@ -297,6 +301,7 @@ class Solver:
         mix_depth: int = _MIX_DEPTH,
     ) -> None:
         self.volumes = volumes
+        self.req_ids: dict[tuple[tuple[str, ValueSet], ...], ReqKey] = {}  # see `_req_key`
         self.mix_below = mix_below
         self.mix_depth = mix_depth
         # Whether a look-ahead was skipped because the class holds `mix_below` or more pods per node.
@@ -371,6 +376,14 @@ class Solver:
         self.finalized: dict[tuple[object, ...], _Finalized] = {}
         self.room: dict[tuple[object, ...], tuple[list[Bin], int]] = {}
         self.unschedulable: list[Unschedulable] = []
+
+    def _req_key(self, requirements: Requirements) -> ReqKey:
+        """The number of this requirement set in this run: equal sets get equal numbers."""
+        key = req_key(requirements)
+        number = self.req_ids.get(key)
+        if number is None:
+            number = self.req_ids[key] = len(self.req_ids)
+        return number
 
     # ----- set-up -------------------------------------------------------------------------------------
 
@@ -476,7 +489,7 @@ class Solver:
             remaining[EBS_VOLUMES] = it.ebs_volume_limit - attached
         labels = {**node.labels, HOSTNAME_LABEL: node.labels.get(HOSTNAME_LABEL, node.name)}
         requirements = Requirements.from_labels(labels)
-        b = Bin(node.name, "node", labels, requirements, req_key(requirements), taints, remaining)
+        b = Bin(node.name, "node", labels, requirements, self._req_key(requirements), taints, remaining)
         self._register_bin(b, node.pods)
 
     def _add_inflight_claim(self, claim: NodeClaim) -> None:
@@ -507,12 +520,12 @@ class Solver:
             "inflight",
             labels,
             requirements.intersect(Requirements.from_labels(labels)),
-            (),
+            -1,
             taints,
             remaining,
             pool=pool,
         )
-        b.rkey = req_key(b.requirements)
+        b.rkey = self._req_key(b.requirements)
         self._register_bin(b, claim.nominated_pods)
 
     def _register_bin(self, b: Bin, pods: Iterable[Pod]) -> None:
@@ -554,7 +567,7 @@ class Solver:
         if isinstance(result, PoolCompat):
             # Claims carry the merged requirements, and asking with those gives the same answer (the NodePool's
             # requirements are already in them, and every candidate already matches those): keep it for them.
-            ctx.compat.setdefault(req_key(result.requirements), result)
+            ctx.compat.setdefault(self._req_key(result.requirements), result)
         return result
 
     def _compute_pool_compat(self, ctx: PoolContext, requirements: Requirements) -> PoolCompat | str:
@@ -609,7 +622,7 @@ class Solver:
             if key not in b.requirements.by_key and key not in WELL_KNOWN_LABELS and not value_set.absent_ok:
                 return None
         merged = b.requirements.intersect(requirements)
-        return merged, req_key(merged)
+        return merged, self._req_key(merged)
 
     # ----- topology -----------------------------------------------------------------------------------
 
@@ -781,7 +794,7 @@ class Solver:
     def _place_variant(
         self, cls: PodClass, pods: list[Pod], requirements: Requirements, terms: tuple[TopologyTerm, ...]
     ) -> tuple[list[Pod], str]:
-        rkey = req_key(requirements)
+        rkey = self._req_key(requirements)
         quotas = None
         if any(t.topology_key == ZONE for t in terms) or any(
             self.groups.terms[g].topology_key == ZONE and self.groups.carried[g] for g in cls.member_of
@@ -802,7 +815,7 @@ class Solver:
                     continue
                 batch, pods = pods[:quota], pods[quota:]
                 pinned = requirements.intersect(zone_requirement(zone))
-                rest, why = self._place_batch(cls, batch, pinned, req_key(pinned), terms)
+                rest, why = self._place_batch(cls, batch, pinned, self._req_key(pinned), terms)
                 progress = progress or len(rest) < quota
                 if rest:
                     full.add(zone)
@@ -1142,7 +1155,7 @@ class Solver:
                 "new",
                 {},
                 compat.requirements,
-                req_key(compat.requirements),
+                self._req_key(compat.requirements),
                 (*ctx.pool.taints,),
                 dict(candidate.allocatable),
                 pool=ctx,
