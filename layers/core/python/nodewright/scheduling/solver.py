@@ -1327,6 +1327,10 @@ class Solver:
         # No type holds more of the class than the per-resource largest allocatable does: with that bound
         # the scan also stops early when `cap` is effectively unbounded (as for `_rate`).
         most = min(cap, res.max_copies(cls.requests, compat.largest))
+        # Pods usually request exactly cpu, memory and pods: then a type's copies are three divisions of its
+        # `basics` (the same count as res.max_copies, since the pods term keeps it far below its cap).
+        cpu_each, memory_each, pods_each = (cls.requests.get(name, 0) for name in (CPU, MEMORY, PODS))
+        basic = cpu_each > 0 and memory_each > 0 and pods_each > 0 and len(cls.requests) == 3
         for exotic in (False, True) if most > 0 else ():
             best: Score | None = None
             for price, candidate in compat.candidates:
@@ -1337,11 +1341,18 @@ class Solver:
                     continue
                 if remaining is not None and not _within(candidate.capacity, remaining):
                     continue
-                copies = candidate.copies.get(request_key, -1)
-                if copies < 0:
-                    copies = candidate.copies[request_key] = res.max_copies(cls.requests, candidate.allocatable)
+                if basic:
+                    cpu, memory, slots = candidate.basics
+                    copies = min(cpu // cpu_each, memory // memory_each, slots // pods_each)
+                else:
+                    copies = candidate.copies.get(request_key, -1)
+                    if copies < 0:
+                        copies = candidate.copies[request_key] = res.max_copies(cls.requests, candidate.allocatable)
                 k = min(cap, copies)
                 if k <= 0:
+                    continue
+                # The price per pod decides unless it ties: most types lose on it without building a score.
+                if best is not None and price / k > best[0]:
                     continue
                 score = (price / k, -k, price, candidate.it.name)
                 if best is None or score < best:
