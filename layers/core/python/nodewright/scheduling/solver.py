@@ -871,8 +871,8 @@ class Solver:
         if key not in self.room and closing:
             # Start from the request's own list rather than from every bin: it already lacks the full ones.
             base, base_scanned = self.room.get((request_key, ()), ([], 0))
-            base = [b for b in base if res.fits(request, b.remaining)]
-            base.extend(b for b in self.bins[base_scanned:] if res.fits(request, b.remaining))
+            base = _with_room(request, base)
+            base.extend(_with_room(request, self.bins[base_scanned:]))
             self.room[(request_key, ())] = (base, len(self.bins))
             self.room[key] = (list(base), len(self.bins))
         kept, scanned = self.room.get(key, ([], 0))
@@ -1487,6 +1487,19 @@ def _capacity_rank(capacity_type: str) -> int:
 
 def _offering_order(o: Offering) -> tuple[int, float, str, str]:
     return (_capacity_rank(o.capacity_type), o.price, o.zone, o.capacity_type)
+
+
+def _with_room(request: Mapping[str, int], bins: list[Bin]) -> list[Bin]:
+    """The bins with room for one more pod of `request` (res.fits), in order."""
+    cpu, memory, pods = (request.get(name, 0) for name in (CPU, MEMORY, PODS))
+    if len(request) == 3 and cpu > 0 and memory > 0 and pods > 0:
+        # The usual request, checked inline: this runs over every bin for each new hostname-closing class.
+        return [
+            b
+            for b in bins
+            if (room := b.remaining).get(CPU, 0) >= cpu and room.get(MEMORY, 0) >= memory and room.get(PODS, 0) >= pods
+        ]
+    return [b for b in bins if res.fits(request, b.remaining)]
 
 
 def _copies_beside(request: Mapping[str, int], allocatable: Mapping[str, int], used: Mapping[str, int]) -> int:
