@@ -126,6 +126,8 @@ class Candidate:
     allowed: dict[OfferingKey, list[Offering]] = field(default_factory=dict)
     copies: dict[tuple[tuple[str, int], ...], int] = field(default_factory=dict)
     by_zone: dict[str, list[Offering]] = field(default_factory=dict)  # the offerings per zone, cheapest first
+    # The cheapest allowed price per requirement set (a Solver's numbers: candidates belong to one run).
+    price_under: dict[int, float] = field(default_factory=dict)
     # cpu, memory and pods of `allocatable`, for quick rejection in loops over candidates.
     basics: tuple[int, int, int] = (0, 0, 0)
 
@@ -370,6 +372,12 @@ class Solver:
                 self._add_inflight_claim(claim)
         # Zones of existing nodes and in-flight claims: domains for zonal topology even without a NodePool.
         self.existing_zones = frozenset(z for b in self.bins if (z := b.domain(ZONE)) is not None)
+        # Per hostname group: the new claims holding its pods, in placement order, and how far the group's
+        # `hosts` list was read (see `_new_hosts`). `name_clash` is set if a new claim is named like a node
+        # or a claim in flight, which the incremental list does not handle.
+        self.old_names = {b.name for b in self.bins}
+        self.name_clash = False
+        self.new_hosts: dict[int, tuple[list[Bin], int]] = {}
         # Per request vector, the bins that may still have room for it, and how far self.bins was scanned.
         # Room only shrinks, so a bin dropped from a list never needs to come back. A claim that grew into a
         # larger type keeps its new room for the pods that needed it (through `_grow_claims`), so other
@@ -1017,13 +1025,17 @@ class Solver:
             if cap <= 0:
                 continue
             compat = self._pool_compat(ctx, *merged)
-            if isinstance(compat, str) or _copies_beside(request, compat.largest, b.used) <= 0:
+            if isinstance(compat, str):
                 continue
+            # (A claim whose pods and one more fit no candidate needs no test of its own: the scan below
+            # finds no candidate for it.)
             # Growing replaces the claim's capacity, so the limits it used are available again.
             budget: dict[str, int] | None = None
             if ctx.remaining is not None:
                 budget = {k: v + (0 if k == "nodes" else current.capacity.get(k, 0)) for k, v in ctx.remaining.items()}
-            current_price = current.offerings_for(b.requirements)[0].price
+            current_price = current.price_under.get(b.rkey)
+            if current_price is None:
+                current_price = current.price_under[b.rkey] = current.offerings_for(b.requirements)[0].price
             most = min(cap, len(pods))
             best: tuple[float, int, float, str] | None = None
             grown: tuple[Candidate, int] | None = None
@@ -1081,10 +1093,29 @@ class Solver:
         affinity only those already holding matching pods, otherwise all of them."""
         for term in terms:
             if term.kind == "affinity" and term.topology_key == HOSTNAME_LABEL:
-                counts = self.groups.counts[self._term_group(term)]
+                g = self._term_group(term)
+                if not self.name_clash:
+                    return self._new_hosts(g)
+                counts = self.groups.counts[g]
                 held = [self.new_by_name[d] for d, c in counts.items() if c > 0 and d in self.new_by_name]
                 return sorted(held, key=lambda b: b.order)
         return list(self.new_bins)
+
+    def _new_hosts(self, g: int) -> list[Bin]:
+        """The new claims holding pods of hostname group g, in placement order (callers do not modify it).
+
+        What `_growable_bins` would collect from the group's counts, kept up to date instead of rebuilt:
+        a hostname's count never drops and `hosts` lists each one once, when it first counts, so only the
+        hosts added since the last call need a look. A host is a new claim when it is one of this run's
+        (no node or claim in flight has its name unless `name_clash`).
+        """
+        held, read = self.new_hosts.get(g, ([], 0))
+        hosts = self.groups.hosts[g]
+        for host in hosts[read:]:
+            if host.kind == "new":
+                bisect.insort(held, host, key=_placement_order)
+        self.new_hosts[g] = (held, len(hosts))
+        return held
 
     def _assign(self, b: Bin, cls: PodClass, pods: list[Pod], k: int, merged: Requirements, mkey: ReqKey) -> list[Pod]:
         if mkey != b.rkey:
@@ -1173,6 +1204,7 @@ class Solver:
             self.bins.append(b)
             self.new_bins.append(b)
             self.new_by_name[b.name] = b
+            self.name_clash = self.name_clash or b.name in self.old_names
             return b, k
         return None
 
@@ -1480,6 +1512,10 @@ class Solver:
             memo = (type_names, launch_list, capacity_types, zones, requirement_list, labels)
             self.finalized[memo_key] = memo
         return memo
+
+
+def _placement_order(b: Bin) -> int:
+    return b.order
 
 
 def _capacity_rank(capacity_type: str) -> int:
