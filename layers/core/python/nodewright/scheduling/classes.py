@@ -142,6 +142,14 @@ def selector_keys(pods: Iterable[Pod]) -> frozenset[str]:
     """Every label key that a spread or (anti-)affinity selector of these pods refers to."""
     keys: set[str] = set()
     for pod in pods:
+        if not (
+            pod.topology_spread
+            or pod.pod_affinity
+            or pod.pod_anti_affinity
+            or pod.preferred_pod_affinity
+            or pod.preferred_pod_anti_affinity
+        ):
+            continue  # most pods have no selector at all: skip building the lists
         selectors: list[LabelSelector] = [c.label_selector for c in pod.topology_spread]
         selectors += [t.label_selector for t in (*pod.pod_affinity, *pod.pod_anti_affinity)]
         selectors += [w.term.label_selector for w in (*pod.preferred_pod_affinity, *pod.preferred_pod_anti_affinity)]

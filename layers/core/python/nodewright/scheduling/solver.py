@@ -109,6 +109,18 @@ def req_key(requirements: Requirements) -> tuple[tuple[str, ValueSet], ...]:
     return tuple(sorted(requirements.by_key.items()))
 
 
+def _admits_anything(value_set: ValueSet) -> bool:
+    """Whether the set matches every value and a missing label (ValueSet.matches is then always True)."""
+    return (
+        value_set.allowed is None
+        and not value_set.excluded
+        and value_set.gt is None
+        and value_set.lt is None
+        and value_set.absent_ok
+        and value_set.present_ok
+    )
+
+
 def _offering_key(requirements: Requirements) -> OfferingKey:
     """What decides which offerings requirements allow: their zone, capacity type and reservation sets."""
     return (requirements.get(ZONE), requirements.get(CAPACITY_TYPE), requirements.get(CAPACITY_RESERVATION_ID))
@@ -145,16 +157,24 @@ class Candidate:
         cached = self.allowed.get(key)
         if cached is None:
             zones, types, reservations = key
-            # Most requirements pin one zone (zonal topology): only that zone's offerings need a look.
+            # Most requirements pin one zone (zonal topology): only that zone's offerings need a look, and
+            # they pass the zone test all together or not at all.
             zone = zones.single_value()
-            offerings = self.by_zone.get(zone, []) if zone is not None else self.offerings
-            cached = self.allowed[key] = [
-                o
-                for o in offerings
-                if zones.matches(o.zone)
-                and types.matches(o.capacity_type)
-                and reservations.matches(o.reservation_id or None)
-            ]
+            offerings: Sequence[Offering]
+            if zone is not None:
+                offerings = self.by_zone.get(zone, []) if zones.matches(zone) else []
+            elif _admits_anything(zones):
+                offerings = self.offerings
+            else:
+                offerings = [o for o in self.offerings if zones.matches(o.zone)]
+            # Capacity type and reservation are mostly unconstrained: then nothing is left out for them.
+            if not (_admits_anything(types) and _admits_anything(reservations)):
+                offerings = [
+                    o
+                    for o in offerings
+                    if types.matches(o.capacity_type) and reservations.matches(o.reservation_id or None)
+                ]
+            cached = self.allowed[key] = list(offerings)
         return cached
 
 
