@@ -1047,8 +1047,8 @@ class Solver:
             compat = self._pool_compat(ctx, *merged)
             if isinstance(compat, str):
                 continue
-            # (A claim whose pods and one more fit no candidate needs no test of its own: the scan below
-            # finds no candidate for it.)
+            # A claim that even the largest type cannot give one more pod needs no test of its own: the scan
+            # below finds no candidate for it.
             # Growing replaces the claim's capacity, so the limits it used are available again.
             budget: dict[str, int] | None = None
             if ctx.remaining is not None:
