@@ -64,3 +64,17 @@ def test_suffix_scales(number: int, suffix: str) -> None:
     factors = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30}
     expected = Fraction(number, 1000) if suffix == "m" else Fraction(number * factors[suffix])
     assert parse_quantity(f"{number}{suffix}") == expected
+
+
+def test_repeated_strings_parse_the_same_and_the_unit_follows_the_resource() -> None:
+    # Parsing is memoized per string: the resource's unit must still apply on every call.
+    for _ in range(2):
+        assert to_canonical("cpu", "1") == 1000
+        assert to_canonical("memory", "1") == 1
+        assert to_canonical("cpu", "250m") == 250
+
+
+def test_a_malformed_string_raises_every_time() -> None:
+    for _ in range(2):
+        with pytest.raises(QuantityError, match="'2 Gi' is not a quantity"):
+            to_canonical("memory", "2 Gi")

@@ -216,7 +216,7 @@ def get_resources(ctx: Collector, value: Any, path: str, allow_negative: bool = 
         except QuantityError as exc:
             ctx.error(where, str(exc))
             continue
-        if exact < 0 and not allow_negative:
+        if exact.numerator < 0 and not allow_negative:  # Fraction keeps the sign there; comparing with 0 is slow
             ctx.error(where, f"{quantity!r} is negative; resource quantities must be zero or more")
             continue
         out[str(name)] = to_canonical(str(name), quantity)
