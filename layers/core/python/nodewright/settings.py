@@ -58,6 +58,8 @@ class PlannerSettings:
 
 @dataclass(frozen=True, slots=True)
 class ProvisionerSettings:
+    """The provisioner function's settings, from its environment."""
+
     cluster: str
     table: str
     node_role: str
@@ -79,6 +81,8 @@ class ProvisionerSettings:
 
 @dataclass(frozen=True, slots=True)
 class ForwarderSettings:
+    """The forwarder's settings, from its environment."""
+
     cluster: str
     provisioner_function: str
     region: str

@@ -187,6 +187,8 @@ def fleet_request(
 
 @dataclass(frozen=True, slots=True)
 class Launched:
+    """An instance a CreateFleet request launched, and the launch option (type, zone, capacity type) it matched."""
+
     instance_id: str
     option: LaunchOption
 

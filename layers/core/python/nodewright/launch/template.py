@@ -28,6 +28,8 @@ _DEFAULT_DEVICES: Mapping[str, tuple[tuple[str, int], ...]] = {
 
 @dataclass(frozen=True, slots=True)
 class Subnet:
+    """A subnet a node class selected: id, zone, zone id and free IPv4 addresses."""
+
     id: str
     zone: str
     available_ips: int = 0

@@ -142,6 +142,8 @@ def nodeconfig(boot: NodeBootstrap) -> dict[str, Any]:
 
 @dataclass(frozen=True, slots=True)
 class _Part:
+    """One part of a MIME multi-part user data document."""
+
     content_type: str
     body: str
 

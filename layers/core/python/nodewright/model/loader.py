@@ -60,6 +60,8 @@ def describe_resources(resources: Mapping[str, int], skip: Iterable[str] = ()) -
 
 @dataclass
 class _State:
+    """What loading one set of documents has collected so far."""
+
     nodepools: list[NodePool] = field(default_factory=list)
     nodeclasses: list[EC2NodeClass] = field(default_factory=list)
     nodeclaims: list[NodeClaim] = field(default_factory=list)

@@ -16,6 +16,8 @@ from nodewright.model.taints import Taint
 
 @dataclass(frozen=True, slots=True)
 class NodeClaim:
+    """A NodeClaim: capacity launched or being launched for a NodePool, with the pods nominated to it."""
+
     name: str
     nodepool: str
     # Requirements the claim was created with (instance types, zones, capacity types, labels).

@@ -41,6 +41,8 @@ class SelectorTerm:
 
 @dataclass(frozen=True, slots=True)
 class AMISelectorTerm:
+    """One amiSelectorTerms entry: an alias, an id, a name (with owner), tags or an SSM parameter."""
+
     alias: str = ""  # family@version, e.g. al2023@latest, bottlerocket@v1.20.0
     id: str = ""
     name: str = ""
@@ -51,6 +53,8 @@ class AMISelectorTerm:
 
 @dataclass(frozen=True, slots=True)
 class BlockDevice:
+    """The EBS volume of a blockDeviceMappings entry (size in bytes, gp3 and encrypted by default)."""
+
     volume_size_bytes: int | None = None
     volume_type: str = "gp3"
     iops: int | None = None
@@ -63,6 +67,8 @@ class BlockDevice:
 
 @dataclass(frozen=True, slots=True)
 class BlockDeviceMapping:
+    """One blockDeviceMappings entry; `root_volume` marks the volume the AMI boots from."""
+
     device_name: str
     ebs: BlockDevice
     root_volume: bool = False
@@ -70,6 +76,8 @@ class BlockDeviceMapping:
 
 @dataclass(frozen=True, slots=True)
 class MetadataOptions:
+    """The instance metadata service settings (IMDSv2 required, hop limit 1 by default, as in Karpenter)."""
+
     http_endpoint: str = "enabled"
     http_protocol_ipv6: str = "disabled"
     http_put_response_hop_limit: int = 1
@@ -78,6 +86,8 @@ class MetadataOptions:
 
 @dataclass(frozen=True, slots=True)
 class EC2NodeClass:
+    """An EC2NodeClass (nodewright.io/v1 or karpenter.k8s.aws/v1): how instances of a NodePool are launched."""
+
     name: str
     ami_selector_terms: tuple[AMISelectorTerm, ...] = ()
     subnet_selector_terms: tuple[SelectorTerm, ...] = ()

@@ -18,6 +18,8 @@ CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
 
 @dataclass(frozen=True, slots=True)
 class NodeClassRef:
+    """A NodePool's reference to its EC2NodeClass (group, kind, name)."""
+
     group: str
     kind: str
     name: str
@@ -39,6 +41,8 @@ class Budget:
 
 @dataclass(frozen=True, slots=True)
 class Disruption:
+    """A NodePool's disruption settings: consolidation policy, consolidateAfter and budgets."""
+
     consolidation_policy: str = "WhenEmptyOrUnderutilized"  # or WhenEmpty
     consolidate_after_seconds: int | None = 0  # None means Never
     budgets: tuple[Budget, ...] = (Budget(nodes="10%"),)
@@ -46,6 +50,8 @@ class Disruption:
 
 @dataclass(frozen=True, slots=True)
 class NodePool:
+    """A NodePool (nodewright.io/v1 or karpenter.sh/v1): what nodes may be launched, and their limits."""
+
     name: str
     node_class_ref: NodeClassRef
     requirements: tuple[Requirement, ...] = ()

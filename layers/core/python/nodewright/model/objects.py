@@ -39,6 +39,8 @@ class LabelSelector:
 
 @dataclass(frozen=True, slots=True)
 class TopologySpreadConstraint:
+    """One topologySpreadConstraints entry of a pod (zone or hostname)."""
+
     max_skew: int
     topology_key: str
     when_unsatisfiable: str  # DoNotSchedule | ScheduleAnyway
@@ -52,6 +54,8 @@ class TopologySpreadConstraint:
 
 @dataclass(frozen=True, slots=True)
 class PodAffinityTerm:
+    """One pod (anti-)affinity term: pods matching the selector, counted per topology domain."""
+
     label_selector: LabelSelector
     topology_key: str
     # Namespaces the selector applies to; empty means the pod's own namespace.
@@ -62,6 +66,8 @@ class PodAffinityTerm:
 
 @dataclass(frozen=True, slots=True)
 class WeightedPodAffinityTerm:
+    """A preferred pod (anti-)affinity term and its weight (1-100)."""
+
     weight: int
     term: PodAffinityTerm
 
@@ -75,12 +81,16 @@ class NodeSelectorTerm:
 
 @dataclass(frozen=True, slots=True)
 class PreferredSchedulingTerm:
+    """A preferred node affinity term and its weight (1-100)."""
+
     weight: int
     term: NodeSelectorTerm
 
 
 @dataclass(frozen=True, slots=True)
 class HostPort:
+    """A container port bound on the node (hostPort), which two pods on one node cannot share."""
+
     port: int
     protocol: str = "TCP"
     host_ip: str = "0.0.0.0"
@@ -149,6 +159,8 @@ class Node:
 
 @dataclass(frozen=True, slots=True)
 class DaemonSet:
+    """A DaemonSet, kept as its pod template: the overhead it adds to every node it would run on."""
+
     namespace: str
     name: str
     pod: Pod  # the pod template, as a pod (requests, node selector/affinity, tolerations)
@@ -156,6 +168,8 @@ class DaemonSet:
 
 @dataclass(frozen=True, slots=True)
 class PodDisruptionBudget:
+    """A PodDisruptionBudget: minAvailable or maxUnavailable of the pods its selector matches."""
+
     namespace: str
     name: str
     selector: LabelSelector
@@ -165,6 +179,8 @@ class PodDisruptionBudget:
 
 @dataclass(frozen=True, slots=True)
 class PersistentVolumeClaim:
+    """A PersistentVolumeClaim: its StorageClass and, once bound, its volume."""
+
     namespace: str
     name: str
     storage_class_name: str = ""
@@ -173,6 +189,8 @@ class PersistentVolumeClaim:
 
 @dataclass(frozen=True, slots=True)
 class PersistentVolume:
+    """A PersistentVolume: its node affinity (zonal volumes pin a zone) and CSI driver."""
+
     name: str
     # Required node affinity of the volume (zonal EBS volumes pin topology.kubernetes.io/zone).
     node_terms: tuple[NodeSelectorTerm, ...] = ()
@@ -181,6 +199,8 @@ class PersistentVolume:
 
 @dataclass(frozen=True, slots=True)
 class StorageClass:
+    """A StorageClass: its binding mode and allowed topologies (where unbound claims may be provisioned)."""
+
     name: str
     provisioner: str = ""
     volume_binding_mode: str = "Immediate"  # or WaitForFirstConsumer

@@ -10,6 +10,8 @@ EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 @dataclass(frozen=True, slots=True)
 class Taint:
+    """A node taint: key, optional value, and effect (NoSchedule, PreferNoSchedule, NoExecute)."""
+
     key: str
     effect: str
     value: str = ""
@@ -20,6 +22,8 @@ class Taint:
 
 @dataclass(frozen=True, slots=True)
 class Toleration:
+    """A pod's toleration of taints, with the Kubernetes matching rules (Equal or Exists)."""
+
     key: str = ""
     operator: str = "Equal"  # Equal or Exists
     value: str = ""

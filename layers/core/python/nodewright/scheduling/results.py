@@ -51,6 +51,8 @@ class PlannedNodeClaim:
 
 @dataclass(frozen=True, slots=True)
 class Unschedulable:
+    """A pod the simulation could not place, with the constraint and the NodePool(s) that failed it."""
+
     pod: str
     reason: str
 

@@ -241,6 +241,8 @@ class PoolCompat:
 
 @dataclass(slots=True)
 class PoolContext:
+    """A NodePool prepared for one solve: its requirements, taints, limits and instance types."""
+
     pool: NodePool
     node_class: EC2NodeClass | None
     requirements: Requirements

@@ -193,6 +193,8 @@ class Decision:
 
 @dataclass(frozen=True, slots=True)
 class LaunchedClaim:
+    """A NodeClaim the provisioner created or reused in this batch, and where it launched."""
+
     name: str
     nodepool: str
     instance_id: str
