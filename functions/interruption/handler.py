@@ -35,6 +35,8 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from nodewright.gcpause import paused_cycle_collector
+
 logger = Logger(service="nodewright-interruption")
 metrics = Metrics(namespace="nodewright", service="interruption")
 # Reports failed records as batchItemFailures (the event source mapping needs ReportBatchItemFailures).
@@ -62,7 +64,8 @@ _RUNTIME: "_Runtime | None" = None
 def _runtime() -> _Runtime:
     global _RUNTIME
     if _RUNTIME is None:
-        _RUNTIME = build_runtime()
+        with paused_cycle_collector():  # set-up allocates what lives as long as the container
+            _RUNTIME = build_runtime()
     return _RUNTIME
 
 

@@ -1,6 +1,6 @@
 """Provisioner Lambda: a batch of pending pods in, every provisioning decision with its reason out.
 
-Thin by design: validate the forwarder's payload at the edge (`service.provision.parse_batch`), check it is
+Thin by design: validate the forwarder's payload at the edge (`service.batch.parse_batch`), check it is
 for this cluster, run `nodewright.service.provision.provision` once per batch id (Powertools idempotency on the
 stack's DynamoDB table), and map the result to the response, logs and metrics.
 
@@ -25,11 +25,13 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from nodewright.gcpause import paused_cycle_collector
+
 # The payload is validated by a plain function of the core, not a pydantic model through Powertools' parser:
 # importing pydantic (and its plugin discovery through importlib.metadata) cost this function 60-80 ms of
 # its cold start, a fifth of the budget, to check five fields. The pods' contents are validated later, pod by
 # pod, by the core's model either way.
-from nodewright.service.provision import parse_batch
+from nodewright.service.batch import parse_batch
 
 logger = Logger(service="nodewright-provisioner")
 # The Tracer is built on the first traced call, not here: constructing one imports the X-Ray SDK (about a
@@ -101,7 +103,8 @@ def _runtime() -> _Runtime:
     """The container's runtime, built on first use."""
     global _RUNTIME
     if _RUNTIME is None:
-        _RUNTIME = build_runtime()
+        with paused_cycle_collector():  # set-up allocates what lives as long as the container
+            _RUNTIME = build_runtime()
     return _RUNTIME
 
 

@@ -18,6 +18,8 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from nodewright.gcpause import paused_cycle_collector
+
 logger = Logger(service="nodewright-disruption")
 metrics = Metrics(namespace="nodewright", service="disruption")
 
@@ -58,7 +60,8 @@ def build_ports(cluster: Any = None) -> Any:
 def _ports() -> Any:
     global _PORTS
     if _PORTS is None:
-        _PORTS = build_ports()
+        with paused_cycle_collector():  # set-up allocates what lives as long as the container
+            _PORTS = build_ports()
     return _PORTS
 
 

@@ -21,7 +21,7 @@ from moto import mock_aws
 from nodewright.adapters.memory import InMemoryCluster
 from nodewright.localworld.motoserver import seed
 from nodewright.localworld.userdata import parse_user_data
-from nodewright.service.provision import PayloadError
+from nodewright.service.batch import PayloadError
 
 REGION = "us-east-1"
 CLUSTER = "func"

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from nodewright.service.provision import Batch, PayloadError, parse_batch
+from nodewright.service.batch import Batch, PayloadError, parse_batch
 
 POD = {"metadata": {"name": "web-0", "namespace": "web"}, "spec": {"containers": []}}
 

@@ -10,7 +10,8 @@ from nodewright.adapters.memory import InMemoryCluster, InMemoryState
 from nodewright.catalog.catalog import Catalog
 from nodewright.localworld.userdata import parse_user_data
 from nodewright.ports import LaunchTemplateRecord
-from nodewright.service.provision import Batch, cleanup, provision
+from nodewright.service.batch import Batch
+from nodewright.service.provision import cleanup, provision
 
 CATALOG = SmallCatalog()
 

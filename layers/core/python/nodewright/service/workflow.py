@@ -27,6 +27,7 @@ from nodewright.model.nodepool import NodePool
 from nodewright.ports import BLOCKED as EVICTION_BLOCKED
 from nodewright.ports import EVICTED, Clock, Cloud, Cluster, NodeEvent, StateStore
 from nodewright.service import provision as provisioning
+from nodewright.service.batch import Batch
 
 LOCKED = "locked"
 REPLACEMENT_TIMEOUT_SECONDS = 15 * 60  # as long as the provisioner waits for any node to register
@@ -139,7 +140,7 @@ def launch_replacement(state: Mapping[str, Any], execution: str, ports: Ports) -
         return {"nodeclaims": [], "reason": "no pods to move: nothing to launch", "launched_at": ports.clock.now()}
     if ports.catalog is None:
         raise DisruptionFailed("no instance catalog configured for LaunchReplacement")
-    batch = provisioning.Batch(batch_id=replacement_batch(execution), cluster="", pods=())
+    batch = Batch(batch_id=replacement_batch(execution), cluster="", pods=())
     result = provisioning.provision(
         batch, ports.cluster, ports.cloud, ports.state, ports.clock, ports.catalog, displaced_node=node
     )
