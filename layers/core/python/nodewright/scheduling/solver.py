@@ -1638,37 +1638,20 @@ def solve(
     """
     # The solver creates no reference cycles (a unit test checks), so the collector's passes free nothing.
     with paused_cycle_collector():
-        return _solve(
-            pods, nodes, nodeclaims, nodepools, nodeclasses, instance_types, daemonsets, pvcs, pvs, storage_classes
-        )
-
-
-def _solve(
-    pods: Sequence[Pod],
-    nodes: Sequence[Node],
-    nodeclaims: Sequence[NodeClaim],
-    nodepools: Sequence[NodePool],
-    nodeclasses: Sequence[EC2NodeClass],
-    instance_types: Sequence[InstanceType],
-    daemonsets: Sequence[DaemonSet],
-    pvcs: Sequence[PersistentVolumeClaim],
-    pvs: Sequence[PersistentVolume],
-    storage_classes: Sequence[StorageClass],
-) -> Results:
-    volumes = VolumeIndex(pvcs, pvs, storage_classes)
-    solver = Solver(pods, nodes, nodeclaims, nodepools, nodeclasses, instance_types, daemonsets, volumes)
-    results = solver.run()
-    if solver.mix_skipped:
-        # The look-ahead left out classes of many large pods per node; plans that include them are tried
-        # too and the best kept: fewest unschedulable pods, then lowest price, then fewest NodeClaims (ties
-        # keep the earlier plan, so the choice is as deterministic as each plan).
-        for below, depth in _MIX_ALTERNATIVES:
-            other = Solver(
-                pods, nodes, nodeclaims, nodepools, nodeclasses, instance_types, daemonsets, volumes, below, depth
-            ).run()
-            if _plan_rank(other) < _plan_rank(results):
-                results = other
-    return results
+        volumes = VolumeIndex(pvcs, pvs, storage_classes)
+        solver = Solver(pods, nodes, nodeclaims, nodepools, nodeclasses, instance_types, daemonsets, volumes)
+        results = solver.run()
+        if solver.mix_skipped:
+            # The look-ahead left out classes of many large pods per node; plans that include them are tried
+            # too and the best kept: fewest unschedulable pods, then lowest price, then fewest NodeClaims (ties
+            # keep the earlier plan, so the choice is as deterministic as each plan).
+            for below, depth in _MIX_ALTERNATIVES:
+                other = Solver(
+                    pods, nodes, nodeclaims, nodepools, nodeclasses, instance_types, daemonsets, volumes, below, depth
+                ).run()
+                if _plan_rank(other) < _plan_rank(results):
+                    results = other
+        return results
 
 
 def _plan_rank(results: Results) -> tuple[int, float, int]:
