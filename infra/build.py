@@ -229,7 +229,7 @@ def dependencies_layer_bundle(requirements: Sequence[str] | None = None) -> Bund
             _builder_fingerprint(),
             f"python{PYTHON_VERSION}".encode(),
             PIP_PLATFORM.encode(),
-            aws_sdk.services_digest().encode(),
+            aws_sdk.models_digest().encode(),
             *(r.encode() for r in reqs),
         ]
     )

@@ -160,11 +160,11 @@ def _endpoints(endpoints: Mapping[str, Any], prefixes: set[str]) -> dict[str, An
 
 def cached_models(cache: Path | None = None) -> Path:
     """The data directory for the installed botocore, written once under the nodewright cache
-    (`$NODEWRIGHT_CACHE` or ~/.cache/nodewright) and keyed by botocore's version and SERVICES."""
+    (`$NODEWRIGHT_CACHE` or ~/.cache/nodewright) and keyed by botocore's version and `models_digest()`."""
     import botocore
 
     root = cache or Path(os.environ.get("NODEWRIGHT_CACHE") or Path.home() / ".cache" / "nodewright")
-    target = root / "aws-models" / f"{botocore.__version__}-{services_digest()}"
+    target = root / "aws-models" / f"{botocore.__version__}-{models_digest()}"
     if not target.is_dir():
         staging = target.with_name(f".{target.name}.{os.getpid()}")
         write_models(staging)
@@ -177,10 +177,10 @@ def cached_models(cache: Path | None = None) -> Path:
     return target
 
 
-def services_digest() -> str:
-    """A short digest of SERVICES (a build's cache key includes it)."""
-    wanted = {k: None if v is None else sorted(v) for k, v in sorted(SERVICES.items())}
-    return hashlib.sha256(json.dumps(wanted).encode()).hexdigest()[:12]
+def models_digest() -> str:
+    """A short digest of what shapes the directory: this module's source (SERVICES and the trimming). The
+    dependencies layer's cache key and `cached_models()` include it."""
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:12]
 
 
 def session(region: str | None = None) -> Any:
