@@ -104,3 +104,8 @@ def test_every_service_our_code_creates_a_client_for_is_kept() -> None:
     sources = [*ADAPTERS.glob("*.py"), *(ROOT / "functions").glob("*/handler.py")]
     services = {s for f in sources for s in re.findall(r"client\(\s*\"([a-z0-9-]+)\"", f.read_text())}
     assert services and services <= set(aws_sdk.SERVICES), services - set(aws_sdk.SERVICES)
+
+
+def test_doc_strings_go_but_a_member_called_documentation_stays() -> None:
+    shape = {"type": "structure", "documentation": "<p>text</p>", "members": {"documentation": {"shape": "S"}}}
+    assert aws_sdk._undocumented(shape) == {"type": "structure", "members": {"documentation": {"shape": "S"}}}

@@ -105,7 +105,12 @@ def trim(model: Mapping[str, Any], operations: frozenset[str]) -> dict[str, Any]
 
 def _undocumented(node: Any) -> Any:
     if isinstance(node, dict):
-        return {k: _undocumented(v) for k, v in node.items() if k not in ("documentation", "documentationUrl")}
+        # Only strings: a structure may have a member that happens to be called "documentation".
+        return {
+            k: _undocumented(v)
+            for k, v in node.items()
+            if not (k in ("documentation", "documentationUrl") and isinstance(v, str))
+        }
     if isinstance(node, list):
         return [_undocumented(v) for v in node]
     return node
