@@ -145,7 +145,9 @@ def build_runtime(cluster: Any = None) -> _Runtime:
     dynamodb = session.client("dynamodb")
     state = DynamoDBState(settings.table, dynamodb)
     mode = os.environ.get(CATALOG_MODE, "live").strip().lower()
-    source: Any = SnapshotSource(settings.region) if mode == "snapshot" else live_source(settings.region, session)
+    source: Any = (
+        SnapshotSource(settings.region) if mode == "snapshot" else live_source(settings.region, cloud.ec2, session)
+    )
     catalog = _RefreshingCatalog(source, CATALOG_TTL_SECONDS)
     clock = _SystemClock()
     persistence = DynamoDBPersistenceLayer(

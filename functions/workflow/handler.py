@@ -52,7 +52,9 @@ def build_ports(cluster: Any = None) -> Any:
         tokens = EksTokenSource(settings.cluster, session.client("sts"), settings.region)
         cluster = KubernetesCluster.from_eks(settings.cluster, cloud.eks, tokens)
     mode = os.environ.get(CATALOG_MODE, "live").strip().lower()
-    catalog = SnapshotSource(settings.region) if mode == "snapshot" else live_source(settings.region, session)
+    catalog = (
+        SnapshotSource(settings.region) if mode == "snapshot" else live_source(settings.region, cloud.ec2, session)
+    )
     state = DynamoDBState(settings.table, session.client("dynamodb"))
     return Ports(cluster, cloud, state, _SystemClock(), catalog)
 

@@ -243,14 +243,11 @@ class LiveSource:
         return {key: price for key, price in latest_spot_prices(history).items() if key[0] in wanted}
 
 
-def live_source(region: str, session: Any | None = None) -> LiveSource:
-    """A LiveSource with boto3 clients: EC2 in `region`, Pricing in us-east-1 (endpoints from the
-    usual boto3 configuration, so AWS_ENDPOINT_URL points both at a local moto server)."""
+def live_source(region: str, ec2: Any, session: Any | None = None) -> LiveSource:
+    """A LiveSource on `ec2`, the function's EC2 client in `region` (shared with the launcher, so a cold
+    container builds one), and a Pricing client in us-east-1 from `session` (endpoints from the usual
+    boto3 configuration, so AWS_ENDPOINT_URL points both at a local moto server)."""
     import boto3
 
     session = session or boto3.session.Session()
-    return LiveSource(
-        region,
-        ec2=session.client("ec2", region_name=region),
-        pricing=session.client("pricing", region_name=PRICING_REGION),
-    )
+    return LiveSource(region, ec2=ec2, pricing=session.client("pricing", region_name=PRICING_REGION))
