@@ -221,14 +221,18 @@ def runtime_requirements(pyproject: Path = REPO_ROOT / "pyproject.toml") -> list
     return sorted(pinned)
 
 
-def dependencies_layer_bundle(requirements: Sequence[str] | None = None) -> Bundle:
-    """Third-party packages for arm64 / CPython 3.11 under `python/`, from binary wheels only."""
+def dependencies_layer_bundle(requirements: Sequence[str] | None = None, platform: str = PIP_PLATFORM) -> Bundle:
+    """Third-party packages for CPython 3.11 under `python/`, from binary wheels only.
+
+    `platform` is a pip platform tag: the function's arm64 by default; the cold-start benchmark asks for this
+    machine's, so the few compiled extensions (wrapt, PyYAML) load as they would in Lambda.
+    """
     reqs = list(runtime_requirements() if requirements is None else requirements)
     key = _digest(
         [
             _builder_fingerprint(),
             f"python{PYTHON_VERSION}".encode(),
-            PIP_PLATFORM.encode(),
+            platform.encode(),
             aws_sdk.models_digest().encode(),
             *(r.encode() for r in reqs),
         ]
@@ -244,7 +248,7 @@ def dependencies_layer_bundle(requirements: Sequence[str] | None = None) -> Bund
             "--disable-pip-version-check",
             "--no-compile",  # compiled afterwards with unchecked-hash invalidation
             "--platform",
-            PIP_PLATFORM,
+            platform,
             "--implementation",
             "cp",
             "--python-version",

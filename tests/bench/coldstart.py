@@ -3,6 +3,14 @@
     python -m tests.bench.coldstart            # 7 fresh processes per mode (after one discarded warm-up)
     python -m tests.bench.coldstart --runs 15
     python -m tests.bench.coldstart --handler /tmp/old/handler.py   # another version of the handler file
+    python -m tests.bench.coldstart --from venv   # this checkout's sources and the venv, not the built layers
+
+By default the child runs what `cdk synth` packages: the function bundle and the core and dependencies layers
+that `infra/build.py` builds (sources compiled ahead to `.pyc`, the trimmed botocore data directory at its
+layer path), on the base interpreter with nothing else on its path but the standard library, like the Lambda
+Python runtime. The one difference is the dependencies layer's platform tag: it is built for this machine's
+architecture so that its compiled extensions load (Lambda gets the arm64 build of the same pins).
+`--from venv` runs this checkout's files with the development venv instead (a quicker loop while editing).
 
 Each run is a fresh Python process that does what a new Lambda container does, timed in three phases:
 
@@ -29,15 +37,15 @@ from a fixed world (one NodePool, one EC2NodeClass, one pending pod) and accepts
 runs with LAMBDA_TASK_ROOT and an X-Ray trace header set, as in Lambda, so Powertools builds its Tracer,
 patches the SDKs and opens subsegments (the segments go to a UDP daemon address nobody listens on).
 
-What this does not say about Lambda: the CPU here is not a Lambda arm64 slice (a 1,024 MB function gets
-about 0.6 of a vCPU; CPU-bound import and init time scales accordingly), the layers here are the venv's
-files with their `__pycache__` (in Lambda the layers are zip-extracted .pyc files on a different file
-system), the runtime's own bootstrap (interpreter start, the runtime API client) is not included, and
-moto and the stub answer on localhost in well under a millisecond where AWS and the EKS endpoint take
-several milliseconds per call. It is a comparison tool between versions of this code on one machine, and
-a lower bound for the import phase at best. The figures printed are medians over the runs: wall time per
-phase and in total, and `cpu_ms`, the child's own CPU time, which moves less than wall time when other
-work shares the machine (and leaves out the time spent waiting for moto and the stub).
+What this does not say about Lambda: the CPU here is not a Lambda arm64 slice (a 1,024 MB function gets about
+0.6 of a vCPU; CPU-bound import and init time scales accordingly), the layers here are directories in the
+local bundle cache (in Lambda they are zip-extracted onto a different file system), the runtime's own
+bootstrap (interpreter start, the runtime API client) is not included, and moto and the stub answer on
+localhost in well under a millisecond where AWS and the EKS endpoint take several milliseconds per call. It is
+a comparison tool between versions of this code on one machine, and a lower bound for the import phase at
+best. The figures printed are medians over the runs: wall time per phase and in total, and `cpu_ms`, the
+child's own CPU time, which moves less than wall time when other work shares the machine (and leaves out the
+time spent waiting for moto and the stub).
 """
 
 from __future__ import annotations
@@ -264,7 +272,45 @@ def _seed_account(endpoint: str, api_url: str) -> None:
     )
 
 
-def _child_env(endpoint: str, tracing: bool) -> dict[str, str]:
+class Code:
+    """Where the child's code comes from: its interpreter, extra entries for its path, and the handler file."""
+
+    def __init__(self, python: str, path: Sequence[Path], handler: Path, aws_models: Path) -> None:
+        self.python = python
+        self.path = list(path)
+        self.handler = handler
+        self.aws_models = aws_models
+
+    @classmethod
+    def venv(cls, handler: Path) -> Code:
+        return cls(sys.executable, [], handler, aws_sdk.cached_models())
+
+    @classmethod
+    def layers(cls, handler: Path) -> Code:
+        """The bundles `cdk synth` would package (built or taken from the bundle cache)."""
+        import platform
+
+        from infra import build
+
+        function = build.function_bundle(HANDLER.parent, "provisioner").path
+        core = build.core_layer_bundle().path / "python"
+        machine = {"x86_64": "manylinux2014_x86_64", "aarch64": "manylinux2014_aarch64"}.get(platform.machine())
+        if machine is None:
+            raise RuntimeError(f"no manylinux platform tag for this machine ({platform.machine()}); use --from venv")
+        dependencies = build.dependencies_layer_bundle(platform=machine).path / "python"
+        if handler == HANDLER:
+            handler = function / HANDLER.name
+        # The base interpreter, not the venv's: its site-packages must not shadow what the layers carry.
+        base = getattr(sys, "_base_executable", sys.executable)
+        return cls(base, [function, core, dependencies], handler, dependencies / build.AWS_MODELS_DIR)
+
+    def command(self, *args: str) -> list[str]:
+        # -S: no site-packages at all, so a module missing from the layers fails here instead of being found
+        # in whatever the base interpreter has installed.
+        return [self.python, "-S", *args] if self.path else [self.python, *args]
+
+
+def _child_env(endpoint: str, tracing: bool, code: Code) -> dict[str, str]:
     env = {
         "PATH": os.environ.get("PATH", ""),
         "HOME": os.environ.get("HOME", "/tmp"),
@@ -280,12 +326,14 @@ def _child_env(endpoint: str, tracing: bool) -> dict[str, str]:
         "NODEWRIGHT_INSTANCE_PROFILE": NODE_ROLE,
         "NODEWRIGHT_CATALOG": "snapshot",
         # As in Lambda, where the dependencies layer carries these and the stack names them.
-        aws_sdk.MODELS_ENV: str(aws_sdk.cached_models()),
+        aws_sdk.MODELS_ENV: str(code.aws_models),
         "POWERTOOLS_METRICS_NAMESPACE": "nodewright",
         "POWERTOOLS_SERVICE_NAME": "nodewright-provisioner",
     }
+    if code.path:
+        env["PYTHONPATH"] = os.pathsep.join(str(p) for p in code.path)
     if tracing:
-        env["LAMBDA_TASK_ROOT"] = str(HANDLER.parent)
+        env["LAMBDA_TASK_ROOT"] = str(code.handler.parent)
         env["_X_AMZN_TRACE_ID"] = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
         env["AWS_XRAY_DAEMON_ADDRESS"] = "127.0.0.1:2000"
         env["AWS_XRAY_CONTEXT_MISSING"] = "IGNORE_ERROR"
@@ -294,10 +342,10 @@ def _child_env(endpoint: str, tracing: bool) -> dict[str, str]:
     return env
 
 
-def _run_once(env: dict[str, str], handler: Path) -> dict[str, float]:
+def _run_once(env: dict[str, str], code: Code) -> dict[str, float]:
     event = {"batch_id": uuid.uuid4().hex, "cluster": CLUSTER, "sent_at": "", "pods": [_pod()]}
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, str(handler), json.dumps(event)],
+        code.command("-c", CHILD, str(code.handler), json.dumps(event)),
         env=env,
         capture_output=True,
         text=True,
@@ -313,17 +361,15 @@ def _run_once(env: dict[str, str], handler: Path) -> dict[str, float]:
     return figures
 
 
-def _floor_once(env: dict[str, str]) -> float:
-    done = subprocess.run(
-        [sys.executable, "-c", FLOOR], env=env, capture_output=True, text=True, check=False, timeout=120
-    )
+def _floor_once(env: dict[str, str], code: Code) -> float:
+    done = subprocess.run(code.command("-c", FLOOR), env=env, capture_output=True, text=True, check=False, timeout=120)
     lines = [line for line in done.stdout.splitlines() if line.startswith('{"floor"')]
     if done.returncode != 0 or not lines:
         raise RuntimeError(f"floor child failed ({done.returncode}):\n{done.stderr[-3000:]}")
     return float(json.loads(lines[-1])["floor"])
 
 
-def measure(runs: int, handler: Path = HANDLER) -> list[str]:
+def measure(runs: int, code: Code) -> list[str]:
     """Median cold-start phases (ms) with tracing off and on, one line each."""
     from moto.server import ThreadedMotoServer
 
@@ -341,13 +387,13 @@ def measure(runs: int, handler: Path = HANDLER) -> list[str]:
         _seed_account(endpoint, f"http://127.0.0.1:{api.server_address[1]}")
         lines = []
         for tracing in (False, True):
-            env = _child_env(endpoint, tracing)
-            _run_once(env, handler)  # discarded: writes any missing __pycache__ and warms the file cache
-            _floor_once(env)
+            env = _child_env(endpoint, tracing, code)
+            _run_once(env, code)  # discarded: writes any missing __pycache__ and warms the file cache
+            _floor_once(env, code)
             samples, floors = [], []
             for _ in range(runs):
-                samples.append(_run_once(env, handler))
-                floors.append(_floor_once(env))
+                samples.append(_run_once(env, code))
+                floors.append(_floor_once(env, code))
             phases = {
                 k: statistics.median(s[k] for s in samples) * 1000 for k in ("import", "init", "first_call", "cpu")
             }
@@ -370,9 +416,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.bench.coldstart", description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=7, help="fresh processes per mode (default 7)")
     parser.add_argument("--handler", type=Path, default=HANDLER, help="the handler file to time (default: ours)")
+    parser.add_argument(
+        "--from",
+        dest="source",
+        choices=("layers", "venv"),
+        default="layers",
+        help="run the built Lambda bundles (default) or this checkout with the venv",
+    )
     args = parser.parse_args(argv)
-    print("# provisioner cold start: median ms of fresh processes; setup = import + init; see the module doc")
-    for line in measure(args.runs, args.handler):
+    code = Code.layers(args.handler) if args.source == "layers" else Code.venv(args.handler)
+    print(
+        f"# provisioner cold start from {args.source}: median ms of fresh processes; setup = import + init;"
+        " see the module doc"
+    )
+    for line in measure(args.runs, code):
         print(line, flush=True)
     return 0
 
