@@ -12,19 +12,21 @@ the EC2NodeClass kubelet settings. The user's own `spec.userData` is kept and ou
 
 Output is deterministic (sorted keys, fixed MIME boundary), so equal inputs give an equal launch template
 hash and templates are reused.
+
+Both documents are written here (`to_yaml`, `to_toml`) rather than by PyYAML: this module is on the
+provisioner's cold-start path, and importing PyYAML there cost more than writing the few shapes a NodeConfig
+has. For the same reason `email` (the user's MIME) and `tomllib` (the user's TOML) are imported only when
+there is user data of that kind to read.
 """
 
 from __future__ import annotations
 
-import email
-import email.policy
 import hashlib
-import tomllib
+import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-
-import yaml
 
 from nodewright.model.nodeclass import KubeletConfiguration
 from nodewright.model.quantity import format_canonical
@@ -154,6 +156,9 @@ def _user_parts(user_data: str) -> list[_Part]:
     if not text:
         return []
     if text.startswith(("MIME-Version", "Content-Type")):
+        import email
+        import email.policy
+
         message = email.message_from_string(text, policy=email.policy.compat32)
         if not message.is_multipart():
             raise UserDataError("userData declares MIME but is not multipart")
@@ -175,7 +180,7 @@ def _user_parts(user_data: str) -> list[_Part]:
 
 def al2023_user_data(boot: NodeBootstrap) -> str:
     """MIME multipart user data: the user's parts first, then our NodeConfig."""
-    ours = "---\n" + yaml.safe_dump(nodeconfig(boot), sort_keys=True, default_flow_style=False)
+    ours = "---\n" + to_yaml(nodeconfig(boot))
     parts = [*_user_parts(boot.user_data), _Part(NODECONFIG_CONTENT_TYPE, ours)]
     boundary = _BOUNDARY
     if any(f"--{boundary}" in p.body for p in parts):
@@ -233,6 +238,8 @@ def _deep_merge(base: Mapping[str, Any], ours: Mapping[str, Any]) -> dict[str, A
 
 def bottlerocket_user_data(boot: NodeBootstrap) -> str:
     """Bottlerocket TOML: the user's settings with ours laid over them (labels and taints merged)."""
+    import tomllib
+
     try:
         theirs = tomllib.loads(boot.user_data) if boot.user_data.strip() else {}
     except tomllib.TOMLDecodeError as error:
@@ -249,17 +256,102 @@ def user_data(ami_family: str, boot: NodeBootstrap) -> str:
     raise UserDataError(f"AMI family {ami_family!r} is not supported (al2023 or bottlerocket)")
 
 
+# ------------------------------------------------------------------------------------------ strings
+
+# Characters a double-quoted string must not carry raw: C0 and C1 controls, DEL, the Unicode line and paragraph
+# separators (line breaks to YAML 1.1) and the byte-order mark and non-characters.
+_UNSAFE_CHARACTER = re.compile(r'[\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\\"]')
+_SHORT_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def _escape(match: re.Match[str]) -> str:
+    character = match.group()
+    return _SHORT_ESCAPES.get(character) or f"\\U{ord(character):08X}"
+
+
+def _quoted(value: str) -> str:
+    """`value` as a double-quoted string that TOML (a basic string) and YAML (1.1 and 1.2) both read back
+    unchanged: the escapes it uses (backslash with a quote, a backslash, n, t, r, or U and eight hex digits)
+    mean the same in both."""
+    return '"' + _UNSAFE_CHARACTER.sub(_escape, value) + '"'
+
+
+# ------------------------------------------------------------------------------------------ YAML out
+
+_PLAIN_YAML_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]*")
+# Words YAML 1.1 (nodeadm reads YAML through go-yaml) would take for a boolean or null if left unquoted.
+_YAML_WORDS = frozenset({"y", "n", "yes", "no", "true", "false", "on", "off", "null"})
+
+
+def _yaml_key(key: object) -> str:
+    if not isinstance(key, str):
+        raise UserDataError(f"cannot write a {type(key).__name__} key as YAML")
+    plain = _PLAIN_YAML_KEY.fullmatch(key) is not None and key.lower() not in _YAML_WORDS
+    return key if plain else _quoted(key)
+
+
+def _yaml_scalar(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise UserDataError(f"cannot write {value} as YAML")
+        text = repr(value)
+        # YAML 1.1 reads a float only with a dot in it: 1e+16 would come back as a string.
+        return text.replace("e", ".0e", 1) if "e" in text and "." not in text else text
+    if isinstance(value, str):
+        return _quoted(value)
+    if isinstance(value, Mapping | list | tuple) and not value:
+        return "{}" if isinstance(value, Mapping) else "[]"
+    raise UserDataError(f"cannot write {type(value).__name__} as YAML")
+
+
+def _is_block(value: Any) -> bool:
+    return isinstance(value, Mapping | list | tuple) and len(value) > 0
+
+
+def _yaml_lines(value: Mapping[Any, Any] | Sequence[Any], indent: int) -> list[str]:
+    pad = " " * indent
+    lines: list[str] = []
+    if isinstance(value, Mapping):
+        for key, item in sorted(value.items()):
+            head = f"{pad}{_yaml_key(key)}:"
+            if _is_block(item):
+                lines.append(head)
+                lines.extend(_yaml_lines(item, indent + 2))
+            else:
+                lines.append(f"{head} {_yaml_scalar(item)}")
+        return lines
+    for item in value:
+        if _is_block(item):
+            nested = _yaml_lines(item, indent + 2)
+            lines.append(f"{pad}- {nested[0][indent + 2 :]}")
+            lines.extend(nested[1:])
+        else:
+            lines.append(f"{pad}- {_yaml_scalar(item)}")
+    return lines
+
+
+def to_yaml(document: Mapping[str, Any]) -> str:
+    """A block-style YAML document for nested mappings and lists of strings, numbers, booleans and null.
+
+    Keys are sorted, so equal documents give equal text. Every string value is double-quoted, so none changes
+    type when read back (`"no"`, `"1.30"`, `"0755"` stay strings), and `yaml.safe_load(to_yaml(d)) == d`.
+    Raises UserDataError for a value of another type, a key that is not a string or a non-finite float.
+    """
+    return "\n".join(_yaml_lines(document, 0) if document else ["{}"]) + "\n"
+
+
 # ------------------------------------------------------------------------------------------ TOML out
 
 
 def _toml_key(key: str) -> str:
     bare = key.replace("-", "").replace("_", "").isalnum() and key.isascii()
-    return key if bare else _toml_string(key)
-
-
-def _toml_string(value: str) -> str:
-    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
-    return f'"{escaped}"'
+    return key if bare else _quoted(key)
 
 
 def _toml_value(value: Any) -> str:
@@ -268,7 +360,7 @@ def _toml_value(value: Any) -> str:
     if isinstance(value, int | float):
         return repr(value)
     if isinstance(value, str):
-        return _toml_string(value)
+        return _quoted(value)
     if isinstance(value, Sequence):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
     if isinstance(value, Mapping):

@@ -12,8 +12,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from nodewright.model import kube
 from nodewright.model.durations import format_duration
 from nodewright.model.errors import Collector, ValidationError
@@ -110,6 +108,10 @@ def load_text(text: str, source: str) -> tuple[ClusterInputs, list[ValidationErr
 
 
 def _parse_yaml(text: str, source: str) -> tuple[list[Any], list[ValidationError]]:
+    # Imported here: the Lambdas load API objects through this module but never parse YAML text, and PyYAML
+    # is a measurable part of their cold start.
+    import yaml
+
     try:
         return list(yaml.safe_load_all(text)), []
     except yaml.YAMLError as exc:
