@@ -44,4 +44,3 @@ def test_a_handlers_modules_do_not_import_what_its_cold_start_can_do_without(han
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout.splitlines()[-1]) == []
-
