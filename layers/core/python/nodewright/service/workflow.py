@@ -191,7 +191,12 @@ def check_replacement(state: Mapping[str, Any], execution: str, ports: Ports) ->
 def drain(state: Mapping[str, Any], execution: str, ports: Ports) -> dict[str, Any]:
     """CordonAndDrain, and each WaitForDrain round: cordon and taint the node, evict what may go now (a 429 is
     counted and asked again next round), delete what is left once the deadline has passed. `done` when no pod
-    that must leave is left."""
+    that must leave is left.
+
+    The totals add this round to the previous round's: a round that evicted and then failed is retried with
+    the previous state, so `evicted_total` counts the evictions of rounds that succeeded (a lower bound).
+    `left_total` is read from the cluster instead: how many of the pods that must move are no longer bound to
+    the node, however they went."""
     found = _identified(state)
     node = str(found.get("node") or "")
     now = ports.clock.now()
@@ -200,7 +205,9 @@ def drain(state: Mapping[str, Any], execution: str, ports: Ports) -> dict[str, A
     ports.cluster.add_node_taint(node, DISRUPTED_TAINT_KEY, "", "NoSchedule")
     ports.cluster.set_unschedulable(node, True)
     deadline = found.get("deadline")
-    work = drain_round(ports.cluster.pods_on_node(node), now, float(deadline) if deadline is not None else None)
+    pods = ports.cluster.pods_on_node(node)
+    work = drain_round(pods, now, float(deadline) if deadline is not None else None)
+    left = set(found.get("moving") or ()) - {drain_pod(p).key for p in pods}
     outcomes = {key: ports.cluster.evict_pod(*key.split("/", 1)) for key in work.evict}
     for key in work.delete:
         ports.cluster.delete_pod(*key.split("/", 1))
@@ -224,6 +231,7 @@ def drain(state: Mapping[str, Any], execution: str, ports: Ports) -> dict[str, A
         "rounds": int(previous.get("rounds") or 0) + 1,
         "evicted_total": int(previous.get("evicted_total") or 0) + len(evicted),
         "blocked_total": int(previous.get("blocked_total") or 0) + len(blocked),
+        "left_total": len(left),
     }
 
 
