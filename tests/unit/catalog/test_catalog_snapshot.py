@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gzip
-import time
 from importlib import resources
 
 import pytest
@@ -78,14 +77,12 @@ def test_encode_read_round_trip(snap: snapshot.Snapshot) -> None:
     assert snapshot.encode(again.region, again.zones, again.zone_ids, again.instance_types) == data
 
 
-def test_load_time_is_small() -> None:
+def test_the_shipped_snapshot_stays_small_and_reads() -> None:
+    # Its load time is part of the cold start, which `python -m tests.bench.coldstart` measures; a timed
+    # assertion here would only fail on a busy machine.
     data = resources.files("nodewright.catalog").joinpath("data", "us-east-1.json.gz").read_bytes()
     assert len(data) < 200_000
-    start = time.perf_counter()
-    snapshot.read(data)
-    elapsed = time.perf_counter() - start
-    # ~35 ms on the 2-core dev machine; a generous bound so a busy CI box does not flake
-    assert elapsed < 1.0
+    assert len(snapshot.read(data).instance_types) > 1000
 
 
 def test_errors_name_the_problem() -> None:

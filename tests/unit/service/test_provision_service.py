@@ -40,11 +40,16 @@ def test_each_nodeclaim_is_created_before_its_launch_and_recorded_after() -> Non
     result = run(cluster, cloud, state, clock)
     names = [c.name for c in result.launched]
     assert len(names) >= 2
-    # Claims launch side by side, so the log interleaves; per claim the order is create -> fleet -> update.
+    # Claims launch side by side, so the log interleaves; per claim the order is create -> fleet -> update -> conditions.
     for name in names:
         steps = [entry for entry in cluster.log if entry.endswith(f"nodeclaim/{name}")]
-        assert steps == [f"create nodeclaim/{name}", f"fleet nodeclaim/{name}", f"update nodeclaim/{name}"]
-    assert len(cluster.log) == 3 * len(names)
+        assert steps == [
+            f"create nodeclaim/{name}",
+            f"fleet nodeclaim/{name}",
+            f"update nodeclaim/{name}",
+            f"conditions nodeclaim/{name}",
+        ]
+    assert len(cluster.log) == 4 * len(names)
     assert sorted(p for c in result.launched for p in c.pods) == [f"web/web-{i}" for i in range(4)]
 
 

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from nodewright.catalog.catalog import CapacityReservation
 from nodewright.launch.template import LaunchTemplateSpec, ResolvedNodeClass
 from nodewright.launch.userdata import ClusterInfo
+from nodewright.model.conditions import Condition
 from nodewright.model.nodeclass import EC2NodeClass
 
 OfferingKey = tuple[str, str, str]  # (instance type, zone, capacity type)
@@ -155,6 +156,11 @@ class Cluster(Protocol):
         self, name: str, labels: Mapping[str, str], annotations: Mapping[str, str], status: Mapping[str, Any]
     ) -> None:
         """Merge labels and annotations into the NodeClaim and replace the given status fields."""
+        ...
+
+    def set_nodeclaim_conditions(self, name: str, conditions: Sequence[Condition], clear: Sequence[str] = ()) -> None:
+        """Merge `conditions` into the NodeClaim's status by type and remove the `clear` types; every other
+        condition is kept (see `model.conditions.merge_conditions`). A missing NodeClaim is not an error."""
         ...
 
     def delete_nodeclaim(self, name: str) -> None:

@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
 
+from nodewright.model.conditions import Condition, merge_conditions
 from nodewright.ports import BLOCKED, EVICTED, GONE, ClusterView, FleetView, NodeEvent, PodEvent
 
 NODECLAIMS = ("nodewright.io", "v1", "nodeclaims")
@@ -38,6 +39,7 @@ COMPONENT = "nodewright"
 _EVENT_WORKERS = 8
 CONNECT_TIMEOUT_SECONDS = 5.0
 READ_TIMEOUT_SECONDS = 30.0
+_CONFLICT_RETRIES = 5
 
 
 def _strip(doc: dict[str, Any], kind: str, api_version: str) -> dict[str, Any]:
@@ -211,14 +213,42 @@ class KubernetesCluster:
                 metadata["annotations"] = dict(annotations)
             self._call("PATCH", self._nodeclaims(name), body={"metadata": metadata}, content_type=MERGE_PATCH)
         if status:
-            body = {"status": dict(status)}
+            self._patch_status(name, {"status": dict(status)})
+
+    def set_nodeclaim_conditions(self, name: str, conditions: Sequence[Condition], clear: Sequence[str] = ()) -> None:
+        # A merge patch replaces the whole list, so it carries the resourceVersion it was merged from: a writer
+        # that changed another condition in between makes it fail (409) and it merges again.
+        for _ in range(_CONFLICT_RETRIES):
             try:
-                self._call("PATCH", self._nodeclaims(name, "/status"), body=body, content_type=MERGE_PATCH)
+                current = self._call("GET", self._nodeclaims(name))
             except ApiError as error:
-                # A CRD without the status subresource keeps status in the main resource.
-                if error.status != 404:
+                if error.status == 404:
+                    return
+                raise
+            status = current.get("status") or {}
+            merged = merge_conditions(status.get("conditions") or [], conditions, clear, self._clock())
+            body = {
+                "metadata": {"resourceVersion": current["metadata"]["resourceVersion"]},
+                "status": {"conditions": merged},
+            }
+            try:
+                self._patch_status(name, body)
+                return
+            except ApiError as error:
+                if error.status == 404:
+                    return
+                if error.status != 409:
                     raise
-                self._call("PATCH", self._nodeclaims(name), body=body, content_type=MERGE_PATCH)
+        raise ApiError(409, "PATCH", self._nodeclaims(name, "/status"), "conditions kept changing under us")
+
+    def _patch_status(self, name: str, body: Mapping[str, Any]) -> None:
+        try:
+            self._call("PATCH", self._nodeclaims(name, "/status"), body=dict(body), content_type=MERGE_PATCH)
+        except ApiError as error:
+            # A CRD without the status subresource keeps status in the main resource.
+            if error.status != 404:
+                raise
+            self._call("PATCH", self._nodeclaims(name), body=dict(body), content_type=MERGE_PATCH)
 
     def delete_nodeclaim(self, name: str) -> None:
         try:

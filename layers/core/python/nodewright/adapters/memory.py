@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from nodewright.model.conditions import Condition, merge_conditions
 from nodewright.ports import BLOCKED, EVICTED, GONE, ClusterView, FleetView, NodeEvent, OfferingKey, PodEvent
 
 
@@ -86,6 +87,14 @@ class InMemoryCluster:
         metadata.setdefault("annotations", {}).update(annotations)
         doc.setdefault("status", {}).update(copy.deepcopy(dict(status)))
         self.log.append(f"update nodeclaim/{name}")
+
+    def set_nodeclaim_conditions(self, name: str, conditions: Sequence[Condition], clear: Sequence[str] = ()) -> None:
+        doc = self.objects.get(("NodeClaim", "", name))
+        if doc is None:
+            return
+        status = doc.setdefault("status", {})
+        status["conditions"] = merge_conditions(status.get("conditions") or [], conditions, clear, self._clock())
+        self.log.append(f"conditions nodeclaim/{name}")
 
     def delete_nodeclaim(self, name: str) -> None:
         self.objects.pop(("NodeClaim", "", name), None)

@@ -50,6 +50,7 @@ from nodewright.launch.fleet import FleetAttempt, classify_response, fleet_reque
 from nodewright.launch.template import LaunchTemplateSpec, ResolvedNodeClass, block_devices
 from nodewright.launch.userdata import UNREGISTERED_TAINT, ClusterInfo, NodeBootstrap, UserDataError, user_data
 from nodewright.model import resources as res
+from nodewright.model.conditions import TRUE, Condition
 from nodewright.model.durations import format_duration
 from nodewright.model.loader import load_documents
 from nodewright.model.nodeclaim import NodeClaim
@@ -211,16 +212,6 @@ def _iso(now: float) -> str:
     return datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _condition(kind: str, now: float, reason: str, message: str = "") -> dict[str, Any]:
-    return {
-        "type": kind,
-        "status": "True",
-        "reason": reason,
-        "message": message,
-        "lastTransitionTime": _iso(now),
-    }
-
-
 def _requirement_json(r: Requirement) -> dict[str, Any]:
     out: dict[str, Any] = {"key": r.key, "operator": r.operator.value}
     if r.operator not in (Operator.EXISTS, Operator.DOES_NOT_EXIST):
@@ -333,11 +324,14 @@ def finish_registrations(
         if claim.registered and not has_taint:
             continue
         cluster.remove_node_taint(node.name, UNREGISTERED_TAINT.key)
-        conditions = [
-            _condition("Launched", now, "Launched"),
-            _condition("Registered", now, "Registered", f"node {node.name} registered"),
-        ]
-        cluster.update_nodeclaim(claim.name, {}, {}, {"nodeName": node.name, "conditions": conditions})
+        cluster.update_nodeclaim(claim.name, {}, {}, {"nodeName": node.name})
+        cluster.set_nodeclaim_conditions(
+            claim.name,
+            [
+                Condition("Launched", TRUE, "Launched"),
+                Condition("Registered", TRUE, "Registered", f"node {node.name} registered"),
+            ],
+        )
         result.decide("registered", f"nodeclaim/{claim.name}", f"node {node.name} registered with {claim.provider_id}")
     return done
 
@@ -642,14 +636,7 @@ def _record_launch(
         ZONE: launched.zone,
         CAPACITY_TYPE_LABEL: launched.capacity_type,
     }
-    status: dict[str, Any] = {
-        "providerID": f"aws:///{launched.zone}/{launched.instance_id}",
-        "conditions": [
-            _condition(
-                "Launched", now, "Launched", f"{launched.instance_type} {launched.capacity_type} in {launched.zone}"
-            )
-        ],
-    }
+    status: dict[str, Any] = {"providerID": f"aws:///{launched.zone}/{launched.instance_id}"}
     if image_id:
         status["imageID"] = image_id
     for key, values in (resources or {}).items():
@@ -659,6 +646,8 @@ def _record_launch(
         # What launch template garbage collection keeps while the claim exists.
         annotations[TEMPLATE_ANNOTATION] = launched.template
     cluster.update_nodeclaim(launched.name, labels, annotations, status)
+    where = f"{launched.instance_type} {launched.capacity_type} in {launched.zone}"
+    cluster.set_nodeclaim_conditions(launched.name, [Condition("Launched", TRUE, "Launched", where)])
 
 
 def _displace(view: ClusterView, node: str) -> ClusterView:
