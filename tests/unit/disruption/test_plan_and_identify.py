@@ -6,6 +6,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from cluster_builder import Cluster
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -18,7 +19,8 @@ from nodewright.disruption.commands import (
 )
 from nodewright.disruption.fleet import fleet_nodes
 from nodewright.disruption.identify import BLOCKED, GONE, PROCEED, identify
-from nodewright.disruption.methods import PLANNER_WINDOW_SECONDS, Expiration, plan
+from nodewright.disruption.methods import Expiration
+from nodewright.disruption.plan import PLANNER_WINDOW_SECONDS, plan
 from nodewright.model.nodepool import Budget, Disruption, NodeClassRef, NodePool
 
 T0 = 1_800_000_000.0  # 2027-01-15T08:00:00Z
@@ -68,26 +70,37 @@ def test_a_malformed_duration_is_reported_and_the_pool_value_used() -> None:
 
 
 def test_expiration_names_old_registered_nodes_once_per_window() -> None:
-    fleet = fleet_nodes(
-        [claim("old", expireAfter="1h"), claim("young", expireAfter="10h"), claim("lost", expireAfter="1h")],
-        [node("node-old", "old"), node("node-young", "young")],
-        {"general": POOL},
-    )
+    cluster = Cluster(now=T0 + 2 * 3600)
+    cluster.node("node-old", age=2 * 3600, expireAfter="1h")
+    cluster.node("node-young", age=2 * 3600, expireAfter="10h")
+    lost, lost_node = cluster.node("node-lost", age=2 * 3600, expireAfter="1h")
+    cluster.docs.remove(lost_node)  # its node never registered
     now = T0 + 2 * 3600
-    decided = plan(fleet, {"general": POOL}, [Expiration()], now)
-    [command] = decided.commands
-    assert (command.nodeclaim, command.node, command.reason, command.forceful) == ("old", "node-old", EXPIRED, True)
-    assert "not registered" in decided.skipped["lost"]
+    decided = plan(cluster.state(), {}, [Expiration()])
+    [command] = decided.commands(now)
+    assert (command.nodeclaim, command.node, command.reason, command.forceful) == (
+        "claim-node-old",
+        "node-old",
+        EXPIRED,
+        True,
+    )
+    assert "not registered" in decided.skipped[lost["metadata"]["name"]]
     # A rerun in the same window names the same execution; the next window names a new one.
-    again = plan(fleet, {"general": POOL}, [Expiration()], now + 1).commands[0]
-    later = plan(fleet, {"general": POOL}, [Expiration()], now + PLANNER_WINDOW_SECONDS).commands[0]
+    again = plan(cluster.state(now=now + 1), {}, [Expiration()]).commands(now + 1)[0]
+    later_now = now + PLANNER_WINDOW_SECONDS
+    later = plan(cluster.state(now=later_now), {}, [Expiration()]).commands(later_now)[0]
     assert again.execution_name() == command.execution_name() != later.execution_name()
 
 
 def test_a_node_being_disrupted_is_left_to_its_workflow() -> None:
-    taint = [{"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}]
-    fleet = fleet_nodes([claim("old", expireAfter="1h")], [node("node-old", "old", taints=taint)], {"general": POOL})
-    assert plan(fleet, {"general": POOL}, [Expiration()], T0 + 7200).commands == ()
+    cluster = Cluster(now=T0 + 7200)
+    cluster.node(
+        "node-old", age=7200, expireAfter="1h", taints=[{"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}]
+    )
+    assert plan(cluster.state(), {}, [Expiration()]).decisions == []
+    locked = Cluster(now=T0 + 7200)
+    locked.node("node-old", age=7200, expireAfter="1h")
+    assert plan(locked.state(locked=["claim-node-old"]), {}, [Expiration()]).decisions == []
 
 
 def command(reason: str = SPOT_INTERRUPTION, forceful: bool = True, deadline: float | None = None) -> DisruptionCommand:

@@ -52,6 +52,8 @@ class Instance:
     launch_time: float = 0.0
     tags: Mapping[str, str] = field(default_factory=dict)
     image_id: str = ""
+    subnet_id: str = ""
+    security_group_ids: tuple[str, ...] = ()
 
 
 class Cloud(Protocol):
@@ -119,13 +121,15 @@ class PodEvent:
 
 @dataclass(frozen=True, slots=True)
 class NodeEvent:
-    """A Kubernetes event about a node (disruption started, blocked, drained, terminated)."""
+    """A Kubernetes event about a node (disruption started, blocked, drained, terminated), or about a NodeClaim when
+    `kind` is "NodeClaim" (`node` then names the NodeClaim), as Karpenter records its disruption events on both."""
 
     node: str
     reason: str
     message: str
     type: str = "Normal"
     dedupe: str = ""
+    kind: str = "Node"
 
 
 # What an eviction request came back with: the pod is going, a PodDisruptionBudget said no (HTTP 429),
@@ -243,6 +247,10 @@ class StateStore(Protocol):
 
     def release_lock(self, name: str, owner: str) -> None:
         """Release the lock if `owner` holds it; a lock held by someone else (or nobody) is left alone."""
+        ...
+
+    def held_locks(self, now: float) -> Mapping[str, str]:
+        """Every lock held at `now` (expired ones left out): name -> owner. One consistent read."""
         ...
 
 

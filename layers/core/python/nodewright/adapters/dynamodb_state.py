@@ -96,6 +96,24 @@ class DynamoDBState:
             return str(item.get("owner", {}).get("S", "")) or self.acquire_lock(name, owner, now, ttl_seconds)
         return owner
 
+    def held_locks(self, now: float) -> Mapping[str, str]:
+        out: dict[str, str] = {}
+        kwargs: dict[str, Any] = {
+            "TableName": self.table,
+            "KeyConditionExpression": "#pk = :pk",
+            "ExpressionAttributeNames": {"#pk": TABLE_PARTITION_KEY},
+            "ExpressionAttributeValues": {":pk": {"S": LOCK_PARTITION}},
+            "ConsistentRead": True,
+        }
+        while True:
+            page = self.dynamodb.query(**kwargs)
+            for item in page.get("Items", ()):
+                if float(item.get(TABLE_TTL_ATTRIBUTE, {}).get("N", "0")) > now:
+                    out[str(item[TABLE_SORT_KEY]["S"])] = str(item.get("owner", {}).get("S", ""))
+            if "LastEvaluatedKey" not in page:
+                return out
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
     def release_lock(self, name: str, owner: str) -> None:
         key = {TABLE_PARTITION_KEY: {"S": LOCK_PARTITION}, TABLE_SORT_KEY: {"S": name}}
         try:

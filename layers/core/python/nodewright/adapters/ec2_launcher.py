@@ -103,9 +103,11 @@ class Ec2Cloud:
         cached = self._resolved.get(key)
         if cached is not None and now - cached[0] < self._resolve_ttl:
             return cached[1]
+        subnets, matching = self._subnets(node_class)
         resolved = ResolvedNodeClass(
             node_class=node_class,
-            subnets=self._subnets(node_class),
+            subnets=subnets,
+            matching_subnet_ids=matching,
             security_group_ids=self._security_groups(node_class),
             images=self._images(node_class, k8s_version),
             instance_profile=self._instance_profile(node_class),
@@ -128,7 +130,8 @@ class Ec2Cloud:
             )
         return self.instance_profile
 
-    def _subnets(self, node_class: EC2NodeClass) -> tuple[Subnet, ...]:
+    def _subnets(self, node_class: EC2NodeClass) -> tuple[tuple[Subnet, ...], frozenset[str]]:
+        """The subnet that takes each zone's launches, and the ids of every subnet the terms match."""
         found: dict[str, Mapping[str, Any]] = {}
         for term in node_class.subnet_selector_terms:
             for subnet in self._describe("describe_subnets", "Subnets", term, "SubnetIds", "subnet"):
@@ -145,7 +148,7 @@ class Ec2Cloud:
                 best[zone].get("AvailableIpAddressCount", 0)
             ):
                 best[zone] = subnet
-        return tuple(
+        chosen = tuple(
             Subnet(
                 str(s["SubnetId"]),
                 zone,
@@ -154,6 +157,7 @@ class Ec2Cloud:
             )
             for zone, s in sorted(best.items())
         )
+        return chosen, frozenset(found)
 
     def _security_groups(self, node_class: EC2NodeClass) -> tuple[str, ...]:
         found: set[str] = set()
@@ -377,6 +381,8 @@ def _instance(i: Mapping[str, Any]) -> Instance:
         launch_time=float(launch.timestamp()) if launch is not None and hasattr(launch, "timestamp") else 0.0,
         tags={str(t["Key"]): str(t.get("Value", "")) for t in i.get("Tags", ())},
         image_id=str(i.get("ImageId", "")),
+        subnet_id=str(i.get("SubnetId", "")),
+        security_group_ids=tuple(sorted(str(g["GroupId"]) for g in i.get("SecurityGroups", ()) if g.get("GroupId"))),
     )
 
 
@@ -393,9 +399,15 @@ def _describe_terms(terms: Sequence[SelectorTerm]) -> str:
 
 
 def ec2_cloud(
-    cluster_name: str, node_role: str, instance_profile: str, region: str, session: Any | None = None
+    cluster_name: str,
+    node_role: str,
+    instance_profile: str,
+    region: str,
+    session: Any | None = None,
+    resolve_ttl: float = RESOLVE_TTL,
 ) -> Ec2Cloud:
-    """An Ec2Cloud with boto3 clients in `region`, standard retries (backoff on throttling)."""
+    """An Ec2Cloud with boto3 clients in `region`, standard retries (backoff on throttling). `resolve_ttl`: how long
+    a resolved EC2NodeClass is reused (the planner, which tells drift from it, resolves on every tick)."""
     import boto3
     from botocore.config import Config
 
@@ -408,4 +420,5 @@ def ec2_cloud(
         ec2=session.client("ec2", region_name=region, config=config),
         ssm=session.client("ssm", region_name=region, config=config),
         eks=session.client("eks", region_name=region, config=config),
+        resolve_ttl=resolve_ttl,
     )

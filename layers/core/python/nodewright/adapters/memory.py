@@ -172,11 +172,12 @@ class InMemoryCluster:
 
     def record_node_events(self, events: Sequence[NodeEvent]) -> None:
         for event in events:
-            key = (f"node/{event.node}", event.reason, event.dedupe or event.message)
+            subject = f"{event.kind.lower()}/{event.node}"
+            key = (subject, event.reason, event.dedupe or event.message)
             if key in self._event_keys:
                 continue
             self._event_keys.add(key)
-            self.events.append(Event(f"node/{event.node}", event.reason, event.message, event.type))
+            self.events.append(Event(subject, event.reason, event.message, event.type))
 
 
 @dataclass
@@ -196,6 +197,9 @@ class InMemoryState:
     def release_lock(self, name: str, owner: str) -> None:
         if self.locks.get(name, ("", 0.0))[0] == owner:
             del self.locks[name]
+
+    def held_locks(self, now: float) -> Mapping[str, str]:
+        return {name: owner for name, (owner, expiry) in self.locks.items() if expiry > now}
 
     def unavailable_offerings(self, now: float) -> frozenset[OfferingKey]:
         return frozenset(k for k, (expiry, _) in self.marks.items() if expiry > now)

@@ -10,11 +10,11 @@ only (drift, emptiness, consolidation): interruptions and expiration are forcefu
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from nodewright.model.durations import cron_matches
-from nodewright.model.nodepool import Budget
+from nodewright.model.nodepool import Budget, NodePool
 
 # Scanning back minute by minute is exact for cron; windows longer than this are treated as this long.
 _MAX_WINDOW_MINUTES = 31 * 24 * 60
@@ -67,3 +67,42 @@ def allowed_disruptions(
     if limit is None:
         return Allowance(max(pool_nodes - disrupting, 0), why)
     return Allowance(max(limit - disrupting, 0), f"{why}, {disrupting} being disrupted")
+
+
+class PoolBudgets:
+    """Disruption budgets of every NodePool for one planner tick (or one IdentifyCandidate check).
+
+    As Karpenter counts them: a pool's nodes are its initialized nodes; those being disrupted are the ones that are
+    not Ready or are being taken away already (a workflow holds their lock, they carry karpenter.sh/disrupted, or
+    they are being deleted). Every disruption decided during the tick is taken from its pool's allowance for every
+    reason, so two methods (or two ticks, through the locks) never exceed a budget together.
+    """
+
+    def __init__(
+        self,
+        pools: Mapping[str, NodePool],
+        members: Sequence[tuple[str, bool]],
+        now: float,
+    ) -> None:
+        """`members`: (pool name, being disrupted) of each initialized node of the fleet."""
+        self._pools = pools
+        self._now = now
+        self._nodes: dict[str, int] = {}
+        self._disrupting: dict[str, int] = {}
+        for pool, disrupting in members:
+            self._nodes[pool] = self._nodes.get(pool, 0) + 1
+            self._disrupting[pool] = self._disrupting.get(pool, 0) + (1 if disrupting else 0)
+        self._taken: dict[str, int] = {}
+
+    def allowance(self, pool: str, reason: str) -> Allowance:
+        """How many more of the pool's nodes may be disrupted for `reason` now, and the budget that decides it."""
+        found = self._pools.get(pool)
+        if found is None:
+            return Allowance(0, f"NodePool {pool} not found")
+        taken = self._taken.get(pool, 0)
+        disrupting = self._disrupting.get(pool, 0) + taken
+        return allowed_disruptions(found.disruption.budgets, reason, self._nodes.get(pool, 0), disrupting, self._now)
+
+    def take(self, pool: str, count: int = 1) -> None:
+        """Record that `count` more of the pool's nodes are being disrupted (decided this tick)."""
+        self._taken[pool] = self._taken.get(pool, 0) + count

@@ -43,7 +43,7 @@ class DrainPod:
         return f"{self.namespace}/{self.name}"
 
 
-def _tolerates_disrupted(tolerations: Sequence[Mapping[str, Any]]) -> bool:
+def tolerates_disrupted(tolerations: Sequence[Mapping[str, Any]]) -> bool:
     for t in tolerations:
         effect = t.get("effect") or ""
         if effect not in ("", "NoSchedule"):
@@ -66,7 +66,7 @@ def drain_pod(doc: Mapping[str, Any]) -> DrainPod:
         stays = "owned by a DaemonSet"
     elif MIRROR_ANNOTATION in annotations or any(o.get("kind") == "Node" for o in owners):
         stays = "a static (mirror) pod"
-    elif _tolerates_disrupted(spec.get("tolerations") or []):
+    elif tolerates_disrupted(spec.get("tolerations") or []):
         stays = f"tolerates {DISRUPTED_TAINT_KEY}:NoSchedule"
     return DrainPod(
         namespace=str(metadata.get("namespace") or "default"),

@@ -7,17 +7,28 @@ NodePool's template when it was created, as Karpenter v1 does); a claim without 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from nodewright.disruption.drain import DISRUPTED_TAINT_KEY
+from nodewright.model.conditions import condition_of
 from nodewright.model.durations import DurationError, parse_duration
 from nodewright.model.nodepool import NodePool
 from nodewright.model.objects import DO_NOT_DISRUPT
 
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+ZONE_LABEL = "topology.kubernetes.io/zone"
+CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
+UNREGISTERED_TAINT_KEY = "karpenter.sh/unregistered"
+INITIALIZED = "Initialized"
+DRIFTED = "Drifted"
+CONSOLIDATABLE = "Consolidatable"
+# The pods the provisioner nominated to a NodeClaim (a JSON list of namespace/name), written at creation.
+NOMINATED_PODS_ANNOTATION = "nodewright.io/pods"
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,7 +36,13 @@ class FleetNode:
     """A NodeClaim and (once registered) its Node.
 
     `expire_after` / `termination_grace_period`: seconds, None for Never / unset. `disrupting`: the node carries
-    karpenter.sh/disrupted (a workflow is taking it away). `problems`: fields that could not be read, by path.
+    karpenter.sh/disrupted (a workflow is taking it away). `deleting`: the NodeClaim or Node has a deletion
+    timestamp. `labels`: the Node's labels over the NodeClaim's (what the node is: instance type, zone, capacity
+    type, pool). `initialized`: the NodeClaim says Initialized, or (until a writer sets that condition) its node is
+    registered, Ready and without startup or registration taints; `initialized_at` is when. `last_pod_event`:
+    `status.lastPodEventTime` (a pod bound to or removed from the node), 0 when unknown. `drifted`: the reason of
+    a True `Drifted` condition ("" when not drifted). `nominated`: pods the provisioner sized the claim for.
+    `problems`: fields that could not be read, by path.
     """
 
     nodeclaim: str
@@ -41,6 +58,29 @@ class FleetNode:
     disrupting: bool
     do_not_disrupt: bool
     problems: tuple[str, ...] = ()
+    deleting: bool = False
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    initialized: bool = False
+    initialized_at: float = 0.0
+    last_pod_event: float = 0.0
+    image_id: str = ""
+    drifted: str = ""
+    drifted_at: float = 0.0
+    consolidatable: bool = False
+    nominated: tuple[str, ...] = ()
+
+    @property
+    def instance_type(self) -> str:
+        return self.labels.get(INSTANCE_TYPE_LABEL, "")
+
+    @property
+    def zone(self) -> str:
+        return self.labels.get(ZONE_LABEL, "")
+
+    @property
+    def capacity_type(self) -> str:
+        return self.labels.get(CAPACITY_TYPE_LABEL, "")
 
 
 def epoch(stamp: str) -> float:
@@ -52,21 +92,40 @@ def epoch(stamp: str) -> float:
 
 
 def _condition(doc: Mapping[str, Any], kind: str) -> bool:
-    return any(
-        c.get("type") == kind and c.get("status") == "True" for c in (doc.get("status") or {}).get("conditions") or []
-    )
+    found = condition_of(doc, kind)
+    return found is not None and found.get("status") == "True"
+
+
+def _since(doc: Mapping[str, Any], kind: str) -> float:
+    found = condition_of(doc, kind)
+    return epoch(str(found.get("lastTransitionTime") or "")) if found is not None else 0.0
 
 
 def _duration(
-    spec: Mapping[str, Any], field: str, fallback: int | None, problems: list[str], allow_never: bool
+    spec: Mapping[str, Any], field_name: str, fallback: int | None, problems: list[str], allow_never: bool
 ) -> int | None:
-    if field not in spec or spec[field] is None:
+    if field_name not in spec or spec[field_name] is None:
         return fallback
     try:
-        return parse_duration(str(spec[field]), allow_never=allow_never)
+        return parse_duration(str(spec[field_name]), allow_never=allow_never)
     except DurationError as error:
-        problems.append(f"spec.{field}: {error}")
+        problems.append(f"spec.{field_name}: {error}")
         return fallback
+
+
+def _initialized(claim: Mapping[str, Any], node: Mapping[str, Any] | None, ready: bool) -> tuple[bool, float]:
+    """Karpenter's Initialized: the condition when a writer set it; otherwise derived from the node as Karpenter's
+    initialization controller does (Ready, registration and startup taints gone)."""
+    if condition_of(claim, INITIALIZED) is not None:
+        return _condition(claim, INITIALIZED), _since(claim, INITIALIZED)
+    if node is None or not ready:
+        return False, 0.0
+    startup = {str(t.get("key")) for t in (claim.get("spec") or {}).get("startupTaints") or []}
+    taints = {str(t.get("key")) for t in (node.get("spec") or {}).get("taints") or []}
+    if UNREGISTERED_TAINT_KEY in taints or startup & taints:
+        return False, 0.0
+    registered_at = _since(claim, "Registered") or epoch(str((node.get("metadata") or {}).get("creationTimestamp")))
+    return True, registered_at
 
 
 def fleet_nodes(
@@ -80,44 +139,70 @@ def fleet_nodes(
         provider = str((doc.get("spec") or {}).get("providerID") or "")
         if provider:
             by_provider[provider] = doc
-    out: list[FleetNode] = []
-    for claim in nodeclaims:
-        metadata = claim.get("metadata") or {}
-        spec = claim.get("spec") or {}
-        status = claim.get("status") or {}
-        name = str(metadata.get("name", ""))
-        pool_name = str((metadata.get("labels") or {}).get(NODEPOOL_LABEL, ""))
-        pool = pools.get(pool_name)
-        provider = str(status.get("providerID") or "")
-        node: Mapping[str, Any] | None = by_provider.get(provider) if provider else None
-        if node is None and status.get("nodeName"):
-            node = by_name.get(str(status["nodeName"]))
-        node_meta = (node or {}).get("metadata") or {}
-        taints = ((node or {}).get("spec") or {}).get("taints") or []
-        problems: list[str] = []
-        out.append(
-            FleetNode(
-                nodeclaim=name,
-                nodepool=pool_name,
-                node=str(node_meta.get("name", "")),
-                instance_id=provider.rsplit("/", 1)[-1] if provider else "",
-                provider_id=provider,
-                created_at=epoch(str(metadata.get("creationTimestamp") or "")),
-                registered=node is not None,
-                ready=node is not None and _condition(node, "Ready"),
-                expire_after=_duration(
-                    spec, "expireAfter", pool.expire_after_seconds if pool else None, problems, allow_never=True
-                ),
-                termination_grace_period=_duration(
-                    spec,
-                    "terminationGracePeriod",
-                    pool.termination_grace_period_seconds if pool else None,
-                    problems,
-                    allow_never=False,
-                ),
-                disrupting=any(t.get("key") == DISRUPTED_TAINT_KEY for t in taints),
-                do_not_disrupt=str((node_meta.get("annotations") or {}).get(DO_NOT_DISRUPT, "")) == "true",
-                problems=tuple(problems),
-            )
-        )
-    return sorted(out, key=lambda n: n.nodeclaim)
+    return sorted((_fleet_node(c, by_provider, by_name, pools) for c in nodeclaims), key=lambda n: n.nodeclaim)
+
+
+def _fleet_node(
+    claim: Mapping[str, Any],
+    by_provider: Mapping[str, Mapping[str, Any]],
+    by_name: Mapping[str, Mapping[str, Any]],
+    pools: Mapping[str, NodePool],
+) -> FleetNode:
+    metadata = claim.get("metadata") or {}
+    spec = claim.get("spec") or {}
+    status = claim.get("status") or {}
+    claim_labels = metadata.get("labels") or {}
+    pool_name = str(claim_labels.get(NODEPOOL_LABEL, ""))
+    pool = pools.get(pool_name)
+    provider = str(status.get("providerID") or "")
+    node: Mapping[str, Any] | None = by_provider.get(provider) if provider else None
+    if node is None and status.get("nodeName"):
+        node = by_name.get(str(status["nodeName"]))
+    node_meta = (node or {}).get("metadata") or {}
+    taints = ((node or {}).get("spec") or {}).get("taints") or []
+    ready = node is not None and _condition(node, "Ready")
+    initialized, initialized_at = _initialized(claim, node, ready)
+    drifted = condition_of(claim, DRIFTED)
+    problems: list[str] = []
+    return FleetNode(
+        nodeclaim=str(metadata.get("name", "")),
+        nodepool=pool_name,
+        node=str(node_meta.get("name", "")),
+        instance_id=provider.rsplit("/", 1)[-1] if provider else "",
+        provider_id=provider,
+        created_at=epoch(str(metadata.get("creationTimestamp") or "")),
+        registered=node is not None,
+        ready=ready,
+        expire_after=_duration(
+            spec, "expireAfter", pool.expire_after_seconds if pool else None, problems, allow_never=True
+        ),
+        termination_grace_period=_duration(
+            spec,
+            "terminationGracePeriod",
+            pool.termination_grace_period_seconds if pool else None,
+            problems,
+            allow_never=False,
+        ),
+        disrupting=any(t.get("key") == DISRUPTED_TAINT_KEY for t in taints),
+        do_not_disrupt=str((node_meta.get("annotations") or {}).get(DO_NOT_DISRUPT, "")) == "true",
+        problems=tuple(problems),
+        deleting=bool(metadata.get("deletionTimestamp") or node_meta.get("deletionTimestamp")),
+        labels={**claim_labels, **(node_meta.get("labels") or {})},
+        annotations=dict(metadata.get("annotations") or {}),
+        initialized=initialized,
+        initialized_at=initialized_at,
+        last_pod_event=epoch(str(status.get("lastPodEventTime") or "")),
+        image_id=str(status.get("imageID") or ""),
+        drifted=str(drifted.get("reason") or DRIFTED) if drifted and drifted.get("status") == "True" else "",
+        drifted_at=_since(claim, DRIFTED),
+        consolidatable=_condition(claim, CONSOLIDATABLE),
+        nominated=_nominated(metadata.get("annotations") or {}),
+    )
+
+
+def _nominated(annotations: Mapping[str, Any]) -> tuple[str, ...]:
+    try:
+        pods = json.loads(str(annotations.get(NOMINATED_PODS_ANNOTATION) or "[]"))
+    except ValueError:
+        return ()
+    return tuple(str(p) for p in pods) if isinstance(pods, list) else ()

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nodewright.disruption.budgets import allowed_disruptions
-from nodewright.disruption.commands import EXPIRED, DisruptionCommand
+from nodewright.disruption.commands import DRIFTED, EXPIRED, DisruptionCommand
 from nodewright.disruption.drain import drain_pod
 from nodewright.disruption.fleet import FleetNode
 from nodewright.model.nodepool import NodePool
@@ -55,7 +55,10 @@ def identify(
     if not command.forceful:
         if node.do_not_disrupt:
             return Identification(BLOCKED, f"node {node.node} is annotated {DO_NOT_DISRUPT}=true")
-        held = sorted(p.key for p in drainable if p.do_not_disrupt)
+        # Drift is eventual (Karpenter): with a terminationGracePeriod the grace period bounds the drain, so
+        # do-not-disrupt pods do not hold it back.
+        eventual = command.reason == DRIFTED and node.termination_grace_period is not None
+        held = [] if eventual else sorted(p.key for p in drainable if p.do_not_disrupt)
         if held:
             return Identification(BLOCKED, f"pod(s) {', '.join(held[:5])} annotated {DO_NOT_DISRUPT}=true")
         if pool is not None:

@@ -1,98 +1,208 @@
-"""Disruption methods: each looks at the fleet and names the nodes it would take away, and why.
+"""Disruption methods: each looks at the cluster and decides which nodes to take away, and why.
 
-The planner runs every method on each tick, in order, and turns their candidates into disruption commands.
-Expiration is the first method; drift, emptiness and consolidation join it by implementing `Method`.
+The planner runs them in Karpenter v1's order on every tick (expiration, forceful, first; then emptiness, drift,
+multi-node and single-node consolidation, each held back by the NodePools' budgets), through `disruption.plan`.
+A method sees the candidates the tick has not given to an earlier method yet, and every node it passes over keeps
+the reason, for the planner's events and for `nodewright disrupt`.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Protocol
 
-from nodewright.disruption.commands import EXPIRED, DisruptionCommand
-from nodewright.disruption.fleet import FleetNode
+from nodewright.disruption.budgets import PoolBudgets
+from nodewright.disruption.candidates import (
+    EVENTUAL,
+    GRACEFUL,
+    Candidate,
+    candidate,
+    candidates,
+    consolidatable,
+    last_pod_event,
+)
+from nodewright.disruption.commands import EXPIRED
+from nodewright.disruption.decision import DRIFT, DRIFTED, EMPTINESS, EMPTY, EXPIRATION, Decision, sentence
+from nodewright.disruption.simulate import simulate
+from nodewright.disruption.state import ClusterState
 from nodewright.model.durations import format_duration
-from nodewright.model.nodepool import NodePool
 
-# The planner asks for at most one execution per node, reason and window: a re-run tick names the same
-# execution (and starts nothing), while a disruption that failed is tried again in the next window.
-PLANNER_WINDOW_SECONDS = 600
+# Non-empty drifted nodes are simulated one at a time; a tick simulates at most this many (the next tick goes on).
+DRIFT_SIMULATIONS_PER_TICK = 10
 
 
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    """A node a method wants to disrupt. `forceful`: budgets and do-not-disrupt do not hold it back."""
+@dataclass
+class PlanContext:
+    """What one tick's methods share: the cluster, the budgets, the NodeClaims decided so far, and the drift found.
 
-    node: FleetNode
-    reason: str
-    forceful: bool
-    detail: str
+    `drift`: NodeClaim -> drift reason, as the planner found it this tick (from `disruption.drift`)."""
+
+    state: ClusterState
+    budgets: PoolBudgets
+    drift: Mapping[str, str] = field(default_factory=dict)
+    chosen: set[str] = field(default_factory=set)
+    _candidates: dict[str, tuple[list[Candidate], dict[str, str]]] = field(default_factory=dict)
+
+    def candidates(self, disruption_class: str = GRACEFUL) -> list[Candidate]:
+        """Candidates not decided yet this tick, cheapest to disrupt first."""
+        if disruption_class not in self._candidates:
+            self._candidates[disruption_class] = candidates(self.state, disruption_class)
+        return [c for c in self._candidates[disruption_class][0] if c.name not in self.chosen]
+
+    def refused(self, disruption_class: str = GRACEFUL) -> dict[str, str]:
+        """Why each node that is not a candidate is not one."""
+        self.candidates(disruption_class)
+        return self._candidates[disruption_class][1]
+
+    def consolidatable(self, c: Candidate) -> str:
+        """Why `c` is not Consolidatable yet ("" when it is)."""
+        return consolidatable(c.member, c.pool, last_pod_event(self.state, c.member), self.state.now)
+
+    def budget(self, c: Candidate, reason: str) -> str:
+        """The budget sentence when the candidate's pool allows no more disruption for `reason` ("" when it does)."""
+        allowance = self.budgets.allowance(c.member.nodepool, reason)
+        return "" if allowance.allowed > 0 else f"NodePool {c.member.nodepool}: {allowance.reason}"
+
+    def take(self, decision: Decision) -> None:
+        """Record a decision: its candidates leave the pool of candidates and count against their budgets."""
+        for c in decision.candidates:
+            self.chosen.add(c.name)
+            self.budgets.take(c.member.nodepool)
+
+
+@dataclass
+class Outcome:
+    """What a method decided. `skipped`: NodeClaim -> why it was not disrupted (for the report); `blocked`: held
+    back by a budget (a `DisruptionBlocked` event); `unconsolidatable`: consolidation found no move (an
+    `Unconsolidatable` event); `eligible`: how many nodes the method considered."""
+
+    decisions: list[Decision] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+    blocked: dict[str, str] = field(default_factory=dict)
+    unconsolidatable: dict[str, str] = field(default_factory=dict)
+    eligible: int = 0
 
 
 class Method(Protocol):
     """One way of choosing nodes to disrupt."""
 
     name: str
+    reason: str
 
-    def candidates(self, fleet: Sequence[FleetNode], pools: Mapping[str, NodePool], now: float) -> list[Candidate]:
-        """The nodes this method would disrupt at `now`, each with its reason."""
+    def decide(self, ctx: PlanContext) -> Outcome:
+        """The decisions this method takes on the tick's context; it records them with `ctx.take`."""
         ...
 
 
 class Expiration:
     """NodeClaims older than their `expireAfter` (Karpenter v1: forceful, not held back by budgets)."""
 
-    name = "expiration"
+    name = EXPIRATION
+    reason = EXPIRED
 
-    def candidates(self, fleet: Sequence[FleetNode], pools: Mapping[str, NodePool], now: float) -> list[Candidate]:
-        out = []
-        for node in fleet:
-            if node.expire_after is None or not node.created_at or node.disrupting:
+    def decide(self, ctx: PlanContext) -> Outcome:
+        out = Outcome()
+        state = ctx.state
+        for member in state.fleet:
+            if member.expire_after is None or not member.created_at or state.disrupting(member):
                 continue
-            age = now - node.created_at
-            if age < node.expire_after:
+            if member.nodeclaim in ctx.chosen:
                 continue
-            detail = f"age {format_duration(int(age))} exceeds expireAfter {format_duration(node.expire_after)}"
-            out.append(Candidate(node, EXPIRED, True, detail))
+            age = state.now - member.created_at
+            if age < member.expire_after:
+                continue
+            detail = f"age {format_duration(int(age))} exceeds expireAfter {format_duration(member.expire_after)}"
+            if not member.registered:
+                out.skipped[member.nodeclaim] = f"{EXPIRED}: not registered yet ({detail})"
+                continue
+            out.eligible += 1
+            pool = state.pools.get(member.nodepool)
+            if pool is None:
+                out.skipped[member.nodeclaim] = f"{EXPIRED}: NodePool {member.nodepool!r} not found ({detail})"
+                continue
+            pods = state.pods_on(member)
+            moving = tuple(p for p in pods if state.facts(p).reschedulable)
+            found = Candidate(member, pool, pods, moving, state.instance_type(member), state.price(member) or 0.0, 0)
+            decision = Decision(EXPIRATION, EXPIRED, (found,), detail, forceful=True)
+            ctx.take(decision)
+            out.decisions.append(decision)
         return out
 
 
-@dataclass(frozen=True, slots=True)
-class Plan:
-    """What one planner tick decided: commands to start, and every candidate skipped with why."""
+class Emptiness:
+    """Nodes with nothing but DaemonSet, mirror or finished pods, Consolidatable (`consolidateAfter` passed since
+    their last pod event): removed with no replacement, under the budgets for `Empty`."""
 
-    commands: tuple[DisruptionCommand, ...]
-    skipped: Mapping[str, str]
+    name = EMPTINESS
+    reason = EMPTY
 
-
-def plan(fleet: Sequence[FleetNode], pools: Mapping[str, NodePool], methods: Sequence[Method], now: float) -> Plan:
-    """Inputs: the fleet, its pools, the methods in priority order, the time. Output: one command per node at
-    most (the first method that names a node wins), in NodeClaim order. A node not yet registered is left to
-    the registration timeout; one already being disrupted is left to its workflow."""
-    commands: list[DisruptionCommand] = []
-    skipped: dict[str, str] = {}
-    chosen: set[str] = set()
-    window = math.floor(now / PLANNER_WINDOW_SECONDS)
-    for method in methods:
-        for candidate in method.candidates(fleet, pools, now):
-            node = candidate.node
-            if node.nodeclaim in chosen:
+    def decide(self, ctx: PlanContext) -> Outcome:
+        out = Outcome()
+        for c in ctx.candidates(GRACEFUL):
+            if not c.empty:
                 continue
-            if not node.registered:
-                skipped[node.nodeclaim] = f"{candidate.reason}: not registered yet ({candidate.detail})"
+            waiting = ctx.consolidatable(c)
+            if waiting:
+                out.skipped[c.name] = f"{EMPTY}: {waiting}"
                 continue
-            chosen.add(node.nodeclaim)
-            commands.append(
-                DisruptionCommand(
-                    nodeclaim=node.nodeclaim,
-                    node=node.node,
-                    instance_id=node.instance_id,
-                    reason=candidate.reason,
-                    forceful=candidate.forceful,
-                    trigger=f"planner:{method.name}:{window}",
-                    requested_at=now,
-                )
-            )
-    return Plan(tuple(sorted(commands, key=lambda c: c.nodeclaim)), skipped)
+            out.eligible += 1
+            held = ctx.budget(c, EMPTY)
+            if held:
+                out.blocked[c.name] = held
+                continue
+            decision = Decision(EMPTINESS, EMPTY, (c,), f"empty for consolidateAfter on {c.member.node}")
+            ctx.take(decision)
+            out.decisions.append(decision)
+        return out
+
+
+class Drift:
+    """Drifted nodes (see `disruption.drift`), oldest drift first and empty ones before the rest, each replaced
+    by what its pods need (a simulation decides whether they can move at all), under the budgets for `Drifted`.
+    Eventual: a NodeClaim with a terminationGracePeriod is not held back by its pods."""
+
+    name = DRIFT
+    reason = DRIFTED
+
+    def decide(self, ctx: PlanContext) -> Outcome:
+        out = Outcome()
+        drifted = [c for c in ctx.candidates(EVENTUAL) if ctx.drift.get(c.name)]
+        drifted.sort(key=lambda c: (not c.empty, c.member.drifted_at, c.name))
+        simulations = 0
+        for c in drifted:
+            out.eligible += 1
+            why = ctx.drift[c.name]
+            held = ctx.budget(c, DRIFTED)
+            if held:
+                out.blocked[c.name] = held
+                continue
+            if c.empty:
+                decision = Decision(DRIFT, DRIFTED, (c,), why)
+            else:
+                if simulations >= DRIFT_SIMULATIONS_PER_TICK:
+                    out.skipped[c.name] = f"{DRIFTED} ({why}): left for the next tick"
+                    continue
+                simulations += 1
+                sim = simulate(ctx.state, [c], ctx.chosen)
+                if not sim.all_moved:
+                    out.blocked[c.name] = f"{DRIFTED} ({why}), but its pods cannot move: {sentence(sim.errors)}"
+                    continue
+                price = sum(claim.cheapest.price for claim in sim.new_claims)
+                decision = Decision(DRIFT, DRIFTED, (c,), why, replacement_price=price, moving=sim.moving)
+            ctx.take(decision)
+            out.decisions.append(decision)
+        for name, why in ctx.drift.items():
+            if why and name not in ctx.chosen and name not in out.blocked and name not in out.skipped:
+                refused = ctx.refused(EVENTUAL).get(name)
+                if refused:
+                    out.blocked[name] = f"{DRIFTED} ({why}), but {refused}"
+        return out
+
+
+def member_candidate(ctx: PlanContext, name: str) -> Candidate | str:
+    """The NodeClaim called `name` as a candidate now, or why it is not one (for re-checks)."""
+    member = next((m for m in ctx.state.fleet if m.nodeclaim == name), None)
+    if member is None:
+        return f"nodeclaim/{name} no longer exists"
+    return candidate(ctx.state, member)

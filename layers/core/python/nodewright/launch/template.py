@@ -59,6 +59,9 @@ class ResolvedNodeClass:
     security_group_ids: tuple[str, ...]
     images: Mapping[tuple[str, str], Image]
     instance_profile: str
+    # Every subnet the selector terms match (`subnets` keeps the one per zone that takes launches): a node in any
+    # of them has not drifted.
+    matching_subnet_ids: frozenset[str] = frozenset()
 
     def subnet_for(self, zone: str) -> Subnet | None:
         return next((s for s in self.subnets if s.zone == zone), None)

@@ -716,7 +716,19 @@ def parse_pdb(ctx: Collector, doc: Mapping[str, Any]) -> PodDisruptionBudget | N
     max_unavailable = _int_or_percent(ctx, spec.get("maxUnavailable"), "spec.maxUnavailable")
     if "minAvailable" in spec and "maxUnavailable" in spec:
         ctx.error("spec.maxUnavailable", "set minAvailable or maxUnavailable, not both")
-    return PodDisruptionBudget(namespace, name, selector, min_available, max_unavailable)
+    policies = ("IfHealthyBudget", "AlwaysAllow")
+    policy = get_enum(ctx, spec.get("unhealthyPodEvictionPolicy"), "spec.unhealthyPodEvictionPolicy", policies)
+    status = doc.get("status")
+    allowed = status.get("disruptionsAllowed") if isinstance(status, Mapping) else None
+    return PodDisruptionBudget(
+        namespace,
+        name,
+        selector,
+        min_available,
+        max_unavailable,
+        disruptions_allowed=allowed if isinstance(allowed, int) and not isinstance(allowed, bool) else None,
+        unhealthy_pod_eviction_policy=policy or "",
+    )
 
 
 def parse_pvc(ctx: Collector, doc: Mapping[str, Any]) -> PersistentVolumeClaim | None:

@@ -7,7 +7,7 @@ with errors are left out of the result.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -75,6 +75,7 @@ class _State:
     objects: list[tuple[LoadedObject, Any]] = field(default_factory=list)  # (object, value for summaries)
     seen: dict[tuple[str, str], str] = field(default_factory=dict)  # (kind, name) -> source
     errors: list[ValidationError] = field(default_factory=list)
+    parsed_pods: ParsedPods | None = None
 
 
 def _expand(docs: Iterable[Any], source: str, errors: list[ValidationError]) -> list[Mapping[str, Any]]:
@@ -126,6 +127,14 @@ def load_files(paths: Sequence[str | Path]) -> tuple[ClusterInputs, list[Validat
 
     Returns the inputs (objects with errors left out) and all errors, each naming file, object and field.
     """
+    sources, errors = read_files(paths)
+    inputs, more = load_sources(sources)
+    return inputs, errors + more
+
+
+def read_files(paths: Sequence[str | Path]) -> tuple[list[tuple[list[Any], str]], list[ValidationError]]:
+    """The documents of each file (a `List` expanded into its items), with the file's name; and the errors of
+    files that cannot be read or parsed."""
     sources: list[tuple[list[Any], str]] = []
     errors: list[ValidationError] = []
     for path in _expand_paths(paths):
@@ -137,9 +146,8 @@ def load_files(paths: Sequence[str | Path]) -> tuple[ClusterInputs, list[Validat
             continue
         docs, yaml_errors = _parse_yaml(text, source)
         errors.extend(yaml_errors)
-        sources.append((docs, source))
-    inputs, more = load_sources(sources)
-    return inputs, errors + more
+        sources.append((_expand(docs, source, errors), source))
+    return sources, errors
 
 
 def _expand_paths(paths: Sequence[str | Path]) -> list[str | Path]:
@@ -153,18 +161,27 @@ def _expand_paths(paths: Sequence[str | Path]) -> list[str | Path]:
     return out
 
 
-def load_documents(docs: Iterable[Any], source: str) -> tuple[ClusterInputs, list[ValidationError]]:
-    """Load already-parsed documents (YAML-loaded dicts or API objects as dicts) from one source."""
-    return load_sources([(list(docs), source)])
+ParsedPods = MutableMapping[tuple[str, str], kube.ParsedPod]
 
 
-def load_sources(sources: Iterable[tuple[Sequence[Any], str]]) -> tuple[ClusterInputs, list[ValidationError]]:
+def load_documents(
+    docs: Iterable[Any], source: str, summaries: bool = True, parsed_pods: ParsedPods | None = None
+) -> tuple[ClusterInputs, list[ValidationError]]:
+    """Load already-parsed documents (YAML-loaded dicts or API objects as dicts) from one source. `summaries`: give
+    each loaded object its one-line summary (what `validate` prints); services that only decide leave it off.
+    `parsed_pods`: pods parsed by earlier loads of full API objects, by (uid, resourceVersion); see `_parse_pod`."""
+    return load_sources([(list(docs), source)], summaries, parsed_pods)
+
+
+def load_sources(
+    sources: Iterable[tuple[Sequence[Any], str]], summaries: bool = True, parsed_pods: ParsedPods | None = None
+) -> tuple[ClusterInputs, list[ValidationError]]:
     """Load documents from several sources into one `ClusterInputs` (names must be unique across them)."""
-    state = _State()
+    state = _State(parsed_pods=parsed_pods)
     for docs, source in sources:
         for doc in _expand(docs, source, state.errors):
             _load_one(state, doc, source)
-    return _finish(state), state.errors
+    return _finish(state, summaries), state.errors
 
 
 def _display_name(doc: Mapping[str, Any], kind: str) -> str:
@@ -185,6 +202,8 @@ def _claim(state: _State, kind: str, name: str, source: str, ctx: Collector) -> 
 
 
 def _load_one(state: _State, doc: Mapping[str, Any], source: str) -> None:
+    if _finished_pod(doc):
+        return  # a Succeeded or Failed pod holds no capacity and is placed nowhere (as the kube-scheduler counts)
     raw_kind = doc.get("kind")
     kind = raw_kind if isinstance(raw_kind, str) else ""
     name = _display_name(doc, kind) if kind else object_name(doc)
@@ -205,7 +224,7 @@ def _load_one(state: _State, doc: Mapping[str, Any], source: str) -> None:
     elif kind == "NodeClaim":
         value = nodeclaim_from(ctx, doc)
     elif kind == "Pod":
-        value = kube.parse_pod(ctx, doc)
+        value = _parse_pod(ctx, doc, state.parsed_pods)
     elif kind in WORKLOAD_KINDS:
         value = kube.parse_workload(ctx, doc, kind)
     elif kind == "DaemonSet":
@@ -232,6 +251,37 @@ def _load_one(state: _State, doc: Mapping[str, Any], source: str) -> None:
     state.errors.extend(ctx.errors)
     if ctx.ok:
         state.objects.append((LoadedObject(source, kind, name, ""), value))
+
+
+def _finished_pod(doc: Mapping[str, Any]) -> bool:
+    status = doc.get("status")
+    return doc.get("kind") == "Pod" and isinstance(status, Mapping) and status.get("phase") in ("Succeeded", "Failed")
+
+
+# A pod as the API server serves it is immutable for a given (uid, resourceVersion): every write bumps the version.
+# A warm planner reads the same tens of thousands of pods every minute, so it keeps their parses and parses each
+# version once. Only clean parses of full API objects are kept (a caller passes the mapping only for those; the
+# forwarder's projections keep uid and version but not every field); the oldest half goes when it is full.
+PARSED_PODS_LIMIT = 200_000
+
+
+def _parse_pod(ctx: Collector, doc: Mapping[str, Any], parsed_pods: ParsedPods | None) -> kube.ParsedPod | None:
+    metadata = doc.get("metadata")
+    uid = metadata.get("uid") if isinstance(metadata, Mapping) else None
+    version = metadata.get("resourceVersion") if isinstance(metadata, Mapping) else None
+    key = (uid, version) if isinstance(uid, str) and uid and isinstance(version, str) and version else None
+    if parsed_pods is None or key is None:
+        return kube.parse_pod(ctx, doc)
+    found = parsed_pods.get(key)
+    if found is not None:
+        return found
+    parsed = kube.parse_pod(ctx, doc)
+    if parsed is not None and ctx.ok:
+        if len(parsed_pods) >= PARSED_PODS_LIMIT:
+            for old in list(parsed_pods)[: PARSED_PODS_LIMIT // 2]:
+                del parsed_pods[old]
+        parsed_pods[key] = parsed
+    return parsed
 
 
 def _store(state: _State, kind: str, value: Any, source: str, ctx: Collector) -> None:
@@ -277,7 +327,7 @@ def _claim_pod(state: _State, pod: Pod, source: str, ctx: Collector) -> bool:
     return True
 
 
-def _finish(state: _State) -> ClusterInputs:
+def _finish(state: _State, summaries: bool = True) -> ClusterInputs:
     pods = _resolve_priorities(state)
     node_names = {node.name for node in state.nodes}
     bound: dict[str, list[Pod]] = {name: [] for name in node_names}
@@ -314,7 +364,10 @@ def _finish(state: _State) -> ClusterInputs:
         storage_classes=tuple(sc for sc, _ in state.storage_classes),
         nodeclaims=tuple(state.nodeclaims),
     )
-    objects = tuple(replace(obj, summary=_summary(value, inputs)) for obj, value in state.objects)
+    if not summaries:
+        return replace(inputs, objects=tuple(obj for obj, _ in state.objects))
+    by_name = {n.name: n for n in inputs.nodes}
+    objects = tuple(replace(obj, summary=_summary(value, by_name)) for obj, value in state.objects)
     return replace(inputs, objects=objects)
 
 
@@ -369,7 +422,7 @@ def _check_references(state: _State) -> None:
     state.nodepools = kept
 
 
-def _summary(value: Any, inputs: ClusterInputs) -> str:
+def _summary(value: Any, nodes: Mapping[str, Node]) -> str:
     if isinstance(value, NodePool):
         parts = [f"weight {value.weight}" if value.weight else "no weight"]
         parts.append(f"{len(value.requirements)} requirement{'s' if len(value.requirements) != 1 else ''}")
@@ -404,7 +457,7 @@ def _summary(value: Any, inputs: ClusterInputs) -> str:
     if isinstance(value, DaemonSet):
         return f"on every fitting node: {describe_resources(value.pod.requests, skip=('pods',))}"
     if isinstance(value, Node):
-        node = next((n for n in inputs.nodes if n.name == value.name), value)
+        node = nodes.get(value.name, value)
         return f"allocatable {describe_resources(node.allocatable)}, {len(node.pods)} pods bound"
     if isinstance(value, PodDisruptionBudget):
         if value.min_available is not None:

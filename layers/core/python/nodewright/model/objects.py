@@ -175,6 +175,10 @@ class PodDisruptionBudget:
     selector: LabelSelector
     min_available: str | None = None  # an integer or a percentage, as written
     max_unavailable: str | None = None
+    # status.disruptionsAllowed as the disruption controller last wrote it; None when the object has no status
+    # (a hand-written file), in which case it is computed from the pods the inputs hold.
+    disruptions_allowed: int | None = None
+    unhealthy_pod_eviction_policy: str = ""  # IfHealthyBudget (default) | AlwaysAllow
 
 
 @dataclass(frozen=True, slots=True)

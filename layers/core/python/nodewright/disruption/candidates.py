@@ -1,0 +1,173 @@
+"""Candidates: the nodes voluntary disruption may consider, each with its pods, price and disruption cost.
+
+A node is a candidate only when it could be taken away now (Karpenter's ValidateNodeDisruptable and
+ValidatePodsDisruptable): it is registered and initialized, nothing is taking it away already, no pending pod was
+just nominated to it, neither it nor (for graceful methods) one of its pods says `karpenter.sh/do-not-disrupt`, and
+no PodDisruptionBudget forbids evicting one of its pods now. Every node that is not a candidate keeps the reason,
+so the planner can report it (`DisruptionBlocked`) and `nodewright disrupt` can print it.
+
+Order: cheapest to disrupt first. A pod's eviction cost is Karpenter's: 1, plus its
+`controller.kubernetes.io/pod-deletion-cost` / 2^27, plus its priority / 2^25, clamped to [-10, 10]; a node's cost
+is the sum over its pods times the share of its lifetime left before `expireAfter` (a node about to expire costs
+little to disrupt early).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from nodewright.catalog.types import InstanceType
+from nodewright.disruption.fleet import FleetNode
+from nodewright.disruption.state import ClusterState
+from nodewright.model.nodepool import NodePool
+from nodewright.model.objects import DO_NOT_DISRUPT, Pod
+
+DELETION_COST_ANNOTATION = "controller.kubernetes.io/pod-deletion-cost"
+# A pod nominated to a freshly registered node is left to the kube-scheduler for this long (as the provisioner does).
+NOMINATION_GRACE_SECONDS = 120
+
+GRACEFUL = "graceful"  # respects do-not-disrupt pods and PodDisruptionBudgets (emptiness, consolidation)
+EVENTUAL = "eventual"  # bounded by the NodeClaim's terminationGracePeriod when it has one (drift)
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A node voluntary disruption may take away.
+
+    `pods`: every pod bound to it; `reschedulable`: those that need room elsewhere once it goes (not DaemonSet or
+    mirror pods, not terminating); `price`: its offering's price per hour (0.0 when the catalog does not know it);
+    `disruption_cost`: see the module doc."""
+
+    member: FleetNode
+    pool: NodePool
+    pods: tuple[Pod, ...]
+    reschedulable: tuple[Pod, ...]
+    instance_type: InstanceType | None
+    price: float
+    disruption_cost: float
+
+    @property
+    def name(self) -> str:
+        return self.member.nodeclaim
+
+    @property
+    def empty(self) -> bool:
+        return not self.reschedulable
+
+
+def eviction_cost(pod: Pod) -> float:
+    """Karpenter's EvictionCost: how much evicting this pod hurts, in [-10, 10] (1 for an ordinary pod)."""
+    cost = 1.0
+    raw = pod.annotations.get(DELETION_COST_ANNOTATION)
+    if raw is not None:
+        # The API server validates this annotation; a malformed one counts as absent.
+        with contextlib.suppress(ValueError):
+            cost += float(raw) / 2**27
+    cost += pod.priority / 2**25
+    return min(max(cost, -10.0), 10.0)
+
+
+def lifetime_remaining(member: FleetNode, now: float) -> float:
+    """The share of the NodeClaim's lifetime left before expireAfter, in [0, 1] (1 without expiry)."""
+    if member.expire_after is None or member.expire_after <= 0 or not member.created_at:
+        return 1.0
+    left = member.expire_after - (now - member.created_at)
+    return min(max(left / member.expire_after, 0.0), 1.0)
+
+
+def consolidatable(member: FleetNode, pool: NodePool, last_pod_event: float, now: float) -> str:
+    """Why the node is not yet Consolidatable ("" when it is): Karpenter's condition, True once `consolidateAfter`
+    has passed since the last pod event on the node (or since it initialized)."""
+    after = pool.disruption.consolidate_after_seconds
+    if after is None:
+        return f'NodePool "{pool.name}" has consolidation disabled (consolidateAfter: Never)'
+    if not member.initialized:
+        return "node isn't initialized"
+    since = max(last_pod_event, member.last_pod_event, member.initialized_at)
+    if now - since < after:
+        return f"consolidateAfter {after}s has not passed since the last pod event ({int(now - since)}s ago)"
+    return ""
+
+
+def _node_block(state: ClusterState, member: FleetNode) -> str:
+    """Karpenter's ValidateNodeDisruptable, in its order."""
+    if not member.registered:
+        return "nodeclaim does not have an associated node"
+    if not member.initialized:
+        return "node isn't initialized"
+    if state.disrupting(member):
+        return "node is deleting or marked for deletion"
+    pending = {p.key for p in state.inputs.pending_pods}
+    if any(p in pending for p in member.nominated) and state.now - member.initialized_at < NOMINATION_GRACE_SECONDS:
+        return "node is nominated for a pending pod"
+    if member.do_not_disrupt:
+        return f'disruption is blocked through the "{DO_NOT_DISRUPT}" annotation'
+    if member.nodepool not in state.pools:
+        if not member.nodepool:
+            return "node has no karpenter.sh/nodepool label"
+        return f'NodePool "{member.nodepool}" not found'
+    return ""
+
+
+def _pod_block(state: ClusterState, pods: Sequence[Pod]) -> str:
+    """Karpenter's ValidatePodsDisruptable: a do-not-disrupt pod that still runs, or a budget refusing an eviction."""
+    for pod in pods:
+        facts = state.facts(pod)
+        if pod.do_not_disrupt and not facts.terminating:
+            return f'pod {pod.key} has "{DO_NOT_DISRUPT}" annotation'
+    for pod in pods:
+        facts = state.facts(pod)
+        if facts.terminating or facts.tolerates_disrupted or facts.mirror or facts.daemonset:
+            continue  # never asked to leave by eviction, so no budget is consulted
+        blocked = state.pdbs.blocking(pod)
+        if blocked:
+            return blocked
+    return ""
+
+
+def candidate(state: ClusterState, member: FleetNode, disruption_class: str = GRACEFUL) -> Candidate | str:
+    """The member as a candidate, or why it cannot be one. Eventual disruption (drift) of a NodeClaim with a
+    terminationGracePeriod is not held back by its pods: the grace period bounds the drain instead."""
+    blocked = _node_block(state, member)
+    if blocked:
+        return blocked
+    pool = state.pools[member.nodepool]
+    pods = state.pods_on(member)
+    eventual = disruption_class == EVENTUAL and member.termination_grace_period is not None
+    blocked = "" if eventual else _pod_block(state, pods)
+    if blocked:
+        return blocked
+    price = state.price(member)
+    cost = sum(eviction_cost(p) for p in pods) * lifetime_remaining(member, state.now)
+    return Candidate(
+        member=member,
+        pool=pool,
+        pods=pods,
+        reschedulable=tuple(p for p in pods if state.facts(p).reschedulable),
+        instance_type=state.instance_type(member),
+        price=price if price is not None else 0.0,
+        disruption_cost=cost,
+    )
+
+
+def candidates(state: ClusterState, disruption_class: str = GRACEFUL) -> tuple[list[Candidate], dict[str, str]]:
+    """Every NodeClaim of the fleet, as a candidate or with the reason it is not one (by NodeClaim name). Candidates
+    come cheapest to disrupt first (ties: NodeClaim name, so the order does not depend on the input's)."""
+    found: list[Candidate] = []
+    refused: dict[str, str] = {}
+    for member in state.fleet:
+        outcome = candidate(state, member, disruption_class)
+        if isinstance(outcome, str):
+            refused[member.nodeclaim] = outcome
+        else:
+            found.append(outcome)
+    found.sort(key=lambda c: (c.disruption_cost, c.name))
+    return found, refused
+
+
+def last_pod_event(state: ClusterState, member: FleetNode) -> float:
+    """When a pod was last bound to the node, from the pods it holds (DaemonSet pods do not count, as in Karpenter's
+    pod-events controller). Removals are only known through `status.lastPodEventTime`, which the forwarder writes."""
+    return max((state.facts(p).bound_at for p in state.pods_on(member) if not state.facts(p).daemonset), default=0.0)

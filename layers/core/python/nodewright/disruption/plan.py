@@ -1,0 +1,163 @@
+"""One planner tick's decisions: every method in Karpenter v1's order on one cluster snapshot.
+
+Pure: the snapshot, the drift found and the methods in; decisions, what was skipped and why, and per-method figures
+out. The planner Lambda and `nodewright disrupt` both call `plan()`, so the dry run prints exactly what the planner
+would start. As in Karpenter, a tick takes one consolidation at most (multi-node first; single-node only when
+multi-node found nothing): the next tick consolidates again on a cluster that has moved.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from nodewright.disruption.budgets import PoolBudgets
+from nodewright.disruption.candidates import GRACEFUL
+from nodewright.disruption.commands import DisruptionCommand, Target
+from nodewright.disruption.consolidation import MultiNodeConsolidation, SingleNodeConsolidation
+from nodewright.disruption.decision import EXPIRATION, UNDERUTILIZED, Decision
+from nodewright.disruption.methods import Drift, Emptiness, Expiration, Method, PlanContext
+from nodewright.disruption.state import ClusterState
+
+# Expiration asks for one execution per node and window: a re-run tick names the same execution (and starts
+# nothing), while an expiration that failed is tried again in the next window.
+PLANNER_WINDOW_SECONDS = 600
+
+DEFAULT_METHODS: tuple[Method, ...] = (
+    Expiration(),
+    Emptiness(),
+    Drift(),
+    MultiNodeConsolidation(),
+    SingleNodeConsolidation(),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class MethodReport:
+    """A method's figures for one tick (for metrics): nodes it considered, decisions, seconds spent."""
+
+    method: str
+    reason: str
+    eligible: int
+    decisions: int
+    seconds: float
+
+
+@dataclass
+class Plan:
+    """What one tick decided, and why every other node was left alone.
+
+    `blocked`: held back by a budget or by something its pods or node say (`DisruptionBlocked` events);
+    `unconsolidatable`: consolidation found no move (`Unconsolidatable` events); `skipped`: every node not decided,
+    with the most telling reason (budget, then consolidation, then the method's, then why it is no candidate)."""
+
+    decisions: list[Decision] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+    blocked: dict[str, str] = field(default_factory=dict)
+    unconsolidatable: dict[str, str] = field(default_factory=dict)
+    methods: list[MethodReport] = field(default_factory=list)
+
+    def commands(self, now: float) -> list[DisruptionCommand]:
+        """The workflow input of each decision (see `command_for`)."""
+        return [command_for(d, now) for d in self.decisions]
+
+    def to_json(self, state: ClusterState) -> dict[str, Any]:
+        """The `nodewright disrupt --json` shape: one command entry per node (a multi-node consolidation's
+        replacement and its price are on its first node), every skipped node, and the hourly cost before and after."""
+        commands: list[dict[str, Any]] = []
+        for d in self.decisions:
+            for i, c in enumerate(d.candidates):
+                replacement = d.replacement.to_json() if d.replacement is not None and i == 0 else None
+                share = d.replacement_price if i == 0 else 0.0
+                commands.append(
+                    {
+                        "nodeclaim": c.name,
+                        "node": c.member.node,
+                        "nodepool": c.member.nodepool,
+                        "reason": d.reason,
+                        "method": d.method,
+                        "replacement": replacement,
+                        "pods": sorted(p.key for p in c.reschedulable),
+                        "savings_per_hour": 0.0 if d.method == EXPIRATION else round(c.price - share, 6),
+                    }
+                )
+        before = sum(state.price(m) or 0.0 for m in state.fleet if m.provider_id)
+        savings = sum(d.savings_per_hour for d in self.decisions)
+        return {
+            "commands": commands,
+            "skipped": [{"nodeclaim": name, "reason": why} for name, why in sorted(self.skipped.items())],
+            "cost_per_hour_before": round(before, 6),
+            "cost_per_hour_after": round(before - savings, 6),
+        }
+
+
+def command_for(decision: Decision, now: float) -> DisruptionCommand:
+    """The workflow input for a decision. Voluntary decisions are named per tick (the planner holds the nodes'
+    locks before starting them, so a later tick cannot decide them again while their workflow runs); expiration is
+    named per 10-minute window."""
+    first, *rest = decision.candidates
+    if decision.method == EXPIRATION:
+        trigger = f"planner:{decision.method}:{math.floor(now / PLANNER_WINDOW_SECONDS)}"
+    else:
+        trigger = f"planner:{decision.method}:{math.floor(now / 60)}"
+    return DisruptionCommand(
+        nodeclaim=first.name,
+        node=first.member.node,
+        instance_id=first.member.instance_id,
+        reason=decision.reason,
+        forceful=decision.forceful,
+        trigger=trigger,
+        requested_at=now,
+        method=decision.method,
+        others=tuple(Target(c.name, c.member.node, c.member.instance_id) for c in rest),
+        replacement=decision.replacement,
+    )
+
+
+def pool_budgets(state: ClusterState) -> PoolBudgets:
+    """The budgets of every pool as Karpenter counts them (see `PoolBudgets`)."""
+    members = [(m.nodepool, state.disrupting(m) or not m.ready) for m in state.fleet if m.initialized]
+    return PoolBudgets(state.pools, members, state.now)
+
+
+def plan(
+    state: ClusterState,
+    drift: Mapping[str, str],
+    methods: Sequence[Method] = DEFAULT_METHODS,
+    timer: Callable[[], float] = lambda: 0.0,
+) -> Plan:
+    """Inputs: the snapshot, NodeClaim -> drift reason as found this tick, the methods in order, and a timer for the
+    per-method figures (the core reads no clock). Output: the decisions and the reasons for everything else.
+    Invariant: a NodeClaim is in at most one decision; voluntary decisions never exceed a pool's budget."""
+    ctx = PlanContext(state, pool_budgets(state), dict(drift))
+    out = Plan()
+    skipped: dict[str, str] = {}
+    consolidated = False
+    for method in methods:
+        if consolidated and method.reason == UNDERUTILIZED:
+            continue
+        started = timer()
+        outcome = method.decide(ctx)
+        out.decisions.extend(outcome.decisions)
+        for found, into in (
+            (outcome.blocked, out.blocked),
+            (outcome.unconsolidatable, out.unconsolidatable),
+            (outcome.skipped, skipped),
+        ):
+            for name, why in found.items():
+                into.setdefault(name, why)
+        out.methods.append(
+            MethodReport(method.name, method.reason, outcome.eligible, len(outcome.decisions), timer() - started)
+        )
+        consolidated = consolidated or (method.reason == UNDERUTILIZED and bool(outcome.decisions))
+    refused = ctx.refused(GRACEFUL)
+    for member in state.fleet:
+        name = member.nodeclaim
+        if name in ctx.chosen:
+            continue
+        why = out.blocked.get(name) or out.unconsolidatable.get(name) or skipped.get(name) or refused.get(name) or ""
+        if why:
+            out.skipped[name] = why
+    return out

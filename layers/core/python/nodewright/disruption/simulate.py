@@ -1,0 +1,209 @@
+"""The scheduling simulation behind drift and consolidation: where would these nodes' pods go if they left?
+
+It is the provisioner's own `solve()`, given (as Karpenter's SimulateScheduling gives its scheduler):
+- as pending pods: the candidates' pods that must move (not DaemonSet or mirror pods; not pods that say
+  `karpenter.sh/do-not-disrupt` or that a PodDisruptionBudget can never let go, since those will not move), the pods
+  of nodes already being disrupted (they need the same room), and the cluster's pending pods (not the ones waiting
+  for a NodeClaim in flight, which that claim already holds);
+- as existing capacity: every Ready node except the candidates and the nodes being disrupted, and the NodeClaims in
+  flight with the pods nominated to them.
+A candidate's pod that lands on capacity that is not initialized yet (a NodeClaim in flight, a node still starting)
+makes the move unsafe, as in Karpenter: the decision would rest on a node that may never come up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from nodewright.disruption.candidates import Candidate
+from nodewright.disruption.state import ClusterState
+from nodewright.model import resources as res
+from nodewright.model.nodeclaim import NodeClaim
+from nodewright.model.nodepool import NodePool
+from nodewright.model.objects import Node, Pod
+from nodewright.model.requirements import Operator, Requirement
+from nodewright.scheduling import PlannedNodeClaim, Results, solve
+
+ZONE = "topology.kubernetes.io/zone"
+NODEPOOL_LABEL = "karpenter.sh/nodepool"
+
+
+@dataclass(frozen=True, slots=True)
+class Simulation:
+    """The outcome of moving the candidates' pods.
+
+    `moving`: keys of the candidates' pods that must find room. `errors`: such a pod -> why it cannot move (no room,
+    or only on capacity that is not initialized). `results`: the full plan, the cluster's pending pods included.
+    """
+
+    results: Results
+    moving: tuple[str, ...]
+    errors: Mapping[str, str]
+
+    @property
+    def new_claims(self) -> tuple[PlannedNodeClaim, ...]:
+        return self.results.nodeclaims
+
+    @property
+    def all_moved(self) -> bool:
+        return not self.errors
+
+
+def movable(state: ClusterState, candidate: Candidate) -> list[Pod]:
+    """The candidate's pods that will move (Karpenter's IsCurrentlyReschedulable), unbound for the simulation."""
+    return [
+        replace(p, node_name="")
+        for p in candidate.reschedulable
+        if not p.do_not_disrupt and not state.pdbs.fully_blocked(p)
+    ]
+
+
+def _bounded(pool: NodePool, zones: Mapping[str, tuple[str, ...]]) -> NodePool:
+    bound = zones.get(pool.node_class_ref.name)
+    if bound is None:
+        return pool
+    return replace(pool, requirements=(*pool.requirements, Requirement(ZONE, Operator.IN, tuple(bound))))
+
+
+def simulate(
+    state: ClusterState,
+    candidates: Sequence[Candidate],
+    also_disrupting: Collection[str] = (),
+    one_claim: bool = False,
+) -> Simulation:
+    """Inputs: the cluster, the candidates to take away together, NodeClaims chosen earlier in the same tick
+    (treated as being disrupted), and whether at most one new NodeClaim may be planned (consolidation). Output: the
+    plan for every pod that would then need room, and which candidate pods cannot move. Invariant: no pod is placed
+    on a candidate or on a node being disrupted.
+
+    The solver prices pod groups separately, so pods that one larger node would hold may come back on several
+    small NodeClaims. With `one_claim`, such a plan is solved again once per NodePool with the NodePools' `nodes`
+    limits allowing exactly one new node in that pool and none elsewhere (the solver then grows its claim into a
+    larger type, as a Karpenter NodeClaim in flight does), and the cheapest plan that moves every pod is kept."""
+    leaving = {c.name for c in candidates} | set(also_disrupting)
+    gone = {m.node for m in state.fleet if m.node and (m.nodeclaim in leaving or state.disrupting(m))}
+    moving = [p for c in candidates for p in movable(state, c)]
+    displaced = [
+        replace(p, node_name="")
+        for m in state.fleet
+        if m.node in gone and m.nodeclaim not in {c.name for c in candidates}
+        for p in state.pods_on(m)
+        if state.facts(p).reschedulable and not state.pdbs.fully_blocked(p)
+    ]
+    inflight, waiting = _inflight(state, leaving)
+    pending = [p for p in state.inputs.pending_pods if p.key not in waiting]
+    pods = [*moving, *displaced, *pending]
+    nodes = _condensed(state, [n for n in state.inputs.nodes if n.name not in gone and n.ready], pods)
+    pools = [_bounded(p, state.class_zones) for p in state.inputs.nodepools]
+    keys = {p.key for p in moving}
+    best = _outcome(state, keys, pods, nodes, inflight, pools)
+    if not one_claim or len(best.new_claims) <= 1:
+        return best
+    counts = _pool_nodes(nodes, inflight)
+    for pool in pools:
+        limited = [_one_more_node(p, counts.get(p.name, 0), p.name == pool.name) for p in pools]
+        found = _outcome(state, keys, pods, nodes, inflight, limited)
+        if found.all_moved and len(found.new_claims) <= 1 and _cheaper(found, best):
+            best = found
+    return best
+
+
+def _topology(pod: Pod) -> bool:
+    return bool(
+        pod.topology_spread
+        or pod.pod_affinity
+        or pod.pod_anti_affinity
+        or pod.preferred_pod_affinity
+        or pod.preferred_pod_anti_affinity
+    )
+
+
+def _condensed(state: ClusterState, nodes: list[Node], pods: Sequence[Pod]) -> list[Node]:
+    """The nodes as the solver needs them. When a pod to place has topology terms, host ports or volumes, every
+    node and every pod on it counts (domains, ports, attachment limits), so they go as they are. Otherwise only a
+    node's room matters: a full node is left out (it takes no pod and changes no placement), and the others go with
+    their room as allocatable and without their pods, which spares the solver the bookkeeping of tens of thousands
+    of bound pods. Nodes holding a pod with anti-affinity keep their pods (it may forbid a domain)."""
+    if not pods or any(_topology(p) or p.host_ports or p.pvc_names for p in pods):
+        return nodes
+    least = {r: min(p.requests.get(r, 0) for p in pods) for r in ("cpu", "memory", "pods")}
+    kept = []
+    for node in nodes:
+        if any(p.pod_anti_affinity for p in node.pods):
+            kept.append(node)
+            continue
+        room = res.subtract(node.allocatable, res.total(p.requests for p in node.pods))
+        if all(room.get(r, 0) >= least[r] for r in least):
+            kept.append(replace(node, pods=(), allocatable=room))
+    return kept
+
+
+def _cheaper(found: Simulation, best: Simulation) -> bool:
+    if len(best.new_claims) > 1 or not best.all_moved:
+        return True
+    return found.results.cost_per_hour < best.results.cost_per_hour
+
+
+def _pool_nodes(nodes: Sequence[Node], inflight: Sequence[NodeClaim]) -> dict[str, int]:
+    """Nodes (and NodeClaims in flight) per NodePool, as the solver counts them against a `nodes` limit."""
+    counts: dict[str, int] = {}
+    for node in nodes:
+        pool = node.labels.get(NODEPOOL_LABEL, "")
+        if pool:
+            counts[pool] = counts.get(pool, 0) + 1
+    for claim in inflight:
+        counts[claim.nodepool] = counts.get(claim.nodepool, 0) + 1
+    return counts
+
+
+def _one_more_node(pool: NodePool, count: int, this_one: bool) -> NodePool:
+    allowed = count + (1 if this_one else 0)
+    limit = pool.limits.get("nodes")
+    return replace(pool, limits={**pool.limits, "nodes": allowed if limit is None else min(limit, allowed)})
+
+
+def _outcome(
+    state: ClusterState,
+    keys: set[str],
+    pods: Sequence[Pod],
+    nodes: Sequence[Node],
+    inflight: Sequence[NodeClaim],
+    pools: Sequence[NodePool],
+) -> Simulation:
+    results = solve(
+        pods,
+        nodes=nodes,
+        nodeclaims=inflight,
+        nodepools=pools,
+        nodeclasses=state.inputs.nodeclasses,
+        instance_types=state.catalog.instance_types,
+        daemonsets=state.inputs.daemonsets,
+        pvcs=state.inputs.pvcs,
+        pvs=state.inputs.pvs,
+        storage_classes=state.inputs.storage_classes,
+    )
+    errors = {u.pod: u.reason for u in results.unschedulable if u.pod in keys}
+    starting = {m.node for m in state.fleet if m.node and not m.initialized}
+    claims = {c.name for c in inflight}
+    for target, placed in results.existing.items():
+        if target in starting or target in claims:
+            what = f"nodeclaim/{target}" if target in claims else f"node/{target}"
+            errors.update({p: f"would schedule against uninitialized {what}" for p in placed if p in keys})
+    return Simulation(results, tuple(sorted(keys)), errors)
+
+
+def _inflight(state: ClusterState, leaving: Collection[str]) -> tuple[list[NodeClaim], set[str]]:
+    """NodeClaims not registered yet, with the pending pods nominated to them (which wait for them)."""
+    members = {m.nodeclaim: m for m in state.fleet}
+    pending = {p.key: p for p in state.inputs.pending_pods}
+    out: list[NodeClaim] = []
+    waiting: set[str] = set()
+    for claim in state.inputs.nodeclaims:
+        member = members.get(claim.name)
+        if member is None or member.registered or claim.name in leaving or state.disrupting(member):
+            continue
+        mine = tuple(pending[k] for k in member.nominated if k in pending)
+        waiting.update(p.key for p in mine)
+        out.append(replace(claim, nominated_pods=mine, requests=res.total(p.requests for p in mine)))
+    return out, waiting

@@ -1,0 +1,175 @@
+"""The cluster as disruption decisions see it: one immutable snapshot per planner tick or workflow check.
+
+The planner, IdentifyCandidate and `nodewright disrupt` all build one of these from API documents (live, or a
+snapshot written by `kubectl get -o yaml`) and hand it to the same pure methods, so what the dry run prints is what
+the planner decides. Nothing here reads the network or the clock: the time and the locks come in as arguments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from nodewright.catalog.catalog import Catalog
+from nodewright.catalog.types import InstanceType
+from nodewright.disruption.drain import MIRROR_ANNOTATION, tolerates_disrupted
+from nodewright.disruption.fleet import FleetNode, epoch, fleet_nodes
+from nodewright.disruption.pdb import PdbLimits, pdb_limits
+from nodewright.model.errors import ValidationError
+from nodewright.model.inputs import ClusterInputs
+from nodewright.model.loader import load_documents
+from nodewright.model.nodepool import NodePool
+from nodewright.model.objects import Node, Pod
+
+
+@dataclass(frozen=True, slots=True)
+class DisruptionSettings:
+    """Cluster-wide switches. `spot_to_spot`: Karpenter's SpotToSpotConsolidation feature gate (off by default)."""
+
+    spot_to_spot: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PodFacts:
+    """What a pod's document says beyond its scheduling needs: who owns it and whether it is going already."""
+
+    daemonset: bool = False
+    mirror: bool = False
+    statefulset: bool = False
+    terminating: bool = False
+    tolerates_disrupted: bool = False
+    bound_at: float = 0.0
+
+    @property
+    def reschedulable(self) -> bool:
+        """Needs room elsewhere once its node goes (Karpenter's IsReschedulable): not a DaemonSet or mirror pod, and
+        not already terminating (a terminating StatefulSet pod is recreated under its name, so it still counts)."""
+        return not self.daemonset and not self.mirror and (not self.terminating or self.statefulset)
+
+
+def pod_facts(doc: Mapping[str, Any]) -> PodFacts:
+    """Read one pod document (camelCase, as the API server serves it)."""
+    metadata = doc.get("metadata") or {}
+    spec = doc.get("spec") or {}
+    status = doc.get("status") or {}
+    owners = {str(o.get("kind")) for o in metadata.get("ownerReferences") or []}
+    scheduled = next(
+        (c for c in status.get("conditions") or [] if isinstance(c, Mapping) and c.get("type") == "PodScheduled"), {}
+    )
+    stamps = (scheduled.get("lastTransitionTime"), status.get("startTime"), metadata.get("creationTimestamp"))
+    return PodFacts(
+        daemonset="DaemonSet" in owners,
+        mirror=MIRROR_ANNOTATION in (metadata.get("annotations") or {}) or "Node" in owners,
+        statefulset="StatefulSet" in owners,
+        terminating=bool(metadata.get("deletionTimestamp")),
+        tolerates_disrupted=tolerates_disrupted(spec.get("tolerations") or []),
+        bound_at=next((epoch(str(s)) for s in stamps if s), 0.0),
+    )
+
+
+@dataclass(frozen=True)
+class ClusterState:
+    """Everything a disruption decision reads.
+
+    `inputs`: the loaded objects (NodePools, EC2NodeClasses, NodeClaims, Nodes with their bound pods, pending pods,
+    DaemonSets, PodDisruptionBudgets, volumes). `fleet`: each NodeClaim joined to its Node. `pods`: facts per bound
+    pod key. `catalog`: instance types with prices (offerings refused for capacity marked unavailable). `locked`:
+    NodeClaims a disruption workflow holds the lock of (being disrupted, whatever the node shows yet).
+    """
+
+    now: float
+    inputs: ClusterInputs
+    fleet: tuple[FleetNode, ...]
+    pods: Mapping[str, PodFacts]
+    catalog: Catalog
+    pdbs: PdbLimits
+    locked: frozenset[str] = frozenset()
+    settings: DisruptionSettings = field(default_factory=DisruptionSettings)
+    # EC2NodeClass name -> the zones its subnets are in (as the provisioner bounds its NodePools); a class not
+    # listed is not bounded (a snapshot read without the cloud).
+    class_zones: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    _nodes: Mapping[str, Node] = field(init=False, repr=False, compare=False)
+    _pools: Mapping[str, NodePool] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_nodes", {n.name: n for n in self.inputs.nodes})
+        object.__setattr__(self, "_pools", {p.name: p for p in self.inputs.nodepools})
+
+    @property
+    def pools(self) -> Mapping[str, NodePool]:
+        """NodePools by name."""
+        return self._pools
+
+    def node(self, name: str) -> Node | None:
+        """The loaded Node called `name` (with its bound pods), if any."""
+        return self._nodes.get(name)
+
+    def pods_on(self, member: FleetNode) -> tuple[Pod, ...]:
+        """The pods bound to the member's node (none before it registers)."""
+        node = self.node(member.node) if member.node else None
+        return node.pods if node is not None else ()
+
+    def facts(self, pod: Pod) -> PodFacts:
+        return self.pods.get(pod.key, PodFacts())
+
+    def disrupting(self, member: FleetNode) -> bool:
+        """Being taken away already: a workflow holds its lock, its node carries karpenter.sh/disrupted, or the
+        NodeClaim or Node is being deleted."""
+        return member.nodeclaim in self.locked or member.disrupting or member.deleting
+
+    def instance_type(self, member: FleetNode) -> InstanceType | None:
+        return self.catalog.get(member.instance_type) if member.instance_type else None
+
+    def price(self, member: FleetNode) -> float | None:
+        """The member's price per hour: its instance type's offering in its zone for its capacity type (known even
+        when that offering is out of capacity now); None when the catalog does not know it."""
+        it = self.instance_type(member)
+        if it is None:
+            return None
+        prices = [o.price for o in it.offerings if o.zone == member.zone and o.capacity_type == member.capacity_type]
+        return min(prices) if prices else None
+
+
+def cluster_state(
+    documents: Sequence[Mapping[str, Any]],
+    instance_types: Sequence[InstanceType],
+    now: float,
+    locked: frozenset[str] = frozenset(),
+    settings: DisruptionSettings | None = None,
+    source: str = "cluster",
+    class_zones: Mapping[str, tuple[str, ...]] | None = None,
+    loaded: tuple[ClusterInputs, list[ValidationError]] | None = None,
+) -> tuple[ClusterState, list[ValidationError]]:
+    """Load API documents (NodePools, EC2NodeClasses, NodeClaims, Nodes, Pods bound or pending, DaemonSets,
+    PodDisruptionBudgets, volumes) into a `ClusterState`. Objects that do not validate are left out and returned as
+    errors; the rest is decided on. `loaded`: the same documents already loaded (a caller that needed them first
+    does not pay for a second load)."""
+    inputs, errors = loaded if loaded is not None else load_documents(documents, source, summaries=False)
+    pools = {p.name: p for p in inputs.nodepools}
+    kinds: dict[str, list[Mapping[str, Any]]] = {}
+    for doc in documents:
+        kinds.setdefault(str(doc.get("kind", "")), []).append(doc)
+    fleet = tuple(fleet_nodes(kinds.get("NodeClaim", []), kinds.get("Node", []), pools))
+    facts = {_key(doc): pod_facts(doc) for doc in kinds.get("Pod", []) if (doc.get("spec") or {}).get("nodeName")}
+    bound = [p for n in inputs.nodes for p in n.pods]
+    healthy = {p.key for p in bound if not facts.get(p.key, PodFacts()).terminating}
+    limits = pdb_limits(inputs.pdbs, [*bound, *inputs.pending_pods], healthy)
+    state = ClusterState(
+        now=now,
+        inputs=inputs,
+        fleet=fleet,
+        pods=facts,
+        catalog=Catalog(instance_types),
+        pdbs=limits,
+        locked=locked,
+        settings=settings or DisruptionSettings(),
+        class_zones=dict(class_zones or {}),
+    )
+    return state, errors
+
+
+def _key(doc: Mapping[str, Any]) -> str:
+    metadata = doc.get("metadata") or {}
+    return f"{metadata.get('namespace') or 'default'}/{metadata.get('name', '')}"

@@ -1,0 +1,128 @@
+"""Which nodes voluntary disruption may consider, why the others are not candidates, and in which order."""
+
+from __future__ import annotations
+
+from cluster_builder import T0, Cluster
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nodewright.disruption.candidates import EVENTUAL, candidate, candidates, consolidatable, eviction_cost
+from nodewright.disruption.pdb import computed_allowed
+from nodewright.model.objects import LabelSelector, Pod, PodDisruptionBudget
+
+DND = {"karpenter.sh/do-not-disrupt": "true"}
+
+
+def refusals(cluster: Cluster) -> dict[str, str]:
+    return candidates(cluster.state())[1]
+
+
+def test_a_plain_node_is_a_candidate_with_its_price_and_pods_that_must_move() -> None:
+    cluster = Cluster()
+    cluster.node("a", "m5.xlarge")
+    cluster.pod("web-0", "a")
+    cluster.pod("agent-a", "a", owner="DaemonSet")
+    [found], refused = candidates(cluster.state())
+    assert refused == {}
+    assert found.name == "claim-a" and found.price > 0
+    assert [p.key for p in found.reschedulable] == ["web/web-0"]  # the DaemonSet pod stays with the node
+    assert len(found.pods) == 2
+
+
+def test_nodes_that_cannot_go_now_are_not_candidates_and_keep_why() -> None:
+    cluster = Cluster()
+    cluster.node("starting", initialized=False)
+    cluster.node("guarded", annotations=DND)
+    cluster.node("held")
+    cluster.pod("keep-0", "held", annotations=DND)
+    cluster.node("budgeted")
+    cluster.pod("db-0", "budgeted", labels={"app": "db"})
+    cluster.pdb("db", {"app": "db"}, allowed=0)
+    cluster.node("twice")
+    cluster.pod("api-0", "twice", labels={"app": "api", "tier": "x"})
+    cluster.pdb("api-a", {"app": "api"}, allowed=1)
+    cluster.pdb("api-b", {"tier": "x"}, allowed=1)
+    cluster.node("tainted", taints=[{"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}])
+    cluster.node("locked")
+    refused = candidates(cluster.state(locked=["claim-locked"]))[1]
+    assert refused["claim-starting"] == "node isn't initialized"
+    assert "do-not-disrupt" in refused["claim-guarded"] and "annotation" in refused["claim-guarded"]
+    assert refused["claim-held"] == 'pod web/keep-0 has "karpenter.sh/do-not-disrupt" annotation'
+    assert "PodDisruptionBudget web/db allows no disruption" in refused["claim-budgeted"]
+    assert "more than one PodDisruptionBudget" in refused["claim-twice"]
+    assert refused["claim-tainted"] == refused["claim-locked"] == "node is deleting or marked for deletion"
+
+
+def test_a_node_a_pending_pod_was_just_nominated_to_is_not_a_candidate() -> None:
+    cluster = Cluster()
+    claim, _ = cluster.node("fresh", age=30)
+    claim["metadata"]["annotations"]["nodewright.io/pods"] = '["web/late-0"]'
+    cluster.pod("late-0")  # still pending
+    assert refusals(cluster)["claim-fresh"] == "node is nominated for a pending pod"
+
+
+def test_drift_is_eventual_a_grace_period_lets_it_past_blocking_pods() -> None:
+    cluster = Cluster()
+    cluster.node("bounded", terminationGracePeriod="1h")
+    cluster.pod("keep-0", "bounded", annotations=DND)
+    state = cluster.state()
+    [member] = state.fleet
+    assert isinstance(candidate(state, member), str)
+    assert not isinstance(candidate(state, member, EVENTUAL), str)
+
+
+def test_candidates_come_cheapest_to_disrupt_first() -> None:
+    cluster = Cluster()
+    cluster.node("many")
+    for i in range(4):
+        cluster.pod(f"web-{i}", "many")
+    cluster.node("important")
+    cluster.pod("vip-0", "important", annotations={"controller.kubernetes.io/pod-deletion-cost": str(2**30)})
+    cluster.node("one")
+    cluster.pod("solo-0", "one")
+    cluster.node("expiring", age=700 * 3600)  # 20 of its 720 hours left
+    for i in range(4):
+        cluster.pod(f"old-{i}", "expiring")
+    order = [c.name for c in candidates(cluster.state())[0]]
+    assert order == ["claim-expiring", "claim-one", "claim-many", "claim-important"]
+
+
+@given(st.integers(-(2**31), 2**31 - 1), st.integers(-(2**31), 10**9))
+def test_eviction_cost_stays_within_karpenters_bounds(deletion_cost: int, priority: int) -> None:
+    pod = Pod(
+        "ns", "p", annotations={"controller.kubernetes.io/pod-deletion-cost": str(deletion_cost)}, priority=priority
+    )
+    assert -10.0 <= eviction_cost(pod) <= 10.0
+
+
+def test_consolidatable_once_consolidate_after_has_passed_since_the_last_pod_event() -> None:
+    cluster = Cluster()
+    cluster.pool(disruption={"consolidateAfter": "10m"})
+    cluster.node("a", age=3600)
+    cluster.pod("web-0", "a", bound_ago=300)
+    state = cluster.state()
+    [member] = state.fleet
+    pool = state.pools["general"]
+    assert "has not passed" in consolidatable(member, pool, T0 - 300, T0)
+    assert consolidatable(member, pool, T0 - 601, T0) == ""
+    # A removal the forwarder recorded restarts the timer too.
+    claim = cluster.find("NodeClaim", "claim-a")
+    claim["status"]["lastPodEventTime"] = "2027-01-15T07:58:00Z"
+    [recent] = cluster.state().fleet
+    assert "has not passed" in consolidatable(recent, pool, 0.0, T0)
+    cluster.pool(disruption={"consolidateAfter": "Never"})
+    never = cluster.state().pools["general"]
+    assert "consolidation disabled" in consolidatable(member, never, 0.0, T0)
+
+
+def budget(**spec: str) -> PodDisruptionBudget:
+    return PodDisruptionBudget("web", "b", LabelSelector((("app", "web"),)), **spec)
+
+
+def test_a_budget_without_status_is_computed_from_the_pods() -> None:
+    pods = [Pod("web", f"web-{i}", labels={"app": "web"}) for i in range(4)]
+    healthy = {"web/web-0", "web/web-1", "web/web-2"}
+    assert computed_allowed(budget(min_available="2"), pods, healthy) == 1
+    assert computed_allowed(budget(min_available="75%"), pods, healthy) == 0
+    assert computed_allowed(budget(max_unavailable="2"), pods, healthy) == 1
+    assert computed_allowed(budget(max_unavailable="50%"), pods, set()) == 0

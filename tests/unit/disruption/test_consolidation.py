@@ -1,0 +1,205 @@
+"""Emptiness and consolidation as Karpenter v1 decides them, through `plan()` on built clusters."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cluster_builder import M5_ON_DEMAND, T0, Cluster
+
+from nodewright.disruption.consolidation import MIN_SPOT_TO_SPOT_TYPES, restrict
+from nodewright.disruption.decision import EMPTINESS, MULTI_NODE, SINGLE_NODE
+from nodewright.disruption.plan import plan
+from nodewright.scheduling import LaunchOption, PlannedNodeClaim, Results
+
+ALL = {"budgets": [{"nodes": "100%"}]}
+
+
+def decide(cluster: Cluster, **state: Any) -> tuple[Any, dict[str, Any]]:
+    snapshot = cluster.state(**state)
+    decided = plan(snapshot, {})
+    return decided, decided.to_json(snapshot)
+
+
+def test_an_empty_node_goes_without_a_replacement_once_consolidate_after_passed() -> None:
+    cluster = Cluster()
+    cluster.pool(disruption={"consolidateAfter": "5m", **ALL}, requirements=M5_ON_DEMAND)
+    cluster.node("idle", "m5.large")
+    cluster.pod("agent-idle", "idle", owner="DaemonSet")
+    cluster.node("busy", "m5.xlarge")
+    cluster.pod("web-0", "busy", cpu="3")
+    decided, shown = decide(cluster)
+    [command] = shown["commands"]
+    assert (command["nodeclaim"], command["method"], command["reason"]) == ("claim-idle", EMPTINESS, "Empty")
+    assert command["replacement"] is None and command["pods"] == [] and command["savings_per_hour"] > 0
+    # A pod removed from the node a minute ago restarts the timer (status.lastPodEventTime, from the forwarder).
+    cluster.find("NodeClaim", "claim-idle")["status"]["lastPodEventTime"] = "2027-01-15T07:59:00Z"
+    decided, shown = decide(cluster)
+    assert shown["commands"] == [] and "has not passed" in decided.skipped["claim-idle"]
+
+
+def test_consolidate_after_never_disables_emptiness_and_consolidation() -> None:
+    cluster = Cluster()
+    cluster.pool(disruption={"consolidateAfter": "Never", **ALL})
+    cluster.node("idle", "m5.large")
+    decided, shown = decide(cluster)
+    assert shown["commands"] == [] and "consolidation disabled" in decided.skipped["claim-idle"]
+
+
+def test_a_node_whose_pods_fit_elsewhere_is_deleted() -> None:
+    cluster = Cluster()
+    cluster.pool(disruption=ALL, requirements=M5_ON_DEMAND)
+    cluster.node("big", "m5.xlarge")
+    for i in range(2):
+        cluster.pod(f"web-{i}", "big", cpu="1")
+    cluster.node("small", "m5.large")
+    cluster.pod("api-0", "small", cpu="500m")
+    _, shown = decide(cluster)
+    [command] = shown["commands"]
+    assert command["nodeclaim"] == "claim-small" and command["replacement"] is None
+    assert command["method"] == SINGLE_NODE and command["pods"] == ["web/api-0"]
+    assert shown["cost_per_hour_after"] < shown["cost_per_hour_before"]
+
+
+def test_an_oversized_node_is_replaced_by_a_strictly_cheaper_one() -> None:
+    cluster = Cluster()
+    cluster.pool(disruption=ALL)
+    cluster.node("big", "m5.4xlarge")
+    cluster.pod("web-0", "big", cpu="1")
+    cluster.pod("web-1", "big", cpu="1")
+    decided, shown = decide(cluster)
+    [decision] = decided.decisions
+    replacement = decision.replacement
+    assert replacement is not None and decision.method == SINGLE_NODE
+    assert all(o.price < decision.price for o in replacement.options)
+    # An on-demand node may come back as its own type bought as spot: cheaper is what counts (single-node).
+    assert replacement.price < decision.price / 4
+    [command] = shown["commands"]
+    assert command["savings_per_hour"] == round(decision.price - replacement.price, 6)
+
+
+def test_spot_to_spot_needs_the_setting_and_fifteen_cheaper_types() -> None:
+    cluster = Cluster()
+    cluster.pool(disruption=ALL)
+    cluster.node("spotty", "m5.4xlarge", capacity_type="spot")
+    cluster.pod("web-0", "spotty")
+    decided, shown = decide(cluster)
+    assert shown["commands"] == []
+    assert "SpotToSpotConsolidation is disabled" in decided.unconsolidatable["claim-spotty"]
+    decided, _ = decide(cluster, spot_to_spot=True)
+    [decision] = decided.decisions
+    assert decision.replacement is not None
+    assert decision.replacement.capacity_types == ("spot",)
+    assert len(decision.replacement.instance_types) == MIN_SPOT_TO_SPOT_TYPES  # launched with the 15 cheapest
+    cheap = Cluster()
+    cheap.pool(disruption=ALL)
+    cheap.node("small", "t3.small", capacity_type="spot")
+    cheap.pod("web-0", "small", cpu="100m", memory="128Mi")
+    decided, _ = decide(cheap, spot_to_spot=True)
+    assert decided.decisions == []
+    assert "requires 15 cheaper instance type options" in decided.unconsolidatable["claim-small"]
+
+
+def test_several_underused_nodes_consolidate_at_once_into_at_most_one_new_node() -> None:
+    cluster = Cluster()
+    cluster.pool(disruption=ALL)
+    for name in ("a", "b", "c"):
+        cluster.node(name, "m5.xlarge")
+        cluster.pod(f"{name}-web-0", name, cpu="700m", memory="2Gi")
+    decided, shown = decide(cluster)
+    [decision] = decided.decisions
+    assert decision.method == MULTI_NODE and len(decision.candidates) == 3
+    assert decision.replacement is not None and decision.replacement.price < decision.price
+    assert {c["nodeclaim"] for c in shown["commands"]} == {"claim-a", "claim-b", "claim-c"}
+    # The replacement and its price are reported once, on the first node.
+    assert sum(c["replacement"] is not None for c in shown["commands"]) == 1
+    assert round(sum(c["savings_per_hour"] for c in shown["commands"]), 6) == decision.savings_per_hour
+
+
+def test_a_tick_takes_one_consolidation_and_budgets_hold_every_method() -> None:
+    cluster = Cluster()
+    cluster.pool(disruption={"budgets": [{"nodes": "1"}]})
+    cluster.node("idle", "m5.large")
+    for name in ("a", "b"):
+        cluster.node(name, "m5.2xlarge")
+        cluster.pod(f"{name}-web-0", name)
+    decided, shown = decide(cluster)
+    assert [c["nodeclaim"] for c in shown["commands"]] == ["claim-idle"]
+    held = decided.blocked["claim-a"]
+    assert "budget nodes=1" in held and "NodePool general" in held
+
+
+def test_a_zero_budget_in_its_cron_window_blocks_and_names_the_budget() -> None:
+    cluster = Cluster()
+    window = {"nodes": "0", "schedule": "0 8 * * *", "duration": "1h"}  # T0 is 08:00 UTC
+    cluster.pool(disruption={"budgets": [window, {"nodes": "100%"}]})
+    cluster.node("idle", "m5.large")
+    decided, shown = decide(cluster)
+    assert shown["commands"] == [] and "schedule '0 8 * * *'" in decided.blocked["claim-idle"]
+    _, shown = decide(cluster, now=T0 + 2 * 3600)
+    assert [c["nodeclaim"] for c in shown["commands"]] == ["claim-idle"]
+
+
+def test_when_empty_pools_leave_nodes_with_pods_alone() -> None:
+    cluster = Cluster()
+    cluster.pool(disruption={"consolidationPolicy": "WhenEmpty", **ALL})
+    cluster.node("big", "m5.4xlarge")
+    cluster.pod("web-0", "big")
+    decided, shown = decide(cluster)
+    assert shown["commands"] == [] and "policy WhenEmpty" in decided.skipped["claim-big"]
+
+
+def test_pods_that_cannot_move_make_the_node_unconsolidatable_with_why() -> None:
+    cluster = Cluster()
+    cluster.pool(disruption=ALL)
+    cluster.node("pinned", "m5.xlarge", claim_labels={"example.com/rack": "a1"})
+    cluster.find("Node", "pinned")["metadata"]["labels"]["example.com/rack"] = "a1"
+    cluster.pod("web-0", "pinned", nodeSelector={"example.com/rack": "a1"})  # no NodePool makes that label
+    decided, _ = decide(cluster)
+    assert decided.decisions == []
+    assert "web/web-0" in decided.unconsolidatable["claim-pinned"]
+
+
+def test_do_not_disrupt_and_pdbs_keep_nodes_from_consolidation_but_not_from_expiration() -> None:
+    cluster = Cluster(now=T0 + 800 * 3600)
+    cluster.pool(disruption=ALL)
+    cluster.node("guarded", "m5.4xlarge", age=10)
+    cluster.pod("keep-0", "guarded", annotations={"karpenter.sh/do-not-disrupt": "true"})
+    cluster.node("old", "m5.4xlarge", age=800 * 3600)
+    cluster.pod("keep-1", "old", annotations={"karpenter.sh/do-not-disrupt": "true"})
+    decided, shown = decide(cluster)
+    assert [(c["nodeclaim"], c["method"]) for c in shown["commands"]] == [("claim-old", "expiration")]
+    assert "do-not-disrupt" in decided.skipped["claim-guarded"]
+
+
+def test_restrict_keeps_only_the_decided_offerings_below_the_ceiling() -> None:
+    cluster = Cluster()
+    cluster.pool(disruption=ALL)
+    cluster.node("big", "m5.4xlarge")
+    cluster.pod("web-0", "big", cpu="1")
+    [decision] = plan(cluster.state(), {}).decisions
+    replacement = decision.replacement
+    assert replacement is not None
+    allowed = replacement.options[0]
+    claim = PlannedNodeClaim(
+        name="r",
+        nodepool="general",
+        instance_types=(allowed.instance_type, "m5.8xlarge"),
+        capacity_types=("spot", "on-demand"),
+        zones=("us-east-1a", "us-east-1b", "us-east-1c"),
+        launch_options=(
+            LaunchOption(allowed.instance_type, allowed.capacity_type, allowed.zone, allowed.price),
+            LaunchOption("m5.8xlarge", "on-demand", "us-east-1a", 1.536),
+        ),
+        pods=("web/web-0",),
+        requirements=(),
+        labels={},
+        taints=(),
+        startup_taints=(),
+        requests={},
+    )
+    narrowed = restrict(Results(nodeclaims=(claim,)), replacement)
+    assert isinstance(narrowed, Results)
+    [only] = narrowed.nodeclaims
+    assert only.instance_types == (allowed.instance_type,) and len(only.launch_options) == 1
+    two = Results(nodeclaims=(claim, claim))
+    assert "planned one" in str(restrict(two, replacement))
