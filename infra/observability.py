@@ -3,7 +3,7 @@
 Alarms (the interruption construct owns the one on its dead-letter queue): failed disruption executions,
 throttled invocations of any nodewright function, and a planner schedule that could not deliver its tick.
 The dashboard puts each behaviour on one row: provisioning, interruptions, the disruption workflow, the
-planner; the custom metrics are the ones the handlers emit with Powertools (EMF).
+planner, and scale-down by method; the custom metrics are the ones the handlers emit with Powertools (EMF).
 """
 
 from __future__ import annotations
@@ -23,11 +23,31 @@ NAMESPACE = "nodewright"  # the handlers' Powertools Metrics namespace
 PERIOD = Duration.minutes(1)
 
 
-def _custom(name: str, service: str, statistic: str = "Sum", step: str = "") -> cloudwatch.Metric:
-    """A metric a handler emits; the workflow's steps add a `step` dimension."""
+# The planner's methods, as its per-method metrics name them (method, reason dimensions).
+METHODS = (
+    ("expiration", "Expired"),
+    ("emptiness", "Empty"),
+    ("drift", "Drifted"),
+    ("multi-node", "Underutilized"),
+    ("single-node", "Underutilized"),
+)
+
+
+def _custom(
+    name: str, service: str, statistic: str = "Sum", step: str = "", method: tuple[str, str] | None = None
+) -> cloudwatch.Metric:
+    """A metric a handler emits; the workflow's steps add a `step` dimension, the planner's per-method metrics a
+    `method` and a `reason`."""
     dimensions = {"service": service, **({"step": step} if step else {})}
+    if method is not None:
+        dimensions.update({"method": method[0], "reason": method[1]})
     return cloudwatch.Metric(
-        namespace=NAMESPACE, metric_name=name, dimensions_map=dimensions, statistic=statistic, period=PERIOD
+        namespace=NAMESPACE,
+        metric_name=name,
+        dimensions_map=dimensions,
+        statistic=statistic,
+        period=PERIOD,
+        label=f"{name} {method[0]}" if method is not None else None,
     )
 
 
@@ -168,9 +188,40 @@ class Observability(Construct):
                 "Planner",
                 [
                     _custom("DisruptionsStarted", "planner"),
-                    _custom("CandidatesSkipped", "planner"),
+                    _custom("DisruptionsBlocked", "planner"),
+                    _custom("Unconsolidatable", "planner"),
                     _custom("PlannerProblems", "planner"),
                     throttles,
                 ],
+            ),
+        )
+        # Scale-down, as Karpenter's disruption metrics show it: per method, the nodes it considered, the nodes it
+        # decided to take away, what that saves, and how long it took to decide.
+        self.dashboard.add_widgets(
+            graph(
+                "Disruption decisions (nodes) by method",
+                [_custom("DisruptionDecisions", "planner", method=m) for m in METHODS],
+                6,
+            ),
+            graph(
+                "Eligible nodes by method",
+                [_custom("EligibleNodes", "planner", "Maximum", method=m) for m in METHODS],
+                6,
+            ),
+            graph(
+                "Savings decided ($/hour) and cost of nodewright's nodes",
+                [
+                    *(_custom("SavingsPerHour", "planner", method=m) for m in METHODS[1:]),
+                    _custom("CostPerHourBefore", "planner", "Maximum"),
+                ],
+                6,
+            ),
+            graph(
+                "Evaluation time by method (ms, p90) and tick time",
+                [
+                    *(_custom("EvaluationDuration", "planner", "p90", method=m) for m in METHODS),
+                    _custom("TickDuration", "planner", "p90"),
+                ],
+                6,
             ),
         )

@@ -1,8 +1,11 @@
 """The planner: a Lambda on an EventBridge Scheduler schedule that starts the disruption workflow.
 
 Every tick (one minute by default) it finishes node registrations, cleans up NodeClaims that never registered,
-and starts the workflow for expired NodeClaims (see `nodewright.service.plan`). Reserved concurrency 1: two
-overlapping ticks would only race to start the same executions.
+finds drift (it resolves each EC2NodeClass as the provisioner does: subnets, security groups, AMI parameters and
+images), and starts the workflow for what expiration, emptiness, drift and consolidation decide (see
+`nodewright.service.plan`); consolidation simulates with the instance catalog and prices. It takes the nodes'
+locks in the table before starting a voluntary disruption. Reserved concurrency 1: two overlapping ticks would only
+race to start the same executions.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from aws_cdk import Duration, Stack
+from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_scheduler as scheduler
 from aws_cdk import aws_sqs as sqs
@@ -20,8 +24,17 @@ from infra import build, nag
 from infra.config import Settings
 from infra.function import describe_cluster_statement, nodewright_function
 from infra.layers import Layers, code_from_bundle
-from infra.provisioner import OWNED, POWERTOOLS_METRICS_NAMESPACE, _nag_ec2_arn
+from infra.provisioner import (
+    OWNED,
+    acknowledge_read_policy,
+    ami_parameter_statement,
+    catalog_statements,
+    launch_environment,
+)
 from nodewright import settings as env
+
+# The planner reads the table (offerings refused for capacity, the workflows' locks) and takes locks.
+TABLE_ACTIONS = ("dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:DeleteItem")
 
 SOURCE = build.REPO_ROOT / "functions" / "planner"
 KUBERNETES_GROUP = "nodewright:planner"  # bound to a ClusterRole by cluster/rbac/planner.yaml
@@ -39,6 +52,9 @@ class Planner(Construct):
         settings: Settings,
         layers: Layers,
         state_machine: sfn.IStateMachine,
+        table: dynamodb.ITable,
+        node_role: iam.IRole,
+        instance_profile: iam.IInstanceProfile,
         schedule: str = SCHEDULE,
         source: Path = SOURCE,
     ) -> None:
@@ -58,28 +74,27 @@ class Planner(Construct):
                 resources=[stack.format_arn(service="ec2", resource="instance", resource_name="*")],
                 conditions={"StringEquals": {f"aws:ResourceTag/{settings.cluster_tag_key}": OWNED}},
             ),
-            iam.PolicyStatement(sid="DescribeInstances", actions=["ec2:DescribeInstances"], resources=["*"]),
+            *catalog_statements(),
+            ami_parameter_statement(stack, settings),
         ]
+        environment = launch_environment(settings, table, node_role, instance_profile, "nodewright-planner")
         parts = nodewright_function(
             self,
             settings=settings,
             layers=layers,
             code=code_from_bundle(build.function_bundle(source, "planner")),
             handler="handler.handler",
-            description="nodewright planner: expiration and registration cleanup",
-            memory_mb=512,
+            description="nodewright planner: expiration, drift, emptiness, consolidation, registration cleanup",
+            # Sized like the provisioner: consolidation runs the same simulation, on the whole cluster.
+            memory_mb=1769,
             timeout=Duration.seconds(55),  # shorter than the tick, so ticks never overlap
-            environment={
-                env.CLUSTER: settings.cluster_name,
-                env.STATE_MACHINE: state_machine.state_machine_arn,
-                "POWERTOOLS_SERVICE_NAME": "nodewright-planner",
-                "POWERTOOLS_METRICS_NAMESPACE": POWERTOOLS_METRICS_NAMESPACE,
-            },
+            environment={**environment, env.STATE_MACHINE: state_machine.state_machine_arn},
             statements=statements,
             kubernetes_group=KUBERNETES_GROUP,
             reserved_concurrency=1,
         )
         self.role, self.function, policy = parts.role, parts.function, parts.policy
+        table.grant(self.role, *TABLE_ACTIONS)
 
         # Ticks the scheduler could not deliver land here instead of vanishing.
         self.queue = sqs.Queue(
@@ -116,13 +131,7 @@ class Planner(Construct):
                 dead_letter_config=scheduler.CfnSchedule.DeadLetterConfigProperty(arn=self.queue.queue_arn),
             ),
         )
-        nag.acknowledge(
-            policy,
-            "AwsSolutions-IAM5",
-            "ec2:TerminateInstances is granted on instance/* only where the instance carries this cluster's "
-            "ownership tag; ec2:DescribeInstances supports no resource-level permissions.",
-            findings=[f"Resource::{_nag_ec2_arn('instance')}", "Resource::*"],
-        )
+        acknowledge_read_policy(policy, settings, terminates=True)
         nag.acknowledge(
             scheduler_role,
             "AwsSolutions-IAM5",

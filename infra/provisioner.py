@@ -114,8 +114,9 @@ def launch_environment(
     return environment
 
 
-def acknowledge_launch_policy(policy: iam.Policy, settings: Settings) -> None:
-    """The cdk-nag findings of `provisioner_statements`, each with its reason."""
+def acknowledge_read_policy(policy: iam.Policy, settings: Settings, terminates: bool = False) -> None:
+    """The cdk-nag findings of a function that reads the catalog and resolves EC2NodeClasses (`catalog_statements`,
+    `ami_parameter_statement`) and, with `terminates`, terminates this cluster's instances."""
     nag.acknowledge(
         policy,
         "AwsSolutions-IAM5",
@@ -126,6 +127,26 @@ def acknowledge_launch_policy(policy: iam.Policy, settings: Settings) -> None:
     nag.acknowledge(
         policy,
         "AwsSolutions-IAM5",
+        "The public AMI parameters are a hierarchy per Kubernetes version, OS variant and "
+        "architecture; access is limited to the EKS optimized AMI and Bottlerocket subtrees.",
+        findings=[f"Resource::{arn}" for arn in _ami_parameter_patterns(settings)],
+    )
+    if terminates:
+        nag.acknowledge(
+            policy,
+            "AwsSolutions-IAM5",
+            "ec2:TerminateInstances is granted on instance/* only where the instance carries this cluster's "
+            "ownership tag (the instance ids come from NodeClaims and events).",
+            findings=[f"Resource::{_nag_ec2_arn('instance')}"],
+        )
+
+
+def acknowledge_launch_policy(policy: iam.Policy, settings: Settings) -> None:
+    """The cdk-nag findings of `provisioner_statements`, each with its reason."""
+    acknowledge_read_policy(policy, settings)
+    nag.acknowledge(
+        policy,
+        "AwsSolutions-IAM5",
         "Instances, volumes, fleets and launch templates do not exist before they are created, so "
         "their ARNs end in '*'; each statement is bounded by the cluster ownership tag "
         f"({settings.cluster_tag_key}=owned) in the request or on the resource, or by the "
@@ -133,13 +154,6 @@ def acknowledge_launch_policy(policy: iam.Policy, settings: Settings) -> None:
         "ec2:CreateAction for tagging.",
         findings=[f"Resource::{_nag_ec2_arn(kind)}" for kind in _EC2_ACCOUNT_RESOURCES + _TAGGED_ON_CREATE]
         + [f"Resource::{_nag_ec2_arn(kind, account=False)}" for kind in _EC2_ACCOUNTLESS_RESOURCES],
-    )
-    nag.acknowledge(
-        policy,
-        "AwsSolutions-IAM5",
-        "The public AMI parameters are a hierarchy per Kubernetes version, OS variant and "
-        "architecture; access is limited to the EKS optimized AMI and Bottlerocket subtrees.",
-        findings=[f"Resource::{arn}" for arn in _ami_parameter_patterns(settings)],
     )
 
 
@@ -182,12 +196,6 @@ def provisioner_statements(stack: Stack, settings: Settings, node_role_arn: str)
     request_tagged = {"StringEquals": {f"aws:RequestTag/{settings.cluster_tag_key}": OWNED}}
     resource_tagged = {"StringEquals": {f"aws:ResourceTag/{settings.cluster_tag_key}": OWNED}}
     launch = ["ec2:RunInstances", "ec2:CreateFleet"]
-    version = settings.kubernetes_version
-    ami_parameters = (
-        ["aws/service/eks/optimized-ami/*", "aws/service/bottlerocket/*"]
-        if version is None
-        else [f"aws/service/eks/optimized-ami/{version}/*", f"aws/service/bottlerocket/aws-k8s-{version}*"]
-    )
     return [
         iam.PolicyStatement(
             sid="LaunchOnlyClusterTaggedCapacity",
@@ -243,28 +251,47 @@ def provisioner_statements(stack: Stack, settings: Settings, node_role_arn: str)
             resources=[ec2("launch-template")],
             conditions=resource_tagged,
         ),
-        iam.PolicyStatement(sid="Describe", actions=["ec2:Describe*"], resources=["*"]),
         iam.PolicyStatement(
             sid="PassOnlyTheNodeRoleToEC2",
             actions=["iam:PassRole"],
             resources=[node_role_arn],
             conditions={"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}},
         ),
-        iam.PolicyStatement(
-            # GetParameters too: the launcher resolves an alias's architectures and variants in one call.
-            sid="ReadPublicAmiParameters",
-            actions=["ssm:GetParameter", "ssm:GetParameters"],
-            resources=[
-                stack.format_arn(
-                    service="ssm",
-                    account="",
-                    resource="parameter",
-                    resource_name=name,
-                    arn_format=ArnFormat.SLASH_RESOURCE_NAME,
-                )
-                for name in ami_parameters
-            ],
-        ),
-        iam.PolicyStatement(sid="ReadPrices", actions=["pricing:GetProducts"], resources=["*"]),
+        *catalog_statements(),
+        ami_parameter_statement(stack, settings),
         describe_cluster_statement(stack, settings),
     ]
+
+
+def catalog_statements() -> list[iam.PolicyStatement]:
+    """Reading instance types, offerings, spot prices, subnets, security groups, images and instances (EC2's
+    Describe calls take no resource-level permissions) and on-demand prices (the Pricing API)."""
+    return [
+        iam.PolicyStatement(sid="Describe", actions=["ec2:Describe*"], resources=["*"]),
+        iam.PolicyStatement(sid="ReadPrices", actions=["pricing:GetProducts"], resources=["*"]),
+    ]
+
+
+def ami_parameter_statement(stack: Stack, settings: Settings) -> iam.PolicyStatement:
+    """The public SSM parameters of the EKS-optimized and Bottlerocket AMIs (one Kubernetes version when set)."""
+    version = settings.kubernetes_version
+    names = (
+        ["aws/service/eks/optimized-ami/*", "aws/service/bottlerocket/*"]
+        if version is None
+        else [f"aws/service/eks/optimized-ami/{version}/*", f"aws/service/bottlerocket/aws-k8s-{version}*"]
+    )
+    return iam.PolicyStatement(
+        # GetParameters too: the launcher resolves an alias's architectures and variants in one call.
+        sid="ReadPublicAmiParameters",
+        actions=["ssm:GetParameter", "ssm:GetParameters"],
+        resources=[
+            stack.format_arn(
+                service="ssm",
+                account="",
+                resource="parameter",
+                resource_name=name,
+                arn_format=ArnFormat.SLASH_RESOURCE_NAME,
+            )
+            for name in names
+        ],
+    )

@@ -66,7 +66,16 @@ class NodewrightStack(Stack):
             node_role=nodes.role,
             instance_profile=nodes.instance_profile,
         )
-        planner = Planner(self, "Planner", settings=settings, layers=layers, state_machine=workflow.state_machine)
+        planner = Planner(
+            self,
+            "Planner",
+            settings=settings,
+            layers=layers,
+            state_machine=workflow.state_machine,
+            table=state.table,
+            node_role=nodes.role,
+            instance_profile=nodes.instance_profile,
+        )
         interruption = Interruption(
             self,
             "Interruption",

@@ -7,17 +7,21 @@ may terminate (and only instances tagged for this cluster).
 
 The definition, as a person reads it in the console:
 
-    IdentifyCandidate -> Proceed? --no--> NothingToDisrupt (the node is gone, locked by another run, or blocked)
+    Validate? --yes (emptiness, consolidation)--> ValidationDelay (15 s) -> IdentifyCandidate
+    IdentifyCandidate -> Proceed? --invalidated--> Invalidated (the cluster changed since the planner decided)
+                                  --gone, locked, blocked--> NothingToDisrupt
       Urgent? (an interruption: the instance goes in two minutes)
         yes: ReplaceAndDrain = Parallel(LaunchReplacementNow -> WaitForReplacementNow <-> CheckReplacementNow
                                         | CordonAndDrainNow <-> WaitForDrainNow)
+             -> TerminateInstanceNow -> Disrupted
         no:  LaunchReplacement -> PrepareOnly? --yes--> ReleaseLock -> ReplacementPrepared (a rebalance)
-             -> WaitForReplacement <-> CheckReplacement -> CordonAndDrain <-> WaitForDrain
-      -> TerminateInstance -> Disrupted
+             -> WaitForReplacement <-> CheckReplacement
+             -> DrainAndTerminate = Map(each node: CordonAndDrain <-> WaitForDrain -> TerminateInstance) -> Disrupted
     Any task's failure -> Rollback -> RolledBack (Fail)
 
 In the urgent branch the replacement is still waited for (CheckReplacement finishes its registration, so the
-evicted pods can land on it); TerminateInstance runs when both branches are done.
+evicted pods can land on it); TerminateInstanceNow runs when both branches are done. The Map runs one iteration
+per node of the command: one for most, all the candidates of a multi-node consolidation at once.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from infra.provisioner import (
     TABLE_ACTIONS,
     _nag_ec2_arn,
     acknowledge_launch_policy,
+    catalog_statements,
     launch_environment,
     provisioner_statements,
 )
@@ -52,10 +57,14 @@ KUBERNETES_GROUP = "nodewright:disruption"  # bound to a ClusterRole by cluster/
 POWERTOOLS_SERVICE_NAME = "nodewright-disruption"
 REPLACEMENT_POLL = Duration.seconds(15)
 DRAIN_POLL = Duration.seconds(10)
+VALIDATION_DELAY = Duration.seconds(15)  # Karpenter's consolidation validation delay
 # The longest a disruption may take: a NodePool's terminationGracePeriod bounds the drain, and a day covers
 # any sensible one; the lock's TTL is at least as long as the deadline the step computes.
 WORKFLOW_TIMEOUT = Duration.hours(24)
 LOCK_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem")
+# IdentifyCandidate also reads every lock (budgets count the nodes other workflows hold) and the offerings refused
+# for capacity (its validation simulates with the catalog).
+IDENTIFY_TABLE_ACTIONS = (*LOCK_ACTIONS, "dynamodb:Query")
 # Errors that retrying cannot fix: roll back at once.
 FINAL_ERRORS = ["DisruptionFailed", "CommandError"]
 
@@ -72,10 +81,12 @@ class Step:
     launches: bool = False
     terminates: bool = False
     describes_instances: bool = False
+    reads_catalog: bool = False
 
 
 STEPS = (
-    Step("IdentifyCandidate", "identify", 60, table_actions=LOCK_ACTIONS),
+    # Validating a consolidation runs the simulation on the whole cluster: sized like the provisioner.
+    Step("IdentifyCandidate", "identify", 60, 1769, table_actions=IDENTIFY_TABLE_ACTIONS, reads_catalog=True),
     # Sized like the provisioner: it runs the same simulation and CreateFleet calls.
     Step("LaunchReplacement", "launch_replacement", 120, 1769, TABLE_ACTIONS, launches=True),
     Step("CheckReplacement", "check_replacement", 60),
@@ -185,11 +196,21 @@ class DisruptionWorkflow(Construct):
             statements.append(
                 iam.PolicyStatement(sid="DescribeInstances", actions=["ec2:DescribeInstances"], resources=["*"])
             )
+        if step.reads_catalog:
+            statements.extend(catalog_statements())
         return statements
 
     def _acknowledge(self, step: Step, settings: Settings, policy: iam.Policy) -> None:
         if step.launches:
             acknowledge_launch_policy(policy, settings)
+        elif step.reads_catalog:
+            nag.acknowledge(
+                policy,
+                "AwsSolutions-IAM5",
+                "EC2 Describe* calls and pricing:GetProducts (the instance catalog its validation simulates with) "
+                "do not support resource-level permissions.",
+                findings=["Action::ec2:Describe*", "Resource::*"],
+            )
         elif step.terminates:
             nag.acknowledge(
                 policy,
@@ -263,12 +284,13 @@ class DisruptionWorkflow(Construct):
         rollback = self._task("Rollback", "Rollback", "$.rollback")
         rollback.next(rolled_back)
 
-        def catching(task: tasks.LambdaInvoke | sfn.Parallel) -> tasks.LambdaInvoke | sfn.Parallel:
+        def catching(task: tasks.LambdaInvoke | sfn.Parallel | sfn.Map) -> tasks.LambdaInvoke | sfn.Parallel | sfn.Map:
             task.add_catch(rollback, errors=[sfn.Errors.ALL], result_path="$.error")
             return task
 
-        terminate = catching(self._task("TerminateInstance", "TerminateInstance", "$.terminate"))
-        terminate.next(sfn.Succeed(self, "Disrupted"))
+        disrupted = sfn.Succeed(self, "Disrupted")
+        terminate_now = catching(self._task("TerminateInstanceNow", "TerminateInstance", "$.terminate"))
+        terminate_now.next(disrupted)
 
         # Urgent: the instance is going away; launch (and bring up) the replacement while draining.
         urgent_launch = self._task("LaunchReplacementNow", "LaunchReplacement", "$.replacement")
@@ -283,17 +305,29 @@ class DisruptionWorkflow(Construct):
         parallel = sfn.Parallel(self, "ReplaceAndDrain", result_path="$.replace_and_drain")
         parallel.branch(urgent_launch)
         parallel.branch(urgent_drain)
-        catching(parallel).next(terminate)
+        catching(parallel).next(terminate_now)
 
-        # Planned: the replacement is Ready before the first eviction.
+        # Planned: the replacement is Ready before the first eviction; then every node of the command (one, or the
+        # candidates of a multi-node consolidation) is drained and terminated side by side, each in its own
+        # iteration with its own state (IdentifyCandidate's `targets`). The Map's catch covers every iteration.
+        terminate = self._task("TerminateInstance", "TerminateInstance", "$.terminate")
+        terminate.next(sfn.Succeed(self, "NodeDisrupted"))
+        each_node = sfn.Map(
+            self,
+            "DrainAndTerminate",
+            items_path="$.identify.targets",
+            result_path=sfn.JsonPath.DISCARD,
+            comment="each node of the command: cordon, drain (PDB-aware), terminate",
+        )
+        each_node.item_processor(self._drain_loop("", terminate))
+        catching(each_node).next(disrupted)
         launch = catching(self._task("LaunchReplacement", "LaunchReplacement", "$.replacement"))
         release = catching(self._task("ReleaseLock", "ReleaseLock", "$.release"))
         release.next(sfn.Succeed(self, "ReplacementPrepared"))
-        drain = self._drain_loop("", terminate, rollback)
         launch.next(
             sfn.Choice(self, "PrepareOnly?")
             .when(sfn.Condition.boolean_equals("$.identify.prepare_only", True), release)
-            .otherwise(self._replacement_loop("", drain, rollback))
+            .otherwise(self._replacement_loop("", each_node, rollback))
         )
 
         identify = catching(self._task("IdentifyCandidate", "IdentifyCandidate", "$.identify"))
@@ -305,6 +339,28 @@ class DisruptionWorkflow(Construct):
         proceed = (
             sfn.Choice(self, "Proceed?")
             .when(sfn.Condition.string_equals("$.identify.outcome", "proceed"), urgent)
+            .when(
+                sfn.Condition.string_equals("$.identify.outcome", "invalidated"),
+                sfn.Succeed(
+                    self,
+                    "Invalidated",
+                    comment="the cluster changed since the planner decided: nothing was tainted, launched or evicted",
+                ),
+            )
             .otherwise(sfn.Succeed(self, "NothingToDisrupt", comment="gone, locked by another execution, or blocked"))
         )
-        return identify.next(proceed)
+        identify.next(proceed)
+        # Karpenter waits 15 seconds before validating an emptiness or consolidation decision, so pods that were
+        # about to land on the nodes have landed; IdentifyCandidate then checks the decision again.
+        delay = sfn.Wait(self, "ValidationDelay", time=sfn.WaitTime.duration(VALIDATION_DELAY))
+        delay.next(identify)
+        return (
+            sfn.Choice(self, "Validate?")
+            .when(
+                sfn.Condition.and_(
+                    sfn.Condition.is_present("$.validate"), sfn.Condition.boolean_equals("$.validate", True)
+                ),
+                delay,
+            )
+            .otherwise(identify)
+        )

@@ -23,7 +23,6 @@ from nodewright.gcpause import paused_cycle_collector
 logger = Logger(service="nodewright-disruption")
 metrics = Metrics(namespace="nodewright", service="disruption")
 
-CATALOG_MODE = "NODEWRIGHT_CATALOG"
 _PORTS: Any = None
 
 
@@ -42,21 +41,28 @@ def build_ports(cluster: Any = None) -> Any:
     from nodewright.adapters.eks_token import EksTokenSource
     from nodewright.adapters.kubernetes_cluster import KubernetesCluster
     from nodewright.catalog.snapshot import SnapshotSource
+    from nodewright.disruption.state import DisruptionSettings
     from nodewright.service.workflow import Ports
-    from nodewright.settings import ProvisionerSettings
+    from nodewright.settings import ProvisionerSettings, catalog_mode, spot_to_spot
 
     settings = ProvisionerSettings.from_env()
     session = aws_sdk.session(settings.region)
-    cloud = ec2_cloud(settings.cluster, settings.node_role, settings.instance_profile, settings.region, session)
+    # Resolved afresh for every step: LaunchReplacement must launch with what the planner judged drift against
+    # (a new AMI release, a changed subnet), not with a resolution cached minutes earlier.
+    cloud = ec2_cloud(
+        settings.cluster, settings.node_role, settings.instance_profile, settings.region, session, resolve_ttl=0.0
+    )
     if cluster is None:
         tokens = EksTokenSource(settings.cluster, session.client("sts"), settings.region)
         cluster = KubernetesCluster.from_eks(settings.cluster, cloud.eks, tokens)
-    mode = os.environ.get(CATALOG_MODE, "live").strip().lower()
     catalog = (
-        SnapshotSource(settings.region) if mode == "snapshot" else live_source(settings.region, cloud.ec2, session)
+        SnapshotSource(settings.region)
+        if catalog_mode(os.environ) == "snapshot"
+        else live_source(settings.region, cloud.ec2, session)
     )
     state = DynamoDBState(settings.table, session.client("dynamodb"))
-    return Ports(cluster, cloud, state, _SystemClock(), catalog)
+    disruption = DisruptionSettings(spot_to_spot=spot_to_spot(os.environ))
+    return Ports(cluster, cloud, state, _SystemClock(), catalog, disruption)
 
 
 def _ports() -> Any:

@@ -105,7 +105,7 @@ def test_the_planner_starts_expired_nodes_once(account: dict[str, Any], monkeypa
     )["stateMachineArn"]
     monkeypatch.setenv("NODEWRIGHT_STATE_MACHINE", machine)
     planner = load_handler("planner")
-    planner._RUNTIME = planner.build_runtime(cluster=cluster)
+    planner._PORTS = planner.build_ports(cluster=cluster)
 
     first = planner.handler({}, Context())
     [started] = first["started"]

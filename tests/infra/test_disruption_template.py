@@ -22,16 +22,26 @@ def step_role(s: Synth, step: str) -> str:
 
 
 def test_the_states_read_as_the_workflow_and_every_task_rolls_back(default_synth: Synth) -> None:
-    states = definition(default_synth)["States"]
-    for name in ("IdentifyCandidate", "LaunchReplacement", "WaitForReplacement", "CordonAndDrain", "WaitForDrain"):
+    machine = definition(default_synth)
+    states = machine["States"]
+    for name in ("IdentifyCandidate", "LaunchReplacement", "WaitForReplacement", "DrainAndTerminate"):
         assert name in states
-    assert {"TerminateInstance", "Rollback", "ReplaceAndDrain"} <= set(states)
-    assert states["WaitForReplacement"]["Type"] == states["WaitForDrain"]["Type"] == "Wait"
+    assert {"TerminateInstanceNow", "Rollback", "ReplaceAndDrain", "Invalidated", "ValidationDelay"} <= set(states)
+    assert states["WaitForReplacement"]["Type"] == states["ValidationDelay"]["Type"] == "Wait"
+    assert states["ValidationDelay"]["Seconds"] == 15 and states["ValidationDelay"]["Next"] == "IdentifyCandidate"
+    # Emptiness and consolidation wait 15 seconds and are validated again; other commands go straight in.
+    assert machine["StartAt"] == "Validate?" and states["Validate?"]["Default"] == "IdentifyCandidate"
     assert states["ReplaceAndDrain"]["Type"] == "Parallel"
     branch_starts = [b["StartAt"] for b in states["ReplaceAndDrain"]["Branches"]]
     assert branch_starts == ["LaunchReplacementNow", "CordonAndDrainNow"]
+    # Planned disruptions drain and terminate every node of the command in a Map, one iteration per node.
+    each = states["DrainAndTerminate"]
+    assert each["Type"] == "Map" and each["ItemsPath"] == "$.identify.targets"
+    inner = each["ItemProcessor"]["States"]
+    assert each["ItemProcessor"]["StartAt"] == "CordonAndDrain"
+    assert inner["WaitForDrain"]["Type"] == "Wait" and inner["TerminateInstance"]["Next"] == "NodeDisrupted"
     for name, state in states.items():
-        if state["Type"] in ("Task", "Parallel") and name != "Rollback":
+        if state["Type"] in ("Task", "Parallel", "Map") and name != "Rollback":
             assert state["Catch"] == [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "Rollback"}]
         if state["Type"] == "Task":
             assert state["Parameters"] == {"input.$": "$", "execution.$": "$$.Execution.Name"}
@@ -39,6 +49,8 @@ def test_the_states_read_as_the_workflow_and_every_task_rolls_back(default_synth
             assert {"ErrorEquals": ["DisruptionFailed", "CommandError"], "MaxAttempts": 0} in state["Retry"]
     assert states["Rollback"]["Next"] == "RolledBack" and states["RolledBack"]["Type"] == "Fail"
     assert states["Urgent?"]["Choices"][0]["Next"] == "ReplaceAndDrain"
+    outcomes = {c["StringEquals"]: c["Next"] for c in states["Proceed?"]["Choices"]}
+    assert outcomes == {"proceed": "Urgent?", "invalidated": "Invalidated"}
 
 
 def test_the_state_machine_logs_traces_and_times_out(default_synth: Synth) -> None:
@@ -90,6 +102,27 @@ def test_the_planner_ticks_every_minute_and_may_only_start_this_workflow(default
     assert not granting(statements, "ec2:CreateFleet")
     env = default_synth.template["Resources"][planner]["Properties"]["Environment"]["Variables"]
     assert env["NODEWRIGHT_STATE_MACHINE"] == {"Ref": machine}
+    # Consolidation and drift: it reads the catalog and resolves EC2NodeClasses, but may pass no role and may
+    # only read the table and take and release locks in it.
+    assert {"NODEWRIGHT_TABLE", "NODEWRIGHT_NODE_ROLE", "NODEWRIGHT_INSTANCE_PROFILE"} <= set(env)
+    assert not granting(statements, "iam:PassRole")
+    assert granting(statements, "pricing:GetProducts") and granting(statements, "ssm:GetParameters")
+    table = [st for st in statements if any(str(a).startswith("dynamodb:") for a in listed(st["Action"]))]
+    assert {a for st in table for a in listed(st["Action"])} == {
+        "dynamodb:GetItem",
+        "dynamodb:Query",
+        "dynamodb:PutItem",
+        "dynamodb:DeleteItem",
+    }
+
+
+def test_the_dashboard_shows_scale_down_by_method(default_synth: Synth) -> None:
+    (dashboard,) = default_synth.resources("AWS::CloudWatch::Dashboard").values()
+    body = json.loads(render(dashboard["Properties"]["DashboardBody"]))
+    metrics = [m for w in body["widgets"] for m in (w.get("properties") or {}).get("metrics", [])]
+    decided = {tuple(m[m.index("method") + 1 : m.index("method") + 2]) for m in metrics if "DisruptionDecisions" in m}
+    assert decided == {("expiration",), ("emptiness",), ("drift",), ("multi-node",), ("single-node",)}
+    assert any("EvaluationDuration" in m for m in metrics) and any("EligibleNodes" in m for m in metrics)
 
 
 def test_alarms_watch_failed_executions_throttles_dead_letters_and_missed_ticks(default_synth: Synth) -> None:

@@ -40,7 +40,7 @@ def test_each_nodeclaim_is_created_before_its_launch_and_recorded_after() -> Non
     result = run(cluster, cloud, state, clock)
     names = [c.name for c in result.launched]
     assert len(names) >= 2
-    # Claims launch side by side, so the log interleaves; per claim the order is create -> fleet -> update -> conditions.
+    # Claims launch side by side, so the log interleaves; per claim: create, fleet, update, conditions.
     for name in names:
         steps = [entry for entry in cluster.log if entry.endswith(f"nodeclaim/{name}")]
         assert steps == [

@@ -108,7 +108,14 @@ def test_spot_interruption_runs_identify_replace_drain_terminate() -> None:
     assert ("Node", "", "node-old") not in cluster.objects and cluster.nodeclaim("old") is None
     assert ports.state.locks == {}  # type: ignore[attr-defined]
     reasons = [e.reason for e in cluster.events if e.pod == "node/node-old"]
-    assert reasons == ["DisruptionStarted", "ReplacementLaunched", "DrainStarted", "Drained", "Terminated"]
+    assert reasons == [
+        "DisruptionStarted",
+        "ReplacementLaunched",
+        "DisruptionTerminating",
+        "DrainStarted",
+        "Drained",
+        "Terminated",
+    ]
 
 
 def test_a_second_execution_for_the_same_node_stops_at_the_lock_and_a_rerun_reenters() -> None:

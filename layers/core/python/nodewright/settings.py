@@ -38,13 +38,39 @@ def _required(env: Mapping[str, str], name: str, what: str) -> str:
     return value
 
 
+SPOT_TO_SPOT = "NODEWRIGHT_SPOT_TO_SPOT"  # Karpenter's SpotToSpotConsolidation feature gate: true | false
+CATALOG = "NODEWRIGHT_CATALOG"  # live (EC2 and Pricing APIs) | snapshot (the shipped price table)
+
+
+def spot_to_spot(env: Mapping[str, str]) -> bool:
+    """NODEWRIGHT_SPOT_TO_SPOT as a boolean (default false); anything but true/false names the variable."""
+    value = env.get(SPOT_TO_SPOT, "").strip().lower() or "false"
+    if value not in ("true", "false"):
+        raise SettingsError(f"environment variable {SPOT_TO_SPOT} is {value!r}: set it to true or false")
+    return value == "true"
+
+
+def catalog_mode(env: Mapping[str, str]) -> str:
+    """NODEWRIGHT_CATALOG: live (default) or snapshot."""
+    value = env.get(CATALOG, "").strip().lower() or "live"
+    if value not in ("live", "snapshot"):
+        raise SettingsError(f"environment variable {CATALOG} is {value!r}: set it to live or snapshot")
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class PlannerSettings:
-    """The planner: the cluster it plans for and the state machine it starts."""
+    """The planner: the cluster it plans for, the state machine it starts, the table holding the workflows' locks,
+    the node role and profile its EC2NodeClasses name (to resolve them for drift), and the disruption switches."""
 
     cluster: str
     state_machine: str
     region: str
+    table: str = ""
+    node_role: str = ""
+    instance_profile: str = ""
+    spot_to_spot: bool = False
+    catalog: str = "live"
 
     @staticmethod
     def from_env(env: Mapping[str, str] | None = None) -> PlannerSettings:
@@ -53,6 +79,11 @@ class PlannerSettings:
             cluster=_required(env, CLUSTER, "the EKS cluster name"),
             state_machine=_required(env, STATE_MACHINE, "the ARN of the disruption state machine"),
             region=_required(env, REGION, "the AWS region, e.g. us-east-1"),
+            table=_required(env, TABLE, "the DynamoDB table the stack created"),
+            node_role=_required(env, NODE_ROLE, "the node IAM role name"),
+            instance_profile=_required(env, INSTANCE_PROFILE, "the node instance profile name"),
+            spot_to_spot=spot_to_spot(env),
+            catalog=catalog_mode(env),
         )
 
 

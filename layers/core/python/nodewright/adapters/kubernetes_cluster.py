@@ -40,6 +40,7 @@ _EVENT_WORKERS = 8
 CONNECT_TIMEOUT_SECONDS = 5.0
 READ_TIMEOUT_SECONDS = 30.0
 _CONFLICT_RETRIES = 5
+_POSTED_MEMORY_SECONDS = 900.0
 
 
 def _strip(doc: dict[str, Any], kind: str, api_version: str) -> dict[str, Any]:
@@ -102,6 +103,7 @@ class KubernetesCluster:
     def __init__(self, api: ApiServer, clock: Callable[[], float] | None = None) -> None:
         self.api = api
         self._clock = clock or (lambda: datetime.now(UTC).timestamp())
+        self._posted: dict[str, float] = {}  # event name -> when this process posted it
 
     @classmethod
     def from_eks(cls, cluster_name: str, eks: Any, token_source: Any) -> KubernetesCluster:
@@ -170,6 +172,7 @@ class KubernetesCluster:
                 continue
             documents.append(pod)
         documents.extend(self._list("/apis/apps/v1/daemonsets", "DaemonSet", "apps/v1"))
+        documents.extend(self._list("/apis/policy/v1/poddisruptionbudgets", "PodDisruptionBudget", "policy/v1"))
         documents.extend(self._list("/api/v1/persistentvolumeclaims", "PersistentVolumeClaim", "v1"))
         documents.extend(self._list("/api/v1/persistentvolumes", "PersistentVolume", "v1"))
         documents.extend(self._list("/apis/storage.k8s.io/v1/storageclasses", "StorageClass", "storage.k8s.io/v1"))
@@ -330,9 +333,10 @@ class KubernetesCluster:
     def _event_body(
         self, kind: str, namespace: str, name: str, event: PodEvent | NodeEvent, now: str
     ) -> dict[str, Any]:
-        digest = hashlib.sha256(f"{event.reason}|{event.dedupe or event.message}".encode()).hexdigest()[:16]
+        scope = f"{kind}|" if kind == "NodeClaim" else ""  # a NodeClaim's events never share a node's name
+        digest = hashlib.sha256(f"{scope}{event.reason}|{event.dedupe or event.message}".encode()).hexdigest()[:16]
         involved = {
-            "apiVersion": "v1",
+            "apiVersion": f"{NODECLAIMS[0]}/{NODECLAIMS[1]}" if kind == "NodeClaim" else "v1",
             "kind": kind,
             "name": name,
             **({"namespace": namespace} if kind == "Pod" else {}),
@@ -358,10 +362,26 @@ class KubernetesCluster:
         self._post_event(namespace, self._event_body("Pod", namespace, name, event, now))
 
     def record_node_events(self, events: Sequence[NodeEvent]) -> None:
-        now = datetime.fromtimestamp(self._clock(), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        clock = self._clock()
+        now = datetime.fromtimestamp(clock, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        # Node and NodeClaim events live in the default namespace, as the kubelet's and Karpenter's do. The planner
+        # repeats its events every tick; a warm process skips the ones it posted lately (the API server would
+        # answer 409 for them anyway, since an event's name derives from its reason and dedupe key).
+        bodies = []
         for event in events:
-            # Node events live in the default namespace, as the kubelet's and Karpenter's do.
-            self._post_event("default", self._event_body("Node", "default", event.node, event, now))
+            body = self._event_body(event.kind, "default", event.node, event, now)
+            name = str(body["metadata"]["name"])
+            if clock - self._posted.get(name, -_POSTED_MEMORY_SECONDS) < _POSTED_MEMORY_SECONDS:
+                continue
+            self._posted[name] = clock
+            bodies.append(body)
+        if len(bodies) <= 2:
+            for body in bodies:
+                self._post_event("default", body)
+            return
+        with ThreadPoolExecutor(max_workers=_EVENT_WORKERS) as pool:
+            for future in [pool.submit(self._post_event, "default", b) for b in bodies]:
+                future.result()
 
     def _post_event(self, namespace: str, body: dict[str, Any]) -> None:
         try:

@@ -1,38 +1,67 @@
-"""The planner's tick: voluntary and scheduled disruption decided on the fleet, each started as a workflow.
+"""The planner's tick: voluntary and scheduled disruption decided on the cluster, each started as a workflow.
 
-On each tick (EventBridge Scheduler, every minute by default):
-1. Registrations: NodeClaims whose node has joined are marked Registered and lose karpenter.sh/unregistered;
-   NodeClaims with no node 15 minutes after creation are terminated and deleted (the provisioner does the
-   same on each batch; the planner makes sure it happens when no batch comes).
-2. Every method (expiration first; drift, emptiness and consolidation to come) names candidates; `plan()` turns
-   them into commands, and each command starts the disruption workflow under its derived execution name, so
-   a tick that runs twice starts nothing new.
+On each tick (EventBridge Scheduler, every minute):
+1. Read the cluster (NodePools, EC2NodeClasses, NodeClaims, Nodes, Pods, DaemonSets, PodDisruptionBudgets, volumes),
+   the locks of the workflows in flight, the offerings refused for capacity, and the instance catalog.
+2. Registrations: NodeClaims whose node has joined are marked Registered and lose karpenter.sh/unregistered;
+   NodeClaims with no node 15 minutes after creation are terminated and deleted.
+3. Drift: what each EC2NodeClass selects now (images, subnets, security groups) and what each instance was launched
+   with, compared by `disruption.drift`. NodeClaims get Karpenter's `Drifted` and `Consolidatable` conditions
+   (written only when they change), and stamps of an older hash version are replaced.
+4. `disruption.plan` decides (expiration, emptiness, drift, multi-node, single-node consolidation, under budgets).
+   Each voluntary decision takes its nodes' locks (owned by the execution it is about to start, so no later tick
+   and no other workflow takes them meanwhile) and starts the disruption workflow under its derived name.
+5. Events as Karpenter records them: `DisruptionBlocked` (a budget, a do-not-disrupt pod or node, a budget of the
+   pods) and `Unconsolidatable` (why consolidation found no move), on the node and its NodeClaim, at most once per
+   15 minutes each.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from nodewright.disruption.fleet import fleet_nodes
-from nodewright.disruption.methods import Expiration, Method, plan
-from nodewright.model.loader import load_documents
-from nodewright.ports import Clock, Cloud, Cluster, Workflows
+from nodewright.catalog.catalog import Catalog
+from nodewright.catalog.types import InstanceTypeSource
+from nodewright.disruption.candidates import last_pod_event
+from nodewright.disruption.commands import DisruptionCommand
+from nodewright.disruption.drift import ClassFacts, InstanceFacts, drift_reason, restamps
+from nodewright.disruption.fleet import CONSOLIDATABLE, DRIFTED, FleetNode
+from nodewright.disruption.methods import Method
+from nodewright.disruption.plan import DEFAULT_METHODS, Plan, plan
+from nodewright.disruption.state import ClusterState, DisruptionSettings, cluster_state
+from nodewright.model.conditions import TRUE, Condition
+from nodewright.model.loader import ParsedPods, load_documents
+from nodewright.ports import Clock, Cloud, Cluster, NodeClassError, NodeEvent, StateStore, Workflows
 from nodewright.service import provision as provisioning
+from nodewright.service.workflow import lock_name
 
-DEFAULT_METHODS: tuple[Method, ...] = (Expiration(),)
+# The planner takes a decision's locks for this long; IdentifyCandidate takes them again for the whole workflow. A
+# tick that died between taking them and starting the execution leaves them this long at most.
+PLANNER_LOCK_SECONDS = 600
+EVENT_WINDOW_SECONDS = 900  # Karpenter's dedupe timeout for Unconsolidatable events
+_WRITERS = 8
 
 
 @dataclass
 class TickResult:
-    """What a tick did: workflows started (or found started), candidates skipped, registration decisions."""
+    """What a tick did: workflows started (or found started), decisions and why other nodes were left alone,
+    registration decisions, status writes, per-method figures and problems (invalid objects, unreadable facts)."""
 
     started: list[dict[str, Any]] = field(default_factory=list)
     already_running: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
     registrations: list[dict[str, Any]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    decisions: dict[str, Any] = field(default_factory=dict)
+    methods: list[dict[str, Any]] = field(default_factory=list)
+    conditions_written: int = 0
+    blocked: int = 0
+    unconsolidatable: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -41,34 +70,214 @@ class TickResult:
             "skipped": self.skipped,
             "registrations": self.registrations,
             "problems": self.problems,
+            "decisions": self.decisions,
+            "methods": self.methods,
+            "conditions_written": self.conditions_written,
+            "blocked": self.blocked,
+            "unconsolidatable": self.unconsolidatable,
         }
 
 
+@dataclass(frozen=True, slots=True)
+class PlannerPorts:
+    """What the tick talks to. `catalog`: instance types and prices (live or the shipped snapshot)."""
+
+    cluster: Cluster
+    cloud: Cloud
+    workflows: Workflows
+    clock: Clock
+    state: StateStore
+    catalog: InstanceTypeSource
+    settings: DisruptionSettings = field(default_factory=DisruptionSettings)
+    # Pods parsed by earlier ticks of this container, by (uid, resourceVersion) (see model.loader).
+    parsed_pods: ParsedPods = field(default_factory=dict)
+
+
 def tick(
-    cluster: Cluster, cloud: Cloud, workflows: Workflows, clock: Clock, methods: Sequence[Method] = DEFAULT_METHODS
+    ports: PlannerPorts,
+    methods: Sequence[Method] = DEFAULT_METHODS,
+    timer: Callable[[], float] = time.perf_counter,
 ) -> TickResult:
-    """One planner tick; see the module docstring. Invalid NodePools are reported in `problems`, not skipped
-    silently; their NodeClaims still expire by what they carry themselves."""
-    now = clock.now()
+    """One planner tick; see the module docstring. Invalid objects are reported in `problems`, never skipped
+    silently; NodeClaims still expire by what they carry themselves."""
+    now = ports.clock.now()
     out = TickResult()
-    view = cluster.read_fleet()
-    inputs, errors = load_documents([*view.nodepools, *view.nodeclaims, *view.nodes], "cluster")
+    view = ports.cluster.read()
+    documents = [*view.documents, *view.unbound_pods.values()]
+    loaded = load_documents(documents, "cluster", summaries=False, parsed_pods=ports.parsed_pods)
+    inputs, errors = loaded
     out.problems.extend(f"{e.kind}/{e.name}: {e.path}: {e.message}" for e in errors)
 
     result = provisioning.ProvisionResult("planner")
-    registered = provisioning.finish_registrations(inputs.nodeclaims, inputs.nodes, cluster, now, result)
-    provisioning.cleanup_unregistered(inputs.nodeclaims, registered, cluster, cloud, now, result)
+    registered = provisioning.finish_registrations(inputs.nodeclaims, inputs.nodes, ports.cluster, now, result)
+    provisioning.cleanup_unregistered(inputs.nodeclaims, registered, ports.cluster, ports.cloud, now, result)
     out.registrations = [d.to_json() for d in result.decisions]
 
-    pools = {p.name: p for p in inputs.nodepools}
-    fleet = fleet_nodes(view.nodeclaims, view.nodes, pools)
-    out.problems.extend(f"nodeclaim/{n.nodeclaim}: {p}" for n in fleet for p in n.problems)
-    decided = plan(fleet, pools, methods, now)
+    locks = ports.state.held_locks(now)
+    locked = frozenset(name.removeprefix("nodeclaim/") for name in locks if name.startswith("nodeclaim/"))
+    unavailable = ports.state.unavailable_offerings(now)
+    types = Catalog(ports.catalog.instance_types()).with_unavailable(unavailable).instance_types
+    facts, zones = _class_facts(ports.cloud, inputs.nodeclasses, out.problems)
+    state, _ = cluster_state(documents, types, now, locked, ports.settings, class_zones=zones, loaded=loaded)
+    out.problems.extend(f"nodeclaim/{m.nodeclaim}: {p}" for m in state.fleet for p in m.problems)
+    instances = _instance_facts(ports.cloud, state.fleet)
+    drift = _drift(state, facts, instances)
+    out.conditions_written = _record_status(ports.cluster, state, drift)
+
+    decided = plan(state, drift, methods, timer)
     out.skipped = dict(decided.skipped)
-    for command in decided.commands:
-        name = command.execution_name()
-        if workflows.start(name, command.to_input()):
-            out.started.append({"execution": name, "nodeclaim": command.nodeclaim, "reason": command.reason})
-        else:
-            out.already_running.append(name)
+    out.decisions = decided.to_json(state)
+    out.methods = [
+        {"method": m.method, "reason": m.reason, "eligible": m.eligible, "decisions": m.decisions, "seconds": m.seconds}
+        for m in decided.methods
+    ]
+    for command in decided.commands(now):
+        _start(ports, command, now, out)
+    out.blocked, out.unconsolidatable = _record_events(ports.cluster, state, decided, now)
     return out
+
+
+def _class_facts(
+    cloud: Cloud, nodeclasses: Sequence[Any], problems: list[str]
+) -> tuple[dict[str, ClassFacts], dict[str, tuple[str, ...]]]:
+    """What each EC2NodeClass selects now, and the zones its subnets are in; a class that cannot be resolved is
+    reported and its nodes are checked without the cloud's facts."""
+    facts: dict[str, ClassFacts] = {}
+    zones: dict[str, tuple[str, ...]] = {}
+    if not nodeclasses:
+        return facts, zones
+    version = cloud.cluster_info().version
+    for node_class in nodeclasses:
+        try:
+            resolved = cloud.resolve_node_class(node_class, version)
+        except NodeClassError as error:
+            problems.append(f"ec2nodeclass/{node_class.name}: {error}")
+            continue
+        facts[node_class.name] = ClassFacts(
+            images={variant: image.id for variant, image in resolved.images.items()},
+            subnet_ids=resolved.matching_subnet_ids or frozenset(s.id for s in resolved.subnets),
+            security_group_ids=frozenset(resolved.security_group_ids),
+        )
+        zones[node_class.name] = resolved.zones
+    return facts, zones
+
+
+def _instance_facts(cloud: Cloud, fleet: Sequence[FleetNode]) -> dict[str, InstanceFacts]:
+    ids = [m.instance_id for m in fleet if m.instance_id]
+    if not ids:
+        return {}
+    return {
+        i.id: InstanceFacts(i.image_id, i.subnet_id, frozenset(i.security_group_ids))
+        for i in cloud.describe_instances(ids)
+    }
+
+
+def _drift(
+    state: ClusterState, facts: Mapping[str, ClassFacts], instances: Mapping[str, InstanceFacts]
+) -> dict[str, str]:
+    """NodeClaim -> drift reason ("" when not drifted) for every launched NodeClaim of a known pool."""
+    classes = {c.name: c for c in state.inputs.nodeclasses}
+    out: dict[str, str] = {}
+    for member in state.fleet:
+        pool = state.pools.get(member.nodepool)
+        if pool is None or not member.provider_id:
+            continue
+        node_class = classes.get(pool.node_class_ref.name)
+        out[member.nodeclaim] = drift_reason(
+            member,
+            pool,
+            node_class,
+            state.instance_type(member),
+            facts.get(pool.node_class_ref.name),
+            instances.get(member.instance_id),
+        )
+    return out
+
+
+def _record_status(cluster: Cluster, state: ClusterState, drift: Mapping[str, str]) -> int:
+    """Drifted and Consolidatable conditions, and re-stamped hashes, where they changed. Returns the writes."""
+    from nodewright.disruption.candidates import consolidatable
+
+    classes = {c.name: c for c in state.inputs.nodeclasses}
+    writes: list[Callable[[], None]] = []
+    for member in state.fleet:
+        pool = state.pools.get(member.nodepool)
+        if pool is None:
+            continue
+        conditions: list[Condition] = []
+        clear: list[str] = []
+        reason = drift.get(member.nodeclaim, "")
+        if reason and reason != member.drifted:
+            conditions.append(Condition(DRIFTED, TRUE, reason, reason))
+        elif not reason and member.drifted:
+            clear.append(DRIFTED)
+        waiting = consolidatable(member, pool, last_pod_event(state, member), state.now)
+        if not waiting and not member.consolidatable:
+            conditions.append(Condition(CONSOLIDATABLE, TRUE, CONSOLIDATABLE))
+        elif waiting and member.consolidatable:
+            clear.append(CONSOLIDATABLE)
+        if conditions or clear:
+            writes.append(_conditions_write(cluster, member.nodeclaim, conditions, clear))
+        stamps = restamps(member, pool, classes.get(pool.node_class_ref.name))
+        if stamps:
+            writes.append(_annotations_write(cluster, member.nodeclaim, stamps))
+    if writes:
+        with ThreadPoolExecutor(max_workers=min(_WRITERS, len(writes))) as pool_:
+            for future in [pool_.submit(w) for w in writes]:
+                future.result()
+    return len(writes)
+
+
+def _conditions_write(cluster: Cluster, name: str, conditions: list[Condition], clear: list[str]) -> Callable[[], None]:
+    return lambda: cluster.set_nodeclaim_conditions(name, conditions, clear)
+
+
+def _annotations_write(cluster: Cluster, name: str, stamps: Mapping[str, str]) -> Callable[[], None]:
+    return lambda: cluster.update_nodeclaim(name, {}, stamps, {})
+
+
+def _start(ports: PlannerPorts, command: DisruptionCommand, now: float, out: TickResult) -> None:
+    """Take the command's locks for its execution (voluntary commands), then start it. A node another workflow
+    holds is left for a later tick."""
+    name = command.execution_name()
+    if not command.forceful:
+        taken: list[str] = []
+        for target in command.targets:
+            holder = ports.state.acquire_lock(lock_name(target.nodeclaim), name, now, PLANNER_LOCK_SECONDS)
+            if holder != name:
+                for nodeclaim in taken:
+                    ports.state.release_lock(lock_name(nodeclaim), name)
+                out.skipped[command.nodeclaim] = (
+                    f"{command.reason}: execution {holder} holds nodeclaim/{target.nodeclaim}"
+                )
+                return
+            taken.append(target.nodeclaim)
+    entry: dict[str, Any] = {
+        "execution": name,
+        "nodeclaim": command.nodeclaim,
+        "reason": command.reason,
+        "method": command.method,
+    }
+    if command.others:
+        entry["others"] = [t.nodeclaim for t in command.others]
+    if ports.workflows.start(name, command.to_input()):
+        out.started.append(entry)
+    else:
+        out.already_running.append(name)
+
+
+def _record_events(cluster: Cluster, state: ClusterState, decided: Plan, now: float) -> tuple[int, int]:
+    """DisruptionBlocked and Unconsolidatable on the node and its NodeClaim; each message once per window."""
+    window = math.floor(now / EVENT_WINDOW_SECONDS)
+    members = {m.nodeclaim: m for m in state.fleet}
+    events: list[NodeEvent] = []
+    for reason, found in (("DisruptionBlocked", decided.blocked), ("Unconsolidatable", decided.unconsolidatable)):
+        for nodeclaim, message in sorted(found.items()):
+            member = members.get(nodeclaim)
+            dedupe = f"{message}|{window}"
+            if member is not None and member.node:
+                events.append(NodeEvent(member.node, reason, message, "Normal", dedupe))
+            events.append(NodeEvent(nodeclaim, reason, message, "Normal", dedupe, kind="NodeClaim"))
+    if events:
+        cluster.record_node_events(events)
+    return len(decided.blocked), len(decided.unconsolidatable)

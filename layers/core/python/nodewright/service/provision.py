@@ -45,6 +45,8 @@ from nodewright.catalog.catalog import CapacityReservation, Catalog
 from nodewright.catalog.labels import ZONE
 from nodewright.catalog.types import InstanceType, InstanceTypeSource
 from nodewright.disruption.drain import drain_pod
+from nodewright.disruption.drift import hash_annotations
+from nodewright.disruption.fleet import NOMINATED_PODS_ANNOTATION
 from nodewright.launch.amis import variant_of
 from nodewright.launch.fleet import FleetAttempt, classify_response, fleet_request, plan_attempts
 from nodewright.launch.template import LaunchTemplateSpec, ResolvedNodeClass, block_devices
@@ -73,7 +75,7 @@ from nodewright.ports import (
     StateStore,
     Throttled,
 )
-from nodewright.scheduling import PlannedNodeClaim, solve
+from nodewright.scheduling import PlannedNodeClaim, Results, Unschedulable, solve
 from nodewright.service.batch import Batch
 
 UNAVAILABLE_TTL_SECONDS = 180
@@ -85,7 +87,7 @@ LAUNCH_TIMEOUT_SECONDS = 120
 # How long pods nominated to a freshly registered node are left to the kube-scheduler before being planned again.
 NOMINATION_GRACE_SECONDS = 120
 NODECLAIM_API_VERSION = "nodewright.io/v1"
-PODS_ANNOTATION = "nodewright.io/pods"
+PODS_ANNOTATION = NOMINATED_PODS_ANNOTATION
 BATCH_ANNOTATION = "nodewright.io/batch-id"
 PRICE_ANNOTATION = "nodewright.io/price-per-hour"
 TEMPLATE_ANNOTATION = "nodewright.io/launch-template"
@@ -225,15 +227,23 @@ def _taint_json(key: str, value: str, effect: str) -> dict[str, str]:
     return {"key": key, "value": value, "effect": effect} if value else {"key": key, "effect": effect}
 
 
-def nodeclaim_document(name: str, claim: PlannedNodeClaim, pool: NodePool, batch_id: str) -> dict[str, Any]:
-    """The NodeClaim object created before launch (spec as Karpenter v1 writes it)."""
+def nodeclaim_document(
+    name: str, claim: PlannedNodeClaim, pool: NodePool, batch_id: str, node_class: EC2NodeClass | None = None
+) -> dict[str, Any]:
+    """The NodeClaim object created before launch (spec as Karpenter v1 writes it), stamped with the hashes of its
+    NodePool and EC2NodeClass as they are now, so drift can be told later."""
+    annotations = {
+        BATCH_ANNOTATION: batch_id,
+        PODS_ANNOTATION: json.dumps(list(claim.pods)),
+        **hash_annotations(pool, node_class),
+    }
     return {
         "apiVersion": NODECLAIM_API_VERSION,
         "kind": "NodeClaim",
         "metadata": {
             "name": name,
             "labels": {**claim.labels, NODEPOOL_LABEL: claim.nodepool},
-            "annotations": {BATCH_ANNOTATION: batch_id, PODS_ANNOTATION: json.dumps(list(claim.pods))},
+            "annotations": annotations,
         },
         "spec": {
             "requirements": [_requirement_json(r) for r in claim.requirements],
@@ -650,16 +660,25 @@ def _record_launch(
     cluster.set_nodeclaim_conditions(launched.name, [Condition("Launched", TRUE, "Launched", where)])
 
 
-def _displace(view: ClusterView, node: str) -> ClusterView:
-    """The cluster as it will be once `node` is gone: its evictable pods wait for capacity, unbound."""
+def _filtered(results: Results, plan_filter: Callable[[Results], Results | str]) -> Results:
+    """The plan as the filter narrows it; a refusal launches nothing and leaves the new claims' pods unplaced."""
+    outcome = plan_filter(results)
+    if not isinstance(outcome, str):
+        return outcome
+    refused = tuple(Unschedulable(key, outcome) for claim in results.nodeclaims for key in claim.pods)
+    return Results(existing=results.existing, unschedulable=(*results.unschedulable, *refused))
+
+
+def _displace(view: ClusterView, nodes: Collection[str]) -> ClusterView:
+    """The cluster as it will be once `nodes` are gone: their evictable pods wait for capacity, unbound."""
     kept: list[Mapping[str, Any]] = []
     unbound = dict(view.unbound_pods)
     for doc in view.documents:
         metadata = doc.get("metadata") or {}
-        if doc.get("kind") == "Node" and metadata.get("name") == node:
+        if doc.get("kind") == "Node" and metadata.get("name") in nodes:
             continue
         spec = doc.get("spec") or {}
-        if doc.get("kind") == "Pod" and spec.get("nodeName") == node:
+        if doc.get("kind") == "Pod" and spec.get("nodeName") in nodes:
             if not drain_pod(doc).stays:
                 unbound[pod_key(doc)] = {**doc, "spec": {k: v for k, v in spec.items() if k != "nodeName"}}
             continue
@@ -675,8 +694,9 @@ def provision(
     clock: Clock,
     catalog_source: InstanceTypeSource,
     timer: Callable[[], float] = time.perf_counter,
-    displaced_node: str = "",
+    displaced_nodes: Sequence[str] = (),
     templates: LaunchTemplateStore | None = None,
+    plan_filter: Callable[[Results], Results | str] | None = None,
 ) -> ProvisionResult:
     """Turn a batch of pending pods into NodeClaims and instances; see the module docstring.
 
@@ -687,16 +707,18 @@ def provision(
     its reason, the claims launched (or found launched), and timings. Raises nothing for expected
     failures (invalid objects, unusable node classes, capacity, throttling): they are decisions.
 
-    `displaced_node`: the disruption workflow's replacement. The node is left out of the capacity, and the
-    pods that must leave it (not DaemonSet, mirror or disrupted-tolerating pods) are planned as pending, in
-    addition to the batch's.
+    `displaced_nodes`: the disruption workflow's replacement. The nodes are left out of the capacity, and the
+    pods that must leave them (not DaemonSet, mirror or disrupted-tolerating pods) are planned as pending, in
+    addition to the batch's. `plan_filter`: applied to the simulation's plan before anything launches (a
+    consolidation narrows its replacement to the cheaper offerings it decided); a string it returns refuses the
+    plan: nothing launches and the new NodeClaims' pods are unschedulable for that reason.
     """
     started = timer()
     now = clock.now()
     result = ProvisionResult(batch.batch_id)
     view = cluster.read()
-    if displaced_node:
-        view = _displace(view, displaced_node)
+    if displaced_nodes:
+        view = _displace(view, set(displaced_nodes))
     result.timings["read_cluster"] = timer() - started
 
     batch_pods: list[Mapping[str, Any]] = []
@@ -850,6 +872,8 @@ def provision(
         storage_classes=inputs.storage_classes,
     )
     result.timings["solve"] = timer() - solved_at
+    if plan_filter is not None:
+        results = _filtered(results, plan_filter)
     for target, pods in sorted(results.existing.items()):
         for key in pods:
             result.decide("existing", f"pod/{key}", f"fits on {target}, which exists or is in flight")
@@ -874,7 +898,8 @@ def provision(
                 f"not launched: EC2 is throttling ({launcher.throttled}); retried later",
             )
             return out
-        existing = cluster.create_nodeclaim(nodeclaim_document(name, claim, pool, batch.batch_id))
+        node_class = launcher.resolved[pool.node_class_ref.name].node_class
+        existing = cluster.create_nodeclaim(nodeclaim_document(name, claim, pool, batch.batch_id, node_class))
         if existing is not None and (existing.get("status") or {}).get("providerID"):
             provider_id = str(existing["status"]["providerID"])
             metadata = existing.get("metadata") or {}

@@ -13,23 +13,29 @@ execution name as their dedupe key.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+from nodewright.catalog.catalog import Catalog
 from nodewright.catalog.types import InstanceTypeSource
-from nodewright.disruption.commands import PREPARE, DisruptionCommand
+from nodewright.disruption.commands import PREPARE, DisruptionCommand, Replacement, Target
 from nodewright.disruption.drain import DISRUPTED_TAINT_KEY, drain_pod, drain_round
 from nodewright.disruption.fleet import FleetNode, fleet_nodes
 from nodewright.disruption.identify import BLOCKED, GONE, PROCEED, identify
+from nodewright.disruption.state import DisruptionSettings
+from nodewright.model.conditions import TRUE, Condition
 from nodewright.model.loader import load_documents
 from nodewright.model.nodepool import NodePool
 from nodewright.ports import BLOCKED as EVICTION_BLOCKED
 from nodewright.ports import EVICTED, Clock, Cloud, Cluster, NodeEvent, StateStore
+from nodewright.scheduling import Results
 from nodewright.service import provision as provisioning
 from nodewright.service.batch import Batch
 
 LOCKED = "locked"
+INVALIDATED = "invalidated"
+DISRUPTION_REASON = "DisruptionReason"  # the NodeClaim condition Karpenter sets on the nodes a command takes away
 REPLACEMENT_TIMEOUT_SECONDS = 15 * 60  # as long as the provisioner waits for any node to register
 LOCK_MIN_SECONDS = 2 * 3600
 _LIVE_STATES = frozenset({"pending", "running"})
@@ -48,6 +54,7 @@ class Ports:
     state: StateStore
     clock: Clock
     catalog: InstanceTypeSource | None = None
+    settings: DisruptionSettings = field(default_factory=DisruptionSettings)
 
 
 def lock_name(nodeclaim: str) -> str:
@@ -59,13 +66,16 @@ def _pools(docs: Sequence[Mapping[str, Any]]) -> dict[str, NodePool]:
     return {p.name: p for p in inputs.nodepools}
 
 
-def _find(fleet: Sequence[FleetNode], nodeclaim: str) -> FleetNode | None:
-    return next((n for n in fleet if n.nodeclaim == nodeclaim), None)
-
-
-def _event(ports: Ports, node: str, reason: str, message: str, execution: str, kind: str = "Normal") -> None:
-    if node:
-        ports.cluster.record_node_events([NodeEvent(node, reason, message, kind, dedupe=f"{execution}:{reason}")])
+def _event(
+    ports: Ports, node: str, reason: str, message: str, execution: str, level: str = "Normal", nodeclaim: str = ""
+) -> None:
+    """An event on the node and, when named, on its NodeClaim (Karpenter records disruption events on both)."""
+    dedupe = f"{execution}:{reason}"
+    events = [NodeEvent(node, reason, message, level, dedupe)] if node else []
+    if nodeclaim:
+        events.append(NodeEvent(nodeclaim, reason, message, level, dedupe, kind="NodeClaim"))
+    if events:
+        ports.cluster.record_node_events(events)
 
 
 def _identified(state: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -75,45 +85,66 @@ def _identified(state: Mapping[str, Any]) -> Mapping[str, Any]:
     return found
 
 
+def _targets(state: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """Each node's own state document, as IdentifyCandidate made them (one per node of the command)."""
+    found = _identified(state)
+    targets = found.get("targets")
+    if isinstance(targets, list) and targets:
+        return [t for t in targets if isinstance(t, Mapping)]
+    return [state]
+
+
 # ------------------------------------------------------------------------------------------- steps
 
 
 def identify_candidate(state: Mapping[str, Any], execution: str, ports: Ports) -> dict[str, Any]:
-    """IdentifyCandidate: the NodeClaim still exists, this execution holds its lock, and (for voluntary reasons)
-    nothing blocks it. Output `outcome`: proceed | gone | locked | blocked, with `reason`, the pods that must
-    move, the deadline and whether the disruption is urgent (replacement and drain side by side)."""
+    """IdentifyCandidate: the NodeClaims still exist, this execution holds all their locks, a decision the planner
+    made is still valid against the cluster now (emptiness, consolidation), and (for voluntary reasons) nothing
+    blocks it. Output `outcome`: proceed | gone | locked | blocked | invalidated, with `reason`, the pods that must
+    move, the deadline, whether the disruption is urgent (replacement and drain side by side), and `targets`: one
+    state document per node, which the drain-and-terminate Map runs on."""
     command = DisruptionCommand.from_input(state)
     now = ports.clock.now()
     view = ports.cluster.read_fleet()
     pools = _pools(view.nodepools)
-    fleet = fleet_nodes(view.nodeclaims, view.nodes, pools)
-    node = _find(fleet, command.nodeclaim)
+    fleet = {n.nodeclaim: n for n in fleet_nodes(view.nodeclaims, view.nodes, pools)}
+    node = fleet.get(command.nodeclaim)
     if node is None:
         return {"outcome": GONE, "reason": f"nodeclaim/{command.nodeclaim} no longer exists"}
     deadline_hint = command.deadline if command.deadline is not None else now
     ttl = max(LOCK_MIN_SECONDS, int(deadline_hint - now) + (node.termination_grace_period or 0) + 3600)
-    holder = ports.state.acquire_lock(lock_name(node.nodeclaim), execution, now, ttl)
-    if holder != execution:
-        reason = f"execution {holder} is already disrupting nodeclaim/{node.nodeclaim}"
+    holder = _lock_all(ports, command.targets, execution, now, ttl)
+    if holder:
+        reason = f"execution {holder} is already disrupting a node of this command"
         _event(ports, node.node, "DisruptionSkipped", reason, execution)
         return {"outcome": LOCKED, "reason": reason}
+    others = {
+        name.removeprefix("nodeclaim/")
+        for name, owner in ports.state.held_locks(now).items()
+        if owner != execution and name.startswith("nodeclaim/")
+    }
+    if command.validated:
+        why = _validate(command, ports, now, frozenset(others))
+        if why:
+            _release_all(ports, command.targets, execution)
+            message = f"{command.reason} ({command.method}) no longer holds: {why}"
+            _event(ports, node.node, "DisruptionInvalidated", message, execution, nodeclaim=node.nodeclaim)
+            return {"outcome": INVALIDATED, "reason": why}
     pods = ports.cluster.pods_on_node(node.node) if node.node else []
-    in_pool = [n for n in fleet if n.nodepool == node.nodepool]
-    decision = identify(
-        command,
-        node,
-        pods,
-        pools.get(node.nodepool),
-        len(in_pool),
-        sum(1 for n in in_pool if n.disrupting and n.nodeclaim != node.nodeclaim),
-        now,
+    in_pool = [n for n in fleet.values() if n.nodepool == node.nodepool and n.initialized]
+    ours = {t.nodeclaim for t in command.targets}
+    disrupting = sum(
+        1
+        for n in in_pool
+        if n.nodeclaim not in ours and (n.disrupting or n.deleting or n.nodeclaim in others or not n.ready)
     )
+    decision = identify(command, node, pods, pools.get(node.nodepool), len(in_pool), disrupting, now)
     if decision.outcome == BLOCKED:
-        ports.state.release_lock(lock_name(node.nodeclaim), execution)
+        _release_all(ports, command.targets, execution)
         _event(ports, node.node, "DisruptionBlocked", f"{command.reason}: {decision.reason}", execution, "Warning")
     elif decision.outcome == PROCEED:
         _event(ports, node.node, "DisruptionStarted", decision.reason, execution)
-    return {
+    found: dict[str, Any] = {
         "outcome": decision.outcome,
         "reason": decision.reason,
         "node": node.node,
@@ -125,35 +156,137 @@ def identify_candidate(state: Mapping[str, Any], execution: str, ports: Ports) -
         "prepare_only": command.action == PREPARE,
         "started_at": now,
     }
+    if decision.outcome == PROCEED:
+        found["targets"] = _target_states(state, command, found, fleet, ports, now)
+    return found
+
+
+def _lock_all(ports: Ports, targets: Sequence[Target], execution: str, now: float, ttl: int) -> str:
+    """Take every target's lock for this execution; on the first held by another, give back the ones taken and
+    return that holder ("" when all are ours)."""
+    taken: list[Target] = []
+    for target in targets:
+        holder = ports.state.acquire_lock(lock_name(target.nodeclaim), execution, now, ttl)
+        if holder != execution:
+            _release_all(ports, taken, execution)
+            return holder
+        taken.append(target)
+    return ""
+
+
+def _release_all(ports: Ports, targets: Sequence[Target], execution: str) -> None:
+    for target in targets:
+        ports.state.release_lock(lock_name(target.nodeclaim), execution)
+
+
+def _validate(command: DisruptionCommand, ports: Ports, now: float, others: frozenset[str]) -> str:
+    """The decision against the cluster now (see `disruption.validation`); "" when it still holds."""
+    from nodewright.disruption.state import cluster_state
+    from nodewright.disruption.validation import validate
+
+    if ports.catalog is None:
+        raise DisruptionFailed("no instance catalog configured for IdentifyCandidate's validation")
+    view = ports.cluster.read()
+    unavailable = ports.state.unavailable_offerings(now)
+    types = Catalog(ports.catalog.instance_types()).with_unavailable(unavailable).instance_types
+    documents = [*view.documents, *view.unbound_pods.values()]
+    snapshot, _ = cluster_state(documents, types, now, locked=others, settings=ports.settings)
+    return validate(command, snapshot)
+
+
+def _target_states(
+    state: Mapping[str, Any],
+    command: DisruptionCommand,
+    first: Mapping[str, Any],
+    fleet: Mapping[str, FleetNode],
+    ports: Ports,
+    now: float,
+) -> list[dict[str, Any]]:
+    """One state document per node of the command: the command narrowed to that node, with its own `identify`
+    (its pods, its deadline). Each NodeClaim gets Karpenter's DisruptionReason condition."""
+    base = {k: v for k, v in state.items() if k not in ("identify", "others", "replacement")}
+    out = []
+    for target in command.targets:
+        member = fleet.get(target.nodeclaim)
+        if member is None:
+            continue
+        if target.nodeclaim == command.nodeclaim:
+            moving, deadline = list(first["moving"]), first["deadline"]
+        else:
+            pods = ports.cluster.pods_on_node(member.node) if member.node else []
+            moving = sorted(p.key for p in map(drain_pod, pods) if not p.stays)
+            grace = member.termination_grace_period
+            deadline = command.requested_at + grace if grace is not None else command.deadline
+        ports.cluster.set_nodeclaim_conditions(
+            member.nodeclaim, [Condition(DISRUPTION_REASON, TRUE, command.reason, f"{command.method or 'workflow'}")]
+        )
+        doc = {**base, "nodeclaim": member.nodeclaim, "node": member.node, "instance_id": member.instance_id}
+        doc["others"], doc["replacement"] = [], None
+        doc["identify"] = {
+            "outcome": PROCEED,
+            "reason": first["reason"],
+            "node": member.node,
+            "instance_id": member.instance_id,
+            "nodepool": member.nodepool,
+            "moving": moving,
+            "deadline": deadline,
+            "urgent": False,
+            "prepare_only": False,
+            "started_at": now,
+        }
+        out.append(doc)
+    return out
 
 
 def launch_replacement(state: Mapping[str, Any], execution: str, ports: Ports) -> dict[str, Any]:
-    """LaunchReplacement: taint the node (NoSchedule; PreferNoSchedule when only preparing for a rebalance),
-    then launch only what its moving pods need through the provisioning service. Raises DisruptionFailed when
-    pods cannot be placed, unless the disruption is urgent (the node goes anyway; the drain must not wait)."""
+    """LaunchReplacement: taint the command's nodes (NoSchedule; PreferNoSchedule when only preparing for a
+    rebalance), then launch only what their moving pods need through the provisioning service; a consolidation
+    launches only within the cheaper offerings it decided. Raises DisruptionFailed when pods cannot be placed,
+    unless the disruption is urgent (the node goes anyway; the drain must not wait)."""
     found = _identified(state)
-    node = str(found.get("node") or "")
+    command = DisruptionCommand.from_input(state)
+    targets = _targets(state)
     effect = "PreferNoSchedule" if found.get("prepare_only") else "NoSchedule"
-    if node:
+    nodes = [str((t.get("identify") or found).get("node") or "") for t in targets]
+    for node in filter(None, nodes):
         ports.cluster.add_node_taint(node, DISRUPTED_TAINT_KEY, "", effect)
-    if not found.get("moving"):
+    moving = [key for t in targets for key in (t.get("identify") or found).get("moving") or []]
+    if not moving:
         return {"nodeclaims": [], "reason": "no pods to move: nothing to launch", "launched_at": ports.clock.now()}
     if ports.catalog is None:
         raise DisruptionFailed("no instance catalog configured for LaunchReplacement")
+    plan_filter = _within(command.replacement) if command.replacement is not None else None
     batch = Batch(batch_id=replacement_batch(execution), cluster="", pods=())
     result = provisioning.provision(
-        batch, ports.cluster, ports.cloud, ports.state, ports.clock, ports.catalog, displaced_node=node
+        batch,
+        ports.cluster,
+        ports.cloud,
+        ports.state,
+        ports.clock,
+        ports.catalog,
+        displaced_nodes=[n for n in nodes if n],
+        plan_filter=plan_filter,
     )
     claims = sorted({c.name for c in result.launched})
     stuck = [d for d in result.decisions if d.action in ("unschedulable", "throttled", "launch-failed")]
-    summary = f"launched {len(claims)} nodeclaim(s) for {len(found.get('moving') or [])} pod(s)"
+    summary = f"launched {len(claims)} nodeclaim(s) for {len(moving)} pod(s)"
     if stuck:
         why = "; ".join(f"{d.subject}: {d.reason}" for d in stuck[:5])
         if not found.get("urgent"):
-            raise DisruptionFailed(f"replacement for node {node} cannot launch: {why}")
+            raise DisruptionFailed(f"replacement for node(s) {', '.join(filter(None, nodes))} cannot launch: {why}")
         summary += f"; {len(stuck)} could not be placed ({why})"
-    _event(ports, node, "ReplacementLaunched", summary, execution)
+    for claim in claims:
+        _event(ports, "", "DisruptionLaunching", f"Launching NodeClaim: {command.reason}", execution, nodeclaim=claim)
+    for node in filter(None, nodes):
+        _event(ports, node, "ReplacementLaunched", summary, execution)
     return {"nodeclaims": claims, "reason": summary, "launched_at": ports.clock.now()}
+
+
+def _within(replacement: Replacement) -> Callable[[Results], Results | str]:
+    """The provisioning filter of a consolidation: its one replacement, within the offerings it decided."""
+    from nodewright.disruption.consolidation import restrict
+
+    return lambda results: restrict(results, replacement)
 
 
 def replacement_batch(execution: str) -> str:
@@ -214,6 +347,10 @@ def drain(state: Mapping[str, Any], execution: str, ports: Ports) -> dict[str, A
     evicted = sorted(k for k, v in outcomes.items() if v == EVICTED)
     blocked = sorted(k for k, v in outcomes.items() if v == EVICTION_BLOCKED)
     previous = state.get("drain") or {}
+    if not previous:
+        reason = str(state.get("reason") or "")
+        nodeclaim = str(state.get("nodeclaim") or "")
+        _event(ports, node, "DisruptionTerminating", f"Disrupting Node: {reason}", execution, nodeclaim=nodeclaim)
     if work.done:
         _event(ports, node, "Drained", "all pods that must leave have left", execution)
     elif not previous:
@@ -254,24 +391,28 @@ def terminate_instance(state: Mapping[str, Any], execution: str, ports: Ports) -
 def release(state: Mapping[str, Any], execution: str, ports: Ports) -> dict[str, Any]:
     """ReleaseLock: the end of a workflow that keeps the node (a rebalance only prepares its replacement)."""
     command = DisruptionCommand.from_input(state)
-    ports.state.release_lock(lock_name(command.nodeclaim), execution)
-    return {"released": lock_name(command.nodeclaim)}
+    _release_all(ports, command.targets, execution)
+    return {"released": [lock_name(t.nodeclaim) for t in command.targets]}
 
 
 def rollback(state: Mapping[str, Any], execution: str, ports: Ports) -> dict[str, Any]:
-    """Rollback: if the instance still runs, untaint and uncordon its node; terminate and delete replacement
-    NodeClaims no pod landed on; release the lock. Returns what it did; the state machine then fails with
-    the original cause."""
+    """Rollback: every node of the command whose instance still runs is untainted and uncordoned; replacement
+    NodeClaims no pod landed on are terminated and deleted; the locks are released. Returns what it did; the state
+    machine then fails with the original cause."""
     command = DisruptionCommand.from_input(state)
     found = state.get("identify") or {}
     node = str(found.get("node") or command.node)
-    instance = str(found.get("instance_id") or command.instance_id)
     cause = str((state.get("error") or {}).get("Cause") or "")
-    restored = False
-    if node and instance and any(i.state in _LIVE_STATES for i in ports.cloud.describe_instances([instance])):
-        ports.cluster.remove_node_taint(node, DISRUPTED_TAINT_KEY)
-        ports.cluster.set_unschedulable(node, False)
-        restored = True
+    nodes_by_instance = {t.instance_id: t.node for t in command.targets if t.instance_id and t.node}
+    if node and found.get("instance_id"):
+        nodes_by_instance[str(found["instance_id"])] = node
+    running = ports.cloud.describe_instances(sorted(nodes_by_instance)) if nodes_by_instance else ()
+    restored = sorted(nodes_by_instance[i.id] for i in running if i.state in _LIVE_STATES)
+    for name in restored:
+        ports.cluster.remove_node_taint(name, DISRUPTED_TAINT_KEY)
+        ports.cluster.set_unschedulable(name, False)
+    for target in command.targets:
+        ports.cluster.set_nodeclaim_conditions(target.nodeclaim, [], clear=[DISRUPTION_REASON])
     removed = []
     view = ports.cluster.read_fleet()
     fleet = {n.nodeclaim: n for n in fleet_nodes(view.nodeclaims, view.nodes, _pools(view.nodepools))}
@@ -292,10 +433,17 @@ def rollback(state: Mapping[str, Any], execution: str, ports: Ports) -> dict[str
             ports.cluster.delete_node(replacement.node)
         ports.cluster.delete_nodeclaim(name)
         removed.append(name)
-    ports.state.release_lock(lock_name(command.nodeclaim), execution)
-    message = f"rolled back ({cause[:300] or 'no cause given'}); node restored: {restored}; removed {removed or 'none'}"
-    _event(ports, node, "DisruptionRolledBack", message, execution, "Warning")
-    return {"restored": restored, "removed_replacements": sorted(removed), "cause": cause}
+    _release_all(ports, command.targets, execution)
+    message = f"rolled back ({cause[:300] or 'no cause given'}); nodes restored: {restored or 'none'}; "
+    message += f"removed {removed or 'none'}"
+    for name in restored or [node]:
+        _event(ports, name, "DisruptionRolledBack", message, execution, "Warning")
+    return {
+        "restored": bool(restored),
+        "restored_nodes": restored,
+        "removed_replacements": sorted(removed),
+        "cause": cause,
+    }
 
 
 def _has_workload(pods: Sequence[Mapping[str, Any]]) -> bool:
