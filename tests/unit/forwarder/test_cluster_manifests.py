@@ -111,11 +111,18 @@ def test_names_match_the_cdk_stack() -> None:
     assert sorted(groups) == stack_groups
 
 
-def test_the_forwarder_only_reads_pods_and_nodes_cluster_wide() -> None:
+def test_the_forwarder_only_reads_pods_and_nodes_and_writes_pod_event_times_cluster_wide() -> None:
     [role] = [d for d in _docs("rbac/forwarder.yaml") if d["kind"] == "ClusterRole"]
     granted = {
         (g, r, v) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]
     }
     # It watches nodes to report the ones that joined still tainted karpenter.sh/unregistered; the
-    # provisioner, not the forwarder, takes the taint off.
-    assert granted == {("", "pods", "list"), ("", "pods", "watch"), ("", "nodes", "list"), ("", "nodes", "watch")}
+    # provisioner, not the forwarder, takes the taint off. It writes only NodeClaims' lastPodEventTime.
+    assert granted == {
+        ("", "pods", "list"),
+        ("", "pods", "watch"),
+        ("", "nodes", "list"),
+        ("", "nodes", "watch"),
+        ("nodewright.io", "nodeclaims", "list"),
+        ("nodewright.io", "nodeclaims/status", "patch"),
+    }

@@ -51,6 +51,8 @@ def main() -> int:
         config=config,
         pods=kube.PodSource(api),
         nodes=kube.NodeSource(api),
+        bound_pods=kube.BoundPodSource(api),
+        pod_event_writer=kube.LastPodEventWriter(api).record,
         leases=lease,
         invoker=LambdaInvoker(
             config.settings.provisioner_function,

@@ -1,10 +1,12 @@
-"""The forwarder's run loop: four small threads around the pure core.
+"""The forwarder's run loop: five small threads around the pure core.
 
 - the pod watcher lists pending pods, then watches from the list's resourceVersion, and queues what it sees;
   it re-lists on 410 Gone and reconnects with jittered, bounded back-off on any other failure;
 - the node watcher does the same for the nodes nodewright launched, so a node that has joined but still
   carries `karpenter.sh/unregistered` is reported to the provisioner at once (registration.py), instead
   of waiting for the next batch of pods, which their re-send back-off may hold back for minutes;
+- the pod-events watcher follows the pods bound to nodes, and the leader writes each node's last pod event on its
+  NodeClaim (`status.lastPodEventTime`, podevents.py), which emptiness and consolidation wait `consolidateAfter` from;
 - the elector reads and writes the Lease every `retry_seconds` (leader.py decides) and releases it on
   shutdown, so the other replica takes over at once instead of after the lease duration;
 - the main loop applies queued events to the `Batcher` and `Registrations`; when this replica leads and the
@@ -34,6 +36,7 @@ from nodewright.forwarder.config import ForwarderConfig
 from nodewright.forwarder.leader import Action, Elector
 from nodewright.forwarder.metrics import ForwarderMetrics
 from nodewright.forwarder.outcome import InvokeResult, summarize
+from nodewright.forwarder.podevents import PodEvents
 from nodewright.forwarder.registration import Registrations, registration_payload
 
 log = logging.getLogger("nodewright.forwarder")
@@ -81,6 +84,9 @@ class Forwarder:
     leases: LeaseStoreLike
     invoker: InvokerLike
     nodes: PodSourceLike | None = None
+    # Pod events on nodes (forwarder.podevents): the bound pods' source and what writes lastPodEventTime.
+    bound_pods: PodSourceLike | None = None
+    pod_event_writer: Callable[[str, float, datetime.datetime], bool] | None = None
     gone: type[Exception] = GoneError
     metrics: ForwarderMetrics = field(default_factory=ForwarderMetrics)
     on_leadership: Callable[[bool], None] = lambda leading: None
@@ -91,6 +97,7 @@ class Forwarder:
     def __post_init__(self) -> None:
         self.batcher = Batcher(self.config.batch)
         self.registrations = Registrations(self.config.registration)
+        self.pod_events = PodEvents()
         self.elector = Elector(self.config.identity, self.config.lease)
         self.events: queue.Queue[tuple[str, Any]] = queue.Queue()
         self.synced = threading.Event()
@@ -121,16 +128,41 @@ class Forwarder:
         if self.nodes is not None:
             self._watch(stop, self.nodes, "NODE_", self.nodes_synced, "nodes")
 
+    def watch_pod_events_loop(self, stop: threading.Event) -> None:
+        """Watch the pods bound to nodes; the leader records their pod events on the nodes' NodeClaims."""
+        if self.bound_pods is not None and self.pod_event_writer is not None:
+            self._watch(stop, self.bound_pods, "", threading.Event(), "bound pods", sink=self._pod_event)
+
+    def _pod_event(self, kind: str, obj: Any) -> None:
+        if kind == "RESET":
+            self.pod_events.reset(obj)
+            return
+        node = self.pod_events.observe(kind, obj, self.clock())
+        if not node or self.pod_event_writer is None or not self.is_leader():
+            return
+        try:
+            self.pod_event_writer(node, self.clock(), self.wall())
+        except Exception as exc:
+            self.metrics.errors.inc(labels=("pod-event",))
+            log.warning("could not record a pod event", extra=_fields(node=node, error=str(exc)))
+
     def _watch(
-        self, stop: threading.Event, source: PodSourceLike, prefix: str, synced: threading.Event, what: str
+        self,
+        stop: threading.Event,
+        source: PodSourceLike,
+        prefix: str,
+        synced: threading.Event,
+        what: str,
+        sink: Callable[[str, Any], None] | None = None,
     ) -> None:
+        put = sink or (lambda kind, obj: self.events.put((kind, obj)))
         backoff = Backoff(base=0.5, cap=30.0, rng=self.rng)
         resource_version = ""
         while not stop.is_set():
             try:
                 if not resource_version:
                     items, resource_version = source.list()
-                    self.events.put((prefix + "RESET", items))
+                    put(prefix + "RESET", items)
                     synced.set()
                     log.info(f"listed {what}", extra=_fields(count=len(items), resource_version=resource_version))
                 started, events = self.clock(), 0
@@ -142,7 +174,7 @@ class Forwarder:
                     if version:
                         resource_version = str(version)
                     if kind != "BOOKMARK":
-                        self.events.put((prefix + kind, obj))
+                        put(prefix + kind, obj)
                     backoff.reset()
                 if not events and self.clock() - started < 1.0:
                     # A watch that ends at once with nothing (a proxy cutting it) must not become a busy loop.
@@ -355,9 +387,11 @@ class Forwarder:
         """Run until `stop` is set; then stop watching and release the Lease."""
         watcher = threading.Thread(target=self.watch_loop, args=(stop,), name="watch", daemon=True)
         node_watcher = threading.Thread(target=self.watch_nodes_loop, args=(stop,), name="watch-nodes", daemon=True)
+        pod_events = threading.Thread(target=self.watch_pod_events_loop, args=(stop,), name="pod-events", daemon=True)
         elector = threading.Thread(target=self.elect_loop, args=(stop,), name="elect", daemon=True)
         watcher.start()
         node_watcher.start()
+        pod_events.start()
         elector.start()
         try:
             while not stop.is_set():
@@ -365,8 +399,10 @@ class Forwarder:
         finally:
             stop.set()
             self.pods.close()
-            if self.nodes is not None:
-                self.nodes.close()
+            for source in (self.nodes, self.bound_pods):
+                if source is not None:
+                    source.close()
             elector.join(timeout=10)
             watcher.join(timeout=5)
             node_watcher.join(timeout=5)
+            pod_events.join(timeout=5)

@@ -16,7 +16,7 @@ import json
 import socket
 import uuid
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kubernetes import client, config
@@ -29,6 +29,9 @@ from nodewright.forwarder.registration import NODE_LABEL_SELECTOR
 # API handles are used untyped.
 
 POD_SELECTOR = "spec.nodeName=,status.phase=Pending"
+BOUND_POD_SELECTOR = "spec.nodeName!="
+NODECLAIMS = ("nodewright.io", "v1", "nodeclaims")
+RELIST_MIN_SECONDS = 5.0  # a node not found is looked up again at most this often (nodes nodewright does not own)
 LIST_PAGE = 500
 WATCH_SECONDS = 300  # the server ends a watch after this; it is resumed from the last resourceVersion
 
@@ -205,6 +208,55 @@ class LeaseStore:
             if exc.status == 409:
                 return False
             raise
+
+
+@dataclass(slots=True)
+class BoundPodSource(PodSource):
+    """List, then watch the pods bound to a node (for their pod events, see `forwarder.podevents`)."""
+
+    def _list_call(self, **kwargs: Any) -> Any:
+        core: Any = client.CoreV1Api(self.api)
+        return core.list_pod_for_all_namespaces(field_selector=BOUND_POD_SELECTOR, **kwargs)
+
+
+@dataclass
+class LastPodEventWriter:
+    """Writes `status.lastPodEventTime` on the NodeClaim of a node. NodeClaims are found by `status.nodeName` from a
+    list kept for `refresh_seconds` (listed again when a node is not in it: a NodeClaim registers after its pods are
+    nominated, so a new node shows up soon after its first pods)."""
+
+    api: client.ApiClient
+    refresh_seconds: float = 60.0
+    _by_node: dict[str, str] = field(default_factory=dict)
+    _listed_at: float = float("-inf")
+
+    def record(self, node: str, now: float, when: datetime.datetime) -> bool:
+        """True when a NodeClaim was found and written; a node nodewright did not launch has none."""
+        stale = now - self._listed_at >= self.refresh_seconds
+        if stale or (node not in self._by_node and now - self._listed_at >= RELIST_MIN_SECONDS):
+            self._relist(now)
+        name = self._by_node.get(node)
+        if name is None:
+            return False
+        custom: Any = client.CustomObjectsApi(self.api)
+        body = {"status": {"lastPodEventTime": when.strftime("%Y-%m-%dT%H:%M:%SZ")}}
+        try:
+            custom.patch_cluster_custom_object_status(*NODECLAIMS, name, body, _preload_content=False)
+        except ApiException as exc:
+            if exc.status != 404:  # the NodeClaim is gone with its node: nothing to record
+                raise
+            return False
+        return True
+
+    def _relist(self, now: float) -> None:
+        custom: Any = client.CustomObjectsApi(self.api)
+        listed = _json(custom.list_cluster_custom_object(*NODECLAIMS, _preload_content=False))
+        self._by_node = {
+            str((c.get("status") or {}).get("nodeName")): str((c.get("metadata") or {}).get("name"))
+            for c in listed.get("items") or []
+            if (c.get("status") or {}).get("nodeName")
+        }
+        self._listed_at = now
 
 
 def record_event(
