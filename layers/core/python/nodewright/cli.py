@@ -1,4 +1,4 @@
-"""The `nodewright` command line: validate, simulate, explain-event, demo, localworld.
+"""The `nodewright` command line: validate, simulate, disrupt, explain-event, demo, localworld.
 
 Each sub-command lives in its own module and registers itself through `add_parser`, so this file
 only wires them together and nothing heavy is imported until a command runs.
@@ -15,6 +15,7 @@ from collections.abc import Sequence
 COMMANDS: dict[str, str] = {
     "validate": "nodewright.commands.validate",
     "simulate": "nodewright.commands.simulate",
+    "disrupt": "nodewright.commands.disrupt",
     "explain-event": "nodewright.commands.explain_event",
     "demo": "nodewright.commands.demo",
     "localworld": "nodewright.localworld.cli",

@@ -1,0 +1,76 @@
+"""`nodewright disrupt`: the planner's decision on a snapshot file, in the shape the README promises."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from cluster_builder import M5_ON_DEMAND, T0, Cluster, iso
+
+from nodewright.cli import main
+
+NOW = iso(T0)
+
+
+def snapshot(tmp_path: Path, cluster: Cluster, as_list: bool = False) -> str:
+    path = tmp_path / "cluster.yaml"
+    if as_list:
+        path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": cluster.docs}))
+    else:
+        path.write_text(yaml.safe_dump_all(cluster.docs))
+    return str(path)
+
+
+def scaled_in() -> Cluster:
+    cluster = Cluster()
+    cluster.pool(disruption={"budgets": [{"nodes": "100%"}]}, requirements=M5_ON_DEMAND)
+    cluster.node("idle", "m5.large")
+    cluster.pod("agent-idle", "idle", owner="DaemonSet")
+    cluster.node("busy", "m5.xlarge")
+    cluster.pod("web-0", "busy", cpu="1")
+    cluster.pod("web-1", "busy", cpu="1")
+    cluster.node("light", "m5.large")
+    cluster.pod("api-0", "light", cpu="250m")
+    cluster.pod("done-0", "light", cpu="1")["status"]["phase"] = "Succeeded"  # finished pods hold nothing
+    return cluster
+
+
+def test_json_prints_the_planners_decisions_in_the_promised_shape(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["disrupt", "--json", "--now", NOW, snapshot(tmp_path, scaled_in(), as_list=True)]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert set(shown) == {"commands", "skipped", "cost_per_hour_before", "cost_per_hour_after"}
+    by_claim = {c["nodeclaim"]: c for c in shown["commands"]}
+    assert by_claim["claim-idle"]["method"] == "emptiness" and by_claim["claim-idle"]["reason"] == "Empty"
+    assert by_claim["claim-light"]["reason"] == "Underutilized" and by_claim["claim-light"]["pods"] == ["web/api-0"]
+    for command in shown["commands"]:
+        assert set(command) == {
+            "nodeclaim", "node", "nodepool", "reason", "method", "replacement", "pods", "savings_per_hour"
+        }  # fmt: skip
+    assert shown["cost_per_hour_before"] == pytest.approx(0.096 * 2 + 0.192)
+    assert shown["cost_per_hour_after"] == pytest.approx(0.192)
+    assert [s["nodeclaim"] for s in shown["skipped"]] == ["claim-busy"]
+
+
+def test_the_table_names_every_node_and_the_cost_before_and_after(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["disrupt", "--now", NOW, snapshot(tmp_path, scaled_in())]) == 0
+    out = capsys.readouterr().out
+    assert "claim-idle" in out and "emptiness" in out and "LEFT ALONE" in out
+    assert "COST $0.3840/hour now, $0.1920/hour after" in out
+
+
+def test_bad_input_gets_the_errors_validate_gives(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cluster = scaled_in()
+    cluster.find("NodePool", "general")["spec"]["disruption"]["consolidateAfter"] = "soon"
+    cluster.docs.append({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}, "spec": {}})
+    assert main(["disrupt", snapshot(tmp_path, cluster)]) == 1
+    err = capsys.readouterr().err
+    assert "NodePool/general: spec.disruption.consolidateAfter" in err
+    assert "Deployment/web: kind: disrupt reads the pods that run" in err
+    assert main(["disrupt", "--now", "yesterday", snapshot(tmp_path, scaled_in())]) == 1
+    assert "--now: 'yesterday' is not an RFC 3339 time" in capsys.readouterr().err
