@@ -69,6 +69,14 @@ class World:
             result: dict[str, Any] = json.loads(response.read())
             return result
 
+    def release_ami(self, parameter: str) -> dict[str, str]:
+        """Publish a new AMI behind a public AMI parameter, as an EKS release does; returns old and new ids."""
+        body = json.dumps({"region": self.state.region, "name": parameter}).encode()
+        request = urllib.request.Request(f"{self.state.endpoint_url}/_nodewright/release-ami", data=body, method="POST")
+        with urllib.request.urlopen(request, timeout=10) as response:
+            result: dict[str, str] = json.loads(response.read())
+            return result
+
     def make_node(
         self,
         name: str | None = None,

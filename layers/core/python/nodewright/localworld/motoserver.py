@@ -10,7 +10,8 @@
    switched per test through `PUT /_nodewright/faults`.
 3. Seeding what the public AWS namespace holds and moto refuses to accept from a client
    (`POST /_nodewright/seed`): the EKS and Bottlerocket AMI SSM parameters (with matching AMIs), and
-   an EKS cluster record pointing at the local API server.
+   an EKS cluster record pointing at the local API server; and publishing a new AMI release behind one of
+   those parameters (`POST /_nodewright/release-ami`), as EKS does, for drift.
 
 Control endpoints live under `/_nodewright/` on the same port; nothing in AWS answers that path.
 """
@@ -183,6 +184,79 @@ def _install_short_waits() -> None:
     setattr(wait_function.WaitFunction, "_wait_interval", _short_wait)  # noqa: B010
 
 
+def release_ami(doc: dict[str, Any]) -> dict[str, Any]:
+    """A new AMI release behind a public AMI parameter, as EKS publishes one: a new image of the same
+    architecture is registered and becomes the parameter's next version. Returns the old and new image ids."""
+    from moto.ec2.models import ec2_backends
+    from moto.ec2.models.amis import Ami
+    from moto.ec2.utils import random_ami_id
+    from moto.ssm.models import Parameter, ssm_backends
+
+    account = str(doc.get("account", DEFAULT_ACCOUNT))
+    region, name = str(doc["region"]), str(doc["name"])
+    ec2 = ec2_backends[account][region]
+    versions = ssm_backends[account][region]._parameters[name]
+    if not versions:
+        raise KeyError(f"no AMI parameter {name}; seed the world first")
+    current = versions[-1]
+    old = ec2.amis[current.value]
+    ami_id = random_ami_id()
+    ec2.amis[ami_id] = Ami(
+        ec2,
+        ami_id,
+        name=f"{old.name}-r{current.version + 1}",
+        description=old.description,
+        owner_id=old.owner_id,
+        public=True,
+        virtualization_type="hvm",
+        architecture=old.architecture,
+        root_device_type="ebs",
+        root_device_name="/dev/xvda",
+        region_name=region,
+    )
+    versions.append(
+        Parameter(  # type: ignore[abstract]
+            account_id=account,
+            name=name,
+            value=ami_id,
+            parameter_type="String",
+            description=None,
+            allowed_pattern=None,
+            keyid=None,
+            last_modified_date=datetime.datetime.now(datetime.UTC),
+            version=current.version + 1,
+            data_type="aws:ec2:image",
+        )
+    )
+    return {"old": current.value, "new": ami_id}
+
+
+def install_launch_template_security_groups() -> None:
+    """Give fleet instances their launch template's security groups, as EC2 does.
+
+    moto's CreateFleet reads a template's groups from a key EC2 does not use (`GroupSet`), so its instances got the
+    VPC's default group, and every node would look drifted (SecurityGroupDrift). The groups are filled in from the
+    template's `SecurityGroupId(s)` before the fleet's instances are created."""
+    from moto.ec2.models import fleets
+
+    def with_template_groups(create: Callable[..., Any]) -> Callable[..., Any]:
+        def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+            for spec in self.launch_specs:
+                template_spec = spec.launch_template_spec or {}
+                if spec.group_set or "LaunchTemplateId" not in template_spec:
+                    continue
+                template = self.ec2_backend.get_launch_template(template_spec["LaunchTemplateId"])
+                version = template_spec.get("Version", template.default_version_number)
+                data = template.get_version(version).data
+                spec.group_set = list(data.get("SecurityGroupIds") or data.get("SecurityGroupId") or [])
+            return create(self, *args, **kwargs)
+
+        return run
+
+    for name in ("create_spot_requests", "create_on_demand_requests"):
+        setattr(fleets.Fleet, name, with_template_groups(getattr(fleets.Fleet, name)))
+
+
 _REGION_IN_AUTH = re.compile(r"Credential=([^/]+)/\d{8}/([^/]+)/")
 
 
@@ -300,6 +374,8 @@ class FaultMiddleware:
                 result = self.faults.to_json()
             elif path == "/_nodewright/seed" and method == "POST":
                 result = seed(doc)
+            elif path == "/_nodewright/release-ami" and method == "POST":
+                result = release_ami(doc)
             elif path.startswith("/_nodewright/credentials/"):
                 found = secret_for(path.rsplit("/", 1)[1])
                 status, result = ("200 OK", found) if found else ("404 Not Found", {"error": "unknown access key"})
@@ -333,6 +409,7 @@ def main(argv: list[str] | None = None) -> int:
     _route_cloudformation_state_machines()
     lambda_seam.install(args.repo_root.resolve(), args.state_dir / "lambda-code", endpoint)
     sqs_poller.install()
+    install_launch_template_security_groups()
     if args.short_waits:
         _install_short_waits()
 
