@@ -193,8 +193,8 @@ def test_error_names_the_requirement_index() -> None:
         ("karpenter.k8s.aws/instance-tenancy", "dedicated tenancy is not supported yet by nodewright"),
         ("karpenter.k8s.aws/placement-group-id", "placement groups are not supported yet"),
         ("kubernetes.io/custom", 'nodes cannot carry "kubernetes.io/custom" yet'),
-        ("node-role.kubernetes.io/worker", "the kubelet may not set labels in the kubernetes.io and k8s.io"),
-        ("kops.k8s.io/instancegroup", "use another label domain"),
+        ("node-role.kubernetes.io/worker", "the kubelet may not set kubernetes.io and k8s.io labels"),
+        ("kops.k8s.io/instancegroup", "NotIn and DoesNotExist need no label and are allowed"),
     ],
 )
 def test_restricted_requirement_keys(key: str, fragment: str) -> None:
@@ -290,6 +290,12 @@ def test_typo_suggests_nearest_field() -> None:
         ("spec.template.metadata.labels", {"karpenter.sh/nodepool": "x"}, "is restricted"),
         ("spec.template.metadata.labels", {"team": "not valid!"}, "not a valid label value"),
         ("spec.template.metadata.labels", {"team": 5}, 'must be a string, not an integer (quote it: "5")'),
+        ("spec.template.metadata.labels", {f"k{i}": "v" for i in range(101)}, "has 101 labels; at most 100"),
+        (
+            "spec.template.spec.startupTaints",
+            [{"key": "dedicated", "value": "web", "effect": "NoSchedule"}],
+            "startupTaints[0]: duplicate taint dedicated:NoSchedule; it is in spec.template.spec.taints already",
+        ),
         ("spec.template.spec.kubelet", {"maxPods": 10}, "kubelet settings moved to the EC2NodeClass"),
         ("spec.replicas", 3, "not supported yet"),
         (
@@ -316,7 +322,10 @@ def test_typo_suggests_nearest_field() -> None:
     ],
 )
 def test_field_rules(path: str, value: Any, fragment: str) -> None:
-    messages = errors_of(with_field(NODEPOOL, path, value))
+    doc = with_field(
+        NODEPOOL, "spec.template.spec.taints", [{"key": "dedicated", "value": "web", "effect": "NoSchedule"}]
+    )
+    messages = errors_of(with_field(doc, path, value))
     assert any(fragment in m for m in messages), messages
 
 
@@ -360,6 +369,10 @@ def disruption(**fields: Any) -> dict[str, Any]:
         ),
         ({"consolidateAfter": "0s", "budgets": [{"nodes": "1", "reasons": ["Expired"]}]}, '"Expired" is not valid'),
         ({"consolidateAfter": "0s", "budgets": [{"nodes": "1", "reason": ["Empty"]}]}, "did you mean reasons?"),
+        (
+            {"consolidateAfter": "0s", "budgets": [{"nodes": "1", "reasons": ["Empty", "Empty"]}]},
+            "reasons[1]: duplicate reason Empty",
+        ),
     ],
 )
 def test_disruption_rules(fields: dict[str, Any], fragment: str) -> None:

@@ -139,7 +139,7 @@ def _check_nodepool_rules(
     if operator == "In" and (problem := known_values_problem(key, values, min_value)):
         ctx.error(join(path, "values"), problem)
         return False
-    if operator not in ("NotIn", "DoesNotExist") and (problem := unlabelable_problem(key)):
+    if operator not in ("NotIn", "DoesNotExist") and (problem := unlabelable_problem(key, in_requirement=True)):
         ctx.error(join(path, "key"), problem)
         return False
     return True

@@ -190,7 +190,7 @@ def kubelet_may_set(key: str) -> bool:
     return key in _KUBELET_LABELS or any(_in_domain(domain, ns) for ns in _KUBELET_NAMESPACES)
 
 
-def unlabelable_problem(key: str) -> str | None:
+def unlabelable_problem(key: str, in_requirement: bool = False) -> str | None:
     """Why nodes cannot carry the label `key` (the kubelet may not set it), or None.
 
     Karpenter v1.9+ accepts such labels because its registration controller copies a NodeClaim's labels
@@ -199,9 +199,9 @@ def unlabelable_problem(key: str) -> str | None:
     """
     if kubelet_may_set(key) or key in WELL_KNOWN_LABELS:
         return None
+    hint = "; NotIn and DoesNotExist need no label and are allowed" if in_requirement else ""
     return (
-        f'nodes cannot carry "{key}" yet: the kubelet may not set labels in the kubernetes.io and k8s.io '
-        "namespaces (except kubelet.kubernetes.io/*, node.kubernetes.io/* and the well-known ones) and nodewright "
-        "does not copy labels onto nodes at registration; use another label domain (a requirement may still "
-        "use NotIn or DoesNotExist on it)"
+        f'nodes cannot carry "{key}" yet: the kubelet may not set kubernetes.io and k8s.io labels other than '
+        "kubelet.kubernetes.io/*, node.kubernetes.io/* and the well-known ones, and nodewright does not copy labels "
+        f"onto nodes at registration as Karpenter does; use a label in another domain{hint}"
     )
