@@ -138,3 +138,59 @@ def test_instance_registers_runs_a_tolerating_pod_and_goes_not_ready_when_termin
     world.aws("ec2").terminate_instances(InstanceIds=[instance_id])
     # The lease stops being renewed; the node lifecycle controller marks the node Unknown (NotReady).
     wait_for(lambda: _ready_status(world, name) in ("Unknown", "False"), 90, f"node {name} to go NotReady")
+
+
+CUSTOM_SCRIPT = (
+    "#!/bin/bash\nset -euo pipefail\n/etc/eks/bootstrap.sh {cluster} --kubelet-extra-args \\\n"
+    "  '--node-labels=karpenter.sh/nodepool=golden,example.com/image=golden'"
+    "' --register-with-taints=example.com/golden=yes:NoSchedule'\n"
+)
+
+
+def _launch_custom(world: World, user_data: str) -> tuple[str, str]:
+    """An instance of the account's own image (made from a public one, as a golden image is) with `user_data`."""
+    ec2 = world.aws("ec2")
+    base = _launch(world)
+    image = ec2.create_image(InstanceId=base["InstanceId"], Name=f"golden-{base['InstanceId']}")["ImageId"]
+    ec2.terminate_instances(InstanceIds=[base["InstanceId"]])
+    cluster = world.state.cluster
+    reservation = ec2.run_instances(
+        ImageId=image,
+        MinCount=1,
+        MaxCount=1,
+        InstanceType="m5.large",
+        SubnetId=world.state.subnet_ids[f"{world.state.region}b"],
+        UserData=user_data.format(cluster=cluster),
+        TagSpecifications=[
+            {
+                "ResourceType": "instance",
+                "Tags": [
+                    {"Key": f"kubernetes.io/cluster/{cluster}", "Value": "owned"},
+                    {"Key": "eks:eks-cluster-name", "Value": cluster},
+                ],
+            }
+        ],
+    )
+    instance = reservation["Instances"][0]
+    return str(instance["InstanceId"]), str(instance["PrivateDnsName"])
+
+
+def test_a_custom_images_script_and_unreadable_user_data_still_join(local_world: World) -> None:
+    """amiFamily: Custom launches the user's own user data: the registrar reads the kubelet flags of a bootstrap
+    script, and joins an instance whose user data it cannot read with the cloud's labels only."""
+    world = local_world
+    scripted_id, scripted = _launch_custom(world, CUSTOM_SCRIPT)
+    opaque_id, opaque = _launch_custom(world, "#cloud-config\nruncmd: [/opt/acme/join]\n")
+    wait_for(lambda: _ready_status(world, scripted) == "True", 60, f"node {scripted} to register")
+    wait_for(lambda: _ready_status(world, opaque) == "True", 60, f"node {opaque} to register")
+
+    node = world.core.read_node(scripted)
+    assert node.metadata.labels["karpenter.sh/nodepool"] == "golden"
+    assert node.metadata.labels["example.com/image"] == "golden"
+    assert [(t.key, t.value, t.effect) for t in node.spec.taints or []] == [("example.com/golden", "yes", "NoSchedule")]
+
+    bare = world.core.read_node(opaque)
+    assert "karpenter.sh/nodepool" not in bare.metadata.labels
+    assert bare.metadata.labels["node.kubernetes.io/instance-type"] == "m5.large"
+    assert not bare.spec.taints
+    world.aws("ec2").terminate_instances(InstanceIds=[scripted_id, opaque_id])
