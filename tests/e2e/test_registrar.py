@@ -40,20 +40,20 @@ def _ready_status(world: World, name: str) -> str:
     return next((c.status for c in node.status.conditions or [] if c.type == "Ready"), "")
 
 
-def _launch(world: World) -> dict[str, Any]:
-    ec2 = world.aws("ec2")
-    ami = world.aws("ssm").get_parameter(
-        Name="/aws/service/eks/optimized-ami/1.36/amazon-linux-2023/x86_64/standard/recommended/image_id"
-    )["Parameter"]["Value"]
-    subnet = world.state.subnet_ids[f"{world.state.region}b"]
+def _public_image(world: World) -> str:
+    parameter = "/aws/service/eks/optimized-ami/1.36/amazon-linux-2023/x86_64/standard/recommended/image_id"
+    return str(world.aws("ssm").get_parameter(Name=parameter)["Parameter"]["Value"])
+
+
+def _launch(world: World, user_data: str, image: str, instance_type: str = "m5.xlarge") -> dict[str, Any]:
     cluster = world.state.cluster
-    reservation = ec2.run_instances(
-        ImageId=ami,
+    reservation = world.aws("ec2").run_instances(
+        ImageId=image,
         MinCount=1,
         MaxCount=1,
-        InstanceType="m5.xlarge",
-        SubnetId=subnet,
-        UserData=USER_DATA.format(cluster=cluster, endpoint=world.state.api_server),
+        InstanceType=instance_type,
+        SubnetId=world.state.subnet_ids[f"{world.state.region}b"],
+        UserData=user_data,
         TagSpecifications=[
             {
                 "ResourceType": "instance",
@@ -72,7 +72,8 @@ def test_instance_registers_runs_a_tolerating_pod_and_goes_not_ready_when_termin
     local_world: World, namespace: str
 ) -> None:
     world = local_world
-    instance = _launch(world)
+    user_data = USER_DATA.format(cluster=world.state.cluster, endpoint=world.state.api_server)
+    instance = _launch(world, user_data, _public_image(world))
     instance_id, name = instance["InstanceId"], instance["PrivateDnsName"]
     zone = f"{world.state.region}b"
 
@@ -148,30 +149,11 @@ CUSTOM_SCRIPT = (
 
 
 def _launch_custom(world: World, user_data: str) -> tuple[str, str]:
-    """An instance of the account's own image (made from a public one, as a golden image is) with `user_data`."""
-    ec2 = world.aws("ec2")
-    base = _launch(world)
-    image = ec2.create_image(InstanceId=base["InstanceId"], Name=f"golden-{base['InstanceId']}")["ImageId"]
-    ec2.terminate_instances(InstanceIds=[base["InstanceId"]])
-    cluster = world.state.cluster
-    reservation = ec2.run_instances(
-        ImageId=image,
-        MinCount=1,
-        MaxCount=1,
-        InstanceType="m5.large",
-        SubnetId=world.state.subnet_ids[f"{world.state.region}b"],
-        UserData=user_data.format(cluster=cluster),
-        TagSpecifications=[
-            {
-                "ResourceType": "instance",
-                "Tags": [
-                    {"Key": f"kubernetes.io/cluster/{cluster}", "Value": "owned"},
-                    {"Key": "eks:eks-cluster-name", "Value": cluster},
-                ],
-            }
-        ],
+    """An instance of the account's own image (a copy of the public one, as a golden image is) with `user_data`."""
+    golden = world.aws("ec2").copy_image(
+        SourceImageId=_public_image(world), SourceRegion=world.state.region, Name="golden"
     )
-    instance = reservation["Instances"][0]
+    instance = _launch(world, user_data.format(cluster=world.state.cluster), str(golden["ImageId"]), "m5.large")
     return str(instance["InstanceId"]), str(instance["PrivateDnsName"])
 
 

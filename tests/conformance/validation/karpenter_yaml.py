@@ -119,6 +119,16 @@ def _paths(changes: Mapping[str, str | None]) -> dict[str, str | None]:
     return {_SHORTCUTS.get(key, key.replace("__", ".")): value for key, value in changes.items()}
 
 
+def requirement(key: str, operator: str, values: list[str] | None = None, min_values: int | None = None) -> str:
+    """One requirement as a YAML list entry."""
+    item = f"- key: {key}\n  operator: {operator}\n"
+    if values is not None:
+        item += "  values: [" + ", ".join(f'"{v}"' for v in values) + "]\n"
+    if min_values is not None:
+        item += f"  minValues: {min_values}\n"
+    return item
+
+
 def accepted(text: str) -> None:
     """The document loads without a single error."""
     found = errors(text)

@@ -11,18 +11,9 @@ refused on reading would look like capacity that is not in flight, so nodewright
 from __future__ import annotations
 
 import pytest
-from karpenter_yaml import loaded, nodeclaim, refused
+from karpenter_yaml import loaded, nodeclaim, refused, requirement
 
 REQS = "spec.requirements"
-
-
-def requirement(key: str, operator: str, values: list[str] | None = None, min_values: int | None = None) -> str:
-    item = f"- key: {key}\n  operator: {operator}\n"
-    if values is not None:
-        item += "  values: [" + ", ".join(f'"{v}"' for v in values) + "]\n"
-    if min_values is not None:
-        item += f"  minValues: {min_values}\n"
-    return item
 
 
 # --------------------------------------------------------------------------------------- Context("Taints")

@@ -11,21 +11,12 @@ difference.
 from __future__ import annotations
 
 import pytest
-from karpenter_yaml import REQUIREMENTS, loaded, nodepool, refused
+from karpenter_yaml import REQUIREMENTS, loaded, nodepool, refused, requirement
 
 from nodewright.model.label_rules import UNSUPPORTED_LABELS, WELL_KNOWN_LABELS
 from nodewright.model.nodepool import Budget
 
 LONG = "a" * 250  # strings.ToLower(randomdata.Alphanumeric(250))
-
-
-def requirement(key: str, operator: str, values: list[str] | None = None, min_values: int | None = None) -> str:
-    item = f"- key: {key}\n  operator: {operator}\n"
-    if values is not None:
-        item += "  values: [" + ", ".join(f'"{v}"' for v in values) + "]\n"
-    if min_values is not None:
-        item += f"  minValues: {min_values}\n"
-    return item
 
 
 # ---------------------------------------------------------------------------------- Context("Disruption")

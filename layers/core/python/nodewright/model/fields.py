@@ -6,7 +6,7 @@ specs; they are parsed here once, with the validation rules of whichever API the
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from nodewright.model.errors import Collector
 from nodewright.model.label_rules import (
@@ -38,6 +38,8 @@ OPERATORS = tuple(op.value for op in Operator)
 KARPENTER_OPERATORS = (*OPERATORS, "Gte", "Lte")
 BOUND_OPERATORS = ("Gt", "Lt", "Gte", "Lte")
 SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+# Whose requirement is read: a pod's ("") or a Karpenter object's (see `parse_requirement`).
+Owner = Literal["", "NodePool", "NodeClaim"]
 
 
 def parse_string_list(ctx: Collector, value: Any, path: str) -> tuple[str, ...]:
@@ -54,7 +56,7 @@ def parse_string_list(ctx: Collector, value: Any, path: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-def parse_requirement(ctx: Collector, raw: Any, path: str, *, owner: str = "") -> Requirement | None:
+def parse_requirement(ctx: Collector, raw: Any, path: str, *, owner: Owner = "") -> Requirement | None:
     """One node selector requirement (`key`, `operator`, `values`, and `minValues` for Karpenter objects).
 
     `owner` "" reads a pod's requirement with the Kubernetes API's rules. "NodePool" reads Karpenter v1's:
@@ -105,7 +107,7 @@ def _check_key(ctx: Collector, key: str, path: str, nodepool: bool) -> bool:
 
 
 def _check_values(
-    ctx: Collector, operator: str, values: tuple[str, ...], min_value: int | None, path: str, owner: str
+    ctx: Collector, operator: str, values: tuple[str, ...], min_value: int | None, path: str, owner: Owner
 ) -> bool:
     """The operator's rules on values and minValues (Kubernetes' for pods, Karpenter's for its objects)."""
     where = join(path, "values")
@@ -182,7 +184,7 @@ def _operator(ctx: Collector, value: Any, path: str, choices: tuple[str, ...]) -
     return Operator(text)
 
 
-def parse_requirements(ctx: Collector, value: Any, path: str, *, owner: str = "") -> tuple[Requirement, ...]:
+def parse_requirements(ctx: Collector, value: Any, path: str, *, owner: Owner = "") -> tuple[Requirement, ...]:
     """A list of node selector requirements (see `parse_requirement`); bad entries are reported and left out."""
     items = get_list(ctx, value, path)
     if items is None:

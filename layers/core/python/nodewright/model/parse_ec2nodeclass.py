@@ -99,7 +99,8 @@ EC2NODECLASS_FIELDS = (
     "instanceStorePolicy",
     "context",
 )
-EC2NODECLASS_OLD_FIELDS = {
+# Karpenter fields nodewright does not support yet, and pre-v1 fields, each with what to do instead.
+EC2NODECLASS_UNSUPPORTED_FIELDS = {
     "networkInterfaces": "networkInterfaces (EFA interfaces) is not supported yet by nodewright; remove it and "
     "nodes get one ENA interface",
     "connectionTracking": "connectionTracking is not supported yet by nodewright; remove it and nodes keep EC2's "
@@ -131,7 +132,7 @@ def ec2nodeclass_from(ctx: Collector, doc: Mapping[str, Any]) -> EC2NodeClass | 
     spec = get_map(ctx, doc.get("spec"), "spec", required=True)
     if spec is None:
         return None
-    check_fields(ctx, spec, "spec", EC2NODECLASS_FIELDS, unsupported=EC2NODECLASS_OLD_FIELDS)
+    check_fields(ctx, spec, "spec", EC2NODECLASS_FIELDS, unsupported=EC2NODECLASS_UNSUPPORTED_FIELDS)
 
     ami_terms = _ami_terms(ctx, spec.get("amiSelectorTerms"), "spec.amiSelectorTerms")
     family_setting = _ami_family(ctx, spec.get("amiFamily"), ami_terms)
