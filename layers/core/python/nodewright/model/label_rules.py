@@ -1,4 +1,4 @@
-"""Which node label keys a NodePool or NodeClaim may use, and which values Karpenter knows for them.
+"""Which node label keys a NodePool may use, and which values Karpenter knows for them.
 
 These are Karpenter v1.14's rules (kubernetes-sigs/karpenter `pkg/apis/v1/labels.go` with the AWS provider's
 additions in `pkg/apis/v1/labels.go`, and the CEL rules of both CRDs):
@@ -14,8 +14,10 @@ additions in `pkg/apis/v1/labels.go`, and the CEL rules of both CRDs):
 - Beta labels (`beta.kubernetes.io/arch`, `failure-domain.beta.kubernetes.io/zone`, ...) are checked as
   their GA names, as Karpenter normalizes them.
 
-Well-known AWS labels nodewright cannot offer yet (dedicated tenancy, placement groups, interruptible
-capacity reservations) are refused by name rather than accepted and never matched.
+Two kinds of keys Karpenter accepts are refused by name here rather than accepted and never honoured:
+well-known AWS labels nodewright cannot offer yet (dedicated tenancy, placement groups, interruptible
+capacity reservations), and labels in the kubernetes.io / k8s.io namespaces that the kubelet may not set,
+which Karpenter's registration copies onto nodes and nodewright's does not yet (`unlabelable_problem`).
 """
 
 from __future__ import annotations
@@ -106,15 +108,11 @@ def label_domain(key: str) -> str:
     return key.split("/", 1)[0] if "/" in key else ""
 
 
-def restricted_label_problem(key: str, *, nodepool_label_allowed: bool = False) -> str | None:
-    """Why a NodePool (or, with `nodepool_label_allowed`, a NodeClaim) may not use the label `key`, or None.
-
-    The same rules hold for requirement keys and template labels.
-    """
+def restricted_label_problem(key: str) -> str | None:
+    """Why a NodePool may not use the label `key`, or None. The same rules hold for requirement keys and
+    template labels."""
     key = NORMALIZED_LABELS.get(key, key)
     if key == NODEPOOL_LABEL:
-        if nodepool_label_allowed:
-            return None
         return f'the label "{NODEPOOL_LABEL}" is restricted: nodewright sets it to the NodePool\'s name'
     if key in UNSUPPORTED_LABELS:
         return UNSUPPORTED_LABELS[key]
