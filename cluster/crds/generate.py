@@ -87,7 +87,7 @@ def requirements(max_items: int = 100) -> dict[str, Any]:
         obj(
             {
                 "key": string(maxLength=316),
-                "operator": string(enum=["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]),
+                "operator": string(enum=["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte"]),
                 "values": array(string(), **{"x-kubernetes-list-type": "atomic"}),
                 "minValues": integer(minimum=1, maximum=50),
             },
@@ -95,13 +95,13 @@ def requirements(max_items: int = 100) -> dict[str, Any]:
             **{
                 "x-kubernetes-validations": [
                     {
-                        "rule": "self.operator in ['Exists', 'DoesNotExist'] || "
-                        "(has(self.values) && size(self.values) > 0)",
-                        "message": "In, NotIn, Gt and Lt need at least one value",
+                        "rule": "self.operator != 'In' || (has(self.values) && size(self.values) > 0)",
+                        "message": "In needs at least one value",
                     },
                     {
-                        "rule": "!(self.operator in ['Gt', 'Lt']) || (has(self.values) && size(self.values) == 1)",
-                        "message": "Gt and Lt take exactly one value",
+                        "rule": "!(self.operator in ['Gt', 'Lt', 'Gte', 'Lte']) || "
+                        "(has(self.values) && size(self.values) == 1)",
+                        "message": "Gt, Lt, Gte and Lte take exactly one value",
                     },
                 ]
             },
@@ -238,7 +238,8 @@ def nodepool() -> dict[str, Any]:
             "disruption": obj(
                 {
                     "consolidationPolicy": string(
-                        enum=["WhenEmpty", "WhenEmptyOrUnderutilized"], default="WhenEmptyOrUnderutilized"
+                        enum=["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"],
+                        default="WhenEmptyOrUnderutilized",
                     ),
                     "consolidateAfter": string(pattern=DURATION_OR_NEVER),
                     "budgets": array(budget, maxItems=50, default=[{"nodes": "10%"}]),
@@ -279,6 +280,7 @@ def ec2nodeclass() -> dict[str, Any]:
             "kmsKeyID": string(),
             "deleteOnTermination": boolean(),
             "snapshotID": string(),
+            "volumeInitializationRate": integer(format="int32", minimum=100, maximum=300),
         }
     )
     kubelet = obj(
@@ -299,7 +301,9 @@ def ec2nodeclass() -> dict[str, Any]:
     )
     spec = obj(
         {
-            "amiFamily": string(enum=["AL2", "AL2023", "Bottlerocket", "Custom", "Windows2019", "Windows2022"]),
+            "amiFamily": string(
+                enum=["AL2", "AL2023", "Bottlerocket", "Custom", "Windows2019", "Windows2022", "Windows2025"]
+            ),
             "amiSelectorTerms": tag_terms(
                 {
                     "alias": string(maxLength=30),
@@ -315,7 +319,8 @@ def ec2nodeclass() -> dict[str, Any]:
                 {"id": string(pattern="^sg-[0-9a-z]+$"), "name": string(), "tags": tags()}
             ),
             "capacityReservationSelectorTerms": array(
-                obj({"id": string(pattern="^cr-[0-9a-z]+$"), "ownerID": string(), "tags": tags()}), maxItems=30
+                obj({"id": string(pattern="^cr-[0-9a-z]+$"), "ownerID": string(pattern="^[0-9]{12}$"), "tags": tags()}),
+                maxItems=30,
             ),
             "role": string(),
             "instanceProfile": string(),

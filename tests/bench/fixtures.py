@@ -18,7 +18,8 @@ from nodewright.catalog.types import InstanceType
 from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.model.nodepool import NodePool
 from nodewright.model.objects import Pod
-from nodewright.model.parse import parse_ec2nodeclass, parse_nodepool
+from nodewright.model.parse import parse_nodepool
+from nodewright.model.parse_ec2nodeclass import parse_ec2nodeclass
 from nodewright.model.resources import parse_resources
 from nodewright.scheduling.results import Results
 

@@ -40,20 +40,20 @@ def _ready_status(world: World, name: str) -> str:
     return next((c.status for c in node.status.conditions or [] if c.type == "Ready"), "")
 
 
-def _launch(world: World) -> dict[str, Any]:
-    ec2 = world.aws("ec2")
-    ami = world.aws("ssm").get_parameter(
-        Name="/aws/service/eks/optimized-ami/1.36/amazon-linux-2023/x86_64/standard/recommended/image_id"
-    )["Parameter"]["Value"]
-    subnet = world.state.subnet_ids[f"{world.state.region}b"]
+def _public_image(world: World) -> str:
+    parameter = "/aws/service/eks/optimized-ami/1.36/amazon-linux-2023/x86_64/standard/recommended/image_id"
+    return str(world.aws("ssm").get_parameter(Name=parameter)["Parameter"]["Value"])
+
+
+def _launch(world: World, user_data: str, image: str, instance_type: str = "m5.xlarge") -> dict[str, Any]:
     cluster = world.state.cluster
-    reservation = ec2.run_instances(
-        ImageId=ami,
+    reservation = world.aws("ec2").run_instances(
+        ImageId=image,
         MinCount=1,
         MaxCount=1,
-        InstanceType="m5.xlarge",
-        SubnetId=subnet,
-        UserData=USER_DATA.format(cluster=cluster, endpoint=world.state.api_server),
+        InstanceType=instance_type,
+        SubnetId=world.state.subnet_ids[f"{world.state.region}b"],
+        UserData=user_data,
         TagSpecifications=[
             {
                 "ResourceType": "instance",
@@ -72,7 +72,8 @@ def test_instance_registers_runs_a_tolerating_pod_and_goes_not_ready_when_termin
     local_world: World, namespace: str
 ) -> None:
     world = local_world
-    instance = _launch(world)
+    user_data = USER_DATA.format(cluster=world.state.cluster, endpoint=world.state.api_server)
+    instance = _launch(world, user_data, _public_image(world))
     instance_id, name = instance["InstanceId"], instance["PrivateDnsName"]
     zone = f"{world.state.region}b"
 
@@ -138,3 +139,40 @@ def test_instance_registers_runs_a_tolerating_pod_and_goes_not_ready_when_termin
     world.aws("ec2").terminate_instances(InstanceIds=[instance_id])
     # The lease stops being renewed; the node lifecycle controller marks the node Unknown (NotReady).
     wait_for(lambda: _ready_status(world, name) in ("Unknown", "False"), 90, f"node {name} to go NotReady")
+
+
+CUSTOM_SCRIPT = (
+    "#!/bin/bash\nset -euo pipefail\n/etc/eks/bootstrap.sh {cluster} --kubelet-extra-args \\\n"
+    "  '--node-labels=karpenter.sh/nodepool=golden,example.com/image=golden'"
+    "' --register-with-taints=example.com/golden=yes:NoSchedule'\n"
+)
+
+
+def _launch_custom(world: World, user_data: str) -> tuple[str, str]:
+    """An instance of the account's own image (a copy of the public one, as a golden image is) with `user_data`."""
+    golden = world.aws("ec2").copy_image(
+        SourceImageId=_public_image(world), SourceRegion=world.state.region, Name="golden"
+    )
+    instance = _launch(world, user_data.format(cluster=world.state.cluster), str(golden["ImageId"]), "m5.large")
+    return str(instance["InstanceId"]), str(instance["PrivateDnsName"])
+
+
+def test_a_custom_images_script_and_unreadable_user_data_still_join(local_world: World) -> None:
+    """amiFamily: Custom launches the user's own user data: the registrar reads the kubelet flags of a bootstrap
+    script, and joins an instance whose user data it cannot read with the cloud's labels only."""
+    world = local_world
+    scripted_id, scripted = _launch_custom(world, CUSTOM_SCRIPT)
+    opaque_id, opaque = _launch_custom(world, "#cloud-config\nruncmd: [/opt/acme/join]\n")
+    wait_for(lambda: _ready_status(world, scripted) == "True", 60, f"node {scripted} to register")
+    wait_for(lambda: _ready_status(world, opaque) == "True", 60, f"node {opaque} to register")
+
+    node = world.core.read_node(scripted)
+    assert node.metadata.labels["karpenter.sh/nodepool"] == "golden"
+    assert node.metadata.labels["example.com/image"] == "golden"
+    assert [(t.key, t.value, t.effect) for t in node.spec.taints or []] == [("example.com/golden", "yes", "NoSchedule")]
+
+    bare = world.core.read_node(opaque)
+    assert "karpenter.sh/nodepool" not in bare.metadata.labels
+    assert bare.metadata.labels["node.kubernetes.io/instance-type"] == "m5.large"
+    assert not bare.spec.taints
+    world.aws("ec2").terminate_instances(InstanceIds=[scripted_id, opaque_id])

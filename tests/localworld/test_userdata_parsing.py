@@ -107,8 +107,26 @@ dedicated = "gpu:NoSchedule"
 
 def test_empty_and_unknown_user_data() -> None:
     assert parse_user_data(None).format == "none"
-    unknown = parse_user_data("#!/bin/bash\necho hi\n")
-    assert unknown.format == "unknown" and not unknown.labels and not unknown.taints
+    for text in ("#!/bin/bash\necho hi\n", "#cloud-config\npackages: [jq]\n", "#!/bin/sh\necho 'unbalanced\n"):
+        unknown = parse_user_data(text)
+        assert unknown.format == "unknown" and not unknown.labels and not unknown.taints, text
+
+
+def test_a_custom_images_script_hands_the_kubelet_its_flags() -> None:
+    # EKS's bootstrap.sh passes --kubelet-extra-args on to the kubelet; a script may also call the kubelet directly.
+    script = (
+        "#!/bin/bash\nset -euo pipefail\n# join the cluster\n"
+        "/etc/eks/bootstrap.sh prod --kubelet-extra-args '--node-labels=karpenter.sh/nodepool=custom,team=web "
+        "--register-with-taints=karpenter.sh/unregistered:NoExecute --max-pods=58'\n"
+        'echo "--node-labels=ignored=yes is only text"\n'
+    )
+    boot = parse_user_data(base64.b64encode(script.encode()).decode())
+    assert boot.format == "script"
+    assert boot.labels == {"karpenter.sh/nodepool": "custom", "team": "web"}
+    assert boot.taints == [Taint("karpenter.sh/unregistered", "", "NoExecute")]
+    assert boot.max_pods == 58
+    direct = parse_user_data("#!/bin/sh\nexec /usr/bin/kubelet --config /etc/kubelet.yaml \\\n  --node-labels a=b\n")
+    assert direct.labels == {"a": "b"}
 
 
 def test_flag_syntax_helpers() -> None:

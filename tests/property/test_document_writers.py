@@ -8,10 +8,13 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nodewright.launch.userdata import UserDataError, to_toml, to_yaml
+
+# No deadline: how long an example takes on a busy shared machine says nothing about the writers.
+UNTIMED = settings(deadline=None)
 
 # Any text (hypothesis includes control characters, quotes, backslashes, YAML words and astral characters).
 KEYS = st.text(max_size=12)
@@ -24,11 +27,13 @@ YAML_VALUES = st.recursive(
 )
 
 
+@UNTIMED
 @given(st.dictionaries(KEYS, YAML_VALUES, max_size=6))
 def test_yaml_reads_back_what_was_written(document: dict[str, Any]) -> None:
     assert yaml.safe_load(to_yaml(document)) == document
 
 
+@UNTIMED
 @given(st.dictionaries(KEYS, YAML_VALUES, max_size=6))
 def test_yaml_text_depends_on_the_content_not_the_key_order(document: dict[str, Any]) -> None:
     assert to_yaml(dict(reversed(list(document.items())))) == to_yaml(document)
@@ -43,6 +48,7 @@ TOML_TABLES = st.recursive(
 )
 
 
+@UNTIMED
 @given(st.dictionaries(KEYS, TOML_TABLES, max_size=4))
 def test_toml_reads_back_what_was_written(document: dict[str, Any]) -> None:
     assert tomllib.loads(to_toml(document)) == document

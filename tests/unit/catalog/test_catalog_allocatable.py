@@ -222,3 +222,25 @@ def test_every_snapshot_type_has_positive_allocatable(types: dict[str, InstanceT
         alloc = allocatable(it)
         assert alloc["cpu"] > 0 and alloc["pods"] > 0, it.name
         assert alloc["memory"] > 0, it.name
+
+
+def test_a_custom_image_takes_ephemeral_storage_from_its_last_mapping_as_karpenter_assumes() -> None:
+    from nodewright.catalog.allocatable import DEFAULT_ROOT_VOLUME_BYTES, root_volume_bytes
+    from nodewright.model.nodeclass import BlockDevice, BlockDeviceMapping, EC2NodeClass
+
+    def mapping(device: str, gib: int | None, root: bool = False) -> BlockDeviceMapping:
+        return BlockDeviceMapping(device, BlockDevice(volume_size_bytes=gib * 2**30 if gib else None), root)
+
+    custom = EC2NodeClass(name="c", ami_family_setting="custom")
+    assert root_volume_bytes(custom) == DEFAULT_ROOT_VOLUME_BYTES
+    two = (mapping("/dev/sda1", 30), mapping("/dev/sdb", 200))
+    assert (
+        root_volume_bytes(EC2NodeClass(name="c", ami_family_setting="custom", block_device_mappings=two)) == 200 * 2**30
+    )
+    rooted = (mapping("/dev/sda1", 30, root=True), mapping("/dev/sdb", 200))
+    assert (
+        root_volume_bytes(EC2NodeClass(name="c", ami_family_setting="custom", block_device_mappings=rooted))
+        == 30 * 2**30
+    )
+    # AL2023 reads its own device only: /dev/sdb is not where its kubelet keeps pods' data.
+    assert root_volume_bytes(EC2NodeClass(name="a", block_device_mappings=two)) == DEFAULT_ROOT_VOLUME_BYTES

@@ -95,9 +95,28 @@ def test_al2023_keeps_the_users_shell_script_and_nodeconfig_parts_before_ours() 
     assert len(nodeconfig_parts(merged)) == 2
 
 
-def test_al2023_rejects_user_data_it_cannot_merge() -> None:
-    with pytest.raises(UserDataError, match="al2023"):
-        al2023_user_data(boot(user_data="just some words"))
+def parts(text: str) -> list[tuple[str, str]]:
+    message = email.message_from_string(text)
+    return [(p.get_content_type(), str(p.get_payload())) for p in message.walk() if not p.is_multipart()]
+
+
+@pytest.mark.parametrize(
+    ("theirs", "kind"),
+    [
+        # Karpenter's rule: YAML that is a map is a NodeConfig, anything else a shell script.
+        ("apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec: {}\n", "application/node.eks.aws"),
+        ("---\nspec:\n  kubelet: {}\n", "application/node.eks.aws"),
+        ("#!/bin/bash\necho hello\n", "text/x-shellscript"),
+        ("just some words", "text/x-shellscript"),
+        ("echo [unbalanced", "text/x-shellscript"),
+        # cloud-init's, not a NodeConfig (which nodeadm would refuse).
+        ("#cloud-config\npackages: [jq]\n", "text/cloud-config"),
+    ],
+)
+def test_al2023_wraps_the_users_text_as_karpenter_does(theirs: str, kind: str) -> None:
+    found = parts(al2023_user_data(boot(user_data=theirs)))
+    assert [k for k, _ in found] == [kind, "application/node.eks.aws"]
+    assert found[0][1].strip() == theirs.strip()
 
 
 def test_bottlerocket_user_data_parses_back_and_merges_the_users_settings() -> None:
@@ -116,6 +135,33 @@ def test_bottlerocket_user_data_parses_back_and_merges_the_users_settings() -> N
     assert doc["settings"]["kubernetes"]["image-gc-low-threshold-percent"] == 60
     assert doc["settings"]["kubernetes"]["api-server"] == "https://api.example:443"
     assert doc["settings"]["kubernetes"]["system-reserved"] == {"cpu": "100m", "memory": "100Mi"}
+
+
+def test_bottlerocket_keeps_the_users_labels_but_only_the_nodepools_taints() -> None:
+    theirs = (
+        '[settings.kubernetes.node-labels]\n"mine" = "yes"\n"team" = "theirs"\n'
+        '[settings.kubernetes.node-taints]\n"only-theirs" = ["x:NoSchedule"]\n'
+    )
+    kubelet = KubeletConfiguration(
+        eviction_soft={"memory.available": "500Mi"},
+        eviction_soft_grace_period={"memory.available": "1m30s"},
+        eviction_max_pod_grace_period=60,
+        image_gc_high_threshold_percent=85,
+    )
+    doc = tomllib.loads(bottlerocket_user_data(boot(user_data=theirs, kubelet=kubelet)))
+    kubernetes = doc["settings"]["kubernetes"]
+    assert kubernetes["node-labels"] == {"mine": "yes", **LABELS}
+    assert set(kubernetes["node-taints"]) == {"dedicated", "example.com/agent-not-ready", "karpenter.sh/unregistered"}
+    assert kubernetes["eviction-soft"] == {"memory.available": "500Mi"}
+    assert kubernetes["eviction-soft-grace-period"] == {"memory.available": "1m30s"}
+    assert kubernetes["eviction-max-pod-grace-period"] == 60
+    assert kubernetes["image-gc-high-threshold-percent"] == "85"
+
+
+def test_custom_user_data_is_the_users_own_exactly() -> None:
+    theirs = "#!/bin/bash\n/etc/eks/bootstrap.sh demo --kubelet-extra-args '--node-labels=a=b'\n"
+    assert user_data("custom", boot(user_data=theirs)) == theirs
+    assert user_data("custom", boot()) == ""
 
 
 def test_user_data_is_deterministic_and_changes_with_labels() -> None:

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from nodewright.model.nodeclass import EC2NodeClass, MetadataOptions
-from nodewright.model.parse import parse_ec2nodeclass
+from nodewright.model.parse_ec2nodeclass import parse_ec2nodeclass
 
 from .helpers import NODECLASS, with_field, without_field
 
@@ -125,16 +125,20 @@ def test_ami_family_setting_used_without_alias() -> None:
         ([], "amiSelectorTerms: must have at least one term"),
         ([{"alias": "al2@latest"}], "the al2 family is not supported yet by nodewright"),
         ([{"alias": "windows2022@latest"}], "the windows2022 family is not supported yet"),
-        ([{"alias": "ubuntu@latest"}], 'family "ubuntu" is not an AMI family'),
+        ([{"alias": "windows2025@v1.0.0"}], "windows families only take the version latest"),
+        ([{"alias": "ubuntu@latest"}], 'family "ubuntu" is not an AMI alias family'),
+        ([{"alias": "al2024@latest"}], "did you mean al2023@latest?"),
         ([{"alias": "al2023"}], "is not family@version"),
-        ([{"alias": "al2023@2024"}], 'version "2024" is not a valid al2023 version'),
-        ([{"alias": "bottlerocket@1.2"}], "is not a valid bottlerocket version"),
+        ([{"alias": "@latest"}], "is not family@version"),
+        ([{"alias": "al2023-latest"}], "is not family@version"),
         ([{"alias": "al2023@latest"}, {"id": "ami-123"}], "an alias term must be the only amiSelectorTerm"),
         ([{"alias": "al2023@latest", "owner": "amazon"}], "alias: cannot be combined with owner"),
         ([{"id": "ami-123", "name": "x"}], "id: cannot be combined with name"),
         ([{"id": "image-123"}], "is not an AMI id"),
         ([{"owner": "amazon"}], "needs one of alias, id, name, tags or ssmParameter"),
         ([{"tags": {"a": ""}}], "empty tag keys or values are not supported"),
+        ([{"tags": {}}], "tags: must name at least one tag"),
+        ([{"id": "ami-1", "ssmParameter": "/x"}], "id: cannot be combined with ssmParameter"),
         ([{"ssmParameter": "/x", "name": "y"}], "ssmParameter: cannot be combined with name"),
         ([{"aliass": "al2023@latest"}], "did you mean alias?"),
     ],
@@ -147,9 +151,10 @@ def test_ami_selector_rules(terms: list[dict[str, Any]], fragment: str) -> None:
     ("family", "fragment"),
     [
         ("AL2", "AL2 is not supported yet by nodewright"),
-        ("Custom", "Custom is not supported yet"),
         ("Windows2019", "Windows2019 is not supported yet"),
-        ("Ubuntu", '"Ubuntu" is not an AMI family'),
+        ("Windows2025", "Windows2025 is not supported yet"),
+        ("Ubuntu", "Ubuntu was removed in Karpenter v1; use Custom"),
+        ("custom", "did you mean Custom?"),
         ("Bottlerocket", "does not match the alias family al2023"),
     ],
 )
@@ -159,6 +164,30 @@ def test_ami_family_rules(family: str, fragment: str) -> None:
 
 def test_ami_family_matching_alias_is_accepted() -> None:
     assert ok(with_field(NODECLASS, "spec.amiFamily", "AL2023")).ami_family == "al2023"
+
+
+@pytest.mark.parametrize("alias", ["al2023@v20240807", "al2023@2024", "bottlerocket@1.10.0", "bottlerocket@v1.20.0"])
+def test_alias_versions_are_resolved_rather_than_checked(alias: str) -> None:
+    node_class = ok(with_field(NODECLASS, "spec.amiSelectorTerms", [{"alias": alias}]))
+    assert node_class.ami_selector_terms[0].alias == alias
+
+
+def test_custom_family_takes_selector_terms_or_an_alias() -> None:
+    terms = [{"name": "my-ami-*", "owner": "123456789012"}, {"tags": {"team": "a"}}]
+    custom = with_field(with_field(NODECLASS, "spec.amiFamily", "Custom"), "spec.amiSelectorTerms", terms)
+    assert ok(custom).ami_family == "custom"
+    # Custom with an alias: the alias's image, the user's user data only (Karpenter allows it too).
+    assert ok(with_field(NODECLASS, "spec.amiFamily", "Custom")).ami_family == "custom"
+
+
+def test_volume_sizes_follow_karpenter_limits_per_unit() -> None:
+    def mapping(size: str) -> dict[str, Any]:
+        return with_field(NODECLASS, "spec.blockDeviceMappings", [{"deviceName": "a", "ebs": {"volumeSize": size}}])
+
+    for size in ("59000Gi", "64000G", "58Ti", "64T", "18Ti"):
+        assert ok(mapping(size)).block_device_mappings[0].ebs.volume_size_bytes
+    for size, fragment in (("59001Gi", "at most 59000Gi"), ("64001G", "at most 64000G"), ("59Ti", "at most 58Ti")):
+        has_error(mapping(size), fragment)
 
 
 @pytest.mark.parametrize(
@@ -175,10 +204,18 @@ def test_ami_family_matching_alias_is_accepted() -> None:
         ("spec.securityGroupSelectorTerms", [{"tags": {f"k{i}": "v" for i in range(21)}}], "at most 20"),
         (
             "spec.capacityReservationSelectorTerms",
-            [{"id": "cr-1", "ownerID": "1"}],
+            [{"id": "cr-1", "ownerID": "012345678901"}],
             "id: cannot be combined with ownerID",
         ),
-        ("spec.capacityReservationSelectorTerms", [{"ownerID": "1"}], "needs one of tags, id"),
+        ("spec.capacityReservationSelectorTerms", [{"ownerID": "012345678901"}], "needs one of tags, id"),
+        ("spec.capacityReservationSelectorTerms", [{"ownerID": "1", "tags": {"a": "b"}}], "is not an AWS account id"),
+        ("spec.capacityReservationSelectorTerms", [{"instanceMatchCriteria": "open"}], "is not supported yet"),
+        ("spec.subnetSelectorTerms", [{"tags": {}}], "must name at least one tag"),
+        ("spec.networkInterfaces", [], "networkInterfaces (EFA interfaces) is not supported yet"),
+        ("spec.cpuOptions", {}, "cpuOptions is not supported yet"),
+        ("spec.connectionTracking", {}, "connectionTracking is not supported yet"),
+        ("spec.ipPrefixCount", 1, "ipPrefixCount (prefix delegation) is not supported yet"),
+        ("spec.placementGroupSelector", {"name": "x"}, "placementGroupSelector is not supported yet"),
         ("spec.capacityReservationSelectorTerms", [{"id": "odcr-1"}], "is not a cr id"),
         ("spec.blockDeviceMappings", [{"deviceName": "/dev/xvda", "ebs": {}}], "set volumeSize or snapshotID"),
         ("spec.blockDeviceMappings", [{"ebs": {"volumeSize": "20Gi"}}], "deviceName: is required"),
@@ -187,7 +224,7 @@ def test_ami_family_matching_alias_is_accepted() -> None:
             [{"deviceName": "a", "ebs": {"volumeSize": "20GB"}}],
             "whole size in Gi, G, Ti or T",
         ),
-        ("spec.blockDeviceMappings", [{"deviceName": "a", "ebs": {"volumeSize": "65T"}}], "EBS maximum"),
+        ("spec.blockDeviceMappings", [{"deviceName": "a", "ebs": {"volumeSize": "65T"}}], "at most 64T"),
         (
             "spec.blockDeviceMappings",
             [{"deviceName": "a", "ebs": {"volumeSize": "1Gi", "volumeType": "gp4"}}],
@@ -211,7 +248,12 @@ def test_ami_family_matching_alias_is_accepted() -> None:
         (
             "spec.blockDeviceMappings",
             [{"deviceName": "a", "ebs": {"volumeSize": "1Gi", "volumeInitializationRate": 100}}],
-            "not supported yet",
+            "volumeInitializationRate: applies to volumes created from a snapshot; set snapshotID",
+        ),
+        (
+            "spec.blockDeviceMappings",
+            [{"deviceName": "a", "ebs": {"snapshotID": "snap-1", "volumeInitializationRate": 99}}],
+            "from 100 to 300",
         ),
         (
             "spec.blockDeviceMappings",
@@ -242,7 +284,6 @@ def test_ami_family_matching_alias_is_accepted() -> None:
         ("spec.tags", {"kubernetes.io/cluster/demo": "owned"}, "restricted tag (kubernetes.io/cluster/*)"),
         ("spec.tags", {"karpenter.sh/nodepool": "x"}, "restricted tag"),
         ("spec.tags", {"karpenter.sh/nodeclaim": "x"}, "restricted tag"),
-        ("spec.tags", {"karpenter.sh/managed-by": "x"}, "restricted tag"),
         ("spec.tags", {"karpenter.k8s.aws/ec2nodeclass": "x"}, "restricted tag"),
         ("spec.tags", {"eks:eks-cluster-name": "x"}, "restricted tag"),
         ("spec.instanceStorePolicy", "RAID1", '"RAID1" is not valid; use one of RAID0'),

@@ -177,7 +177,7 @@ def test_error_names_the_requirement_index() -> None:
     message = one_error(with_field(NODEPOOL, REQS, reqs))
     assert message == (
         "pools.yaml: NodePool/default: spec.template.spec.requirements[2].operator: "
-        '"Equals" is not an operator; use one of In, NotIn, Exists, DoesNotExist, Gt, Lt'
+        '"Equals" is not an operator; use one of In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte, Lte'
     )
 
 
@@ -186,14 +186,21 @@ def test_error_names_the_requirement_index() -> None:
     [
         ("karpenter.sh/nodepool", "sets it to the NodePool's name"),
         ("kubernetes.io/hostname", "each node gets its own"),
-        ("kubernetes.io/custom", 'label domain "kubernetes.io" is restricted'),
-        ("example.k8s.io/x", 'label domain "k8s.io" is restricted'),
         ("karpenter.sh/anything", 'label domain "karpenter.sh" is restricted'),
+        ("team.karpenter.sh/x", 'label domain "karpenter.sh" is restricted'),
         ("karpenter.k8s.aws/instance-familly", "did you mean karpenter.k8s.aws/instance-family?"),
+        ("karpenter.k8s.aws/ec2nodeclass", 'label domain "karpenter.k8s.aws" is restricted'),
+        ("karpenter.k8s.aws/instance-tenancy", "dedicated tenancy is not supported yet by nodewright"),
+        ("karpenter.k8s.aws/placement-group-id", "placement groups are not supported yet"),
+        ("kubernetes.io/custom", 'nodes cannot carry "kubernetes.io/custom" yet'),
+        ("node-role.kubernetes.io/worker", "the kubelet may not set kubernetes.io and k8s.io labels"),
+        ("kops.k8s.io/instancegroup", "NotIn and DoesNotExist need no label and are allowed"),
     ],
 )
 def test_restricted_requirement_keys(key: str, fragment: str) -> None:
-    assert fragment in one_error(requirement(key=key, operator="Exists"))
+    message = one_error(requirement(key=key, operator="Exists"))
+    assert message.startswith(f"pools.yaml: NodePool/default: {REQS}[0].key: "), message
+    assert fragment in message
 
 
 @pytest.mark.parametrize(
@@ -202,10 +209,13 @@ def test_restricted_requirement_keys(key: str, fragment: str) -> None:
         "node.kubernetes.io/instance-type",
         "topology.kubernetes.io/zone",
         "kubernetes.io/arch",
+        "beta.kubernetes.io/arch",
+        "failure-domain.beta.kubernetes.io/zone",
         "karpenter.sh/capacity-type",
         "karpenter.k8s.aws/instance-gpu-count",
-        "node-restriction.kubernetes.io/team",
-        "kops.k8s.io/instancegroup",
+        "topology.k8s.aws/zone-id",
+        "node.kubernetes.io/team",
+        "kubelet.kubernetes.io/team",
         "example.com/team",
     ],
 )
@@ -213,18 +223,39 @@ def test_allowed_requirement_keys(key: str) -> None:
     assert ok(requirement(key=key, operator="Exists")).requirements[0].key == key
 
 
+@pytest.mark.parametrize("key", ["node-role.kubernetes.io/control-plane", "kops.k8s.io/instancegroup"])
+@pytest.mark.parametrize("operator", ["NotIn", "DoesNotExist"])
+def test_labels_nodes_cannot_carry_may_still_be_excluded(key: str, operator: str) -> None:
+    values = ["x"] if operator == "NotIn" else None
+    fields = {"key": key, "operator": operator, **({"values": values} if values else {})}
+    assert ok(requirement(**fields)).requirements[0].operator.value == operator
+
+
+def test_capacity_types_fail_only_when_none_is_valid() -> None:
+    message = one_error(requirement(key="karpenter.sh/capacity-type", operator="In", values=["ondemand"]))
+    assert message.startswith(f"pools.yaml: NodePool/default: {REQS}[0].values: no value of karpenter.sh/capacity-type")
+    assert "did you mean on-demand?" in message
+    mixed = ok(requirement(key="karpenter.sh/capacity-type", operator="In", values=["spot", "xspot"]))
+    assert mixed.requirements[0].values == ("spot", "xspot")
+    short = one_error(requirement(key="karpenter.sh/capacity-type", operator="In", values=["spot", "x"], minValues=2))
+    assert "minValues 2 needs that many valid values" in short
+
+
+@pytest.mark.parametrize(("key", "value"), [("kubernetes.io/arch", "arm"), ("kubernetes.io/os", "linuxx")])
+def test_other_well_known_labels_take_any_value(key: str, value: str) -> None:
+    assert ok(requirement(key=key, operator="In", values=[value])).requirements[0].values == (value,)
+
+
 @pytest.mark.parametrize(
-    ("key", "value", "suggestion"),
+    ("operator", "value", "stored"),
     [
-        ("karpenter.sh/capacity-type", "ondemand", "on-demand"),
-        ("kubernetes.io/arch", "arm", "arm64"),
-        ("kubernetes.io/os", "linuxx", "linux"),
+        ("Gte", "4", Requirement("karpenter.k8s.aws/instance-cpu", Operator.GT, ("3",), 2)),
+        ("Lte", "0", Requirement("karpenter.k8s.aws/instance-cpu", Operator.LT, ("1",), 2)),
     ],
 )
-def test_unknown_well_known_values(key: str, value: str, suggestion: str) -> None:
-    message = one_error(requirement(key=key, operator="In", values=[value]))
-    assert f"{REQS}[0].values[0]" in message
-    assert f"did you mean {suggestion}?" in message
+def test_inclusive_bounds_become_the_equivalent_exclusive_ones(operator: str, value: str, stored: Requirement) -> None:
+    pool = ok(requirement(key="karpenter.k8s.aws/instance-cpu", operator=operator, values=[value], minValues=2))
+    assert pool.requirements == (stored,)
 
 
 # ------------------------------------------------------------------------------------------ fields
@@ -259,6 +290,12 @@ def test_typo_suggests_nearest_field() -> None:
         ("spec.template.metadata.labels", {"karpenter.sh/nodepool": "x"}, "is restricted"),
         ("spec.template.metadata.labels", {"team": "not valid!"}, "not a valid label value"),
         ("spec.template.metadata.labels", {"team": 5}, 'must be a string, not an integer (quote it: "5")'),
+        ("spec.template.metadata.labels", {f"k{i}": "v" for i in range(101)}, "has 101 labels; at most 100"),
+        (
+            "spec.template.spec.startupTaints",
+            [{"key": "dedicated", "value": "web", "effect": "NoSchedule"}],
+            "startupTaints[0]: duplicate taint dedicated:NoSchedule; it is in spec.template.spec.taints already",
+        ),
         ("spec.template.spec.kubelet", {"maxPods": 10}, "kubelet settings moved to the EC2NodeClass"),
         ("spec.replicas", 3, "not supported yet"),
         (
@@ -285,7 +322,10 @@ def test_typo_suggests_nearest_field() -> None:
     ],
 )
 def test_field_rules(path: str, value: Any, fragment: str) -> None:
-    messages = errors_of(with_field(NODEPOOL, path, value))
+    doc = with_field(
+        NODEPOOL, "spec.template.spec.taints", [{"key": "dedicated", "value": "web", "effect": "NoSchedule"}]
+    )
+    messages = errors_of(with_field(doc, path, value))
     assert any(fragment in m for m in messages), messages
 
 
@@ -329,6 +369,10 @@ def disruption(**fields: Any) -> dict[str, Any]:
         ),
         ({"consolidateAfter": "0s", "budgets": [{"nodes": "1", "reasons": ["Expired"]}]}, '"Expired" is not valid'),
         ({"consolidateAfter": "0s", "budgets": [{"nodes": "1", "reason": ["Empty"]}]}, "did you mean reasons?"),
+        (
+            {"consolidateAfter": "0s", "budgets": [{"nodes": "1", "reasons": ["Empty", "Empty"]}]},
+            "reasons[1]: duplicate reason Empty",
+        ),
     ],
 )
 def test_disruption_rules(fields: dict[str, Any], fragment: str) -> None:

@@ -44,7 +44,7 @@ def test_invalid_file_exits_non_zero_with_every_error(tmp_path: Path, capsys: py
         f"{path}: NodePool/default: spec.weight: 500 is out of range; use an integer from 1 to 100",
         f"{path}: EC2NodeClass/default: spec.amiSelectorTerms[0].alias: the al2 family is not supported yet by "
         "nodewright, which bootstraps al2023 (nodeadm) and bottlerocket nodes; "
-        "use al2023@latest or bottlerocket@latest",
+        "use al2023@latest or bottlerocket@latest, or amiFamily: Custom with your own amiSelectorTerms and userData",
         "3 errors found",
     ]
 

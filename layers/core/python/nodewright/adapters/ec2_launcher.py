@@ -21,11 +21,11 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from nodewright.catalog.catalog import CapacityReservation
-from nodewright.launch.amis import VARIANTS, alias_parameter, image_filters, newest_per_architecture
+from nodewright.launch.amis import VARIANTS, alias_parameter, image_queries, newest_per_architecture
 from nodewright.launch.fleet import THROTTLING_ERRORS
 from nodewright.launch.template import TEMPLATE_PREFIX, Image, LaunchTemplateSpec, ResolvedNodeClass, Subnet
 from nodewright.launch.userdata import ClusterInfo
-from nodewright.model.nodeclass import EC2NodeClass, SelectorTerm
+from nodewright.model.nodeclass import AMISelectorTerm, EC2NodeClass, SelectorTerm
 from nodewright.ports import Instance, LaunchError, LaunchTemplateRecord, NodeClassError, Throttled
 
 NODE_CLASS_TAG = "karpenter.k8s.aws/ec2nodeclass"
@@ -65,6 +65,7 @@ class Ec2Cloud:
         eks: Any,
         clock: Callable[[], float] = time.monotonic,
         resolve_ttl: float = RESOLVE_TTL,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self.cluster_name = cluster_name
         self.node_role = node_role
@@ -73,6 +74,8 @@ class Ec2Cloud:
         self.ssm = ssm
         self.eks = eks
         self._clock = clock
+        # Seconds since the epoch, for AMI deprecation times (the monotonic clock only ages caches).
+        self._wall_clock = wall_clock
         self._resolve_ttl = resolve_ttl
         self._info: tuple[float, ClusterInfo] | None = None
         self._resolved: dict[str, tuple[float, ResolvedNodeClass]] = {}
@@ -193,41 +196,40 @@ class Ec2Cloud:
         return out
 
     def _images(self, node_class: EC2NodeClass, k8s_version: str) -> dict[tuple[str, str], Image]:
-        images: dict[tuple[str, str], Image] = {}
-        for term in node_class.ami_selector_terms:
-            if term.alias:
-                images.update(self._alias_images(term.alias, k8s_version))
-            elif term.ssm_parameter:
-                value = self.ssm.get_parameter(Name=term.ssm_parameter)["Parameter"]["Value"]
-                images.update(self._images_by_id([str(value)]))
-            else:
-                ids, filters, owners = image_filters(term)
-                kwargs: dict[str, Any] = {}
-                if ids:
-                    kwargs["ImageIds"] = ids
-                if filters:
-                    kwargs["Filters"] = filters
-                if owners:
-                    kwargs["Owners"] = owners
-                found = self.ec2.describe_images(**kwargs).get("Images", [])
-                for arch, image in newest_per_architecture(found).items():
-                    for variant in VARIANTS:
-                        images.setdefault(
-                            (arch, variant), Image(str(image["ImageId"]), arch, variant, str(image.get("Name", "")))
-                        )
+        """(architecture, variant) -> image: an alias's public parameters, or the image Karpenter would pick
+        per architecture among what the other terms select (the same image for GPU and other types)."""
+        alias = next((t.alias for t in node_class.ami_selector_terms if t.alias), "")
+        if alias:
+            images = self._alias_images(alias, k8s_version)
+        else:
+            images = {
+                (arch, variant): Image(str(image["ImageId"]), arch, variant, str(image.get("Name", "")))
+                for arch, image in self._selected_images(node_class.ami_selector_terms).items()
+                for variant in VARIANTS
+            }
         if not images:
             raise NodeClassError(
-                f"no AMI found for amiSelectorTerms of EC2NodeClass {node_class.name} (Kubernetes {k8s_version})"
+                f"no AMI found for amiSelectorTerms of EC2NodeClass {node_class.name} (Kubernetes {k8s_version}): "
+                f"{_describe_ami_terms(node_class.ami_selector_terms)}"
             )
         return images
 
-    def _images_by_id(self, ids: list[str]) -> dict[tuple[str, str], Image]:
-        found = self.ec2.describe_images(ImageIds=ids).get("Images", [])
-        return {
-            (arch, variant): Image(str(image["ImageId"]), arch, variant, str(image.get("Name", "")))
-            for arch, image in newest_per_architecture(found).items()
-            for variant in VARIANTS
-        }
+    def _selected_images(self, terms: Sequence[AMISelectorTerm]) -> dict[str, Mapping[str, Any]]:
+        ssm_images = {t.ssm_parameter: self._parameter(t.ssm_parameter) for t in terms if t.ssm_parameter}
+        found: list[Mapping[str, Any]] = []
+        for query in image_queries(terms, ssm_images):
+            for page in self.ec2.get_paginator("describe_images").paginate(**query.request()):
+                found.extend(page.get("Images", ()))
+        return newest_per_architecture(found, self._wall_clock())
+
+    def _parameter(self, name: str) -> str:
+        """An SSM parameter's value, "" when it does not exist (Karpenter skips such a term)."""
+        try:
+            return str(self.ssm.get_parameter(Name=name)["Parameter"]["Value"])
+        except ClientError as error:
+            if _error_code(error) == "ParameterNotFound":
+                return ""
+            raise
 
     def _alias_images(self, alias: str, k8s_version: str) -> dict[tuple[str, str], Image]:
         try:
@@ -384,6 +386,23 @@ def _instance(i: Mapping[str, Any]) -> Instance:
         subnet_id=str(i.get("SubnetId", "")),
         security_group_ids=tuple(sorted(str(g["GroupId"]) for g in i.get("SecurityGroups", ()) if g.get("GroupId"))),
     )
+
+
+def _describe_ami_terms(terms: Sequence[AMISelectorTerm]) -> str:
+    parts = []
+    for term in terms:
+        if term.alias:
+            parts.append(f"alias {term.alias}")
+        elif term.id:
+            parts.append(f"id {term.id}")
+        elif term.ssm_parameter:
+            parts.append(f"ssmParameter {term.ssm_parameter}")
+        else:
+            selected = [f"name {term.name}"] if term.name else []
+            selected += [f"tag {k}={v}" for k, v in sorted(term.tags.items())]
+            owner = f" owned by {term.owner}" if term.owner else ""
+            parts.append(", ".join(selected) + owner)
+    return "[" + "; ".join(parts) + "]"
 
 
 def _describe_terms(terms: Sequence[SelectorTerm]) -> str:

@@ -116,12 +116,15 @@ def root_volume_bytes(node_class: EC2NodeClass) -> int:
     """The volume that backs ephemeral-storage for nodes of this EC2NodeClass, in bytes.
 
     The blockDeviceMapping marked rootVolume when it has a size; otherwise the AMI family's ephemeral
-    device (/dev/xvda on AL2023, /dev/xvdb on Bottlerocket) when mapped with a size; otherwise 20Gi.
+    device (/dev/xvda on AL2023, /dev/xvdb on Bottlerocket) when mapped with a size, and for a Custom image,
+    whose layout nodewright cannot know, the last mapping as Karpenter assumes; otherwise 20Gi.
     """
     mappings = node_class.block_device_mappings
     for mapping in mappings:
         if mapping.root_volume and mapping.ebs.volume_size_bytes is not None:
             return mapping.ebs.volume_size_bytes
+    if node_class.ami_family == "custom" and mappings:
+        return mappings[-1].ebs.volume_size_bytes or DEFAULT_ROOT_VOLUME_BYTES
     device = _EPHEMERAL_DEVICE.get(node_class.ami_family, "/dev/xvda")
     for mapping in mappings:
         if mapping.device_name == device and mapping.ebs.volume_size_bytes is not None:

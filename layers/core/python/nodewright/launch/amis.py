@@ -1,14 +1,17 @@
 """Which AMI an EC2NodeClass means: public SSM parameters for aliases, DescribeImages filters otherwise.
 
-Aliases (`al2023@latest`, `al2023@v20240807`, `bottlerocket@latest`, `bottlerocket@v1.20.0`) resolve per
+Aliases (`al2023@latest`, `al2023@v20240807`, `bottlerocket@latest`, `bottlerocket@1.20.0`) resolve per
 architecture and variant (standard, or nvidia for NVIDIA GPU types) through the public parameters EKS
-and Bottlerocket publish. Other terms (id, name, tags, owner) become DescribeImages filters; the newest
-image per architecture wins.
+and Bottlerocket publish. Other terms (id, name with owner, tags, ssmParameter) become DescribeImages
+requests as Karpenter builds them, and of all the images they find, the one Karpenter would pick per
+architecture wins: not deprecated, newest, greatest name.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from nodewright.catalog.types import InstanceType
@@ -46,27 +49,98 @@ def alias_parameter(alias: str, k8s_version: str, architecture: str, variant: st
     raise ValueError(f"AMI alias family {family!r} is not supported (al2023 or bottlerocket)")
 
 
-def image_filters(term: AMISelectorTerm) -> tuple[list[str], list[dict[str, Any]], list[str]]:
-    """DescribeImages (ImageIds, Filters, Owners) for one non-alias term."""
-    if term.id:
-        return [term.id], [], []
-    filters: list[dict[str, Any]] = []
-    if term.name:
-        filters.append({"Name": "name", "Values": [term.name]})
-    for key, value in sorted(term.tags.items()):
-        if value == "*":
-            filters.append({"Name": "tag-key", "Values": [key]})
-        else:
-            filters.append({"Name": f"tag:{key}", "Values": [value]})
-    owners = [term.owner] if term.owner else []
-    return [], filters, owners
+@dataclass(frozen=True, slots=True)
+class ImageQuery:
+    """One DescribeImages request for non-alias amiSelectorTerms (Karpenter's DescribeImageQuery)."""
+
+    filters: tuple[tuple[str, tuple[str, ...]], ...]
+    owners: tuple[str, ...] = ()
+
+    def request(self) -> dict[str, Any]:
+        """DescribeImages parameters: available images only, deprecated ones included (they lose to any other)."""
+        filters = [{"Name": name, "Values": list(values)} for name, values in self.filters]
+        request: dict[str, Any] = {
+            "Filters": [*filters, {"Name": "state", "Values": ["available"]}],
+            "IncludeDeprecated": True,
+        }
+        if self.owners:
+            request["Owners"] = list(self.owners)
+        return request
 
 
-def newest_per_architecture(images: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
-    """Kubernetes architecture -> the newest image (by CreationDate, then id) among DescribeImages results."""
+def image_queries(terms: Sequence[AMISelectorTerm], ssm_images: Mapping[str, str]) -> list[ImageQuery]:
+    """The DescribeImages requests for non-alias terms, as Karpenter builds them.
+
+    One request per name or tags term (a name without an owner looks in the account's own and Amazon's
+    images only, so a public image that happens to share the name is never picked); every id term and every
+    ssmParameter term (resolved through `ssm_images`: parameter -> value, values that are no AMI id left
+    out) share one `image-id` request.
+    """
+    ids: list[str] = []
+    queries: list[ImageQuery] = []
+    for term in terms:
+        if term.id:
+            ids.append(term.id)
+        elif term.ssm_parameter:
+            value = ssm_images.get(term.ssm_parameter, "")
+            if value.startswith("ami-"):
+                ids.append(value)
+        elif term.name or term.tags:
+            filters = [("name", (term.name,))] if term.name else []
+            filters += [("tag-key", (k,)) if v == "*" else (f"tag:{k}", (v,)) for k, v in sorted(term.tags.items())]
+            owners = (term.owner,) if term.owner else (("self", "amazon") if term.name else ())
+            queries.append(ImageQuery(tuple(filters), owners))
+    if ids:
+        queries.append(ImageQuery((("image-id", tuple(dict.fromkeys(ids))),)))
+    return queries
+
+
+_NEVER = -(2**63)
+
+
+def _seconds(stamp: object) -> int:
+    """An EC2 timestamp (ISO 8601 text, or a datetime from botocore) in whole seconds; missing sorts first."""
+    if isinstance(stamp, datetime):
+        return int(stamp.timestamp())
+    if isinstance(stamp, str) and stamp:
+        return int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp())
+    return _NEVER
+
+
+def _better(candidate: Mapping[str, Any], current: Mapping[str, Any], now: float) -> bool:
+    """Karpenter's compareAMI: not deprecated beats deprecated, then the later creation (whole seconds), then the
+    greater name; ids break what is left so the choice never depends on the order EC2 returned them in."""
+
+    def key(image: Mapping[str, Any]) -> tuple[bool, int, str, str]:
+        deprecated = "DeprecationTime" in image and _seconds(image["DeprecationTime"]) <= now
+        return (
+            deprecated,
+            _seconds(image.get("CreationDate")),
+            str(image.get("Name", "")),
+            str(image.get("ImageId", "")),
+        )
+
+    c_deprecated, c_created, c_name, c_id = key(candidate)
+    k_deprecated, k_created, k_name, k_id = key(current)
+    if c_deprecated != k_deprecated:
+        return not c_deprecated
+    if c_created != k_created:
+        return c_created > k_created
+    if c_name != k_name:
+        return c_name > k_name
+    return c_id < k_id
+
+
+def newest_per_architecture(images: Sequence[Mapping[str, Any]], now: float) -> dict[str, Mapping[str, Any]]:
+    """Kubernetes architecture -> the image Karpenter picks among DescribeImages results: not deprecated at `now`
+    (seconds since the epoch) over deprecated, then the newest CreationDate, then the greatest name.
+
+    Every instance type of an architecture gets its image (non-alias terms say nothing about GPUs).
+    Images of other architectures (i386, x86_64_mac) are ignored.
+    """
     best: dict[str, Mapping[str, Any]] = {}
-    for image in sorted(images, key=lambda i: (str(i.get("CreationDate", "")), str(i.get("ImageId", "")))):
+    for image in images:
         arch = KUBE_ARCH.get(str(image.get("Architecture", "")))
-        if arch is not None:
+        if arch is not None and (arch not in best or _better(image, best[arch], now)):
             best[arch] = image
     return best

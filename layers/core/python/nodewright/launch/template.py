@@ -19,10 +19,12 @@ from nodewright.model.nodeclass import BlockDeviceMapping, EC2NodeClass, Metadat
 
 TEMPLATE_PREFIX = "nodewright-"
 GIB = 1024**3
-# What Karpenter gives an AL2023 / Bottlerocket node when the EC2NodeClass names no block devices.
+# What Karpenter gives a node when the EC2NodeClass names no block devices. A Custom image keeps the volumes
+# its own block device mappings define.
 _DEFAULT_DEVICES: Mapping[str, tuple[tuple[str, int], ...]] = {
     "al2023": (("/dev/xvda", 20),),
     "bottlerocket": (("/dev/xvda", 4), ("/dev/xvdb", 20)),
+    "custom": (),
 }
 
 
@@ -93,7 +95,6 @@ class LaunchTemplateSpec:
             "ImageId": self.image_id,
             "IamInstanceProfile": {"Name": self.instance_profile},
             "UserData": base64.b64encode(self.user_data.encode()).decode(),
-            "BlockDeviceMappings": [_block_device(d) for d in self.block_devices],
             "MetadataOptions": {
                 "HttpEndpoint": self.metadata_options.http_endpoint,
                 "HttpProtocolIpv6": self.metadata_options.http_protocol_ipv6,
@@ -102,6 +103,9 @@ class LaunchTemplateSpec:
             },
             "Monitoring": {"Enabled": self.detailed_monitoring},
         }
+        if self.block_devices:
+            # Without mappings (a Custom image), EC2 uses the image's own.
+            data["BlockDeviceMappings"] = [_block_device(d) for d in self.block_devices]
         if self.associate_public_ip_address is None:
             data["SecurityGroupIds"] = list(self.security_group_ids)
         else:
@@ -149,11 +153,13 @@ def _block_device(mapping: BlockDeviceMapping) -> dict[str, Any]:
         out["KmsKeyId"] = ebs.kms_key_id
     if ebs.snapshot_id:
         out["SnapshotId"] = ebs.snapshot_id
+    if ebs.volume_initialization_rate is not None:
+        out["VolumeInitializationRate"] = ebs.volume_initialization_rate
     return {"DeviceName": mapping.device_name, "Ebs": out}
 
 
 def block_devices(node_class: EC2NodeClass) -> tuple[BlockDeviceMapping, ...]:
-    """The EC2NodeClass's block devices, or the AMI family's defaults (gp3, encrypted)."""
+    """The EC2NodeClass's block devices, or the AMI family's defaults (gp3, encrypted; none for Custom)."""
     if node_class.block_device_mappings:
         return node_class.block_device_mappings
     from nodewright.model.nodeclass import BlockDevice

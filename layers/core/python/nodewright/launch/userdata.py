@@ -1,14 +1,20 @@
-"""Bootstrap user data for the nodes nodewright launches: AL2023 `nodeadm` and Bottlerocket.
+"""Bootstrap user data for the nodes nodewright launches: AL2023 `nodeadm`, Bottlerocket, and Custom.
 
-Both formats carry what the kubelet must know before it registers: the cluster (name, API server
-endpoint, CA, service CIDR), the node's labels and taints (the NodePool's taints, its startup taints and
-`karpenter.sh/unregistered:NoExecute`, which the provisioner removes once the node has registered), and
-the EC2NodeClass kubelet settings. The user's own `spec.userData` is kept and ours is added:
+AL2023 and Bottlerocket user data carry what the kubelet must know before it registers: the cluster (name,
+API server endpoint, CA, service CIDR), the node's labels and taints (the NodePool's taints, its startup
+taints and `karpenter.sh/unregistered:NoExecute`, which the provisioner removes once the node has
+registered), and the EC2NodeClass kubelet settings. The user's own `spec.userData` is merged as Karpenter
+merges it, whatever the amiSelectorTerms (an alias or the user's own images):
 
-- AL2023: MIME multipart. The user's parts (MIME parts, a shell script or a bare NodeConfig) come first
-  and our `application/node.eks.aws` NodeConfig last, so the labels and taints the scheduler relied on
-  are the ones nodeadm applies last.
-- Bottlerocket: one TOML document; the user's settings are kept and ours override the keys we own.
+- AL2023: MIME multipart. The user's parts come first (the parts of a MIME document; otherwise YAML that
+  is a map becomes a NodeConfig part, a `#cloud-config` a cloud-config part, anything else a shell script)
+  and our `application/node.eks.aws` NodeConfig last, so the labels and taints the scheduler relied on are
+  the ones nodeadm applies last.
+- Bottlerocket: one TOML document; the user's settings are kept and ours override the keys we own. The
+  node's taints are ours only (the NodePool's), as in Karpenter: a taint only the user data knew would keep
+  off pods the simulation placed there.
+- Custom (`amiFamily: Custom`): the user's user data exactly as written, nothing added, as in Karpenter.
+  The image's own bootstrap is the user's to configure; see the README for what that means for labels.
 
 Output is deterministic (sorted keys, fixed MIME boundary), so equal inputs give an equal launch template
 hash and templates are reused.
@@ -151,7 +157,8 @@ class _Part:
 
 
 def _user_parts(user_data: str) -> list[_Part]:
-    """The user's AL2023 user data as MIME parts: kept part by part, or wrapped as one part."""
+    """The user's AL2023 user data as MIME parts: kept part by part, or wrapped as one part (Karpenter's
+    rule, except that `#cloud-config` stays cloud-init's: nodeadm would refuse it as a NodeConfig)."""
     text = user_data.strip()
     if not text:
         return []
@@ -170,12 +177,22 @@ def _user_parts(user_data: str) -> list[_Part]:
             body = payload.decode() if isinstance(payload, bytes) else str(part.get_payload())
             parts.append(_Part(part.get_content_type(), body))
         return parts
-    if text.startswith("#!") or text.startswith("#cloud-config"):
-        kind = "text/cloud-config" if text.startswith("#cloud-config") else "text/x-shellscript"
-        return [_Part(kind, user_data)]
-    if NODECONFIG_API_VERSION in text:
+    if text.startswith("#cloud-config"):
+        return [_Part("text/cloud-config", user_data)]
+    if not text.startswith("#!") and _is_yaml_map(text):
         return [_Part(NODECONFIG_CONTENT_TYPE, user_data)]
-    raise UserDataError("userData for al2023 must be MIME multipart, a shell script (#!) or a NodeConfig document")
+    return [_Part("text/x-shellscript", user_data)]
+
+
+def _is_yaml_map(text: str) -> bool:
+    """True when the first YAML document of `text` is a map (how Karpenter tells a NodeConfig from a script)."""
+    import yaml
+
+    try:
+        first = next(yaml.safe_load_all(text), None)
+    except yaml.YAMLError:
+        return False
+    return isinstance(first, dict)
 
 
 def al2023_user_data(boot: NodeBootstrap) -> str:
@@ -211,12 +228,19 @@ def _bottlerocket_ours(boot: NodeBootstrap) -> dict[str, Any]:
         kubernetes["kube-reserved"] = _reserved(kubelet.kube_reserved)
     if kubelet.eviction_hard:
         kubernetes["eviction-hard"] = dict(kubelet.eviction_hard)
+    if kubelet.eviction_soft:
+        kubernetes["eviction-soft"] = dict(kubelet.eviction_soft)
+    if kubelet.eviction_soft_grace_period:
+        kubernetes["eviction-soft-grace-period"] = dict(kubelet.eviction_soft_grace_period)
+    if kubelet.eviction_max_pod_grace_period is not None:
+        kubernetes["eviction-max-pod-grace-period"] = kubelet.eviction_max_pod_grace_period
     if kubelet.cpu_cfs_quota is not None:
         kubernetes["cpu-cfs-quota-enforced"] = kubelet.cpu_cfs_quota
+    # Bottlerocket takes the image GC thresholds as strings, as Karpenter writes them.
     if kubelet.image_gc_high_threshold_percent is not None:
-        kubernetes["image-gc-high-threshold-percent"] = kubelet.image_gc_high_threshold_percent
+        kubernetes["image-gc-high-threshold-percent"] = str(kubelet.image_gc_high_threshold_percent)
     if kubelet.image_gc_low_threshold_percent is not None:
-        kubernetes["image-gc-low-threshold-percent"] = kubelet.image_gc_low_threshold_percent
+        kubernetes["image-gc-low-threshold-percent"] = str(kubelet.image_gc_low_threshold_percent)
     kubernetes["node-labels"] = dict(boot.labels)
     taints: dict[str, list[str]] = {}
     for taint in boot.register_taints():
@@ -237,23 +261,28 @@ def _deep_merge(base: Mapping[str, Any], ours: Mapping[str, Any]) -> dict[str, A
 
 
 def bottlerocket_user_data(boot: NodeBootstrap) -> str:
-    """Bottlerocket TOML: the user's settings with ours laid over them (labels and taints merged)."""
+    """Bottlerocket TOML: the user's settings with ours laid over them (labels merged, taints ours only)."""
     import tomllib
 
     try:
         theirs = tomllib.loads(boot.user_data) if boot.user_data.strip() else {}
     except tomllib.TOMLDecodeError as error:
         raise UserDataError(f"userData for bottlerocket is not valid TOML: {error}") from error
-    return to_toml(_deep_merge(theirs, _bottlerocket_ours(boot)))
+    ours = _bottlerocket_ours(boot)
+    merged = _deep_merge(theirs, ours)
+    merged["settings"]["kubernetes"]["node-taints"] = ours["settings"]["kubernetes"]["node-taints"]
+    return to_toml(merged)
 
 
 def user_data(ami_family: str, boot: NodeBootstrap) -> str:
-    """User data for `ami_family` (al2023 or bottlerocket)."""
+    """User data for `ami_family`: al2023 and bottlerocket bootstrap the node, custom is the user's own."""
     if ami_family == "bottlerocket":
         return bottlerocket_user_data(boot)
     if ami_family == "al2023":
         return al2023_user_data(boot)
-    raise UserDataError(f"AMI family {ami_family!r} is not supported (al2023 or bottlerocket)")
+    if ami_family == "custom":
+        return boot.user_data
+    raise UserDataError(f"AMI family {ami_family!r} is not supported (al2023, bottlerocket or custom)")
 
 
 # ------------------------------------------------------------------------------------------ strings

@@ -5,7 +5,10 @@
 Every second it lists this cluster's instances in moto (tag `kubernetes.io/cluster/<cluster>` or
 `eks:eks-cluster-name=<cluster>`). A running instance older than the boot delay gets a Node, named
 by its private DNS name with `spec.providerID = aws:///<az>/<instance-id>`, labels and taints from
-its user data, capacity and allocatable from its instance type, and the well-known labels. KWOK then
+its user data, capacity and allocatable from its instance type, and the well-known labels. A Custom
+image's user data is read where it can be (a NodeConfig, Bottlerocket TOML, a script's kubelet flags);
+when it cannot, the instance still joins, as an image with its own bootstrap would, with only the labels
+the kubelet and the cloud provider set and no taints, and the log says so. KWOK then
 plays the kubelet (Ready, leases, pods). When the instance stops or terminates, the registrar takes
 the node away from KWOK, so its lease stops being renewed and the node lifecycle controller marks it
 NotReady, exactly as when a real machine goes away.
@@ -244,7 +247,8 @@ class Registrar:
             except ApiException as exc:
                 if exc.status != 409:
                     raise
-            actions.append(f"registered {manifest['metadata']['name']} for {instance_id}")
+            unread = " (user data not readable: cloud labels only, no taints)" if boot.format == "unknown" else ""
+            actions.append(f"registered {manifest['metadata']['name']} for {instance_id}{unread}")
         return actions
 
 

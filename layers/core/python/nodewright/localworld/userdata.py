@@ -1,11 +1,17 @@
 """Read what a booting node would read from its EC2 user data: labels, taints and kubelet settings.
 
-Two formats, the ones nodewright writes:
-- Amazon Linux 2023 `nodeadm`: a MIME multipart document whose `application/node.eks.aws` part is a
-  YAML `NodeConfig` (`apiVersion: node.eks.aws/v1alpha1`). Labels come from the kubelet flag
-  `--node-labels=k=v,...`, taints from `spec.kubelet.config.registerWithTaints` (and the flag
+The formats nodewright writes, and the user's own for `amiFamily: Custom`:
+- Amazon Linux 2023 `nodeadm`: a MIME multipart document whose `application/node.eks.aws` parts are YAML
+  `NodeConfig`s (`apiVersion: node.eks.aws/v1alpha1`), or one bare NodeConfig. Labels come from the kubelet
+  flag `--node-labels=k=v,...`, taints from `spec.kubelet.config.registerWithTaints` (and the flag
   `--register-with-taints`, which nodeadm also honours).
 - Bottlerocket: TOML with `[settings.kubernetes.node-labels]` and `[settings.kubernetes.node-taints]`.
+- A shell script (`#!`), as a Custom image's bootstrap often is: the kubelet flags it passes, either directly
+  (`kubelet ... --node-labels=...`) or through `--kubelet-extra-args '...'` (EKS's bootstrap.sh).
+
+Anything else (cloud-config, a script without kubelet flags, binary data) is "unknown": the registrar then
+registers the node as an image that joins by its own means would, with only the labels the kubelet and the
+cloud provider set and no taints (see `registrar.py`).
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import base64
 import binascii
 import email
 import email.policy
+import shlex
 import tomllib
 from dataclasses import dataclass, field
 from typing import Any
@@ -163,8 +170,42 @@ def parse_bottlerocket(text: str) -> BootConfig:
     return boot
 
 
+def _script_flags(text: str) -> list[str]:
+    """The `--flags` a shell script passes to commands, and those inside a `--kubelet-extra-args` argument."""
+    try:
+        # A backslash at the end of a line continues the command, as in the shell.
+        tokens = shlex.split(text.replace("\\\n", " "), comments=True)
+    except ValueError:
+        return []
+    flags: list[str] = []
+    for previous, token in zip(["", *tokens], tokens, strict=False):
+        if previous == "--kubelet-extra-args":
+            flags.extend(token.split())
+        elif token.startswith("--") and len(token.split()) == 1:
+            # A quoted sentence that happens to start with "--" (an echo's text) is no flag.
+            flags.append(token)
+        elif previous.startswith("--") and "=" not in previous:
+            flags.append(token)  # the value of "--flag value"
+    return flags
+
+
+def parse_script(text: str) -> BootConfig:
+    """Labels, taints and max pods a shell script hands the kubelet (format "script"; "unknown" without any)."""
+    flags = _script_flags(text)
+    boot = BootConfig(format="script")
+    for value in _flag_values(flags, "--node-labels"):
+        boot.labels.update(parse_label_list(value))
+    for value in _flag_values(flags, "--register-with-taints"):
+        boot.taints.extend(parse_taint(t) for t in value.split(",") if t.strip())
+    for value in _flag_values(flags, "--max-pods"):
+        boot.max_pods = int(value)
+    if not boot.labels and not boot.taints and boot.max_pods is None:
+        return BootConfig(format="unknown")
+    return boot
+
+
 def parse_user_data(raw: str | bytes | None) -> BootConfig:
-    """Parse user data of either format; empty or unknown user data yields an empty config."""
+    """Parse user data of any format above; empty user data yields format "none", unreadable "unknown"."""
     if not raw:
         return BootConfig(format="none")
     text = _maybe_base64(raw)
@@ -173,4 +214,6 @@ def parse_user_data(raw: str | bytes | None) -> BootConfig:
         return parse_bottlerocket(text)
     if NODECONFIG_API_VERSION in text:
         return parse_al2023(text)
+    if stripped.startswith("#!"):
+        return parse_script(text)
     return BootConfig(format="unknown")

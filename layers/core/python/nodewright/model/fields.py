@@ -6,9 +6,14 @@ specs; they are parsed here once, with the validation rules of whichever API the
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from nodewright.model.errors import Collector
+from nodewright.model.label_rules import (
+    known_values_problem,
+    restricted_label_problem,
+    unlabelable_problem,
+)
 from nodewright.model.objects import LabelSelector, NodeSelectorTerm
 from nodewright.model.requirements import Operator, Requirement
 from nodewright.model.schema import (
@@ -29,82 +34,12 @@ from nodewright.model.schema import (
 from nodewright.model.taints import EFFECTS, Taint, Toleration
 
 OPERATORS = tuple(op.value for op in Operator)
+# Karpenter v1.9+ adds inclusive integer bounds to NodePool and NodeClaim requirements.
+KARPENTER_OPERATORS = (*OPERATORS, "Gte", "Lte")
+BOUND_OPERATORS = ("Gt", "Lt", "Gte", "Lte")
 SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
-
-# Label keys in the kubernetes.io domain a NodePool may constrain or set (Karpenter v1's allow-list).
-WELL_KNOWN_KUBERNETES_LABELS = frozenset(
-    {
-        "beta.kubernetes.io/instance-type",
-        "failure-domain.beta.kubernetes.io/region",
-        "beta.kubernetes.io/os",
-        "beta.kubernetes.io/arch",
-        "failure-domain.beta.kubernetes.io/zone",
-        "topology.kubernetes.io/zone",
-        "topology.kubernetes.io/region",
-        "node.kubernetes.io/instance-type",
-        "kubernetes.io/arch",
-        "kubernetes.io/os",
-        "node.kubernetes.io/windows-build",
-    }
-)
-WELL_KNOWN_KARPENTER_LABELS = frozenset({"karpenter.sh/capacity-type"})
-WELL_KNOWN_AWS_LABELS = frozenset(
-    "karpenter.k8s.aws/" + name
-    for name in (
-        "instance-category",
-        "instance-family",
-        "instance-generation",
-        "instance-size",
-        "instance-cpu",
-        "instance-cpu-manufacturer",
-        "instance-cpu-sustained-clock-speed-mhz",
-        "instance-memory",
-        "instance-ebs-bandwidth",
-        "instance-network-bandwidth",
-        "instance-gpu-name",
-        "instance-gpu-manufacturer",
-        "instance-gpu-count",
-        "instance-gpu-memory",
-        "instance-accelerator-name",
-        "instance-accelerator-manufacturer",
-        "instance-accelerator-count",
-        "instance-hypervisor",
-        "instance-encryption-in-transit-supported",
-        "instance-local-nvme",
-        "instance-capability-flex",
-        "capacity-reservation-id",
-        "capacity-reservation-type",
-    )
-)
-WELL_KNOWN_LABELS = WELL_KNOWN_KUBERNETES_LABELS | WELL_KNOWN_KARPENTER_LABELS | WELL_KNOWN_AWS_LABELS
-# Values nodewright can ever offer for these keys; a typo here would silently make a pool useless.
-KNOWN_VALUES: dict[str, tuple[str, ...]] = {
-    "karpenter.sh/capacity-type": ("on-demand", "spot", "reserved"),
-    "kubernetes.io/arch": ("amd64", "arm64"),
-    "kubernetes.io/os": ("linux", "windows"),
-}
-
-
-def restricted_label_problem(key: str) -> str | None:
-    """Why a NodePool may not use `key` in requirements or template labels (Karpenter's rules), or None."""
-    if key == "karpenter.sh/nodepool":
-        return 'the label "karpenter.sh/nodepool" is restricted: nodewright sets it to the NodePool\'s name'
-    if key == "kubernetes.io/hostname":
-        return 'the label "kubernetes.io/hostname" is restricted: each node gets its own'
-    domain = key.split("/", 1)[0] if "/" in key else ""
-    rules: tuple[tuple[str, frozenset[str], tuple[str, ...]], ...] = (
-        ("kubernetes.io", WELL_KNOWN_KUBERNETES_LABELS, ("node.kubernetes.io", "node-restriction.kubernetes.io")),
-        ("k8s.io", frozenset(), ("kops.k8s.io",)),
-        ("karpenter.sh", WELL_KNOWN_KARPENTER_LABELS, ()),
-        ("karpenter.k8s.aws", WELL_KNOWN_AWS_LABELS, ()),
-    )
-    for restricted, allowed, open_subdomains in rules:
-        if not domain.endswith(restricted) or key in allowed or domain.endswith(open_subdomains):
-            continue
-        near = suggest(key, allowed)
-        hint = f"; did you mean {near}?" if near else ""
-        return f'label domain "{restricted}" is restricted; "{key}" is not one of its well-known labels{hint}'
-    return None
+# Whose requirement is read: a pod's ("") or a Karpenter object's (see `parse_requirement`).
+Owner = Literal["", "NodePool", "NodeClaim"]
 
 
 def parse_string_list(ctx: Collector, value: Any, path: str) -> tuple[str, ...]:
@@ -121,70 +56,108 @@ def parse_string_list(ctx: Collector, value: Any, path: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-def parse_requirement(
-    ctx: Collector, raw: Any, path: str, *, nodepool: bool = False, min_values: bool | None = None
-) -> Requirement | None:
-    """One node selector requirement (`key`, `operator`, `values`, and `minValues` in a NodePool).
+def parse_requirement(ctx: Collector, raw: Any, path: str, *, owner: Owner = "") -> Requirement | None:
+    """One node selector requirement (`key`, `operator`, `values`, and `minValues` for Karpenter objects).
 
-    NodePools follow Karpenter v1's rules (restricted label domains, minValues 1-50, In needs values,
-    Gt/Lt one non-negative integer); pods follow the Kubernetes API's rules. `min_values` (default: same
-    as `nodepool`) allows the minValues field, which NodeClaims carry too.
+    `owner` "" reads a pod's requirement with the Kubernetes API's rules. "NodePool" reads Karpenter v1's:
+    restricted label domains, the Gte and Lte operators (stored as the equivalent Gt / Lt bound), minValues
+    1-50, In needs values, Gt/Lt/Gte/Lte one non-negative integer, values that are label values, at least
+    one valid capacity type, and keys nodes can carry. "NodeClaim" reads the operators and the minValues
+    rules only: NodeClaims come from the API server, almost all written by nodewright, whose requirements
+    carry what pods asked for (any key, negative bounds), and a claim refused here would look like capacity
+    that is not in flight.
     """
-    allow_min = nodepool if min_values is None else min_values
+    karpenter = bool(owner)
     item = get_map(ctx, raw, path, required=True)
     if item is None:
         return None
-    fields = ("key", "operator", "values", "minValues") if allow_min else ("key", "operator", "values")
-    check_fields(ctx, item, path, fields)
-    ok = True
+    check_fields(
+        ctx, item, path, ("key", "operator", "values", "minValues") if karpenter else ("key", "operator", "values")
+    )
     key = get_str(ctx, item.get("key"), join(path, "key"), required=True)
-    if key is None:
-        ok = False
-    else:
-        problem = label_key_problem(key)
-        if problem is None and nodepool:
-            problem = restricted_label_problem(key)
-        if problem:
-            ctx.error(join(path, "key"), problem)
-            ok = False
-    operator = _operator(ctx, item.get("operator"), join(path, "operator"), OPERATORS)
+    key_ok = key is not None and _check_key(ctx, key, join(path, "key"), owner == "NodePool")
+    operators = KARPENTER_OPERATORS if karpenter else OPERATORS
+    operator = get_str(ctx, item.get("operator"), join(path, "operator"), required=True)
+    if operator is not None and operator not in operators:
+        _unknown_operator(ctx, operator, join(path, "operator"), operators)
+        operator = None
     values = parse_string_list(ctx, item.get("values"), join(path, "values"))
-    min_value = None
-    if allow_min:
-        min_value = get_int(ctx, item.get("minValues"), join(path, "minValues"), minimum=1, maximum=50)
+    min_value = (
+        get_int(ctx, item.get("minValues"), join(path, "minValues"), minimum=1, maximum=50) if karpenter else None
+    )
     raw_values = item.get("values")
     if operator is None or (isinstance(raw_values, list) and len(raw_values) != len(values)):
         # A bad value was reported already; counting the remaining ones would only add a misleading error.
         return None
-    where = join(path, "values")
-    if operator in (Operator.IN, Operator.NOT_IN) and not values and (operator is Operator.IN or not nodepool):
-        ctx.error(where, f"operator {operator.value} needs at least one value")
-        ok = False
-    if operator in (Operator.EXISTS, Operator.DOES_NOT_EXIST) and values:
-        ctx.error(where, f"operator {operator.value} takes no values; remove them")
-        ok = False
-    bad_bound = len(values) != 1 or not _is_int(values[0]) or (nodepool and int(values[0]) < 0)
-    if operator in (Operator.GT, Operator.LT) and bad_bound:
-        kind = "non-negative integer" if nodepool else "integer"
-        ctx.error(where, f'operator {operator.value} needs exactly one {kind} value, e.g. ["2"]; got {list(values)}')
-        ok = False
-    if min_value is not None and operator is Operator.IN and min_value > len(values):
-        ctx.error(
-            join(path, "minValues"),
-            f"minValues {min_value} asks for more values than the {len(values)} listed in values",
-        )
-        ok = False
-    if key is not None and key in KNOWN_VALUES and operator in (Operator.IN, Operator.NOT_IN):
-        for i, value in enumerate(values):
-            if value not in KNOWN_VALUES[key]:
-                near = suggest(value, KNOWN_VALUES[key])
-                hint = f"; did you mean {near}?" if near else ""
-                choices = ", ".join(KNOWN_VALUES[key])
-                ctx.error(join(where, i), f'"{value}" is not a value of {key}; use one of {choices}{hint}')
-                ok = False
-    if not ok or key is None:
+    values_ok = _check_values(ctx, operator, values, min_value, path, owner)
+    if key is None or not key_ok or not values_ok:
         return None
-    return Requirement(key=key, operator=operator, values=values, min_values=min_value)
+    if owner == "NodePool" and not _check_nodepool_rules(ctx, key, operator, values, min_value, path):
+        return None
+    return _requirement(key, operator, values, min_value)
+
+
+def _check_key(ctx: Collector, key: str, path: str, nodepool: bool) -> bool:
+    problem = label_key_problem(key)
+    if problem is None and nodepool:
+        problem = restricted_label_problem(key)
+    if problem:
+        ctx.error(path, problem)
+    return problem is None
+
+
+def _check_values(
+    ctx: Collector, operator: str, values: tuple[str, ...], min_value: int | None, path: str, owner: Owner
+) -> bool:
+    """The operator's rules on values and minValues (Kubernetes' for pods, Karpenter's for its objects)."""
+    where = join(path, "values")
+    nodepool = owner == "NodePool"
+    # A bound that is no label value ("-1") gets the bound's own message below.
+    checked = values if nodepool and operator not in BOUND_OPERATORS else ()
+    problems = [(join(where, i), problem) for i, v in enumerate(checked) if (problem := label_value_problem(v))]
+    if not values and (operator == "In" or (operator == "NotIn" and not owner)):
+        problems.append((where, f"operator {operator} needs at least one value"))
+    if operator in ("Exists", "DoesNotExist") and values:
+        problems.append((where, f"operator {operator} takes no values; remove them"))
+    if operator in BOUND_OPERATORS and not _valid_bound(values, non_negative=nodepool):
+        kind = "non-negative integer" if nodepool else "integer"
+        problems.append((where, f'operator {operator} needs exactly one {kind} value, e.g. ["2"]; got {list(values)}'))
+    if min_value is not None and operator == "In" and min_value > len(values):
+        problems.append(
+            (
+                join(path, "minValues"),
+                f"minValues {min_value} asks for more values than the {len(values)} listed in values",
+            )
+        )
+    for field_path, problem in problems:
+        ctx.error(field_path, problem)
+    return not problems
+
+
+def _check_nodepool_rules(
+    ctx: Collector, key: str, operator: str, values: tuple[str, ...], min_value: int | None, path: str
+) -> bool:
+    """What a NodePool requirement could never match: no valid capacity type, or a label nodes cannot carry."""
+    if operator == "In" and (problem := known_values_problem(key, values, min_value)):
+        ctx.error(join(path, "values"), problem)
+        return False
+    if operator not in ("NotIn", "DoesNotExist") and (problem := unlabelable_problem(key, in_requirement=True)):
+        ctx.error(join(path, "key"), problem)
+        return False
+    return True
+
+
+def _valid_bound(values: tuple[str, ...], non_negative: bool) -> bool:
+    return len(values) == 1 and _is_int(values[0]) and (not non_negative or int(values[0]) >= 0)
+
+
+def _requirement(key: str, operator: str, values: tuple[str, ...], min_values: int | None) -> Requirement:
+    """The requirement; Karpenter's inclusive bounds become the equivalent exclusive ones (labels are integers)."""
+    if operator == "Gte":
+        return Requirement(key, Operator.GT, (str(int(values[0]) - 1),), min_values)
+    if operator == "Lte":
+        return Requirement(key, Operator.LT, (str(int(values[0]) + 1),), min_values)
+    return Requirement(key, Operator(operator), values, min_values)
 
 
 def _is_int(text: str) -> bool:
@@ -195,28 +168,32 @@ def _is_int(text: str) -> bool:
     return True
 
 
+def _unknown_operator(ctx: Collector, text: str, path: str, choices: tuple[str, ...]) -> None:
+    near = suggest(text, choices)
+    hint = f" (did you mean {near}?)" if near and near.lower() == text.lower() else ""
+    ctx.error(path, f'"{text}" is not an operator; use one of {", ".join(choices)}{hint}')
+
+
 def _operator(ctx: Collector, value: Any, path: str, choices: tuple[str, ...]) -> Operator | None:
     text = get_str(ctx, value, path, required=True)
     if text is None:
         return None
     if text not in choices:
-        near = suggest(text, choices)
-        hint = f" (did you mean {near}?)" if near and near.lower() == text.lower() else ""
-        ctx.error(path, f'"{text}" is not an operator; use one of {", ".join(choices)}{hint}')
+        _unknown_operator(ctx, text, path, choices)
         return None
     return Operator(text)
 
 
-def parse_requirements(
-    ctx: Collector, value: Any, path: str, *, nodepool: bool = False, min_values: bool | None = None
-) -> tuple[Requirement, ...]:
-    """A list of node selector requirements; bad entries are reported and left out."""
+def parse_requirements(ctx: Collector, value: Any, path: str, *, owner: Owner = "") -> tuple[Requirement, ...]:
+    """A list of node selector requirements (see `parse_requirement`); bad entries are reported and left out."""
     items = get_list(ctx, value, path)
     if items is None:
         return ()
+    if owner and len(items) > 100:
+        ctx.error(path, f"has {len(items)} entries; at most 100 are allowed")
     out = []
     for i, raw in enumerate(items):
-        requirement = parse_requirement(ctx, raw, join(path, i), nodepool=nodepool, min_values=min_values)
+        requirement = parse_requirement(ctx, raw, join(path, i), owner=owner)
         if requirement is not None:
             out.append(requirement)
     return tuple(out)
@@ -296,8 +273,11 @@ def parse_taint(ctx: Collector, raw: Any, path: str) -> Taint | None:
     return Taint(key=key, value=value, effect=effect)
 
 
-def parse_taints(ctx: Collector, value: Any, path: str) -> tuple[Taint, ...]:
-    """A list of taints; duplicates (same key and effect) are refused as Kubernetes refuses them."""
+def parse_taints(
+    ctx: Collector, value: Any, path: str, others: tuple[Taint, ...] = (), others_path: str = ""
+) -> tuple[Taint, ...]:
+    """A list of taints; duplicates (same key and effect) are refused as Kubernetes refuses them, also against
+    `others` (a NodePool's startupTaints against its taints, as Karpenter checks them together)."""
     items = get_list(ctx, value, path)
     if items is None:
         return ()
@@ -308,6 +288,9 @@ def parse_taints(ctx: Collector, value: Any, path: str) -> tuple[Taint, ...]:
             continue
         if any(t.key == taint.key and t.effect == taint.effect for t in out):
             ctx.error(join(path, i), f"duplicate taint {taint.key}:{taint.effect}")
+            continue
+        if any(t.key == taint.key and t.effect == taint.effect for t in others):
+            ctx.error(join(path, i), f"duplicate taint {taint.key}:{taint.effect}; it is in {others_path} already")
             continue
         out.append(taint)
     return tuple(out)
@@ -336,13 +319,16 @@ def parse_toleration(ctx: Collector, raw: Any, path: str) -> Toleration | None:
 
 
 def parse_labels(ctx: Collector, value: Any, path: str, *, nodepool: bool = False) -> dict[str, str]:
-    """Labels with valid keys and values; NodePool template labels also obey Karpenter's restricted domains."""
+    """Labels with valid keys and values; NodePool template labels also obey Karpenter's restricted domains,
+    its limit of 100, and must be labels a node can carry."""
     labels = get_str_map(ctx, value, path)
+    if nodepool and len(labels) > 100:
+        ctx.error(path, f"has {len(labels)} labels; at most 100 are allowed")
     out = {}
     for key, label in labels.items():
         problem = label_key_problem(key) or label_value_problem(label)
         if problem is None and nodepool:
-            problem = restricted_label_problem(key)
+            problem = restricted_label_problem(key) or unlabelable_problem(key)
         if problem:
             ctx.error(map_key(path, key), problem)
             continue

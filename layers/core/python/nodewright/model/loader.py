@@ -28,7 +28,8 @@ from nodewright.model.objects import (
     PodDisruptionBudget,
     StorageClass,
 )
-from nodewright.model.parse import ec2nodeclass_from, nodeclaim_from, nodepool_from, object_name
+from nodewright.model.parse import nodeclaim_from, nodepool_from, object_name
+from nodewright.model.parse_ec2nodeclass import ec2nodeclass_from
 from nodewright.model.quantity import format_canonical
 from nodewright.model.schema import suggest, type_name
 

@@ -63,6 +63,8 @@ class BlockDevice:
     kms_key_id: str = ""
     delete_on_termination: bool = True
     snapshot_id: str = ""
+    # MiB/s at which EBS fills a volume from its snapshot (100-300); None leaves EBS's default.
+    volume_initialization_rate: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,13 +109,16 @@ class EC2NodeClass:
     source: str = ""
     # spec.context (reserved for EC2 CreateFleet), passed through as written.
     context: str = ""
-    # spec.amiFamily as written, lower-cased (al2023 / bottlerocket); needed when no alias term picks it.
+    # spec.amiFamily lower-cased (al2023 / bottlerocket / custom), "" when unset (the alias term decides).
     ami_family_setting: str = ""
 
     @property
     def ami_family(self) -> str:
-        """al2023 or bottlerocket: from the alias, else from spec.amiFamily, else al2023."""
+        """al2023, bottlerocket or custom: spec.amiFamily when set (Custom may go with an alias, as in
+        Karpenter), else the alias's family, else al2023."""
+        if self.ami_family_setting:
+            return self.ami_family_setting
         for term in self.ami_selector_terms:
             if term.alias:
                 return term.alias.split("@", 1)[0].lower()
-        return self.ami_family_setting or "al2023"
+        return "al2023"
