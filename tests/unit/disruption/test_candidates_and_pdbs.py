@@ -71,20 +71,31 @@ def test_drift_is_eventual_a_grace_period_lets_it_past_blocking_pods() -> None:
     assert not isinstance(candidate(state, member, EVENTUAL), str)
 
 
-def test_candidates_come_cheapest_to_disrupt_first() -> None:
+def test_candidates_come_most_savings_per_unit_of_disruption_first() -> None:
     cluster = Cluster()
-    cluster.node("many")
+    cluster.node("many", "m5.xlarge")
     for i in range(4):
         cluster.pod(f"web-{i}", "many")
-    cluster.node("important")
+    cluster.node("important", "m5.xlarge")
     cluster.pod("vip-0", "important", annotations={"controller.kubernetes.io/pod-deletion-cost": str(2**30)})
-    cluster.node("one")
+    cluster.node("one", "m5.xlarge")
     cluster.pod("solo-0", "one")
-    cluster.node("expiring", age=700 * 3600)  # 20 of its 720 hours left
+    cluster.node("dear", "m5.4xlarge")  # four times the price for the same four pods
     for i in range(4):
-        cluster.pod(f"old-{i}", "expiring")
-    order = [c.name for c in candidates(cluster.state())[0]]
-    assert order == ["claim-expiring", "claim-one", "claim-many", "claim-important"]
+        cluster.pod(f"big-{i}", "dear")
+    found = candidates(cluster.state())[0]
+    assert [c.name for c in found] == ["claim-dear", "claim-one", "claim-many", "claim-important"]
+    costs = {c.name: c.reschedule_cost for c in found}
+    assert costs["claim-one"] == 2.0 and costs["claim-many"] == 5.0 and costs["claim-important"] > 9.0
+
+
+def test_pods_that_cost_nothing_to_move_leave_a_node_empty() -> None:
+    cluster = Cluster()
+    cluster.node("idle")
+    cluster.pod("agent-idle", "idle", owner="DaemonSet")
+    cluster.pod("filler-0", "idle", priority=-(2**31) + 1)  # a placeholder whose eviction costs nothing
+    [found] = candidates(cluster.state())[0]
+    assert found.empty and [p.key for p in found.reschedulable] == ["web/filler-0"]
 
 
 @given(st.integers(-(2**31), 2**31 - 1), st.integers(-(2**31), 10**9))

@@ -49,14 +49,16 @@ def test_a_node_whose_pods_fit_elsewhere_is_deleted() -> None:
     cluster = Cluster()
     cluster.pool(disruption=ALL, requirements=M5_ON_DEMAND)
     cluster.node("big", "m5.xlarge")
-    for i in range(2):
+    for i in range(3):
         cluster.pod(f"web-{i}", "big", cpu="1")
     cluster.node("small", "m5.large")
     cluster.pod("api-0", "small", cpu="500m")
-    _, shown = decide(cluster)
+    decided, shown = decide(cluster)
     [command] = shown["commands"]
     assert command["nodeclaim"] == "claim-small" and command["replacement"] is None
     assert command["method"] == SINGLE_NODE and command["pods"] == ["web/api-0"]
+    # Tried first (same savings per unit of disruption, and its name sorts first), the big node has no move.
+    assert decided.unconsolidatable["claim-big"] == "Can't replace with a cheaper node"
     assert shown["cost_per_hour_after"] < shown["cost_per_hour_before"]
 
 
@@ -203,3 +205,23 @@ def test_restrict_keeps_only_the_decided_offerings_below_the_ceiling() -> None:
     assert only.instance_types == (allowed.instance_type,) and len(only.launch_options) == 1
     two = Results(nodeclaims=(claim, claim))
     assert "planned one" in str(restrict(two, replacement))
+
+
+def test_balanced_pools_take_only_moves_that_save_enough_for_their_disruption() -> None:
+    def cluster_with(policy: str) -> Cluster:
+        cluster = Cluster()
+        cluster.pool(disruption={"consolidationPolicy": policy, **ALL}, requirements=M5_ON_DEMAND)
+        cluster.node("crowded", "m5.xlarge")
+        for i in range(8):  # cheap to fit elsewhere, costly to disrupt: eight pods to evict
+            cluster.pod(f"web-{i}", "crowded", cpu="100m")
+        for name in ("a", "b", "c"):
+            cluster.node(name, "m5.xlarge")
+            cluster.pod(f"{name}-batch-0", name, cpu="3500m")  # fits nowhere else
+        return cluster
+
+    decided, shown = decide(cluster_with("WhenEmptyOrUnderutilized"))
+    assert [c["nodeclaim"] for c in shown["commands"]] == ["claim-crowded"]
+    # Balanced: deleting it saves 25% of the pool's cost for 60% of its disruption (9 of 15), under the 1/2 ratio.
+    decided, shown = decide(cluster_with("Balanced"))
+    assert shown["commands"] == []
+    assert "is Balanced" in decided.unconsolidatable["claim-crowded"]

@@ -45,14 +45,18 @@ def test_json_prints_the_planners_decisions_in_the_promised_shape(
     assert set(shown) == {"commands", "skipped", "cost_per_hour_before", "cost_per_hour_after"}
     by_claim = {c["nodeclaim"]: c for c in shown["commands"]}
     assert by_claim["claim-idle"]["method"] == "emptiness" and by_claim["claim-idle"]["reason"] == "Empty"
-    assert by_claim["claim-light"]["reason"] == "Underutilized" and by_claim["claim-light"]["pods"] == ["web/api-0"]
+    # The busy node saves the most per unit of disruption: one of its pods joins the light node, the other goes
+    # to a smaller replacement.
+    busy = by_claim["claim-busy"]
+    assert busy["reason"] == "Underutilized" and busy["pods"] == ["web/web-0", "web/web-1"]
+    assert busy["replacement"]["instance_types"] == ["m5.large"] and busy["savings_per_hour"] == pytest.approx(0.096)
     for command in shown["commands"]:
         assert set(command) == {
             "nodeclaim", "node", "nodepool", "reason", "method", "replacement", "pods", "savings_per_hour"
         }  # fmt: skip
     assert shown["cost_per_hour_before"] == pytest.approx(0.096 * 2 + 0.192)
     assert shown["cost_per_hour_after"] == pytest.approx(0.192)
-    assert [s["nodeclaim"] for s in shown["skipped"]] == ["claim-busy"]
+    assert [s["nodeclaim"] for s in shown["skipped"]] == ["claim-light"]
 
 
 def test_the_table_names_every_node_and_the_cost_before_and_after(

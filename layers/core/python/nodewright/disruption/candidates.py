@@ -6,10 +6,11 @@ just nominated to it, neither it nor (for graceful methods) one of its pods says
 no PodDisruptionBudget forbids evicting one of its pods now. Every node that is not a candidate keeps the reason,
 so the planner can report it (`DisruptionBlocked`) and `nodewright disrupt` can print it.
 
-Order: cheapest to disrupt first. A pod's eviction cost is Karpenter's: 1, plus its
-`controller.kubernetes.io/pod-deletion-cost` / 2^27, plus its priority / 2^25, clamped to [-10, 10]; a node's cost
-is the sum over its pods times the share of its lifetime left before `expireAfter` (a node about to expire costs
-little to disrupt early).
+Order, as Karpenter v1.14 orders consolidation: the most savings per unit of disruption first. A pod's eviction cost
+is Karpenter's: 1, plus its `controller.kubernetes.io/pod-deletion-cost` / 2^27, plus its priority / 2^25, clamped to
+[-10, 10]; a node's rescheduling cost is 1 (cordon, drain, replacement) plus the positive eviction costs of the pods
+that must move, and its savings ratio is its price over that cost. A node whose moving pods add nothing to it is
+empty (emptiness takes it, with no replacement).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ DELETION_COST_ANNOTATION = "controller.kubernetes.io/pod-deletion-cost"
 # A pod nominated to a freshly registered node is left to the kube-scheduler for this long (as the provisioner does).
 NOMINATION_GRACE_SECONDS = 120
 
+BASE_DISRUPTION_COST = 1.0  # Karpenter's PerNodeBaseDisruptionCost: cordon, drain, API calls, a replacement's wait
 GRACEFUL = "graceful"  # respects do-not-disrupt pods and PodDisruptionBudgets (emptiness, consolidation)
 EVENTUAL = "eventual"  # bounded by the NodeClaim's terminationGracePeriod when it has one (drift)
 
@@ -38,7 +40,7 @@ class Candidate:
 
     `pods`: every pod bound to it; `reschedulable`: those that need room elsewhere once it goes (not DaemonSet or
     mirror pods, not terminating); `price`: its offering's price per hour (0.0 when the catalog does not know it);
-    `disruption_cost`: see the module doc."""
+    `reschedule_cost`: see the module doc."""
 
     member: FleetNode
     pool: NodePool
@@ -46,7 +48,7 @@ class Candidate:
     reschedulable: tuple[Pod, ...]
     instance_type: InstanceType | None
     price: float
-    disruption_cost: float
+    reschedule_cost: float
 
     @property
     def name(self) -> str:
@@ -54,7 +56,12 @@ class Candidate:
 
     @property
     def empty(self) -> bool:
-        return not self.reschedulable
+        """No pod that must move adds to the cost of disrupting it (Karpenter's IsEmpty)."""
+        return self.reschedule_cost <= BASE_DISRUPTION_COST
+
+    @property
+    def savings_ratio(self) -> float:
+        return self.price / self.reschedule_cost
 
 
 def eviction_cost(pod: Pod) -> float:
@@ -69,12 +76,9 @@ def eviction_cost(pod: Pod) -> float:
     return min(max(cost, -10.0), 10.0)
 
 
-def lifetime_remaining(member: FleetNode, now: float) -> float:
-    """The share of the NodeClaim's lifetime left before expireAfter, in [0, 1] (1 without expiry)."""
-    if member.expire_after is None or member.expire_after <= 0 or not member.created_at:
-        return 1.0
-    left = member.expire_after - (now - member.created_at)
-    return min(max(left / member.expire_after, 0.0), 1.0)
+def reschedule_cost(pods: Sequence[Pod]) -> float:
+    """What moving these pods costs: 1 for the node itself, plus each pod's eviction cost when positive."""
+    return BASE_DISRUPTION_COST + sum(max(eviction_cost(p), 0.0) for p in pods)
 
 
 def consolidatable(member: FleetNode, pool: NodePool, last_pod_event: float, now: float) -> str:
@@ -140,21 +144,22 @@ def candidate(state: ClusterState, member: FleetNode, disruption_class: str = GR
     if blocked:
         return blocked
     price = state.price(member)
-    cost = sum(eviction_cost(p) for p in pods) * lifetime_remaining(member, state.now)
+    moving = tuple(p for p in pods if state.facts(p).reschedulable)
     return Candidate(
         member=member,
         pool=pool,
         pods=pods,
-        reschedulable=tuple(p for p in pods if state.facts(p).reschedulable),
+        reschedulable=moving,
         instance_type=state.instance_type(member),
         price=price if price is not None else 0.0,
-        disruption_cost=cost,
+        reschedule_cost=reschedule_cost(moving),
     )
 
 
 def candidates(state: ClusterState, disruption_class: str = GRACEFUL) -> tuple[list[Candidate], dict[str, str]]:
     """Every NodeClaim of the fleet, as a candidate or with the reason it is not one (by NodeClaim name). Candidates
-    come cheapest to disrupt first (ties: NodeClaim name, so the order does not depend on the input's)."""
+    come most savings per unit of disruption first (ties: NodeClaim name, so the order does not depend on the
+    input's)."""
     found: list[Candidate] = []
     refused: dict[str, str] = {}
     for member in state.fleet:
@@ -163,7 +168,7 @@ def candidates(state: ClusterState, disruption_class: str = GRACEFUL) -> tuple[l
             refused[member.nodeclaim] = outcome
         else:
             found.append(outcome)
-    found.sort(key=lambda c: (c.disruption_cost, c.name))
+    found.sort(key=lambda c: (-c.savings_ratio, c.name))
     return found, refused
 
 

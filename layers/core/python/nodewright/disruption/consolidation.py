@@ -36,6 +36,8 @@ from nodewright.model.requirements import Operator, Requirement
 from nodewright.scheduling import PlannedNodeClaim, Results
 
 MIN_SPOT_TO_SPOT_TYPES = 15
+BALANCED = "Balanced"
+BALANCED_K = 2  # Karpenter's BalancedK: a move must save at least 1/K of its share of the disruption
 MAX_MULTI_NODE_CANDIDATES = 100
 # The workflow carries the pods each candidate moves in its state (Step Functions: 256 KB), so a multi-node move
 # takes at most this many pods.
@@ -52,7 +54,8 @@ def compute(ctx: PlanContext, group: Sequence[Candidate], method: str) -> Decisi
     price = sum(c.price for c in group)
     names = ", ".join(c.member.node for c in group)
     if not sim.new_claims:
-        return Decision(method, UNDERUTILIZED, tuple(group), f"pods of {names} fit on the rest", moving=sim.moving)
+        deleted = Decision(method, UNDERUTILIZED, tuple(group), f"pods of {names} fit on the rest", moving=sim.moving)
+        return _balanced(ctx, deleted)
     if len(sim.new_claims) > 1:
         return f"Can't remove without creating {len(sim.new_claims)} NodeClaims"
     offered = _offerings(ctx.state, sim.new_claims[0])
@@ -65,7 +68,7 @@ def compute(ctx: PlanContext, group: Sequence[Candidate], method: str) -> Decisi
     replacement = Replacement(sim.new_claims[0].nodepool, tuple(chosen), price)
     cheapest = replacement.instance_types[0]
     detail = f"{names} replaced by {cheapest} ({len(chosen)} offerings cheaper than ${price:.4f}/h)"
-    return Decision(
+    replaced = Decision(
         method,
         UNDERUTILIZED,
         tuple(group),
@@ -74,6 +77,31 @@ def compute(ctx: PlanContext, group: Sequence[Candidate], method: str) -> Decisi
         replacement_price=replacement.price,
         moving=sim.moving,
     )
+    return _balanced(ctx, replaced)
+
+
+def _balanced(ctx: PlanContext, decision: Decision) -> Decision | str:
+    """Karpenter v1.14's `Balanced` policy: in such a pool a move goes ahead only when the share of the pool's cost
+    it saves is at least 1/K of the share of the pool's disruption it causes (K = 2); other policies pass."""
+    by_pool: dict[str, list[Candidate]] = {}
+    for c in decision.candidates:
+        by_pool.setdefault(c.member.nodepool, []).append(c)
+    total_price = decision.price
+    for pool, group in sorted(by_pool.items()):
+        if group[0].pool.disruption.consolidation_policy != BALANCED:
+            continue
+        cost, disruption = ctx.pool_totals(pool)
+        if cost <= 0 or disruption <= 0:
+            continue
+        share = sum(c.price for c in group) / total_price if total_price > 0 and len(by_pool) > 1 else 1.0
+        saved = decision.savings_per_hour * share / cost
+        caused = sum(c.reschedule_cost for c in group) / disruption
+        if saved <= 0 or saved / caused < 1 / BALANCED_K:
+            return (
+                f'NodePool "{pool}" is Balanced: the move saves {saved:.1%} of its cost for {caused:.1%} of its '
+                f"disruption, below the 1/{BALANCED_K} ratio it needs"
+            )
+    return decision
 
 
 def _offerings(state: ClusterState, claim: PlannedNodeClaim) -> list[ReplacementOffering]:

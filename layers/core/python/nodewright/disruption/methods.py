@@ -21,6 +21,7 @@ from nodewright.disruption.candidates import (
     candidates,
     consolidatable,
     last_pod_event,
+    reschedule_cost,
 )
 from nodewright.disruption.commands import EXPIRED
 from nodewright.disruption.decision import DRIFT, DRIFTED, EMPTINESS, EMPTY, EXPIRATION, Decision, sentence
@@ -43,6 +44,7 @@ class PlanContext:
     drift: Mapping[str, str] = field(default_factory=dict)
     chosen: set[str] = field(default_factory=set)
     _candidates: dict[str, tuple[list[Candidate], dict[str, str]]] = field(default_factory=dict)
+    _totals: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     def candidates(self, disruption_class: str = GRACEFUL) -> list[Candidate]:
         """Candidates not decided yet this tick, cheapest to disrupt first."""
@@ -63,6 +65,19 @@ class PlanContext:
         """The budget sentence when the candidate's pool allows no more disruption for `reason` ("" when it does)."""
         allowance = self.budgets.allowance(c.member.nodepool, reason)
         return "" if allowance.allowed > 0 else f"NodePool {c.member.nodepool}: {allowance.reason}"
+
+    def pool_totals(self, pool: str) -> tuple[float, float]:
+        """(hourly cost, rescheduling cost) of every node of the pool: what Balanced consolidation weighs a move's
+        savings and disruption against."""
+        if not self._totals:
+            for member in self.state.fleet:
+                cost, disruption = self._totals.get(member.nodepool, (0.0, 0.0))
+                moving = [p for p in self.state.pods_on(member) if self.state.facts(p).reschedulable]
+                self._totals[member.nodepool] = (
+                    cost + (self.state.price(member) or 0.0),
+                    disruption + (reschedule_cost(moving) if member.node else 0.0),
+                )
+        return self._totals.get(pool, (0.0, 0.0))
 
     def take(self, decision: Decision) -> None:
         """Record a decision: its candidates leave the pool of candidates and count against their budgets."""
@@ -123,7 +138,8 @@ class Expiration:
                 continue
             pods = state.pods_on(member)
             moving = tuple(p for p in pods if state.facts(p).reschedulable)
-            found = Candidate(member, pool, pods, moving, state.instance_type(member), state.price(member) or 0.0, 0)
+            price = state.price(member) or 0.0
+            found = Candidate(member, pool, pods, moving, state.instance_type(member), price, reschedule_cost(moving))
             decision = Decision(EXPIRATION, EXPIRED, (found,), detail, forceful=True)
             ctx.take(decision)
             out.decisions.append(decision)
