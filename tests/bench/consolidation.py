@@ -29,6 +29,7 @@ from typing import Any
 
 from nodewright.catalog.types import ON_DEMAND, InstanceType
 from nodewright.disruption.commands import Replacement
+from nodewright.disruption.consolidation import SINGLE_NODE_SIMULATIONS_PER_TICK
 from nodewright.disruption.decision import Decision
 from nodewright.disruption.plan import Plan, plan
 from nodewright.disruption.simulate import simulate
@@ -183,8 +184,8 @@ def _node_documents(node: FleetNode, it: InstanceType, cluster: Cluster) -> list
     return docs
 
 
-def load(nodes: Sequence[FleetNode], cluster: Cluster) -> ClusterState:
-    state, errors = cluster_state(documents(nodes, cluster), cluster.instance_types, NOW)
+def load(nodes: Sequence[FleetNode], cluster: Cluster, now: float = NOW) -> ClusterState:
+    state, errors = cluster_state(documents(nodes, cluster), cluster.instance_types, now)
     if errors:
         raise RuntimeError(f"the bench fleet does not load: {errors[:3]}")
     return state
@@ -225,16 +226,23 @@ def _cheapest_allowed(claim: PlannedNodeClaim, replacement: Replacement | None) 
 
 
 def consolidate(nodes: list[FleetNode], cluster: Cluster) -> tuple[list[FleetNode], int, float]:
-    """Tick until a tick decides nothing; returns the fleet, the ticks, and the seconds spent deciding."""
+    """Tick (a minute apart) until ticks decide nothing while single-node consolidation has gone round every
+    candidate (it simulates a share of them each tick); returns the fleet, the ticks, the seconds spent deciding."""
     counter = [0]
     decided_seconds = 0.0
+    idle = 0
     for ticks in range(1, MAX_TICKS + 1):
-        state = load(nodes, cluster)
+        state = load(nodes, cluster, NOW + 60 * ticks)
         started = time.perf_counter()
         decided = plan(state, {})
         decided_seconds += time.perf_counter() - started
         if not decided.decisions:
-            return nodes, ticks, decided_seconds
+            idle += 1
+            single = next((m.eligible for m in decided.methods if m.method == "single-node"), 0)
+            if idle * SINGLE_NODE_SIMULATIONS_PER_TICK >= single:
+                return nodes, ticks, decided_seconds
+            continue
+        idle = 0
         earlier: set[str] = set()
         for decision in decided.decisions:
             nodes = apply(state, decision, earlier, nodes, counter)
@@ -317,9 +325,9 @@ def large_fleet(pods: int, seed: int = 11) -> tuple[list[FleetNode], Cluster]:
             for i in range(rng.randint(20, 300))
         )
         deployment += 1
-    # Provisioned on types of 32 vCPUs or more, so the fleet is about 1,000 nodes (20 pods a node) as a large
+    # Provisioned on types of 16 vCPUs or more, so the fleet is about 1,000 nodes (20 pods a node) as a large
     # production cluster runs; consolidation may then use any on-demand type.
-    large = Requirement("karpenter.k8s.aws/instance-cpu", Operator.GT, ("31",))
+    large = Requirement("karpenter.k8s.aws/instance-cpu", Operator.GT, ("15",))
     nodes = provision(made, replace(cluster, nodepool=replace(cluster.nodepool, requirements=(large,))))
     for node in nodes:
         node.pods = [p for p in node.pods if rng.random() < 2 / 3]

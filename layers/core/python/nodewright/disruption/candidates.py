@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from nodewright.catalog.types import InstanceType
 from nodewright.disruption.fleet import FleetNode
-from nodewright.disruption.state import ClusterState
+from nodewright.disruption.state import ClusterState, PodFacts
 from nodewright.model.nodepool import NodePool
 from nodewright.model.objects import DO_NOT_DISRUPT, Pod
 
@@ -115,15 +115,15 @@ def _node_block(state: ClusterState, member: FleetNode) -> str:
     return ""
 
 
-def _pod_block(state: ClusterState, pods: Sequence[Pod]) -> str:
+def _pod_block(state: ClusterState, pods: Sequence[Pod], facts: Sequence[PodFacts]) -> str:
     """Karpenter's ValidatePodsDisruptable: a do-not-disrupt pod that still runs, or a budget refusing an eviction."""
-    for pod in pods:
-        facts = state.facts(pod)
-        if pod.do_not_disrupt and not facts.terminating:
+    for pod, fact in zip(pods, facts, strict=True):
+        if pod.do_not_disrupt and not fact.terminating:
             return f'pod {pod.key} has "{DO_NOT_DISRUPT}" annotation'
-    for pod in pods:
-        facts = state.facts(pod)
-        if facts.terminating or facts.tolerates_disrupted or facts.mirror or facts.daemonset:
+    if not state.pdbs.budgets:
+        return ""
+    for pod, fact in zip(pods, facts, strict=True):
+        if fact.terminating or fact.tolerates_disrupted or fact.mirror or fact.daemonset:
             continue  # never asked to leave by eviction, so no budget is consulted
         blocked = state.pdbs.blocking(pod)
         if blocked:
@@ -139,12 +139,13 @@ def candidate(state: ClusterState, member: FleetNode, disruption_class: str = GR
         return blocked
     pool = state.pools[member.nodepool]
     pods = state.pods_on(member)
+    facts = [state.facts(p) for p in pods]
     eventual = disruption_class == EVENTUAL and member.termination_grace_period is not None
-    blocked = "" if eventual else _pod_block(state, pods)
+    blocked = "" if eventual else _pod_block(state, pods, facts)
     if blocked:
         return blocked
     price = state.price(member)
-    moving = tuple(p for p in pods if state.facts(p).reschedulable)
+    moving = tuple(p for p, fact in zip(pods, facts, strict=True) if fact.reschedulable)
     return Candidate(
         member=member,
         pool=pool,

@@ -19,6 +19,7 @@ when it too is cheaper than the candidates.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -48,10 +49,12 @@ SINGLE_NODE_SIMULATIONS_PER_TICK = 50
 
 def compute(ctx: PlanContext, group: Sequence[Candidate], method: str) -> Decision | str:
     """The consolidation of `group` (delete, or replace with one cheaper NodeClaim), or why there is none."""
-    sim = simulate(ctx.state, group, ctx.chosen, one_claim=True)
-    if not sim.all_moved:
-        return sentence(sim.errors)
     price = sum(c.price for c in group)
+    sim = simulate(ctx.state, group, ctx.chosen, one_claim=True, ceiling=price)
+    if not sim.all_moved:
+        return f"Can't move its pods onto the rest of the cluster or one node cheaper than ${price:.4f}/h: " + sentence(
+            sim.errors
+        )
     names = ", ".join(c.member.node for c in group)
     if not sim.new_claims:
         deleted = Decision(method, UNDERUTILIZED, tuple(group), f"pods of {names} fit on the rest", moving=sim.moving)
@@ -207,8 +210,8 @@ def _eligible(ctx: PlanContext, out: Outcome) -> list[Candidate]:
 
 
 class MultiNodeConsolidation:
-    """Up to 100 candidates at once (cheapest to disrupt first, within budgets), removed with at most one
-    replacement: the longest prefix of that order that consolidates, found by binary search as Karpenter does."""
+    """Up to 100 candidates at once (most savings per unit of disruption first, within budgets), removed with at
+    most one replacement: a prefix of that order that consolidates (see `_best_prefix`)."""
 
     name = MULTI_NODE
     reason = UNDERUTILIZED
@@ -230,27 +233,45 @@ class MultiNodeConsolidation:
             taken[c.member.nodepool] = taken.get(c.member.nodepool, 0) + 1
             within.append(c)
             pods += len(c.reschedulable)
-        best = self._longest_prefix(ctx, within)
+        best = self._best_prefix(ctx, within)
         if best is not None:
             ctx.take(best)
             out.decisions.append(best)
         return out
 
     @staticmethod
-    def _longest_prefix(ctx: PlanContext, within: Sequence[Candidate]) -> Decision | None:
+    def _best_prefix(ctx: PlanContext, within: Sequence[Candidate]) -> Decision | None:
+        """Karpenter's binary search for the longest prefix that consolidates, and the prefixes of 2, 4, 8, ...
+        below it. Karpenter takes the longest; its replacement is often one very large node (only the largest types
+        hold every pod of a long prefix), which consolidation can never split again, since a move launches one node
+        at most. So of the valid moves, the one saving the most is taken among those whose replacement costs no
+        more than the dearest node it removes (ties: more nodes); the longest only when no such move is valid."""
         if len(within) < 2:
             return None  # single-node consolidation covers one node
-        low, high = 1, len(within) - 1
-        best: Decision | None = None
+        tried: dict[int, Decision | str] = {}
+
+        def consolidates(size: int) -> bool:
+            if size not in tried:
+                tried[size] = compute(ctx, within[:size], MULTI_NODE)
+            return isinstance(tried[size], Decision)
+
+        low, high = 2, len(within)
+        longest = 0
         while low <= high:
             mid = (low + high) // 2
-            found = compute(ctx, within[: mid + 1], MULTI_NODE)
-            if isinstance(found, Decision):
-                best = found
-                low = mid + 1
+            if consolidates(mid):
+                longest, low = mid, mid + 1
             else:
                 high = mid - 1
-        return best
+        size = 2
+        while size < longest:
+            consolidates(size)
+            size *= 2
+        valid = [d for d in tried.values() if isinstance(d, Decision)]
+        kept = [d for d in valid if d.replacement_price <= max(c.price for c in d.candidates)]
+        if not kept:
+            return max(valid, key=lambda d: len(d.candidates), default=None)
+        return max(kept, key=lambda d: (d.savings_per_hour, len(d.candidates)))
 
 
 class SingleNodeConsolidation:
@@ -262,7 +283,7 @@ class SingleNodeConsolidation:
 
     def decide(self, ctx: PlanContext) -> Outcome:
         out = Outcome()
-        eligible = _interleave_pools(_eligible(ctx, out))
+        eligible = _rotated(_interleave_pools(_eligible(ctx, out)), ctx.state.now)
         out.eligible = len(eligible)
         room = _FreeRoom(ctx.state)
         simulations = 0
@@ -294,6 +315,16 @@ class SingleNodeConsolidation:
         return out
 
 
+def _rotated(found: list[Candidate], now: float) -> list[Candidate]:
+    """More candidates than a tick simulates: each tick starts where the last one stopped (by the minute), so every
+    candidate is evaluated within a few ticks, as Karpenter's single-node pass reaches them all within its
+    three-minute timeout."""
+    if len(found) <= SINGLE_NODE_SIMULATIONS_PER_TICK:
+        return found
+    start = (math.floor(now / 60) * SINGLE_NODE_SIMULATIONS_PER_TICK) % len(found)
+    return [*found[start:], *found[:start]]
+
+
 def _interleave_pools(found: Sequence[Candidate]) -> list[Candidate]:
     """Karpenter's single-node order: by disruption cost within each NodePool, the pools taken in turn."""
     by_pool: dict[str, list[Candidate]] = {}
@@ -314,11 +345,8 @@ class _FreeRoom:
         self.free = {"cpu": 0, "memory": 0}
         self.node_free: dict[str, dict[str, int]] = {}
         for node in state.inputs.nodes:
-            used = {"cpu": 0, "memory": 0}
-            for pod in node.pods:
-                for key in used:
-                    used[key] += pod.requests.get(key, 0)
-            free = {k: max(node.allocatable.get(k, 0) - used[k], 0) for k in used}
+            used = state.used(node)
+            free = {k: max(node.allocatable.get(k, 0) - used.get(k, 0), 0) for k in self.free}
             self.node_free[node.name] = free
             if node.ready and not node.unschedulable:
                 for key in free:

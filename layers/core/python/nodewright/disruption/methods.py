@@ -183,6 +183,8 @@ class Drift:
 
     def decide(self, ctx: PlanContext) -> Outcome:
         out = Outcome()
+        if not any(ctx.drift.values()):
+            return out
         drifted = [c for c in ctx.candidates(EVENTUAL) if ctx.drift.get(c.name)]
         drifted.sort(key=lambda c: (not c.empty, c.member.drifted_at, c.name))
         simulations = 0

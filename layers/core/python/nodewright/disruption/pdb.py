@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from nodewright.model.objects import Pod, PodDisruptionBudget
 
@@ -23,10 +23,17 @@ class PdbLimits:
 
     budgets: tuple[PodDisruptionBudget, ...]
     allowed: Mapping[tuple[str, str], int]
+    _by_namespace: Mapping[str, tuple[PodDisruptionBudget, ...]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        by_namespace: dict[str, list[PodDisruptionBudget]] = {}
+        for budget in self.budgets:
+            by_namespace.setdefault(budget.namespace, []).append(budget)
+        object.__setattr__(self, "_by_namespace", {k: tuple(v) for k, v in by_namespace.items()})
 
     def matching(self, pod: Pod) -> list[PodDisruptionBudget]:
         """The budgets that select `pod` (same namespace, selector matches its labels)."""
-        return [b for b in self.budgets if b.namespace == pod.namespace and b.selector.matches(pod.labels)]
+        return [b for b in self._by_namespace.get(pod.namespace, ()) if b.selector.matches(pod.labels)]
 
     def blocking(self, pod: Pod) -> str:
         """Why evicting `pod` now would be refused ("" when it would not)."""

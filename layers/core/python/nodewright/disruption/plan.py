@@ -20,6 +20,7 @@ from nodewright.disruption.consolidation import MultiNodeConsolidation, SingleNo
 from nodewright.disruption.decision import EXPIRATION, UNDERUTILIZED, Decision
 from nodewright.disruption.methods import Drift, Emptiness, Expiration, Method, PlanContext
 from nodewright.disruption.state import ClusterState
+from nodewright.gcpause import paused_cycle_collector
 
 # Expiration asks for one execution per node and window: a re-run tick names the same execution (and starts
 # nothing), while an expiration that failed is tried again in the next window.
@@ -131,6 +132,11 @@ def plan(
     """Inputs: the snapshot, NodeClaim -> drift reason as found this tick, the methods in order, and a timer for the
     per-method figures (the core reads no clock). Output: the decisions and the reasons for everything else.
     Invariant: a NodeClaim is in at most one decision; voluntary decisions never exceed a pool's budget."""
+    with paused_cycle_collector():  # the simulations allocate much and create no cycles (see gcpause)
+        return _plan(state, drift, methods, timer)
+
+
+def _plan(state: ClusterState, drift: Mapping[str, str], methods: Sequence[Method], timer: Callable[[], float]) -> Plan:
     ctx = PlanContext(state, pool_budgets(state), dict(drift))
     out = Plan()
     skipped: dict[str, str] = {}

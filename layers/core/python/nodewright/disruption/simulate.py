@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from nodewright.catalog.types import InstanceType
 from nodewright.disruption.candidates import Candidate
 from nodewright.disruption.state import ClusterState
 from nodewright.model import resources as res
@@ -71,6 +72,7 @@ def simulate(
     candidates: Sequence[Candidate],
     also_disrupting: Collection[str] = (),
     one_claim: bool = False,
+    ceiling: float | None = None,
 ) -> Simulation:
     """Inputs: the cluster, the candidates to take away together, NodeClaims chosen earlier in the same tick
     (treated as being disrupted), and whether at most one new NodeClaim may be planned (consolidation). Output: the
@@ -80,7 +82,9 @@ def simulate(
     The solver prices pod groups separately, so pods that one larger node would hold may come back on several
     small NodeClaims. With `one_claim`, such a plan is solved again once per NodePool with the NodePools' `nodes`
     limits allowing exactly one new node in that pool and none elsewhere (the solver then grows its claim into a
-    larger type, as a Karpenter NodeClaim in flight does), and the cheapest plan that moves every pod is kept."""
+    larger type, as a Karpenter NodeClaim in flight does), and the cheapest plan that moves every pod is kept.
+    `ceiling`: only instance types with an offering cheaper than this may be planned (a consolidation can use
+    nothing dearer than the nodes it removes, so the solver need not weigh the rest of the catalog)."""
     leaving = {c.name for c in candidates} | set(also_disrupting)
     gone = {m.node for m in state.fleet if m.node and (m.nodeclaim in leaving or state.disrupting(m))}
     moving = [p for c in candidates for p in movable(state, c)]
@@ -97,13 +101,13 @@ def simulate(
     nodes = _condensed(state, [n for n in state.inputs.nodes if n.name not in gone and n.ready], pods)
     pools = [_bounded(p, state.class_zones) for p in state.inputs.nodepools]
     keys = {p.key for p in moving}
-    best = _outcome(state, keys, pods, nodes, inflight, pools)
+    types = state.catalog.instance_types if ceiling is None else state.types_below(ceiling)
+    best = _outcome(state, keys, pods, nodes, inflight, pools, types)
     if not one_claim or len(best.new_claims) <= 1:
         return best
-    counts = _pool_nodes(nodes, inflight)
     for pool in pools:
-        limited = [_one_more_node(p, counts.get(p.name, 0), p.name == pool.name) for p in pools]
-        found = _outcome(state, keys, pods, nodes, inflight, limited)
+        limited = one_new_node(pools, nodes, inflight, pool.name)
+        found = _outcome(state, keys, pods, nodes, inflight, limited, types)
         if found.all_moved and len(found.new_claims) <= 1 and _cheaper(found, best):
             best = found
     return best
@@ -133,7 +137,7 @@ def _condensed(state: ClusterState, nodes: list[Node], pods: Sequence[Pod]) -> l
         if any(p.pod_anti_affinity for p in node.pods):
             kept.append(node)
             continue
-        room = res.subtract(node.allocatable, res.total(p.requests for p in node.pods))
+        room = res.subtract(node.allocatable, state.used(node))
         if all(room.get(r, 0) >= least[r] for r in least):
             kept.append(replace(node, pods=(), allocatable=room))
     return kept
@@ -145,22 +149,24 @@ def _cheaper(found: Simulation, best: Simulation) -> bool:
     return found.results.cost_per_hour < best.results.cost_per_hour
 
 
-def _pool_nodes(nodes: Sequence[Node], inflight: Sequence[NodeClaim]) -> dict[str, int]:
-    """Nodes (and NodeClaims in flight) per NodePool, as the solver counts them against a `nodes` limit."""
+def one_new_node(
+    pools: Sequence[NodePool], nodes: Sequence[Node], inflight: Sequence[NodeClaim], where: str
+) -> list[NodePool]:
+    """The pools with `nodes` limits that let the solver open one new node in `where` and none elsewhere (it then
+    grows that claim into a larger type instead of opening a second). A pool's own lower limit stays."""
     counts: dict[str, int] = {}
     for node in nodes:
-        pool = node.labels.get(NODEPOOL_LABEL, "")
-        if pool:
-            counts[pool] = counts.get(pool, 0) + 1
+        owner = node.labels.get(NODEPOOL_LABEL, "")
+        if owner:
+            counts[owner] = counts.get(owner, 0) + 1
     for claim in inflight:
         counts[claim.nodepool] = counts.get(claim.nodepool, 0) + 1
-    return counts
-
-
-def _one_more_node(pool: NodePool, count: int, this_one: bool) -> NodePool:
-    allowed = count + (1 if this_one else 0)
-    limit = pool.limits.get("nodes")
-    return replace(pool, limits={**pool.limits, "nodes": allowed if limit is None else min(limit, allowed)})
+    out = []
+    for pool in pools:
+        allowed = counts.get(pool.name, 0) + (1 if pool.name == where else 0)
+        limit = pool.limits.get("nodes")
+        out.append(replace(pool, limits={**pool.limits, "nodes": allowed if limit is None else min(limit, allowed)}))
+    return out
 
 
 def _outcome(
@@ -170,6 +176,7 @@ def _outcome(
     nodes: Sequence[Node],
     inflight: Sequence[NodeClaim],
     pools: Sequence[NodePool],
+    types: Sequence[InstanceType],
 ) -> Simulation:
     results = solve(
         pods,
@@ -177,7 +184,7 @@ def _outcome(
         nodeclaims=inflight,
         nodepools=pools,
         nodeclasses=state.inputs.nodeclasses,
-        instance_types=state.catalog.instance_types,
+        instance_types=types,
         daemonsets=state.inputs.daemonsets,
         pvcs=state.inputs.pvcs,
         pvs=state.inputs.pvs,

@@ -16,6 +16,7 @@ from nodewright.catalog.types import InstanceType
 from nodewright.disruption.drain import MIRROR_ANNOTATION, tolerates_disrupted
 from nodewright.disruption.fleet import FleetNode, epoch, fleet_nodes
 from nodewright.disruption.pdb import PdbLimits, pdb_limits
+from nodewright.model import resources as res
 from nodewright.model.errors import ValidationError
 from nodewright.model.inputs import ClusterInputs
 from nodewright.model.loader import load_documents
@@ -46,6 +47,9 @@ class PodFacts:
         """Needs room elsewhere once its node goes (Karpenter's IsReschedulable): not a DaemonSet or mirror pod, and
         not already terminating (a terminating StatefulSet pod is recreated under its name, so it still counts)."""
         return not self.daemonset and not self.mirror and (not self.terminating or self.statefulset)
+
+
+_NO_FACTS = PodFacts()
 
 
 def pod_facts(doc: Mapping[str, Any]) -> PodFacts:
@@ -92,10 +96,14 @@ class ClusterState:
 
     _nodes: Mapping[str, Node] = field(init=False, repr=False, compare=False)
     _pools: Mapping[str, NodePool] = field(init=False, repr=False, compare=False)
+    _used: dict[str, Mapping[str, int]] = field(init=False, repr=False, compare=False)
+    _below: dict[float, tuple[InstanceType, ...]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_nodes", {n.name: n for n in self.inputs.nodes})
         object.__setattr__(self, "_pools", {p.name: p for p in self.inputs.nodepools})
+        object.__setattr__(self, "_used", {})
+        object.__setattr__(self, "_below", {})
 
     @property
     def pools(self) -> Mapping[str, NodePool]:
@@ -112,12 +120,29 @@ class ClusterState:
         return node.pods if node is not None else ()
 
     def facts(self, pod: Pod) -> PodFacts:
-        return self.pods.get(pod.key, PodFacts())
+        return self.pods.get(pod.key, _NO_FACTS)
+
+    def used(self, node: Node) -> Mapping[str, int]:
+        """The requests of the pods bound to `node`, summed (computed once per snapshot)."""
+        found = self._used.get(node.name)
+        if found is None:
+            found = self._used[node.name] = res.total(p.requests for p in node.pods)
+        return found
 
     def disrupting(self, member: FleetNode) -> bool:
         """Being taken away already: a workflow holds its lock, its node carries karpenter.sh/disrupted, or the
         NodeClaim or Node is being deleted."""
         return member.nodeclaim in self.locked or member.disrupting or member.deleting
+
+    def types_below(self, ceiling: float) -> tuple[InstanceType, ...]:
+        """The instance types with an available offering cheaper than `ceiling` (memoized per ceiling)."""
+        found = self._below.get(ceiling)
+        if found is None:
+            found = tuple(
+                it for it in self.catalog.instance_types if any(o.available and o.price < ceiling for o in it.offerings)
+            )
+            self._below[ceiling] = found
+        return found
 
     def instance_type(self, member: FleetNode) -> InstanceType | None:
         return self.catalog.get(member.instance_type) if member.instance_type else None

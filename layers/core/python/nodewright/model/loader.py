@@ -295,7 +295,8 @@ def _store(state: _State, kind: str, value: Any, source: str, ctx: Collector) ->
     elif isinstance(value, kube.ParsedPod):
         if _claim_pod(state, value.pod, source, ctx):
             state.pods.append((value.pod, source))
-            state.generated_pvcs.extend(value.ephemeral_claims)
+            if value.ephemeral_volumes:
+                state.generated_pvcs.extend(value.ephemeral_claims)
     elif isinstance(value, kube.Workload):
         for pod in value.pods:
             if _claim_pod(state, pod, source, ctx):
