@@ -118,3 +118,34 @@ def test_the_planner_starts_expired_nodes_once(account: dict[str, Any], monkeypa
     second = planner.handler({}, Context())
     assert second["started"] == [] and second["already_running"] == [started["execution"]]
     assert len(sfn.list_executions(stateMachineArn=machine)["executions"]) == 1
+
+
+def test_the_planner_takes_an_empty_node_away_once_holding_its_lock(
+    account: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cluster, claim = launched_node(account)
+    for name in ("web-0", "web-1"):  # the Deployment scaled in: the node holds nothing any more
+        del cluster.objects[("Pod", "web", name)]
+    sfn = boto3.client("stepfunctions", region_name=REGION)
+    machine = sfn.create_state_machine(
+        name="disruption",
+        definition=json.dumps({"StartAt": "Wait", "States": {"Wait": {"Type": "Wait", "Seconds": 600, "End": True}}}),
+        roleArn="arn:aws:iam::123456789012:role/sfn",
+    )["stateMachineArn"]
+    monkeypatch.setenv("NODEWRIGHT_STATE_MACHINE", machine)
+    planner = load_handler("planner")
+    planner._PORTS = planner.build_ports(cluster=cluster)
+
+    first = planner.handler({}, Context())
+    [started] = first["started"]
+    assert (started["nodeclaim"], started["method"], started["reason"]) == (claim["name"], "emptiness", "Empty")
+    assert lock_owner(account, claim["name"]) == started["execution"]  # taken before the execution started
+    [command] = first["decisions"]["commands"]
+    assert command["replacement"] is None and command["savings_per_hour"] > 0
+    record = cluster.nodeclaim(claim["name"])
+    assert record is not None
+    assert {c["type"] for c in record["status"]["conditions"]} >= {"Consolidatable"}
+
+    second = planner.handler({}, Context())
+    assert second["started"] == []
+    assert len(sfn.list_executions(stateMachineArn=machine)["executions"]) == 1

@@ -44,9 +44,10 @@ from nodewright.catalog.allocatable import capacity, root_volume_bytes
 from nodewright.catalog.catalog import CapacityReservation, Catalog
 from nodewright.catalog.labels import ZONE
 from nodewright.catalog.types import InstanceType, InstanceTypeSource
-from nodewright.disruption.drain import drain_pod
+from nodewright.disruption.drain import DISRUPTED_TAINT_KEY, drain_pod
 from nodewright.disruption.drift import hash_annotations
 from nodewright.disruption.fleet import NOMINATED_PODS_ANNOTATION
+from nodewright.disruption.simulate import one_new_node
 from nodewright.launch.amis import variant_of
 from nodewright.launch.fleet import FleetAttempt, classify_response, fleet_request, plan_attempts
 from nodewright.launch.template import LaunchTemplateSpec, ResolvedNodeClass, block_devices
@@ -669,6 +670,22 @@ def _filtered(results: Results, plan_filter: Callable[[Results], Results | str])
     return Results(existing=results.existing, unschedulable=(*results.unschedulable, *refused))
 
 
+def being_disrupted(view: ClusterView) -> set[str]:
+    """Nodes a disruption is taking away: tainted karpenter.sh/disrupted:NoSchedule or deleting. As Karpenter's
+    provisioner does with deleting nodes, their pods are planned as pending and their room is not counted, so a
+    replacement in flight for one disruption is not taken by the pods of another, or by a new batch."""
+    out = set()
+    for doc in view.documents:
+        if doc.get("kind") != "Node":
+            continue
+        metadata, spec = doc.get("metadata") or {}, doc.get("spec") or {}
+        taints = spec.get("taints") or []
+        tainted = any(t.get("key") == DISRUPTED_TAINT_KEY and t.get("effect") == "NoSchedule" for t in taints)
+        if tainted or metadata.get("deletionTimestamp"):
+            out.add(str(metadata.get("name")))
+    return out
+
+
 def _displace(view: ClusterView, nodes: Collection[str]) -> ClusterView:
     """The cluster as it will be once `nodes` are gone: their evictable pods wait for capacity, unbound."""
     kept: list[Mapping[str, Any]] = []
@@ -697,6 +714,7 @@ def provision(
     displaced_nodes: Sequence[str] = (),
     templates: LaunchTemplateStore | None = None,
     plan_filter: Callable[[Results], Results | str] | None = None,
+    one_claim_in: str = "",
 ) -> ProvisionResult:
     """Turn a batch of pending pods into NodeClaims and instances; see the module docstring.
 
@@ -707,18 +725,21 @@ def provision(
     its reason, the claims launched (or found launched), and timings. Raises nothing for expected
     failures (invalid objects, unusable node classes, capacity, throttling): they are decisions.
 
-    `displaced_nodes`: the disruption workflow's replacement. The nodes are left out of the capacity, and the
-    pods that must leave them (not DaemonSet, mirror or disrupted-tolerating pods) are planned as pending, in
-    addition to the batch's. `plan_filter`: applied to the simulation's plan before anything launches (a
+    `displaced_nodes`: the disruption workflow's replacement. The nodes, and every node `being_disrupted`, are left
+    out of the capacity, and the pods that must leave them (not DaemonSet, mirror or disrupted-tolerating pods) are
+    planned as pending, in addition to the batch's. `plan_filter`: applied to the simulation's plan before anything launches (a
     consolidation narrows its replacement to the cheaper offerings it decided); a string it returns refuses the
-    plan: nothing launches and the new NodeClaims' pods are unschedulable for that reason.
+    plan: nothing launches and the new NodeClaims' pods are unschedulable for that reason. `one_claim_in`: at most one
+    new NodeClaim, in this NodePool (a consolidation's replacement: the solver grows one claim rather than opening
+    a second, exactly as the consolidation's own simulation did).
     """
     started = timer()
     now = clock.now()
     result = ProvisionResult(batch.batch_id)
     view = cluster.read()
-    if displaced_nodes:
-        view = _displace(view, set(displaced_nodes))
+    displaced = set(displaced_nodes) | being_disrupted(view)
+    if displaced:
+        view = _displace(view, displaced)
     result.timings["read_cluster"] = timer() - started
 
     batch_pods: list[Mapping[str, Any]] = []
@@ -858,6 +879,8 @@ def provision(
     result.timings["prepare"] = timer() - started
 
     # 6: the simulation.
+    if one_claim_in:
+        pools = one_new_node(pools, nodes, inflight, one_claim_in)
     solved_at = timer()
     results = solve(
         pending,

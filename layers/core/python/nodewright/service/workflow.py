@@ -266,6 +266,7 @@ def launch_replacement(state: Mapping[str, Any], execution: str, ports: Ports) -
         ports.catalog,
         displaced_nodes=[n for n in nodes if n],
         plan_filter=plan_filter,
+        one_claim_in=command.replacement.nodepool if command.replacement is not None else "",
     )
     claims = sorted({c.name for c in result.launched})
     stuck = [d for d in result.decisions if d.action in ("unschedulable", "throttled", "launch-failed")]
