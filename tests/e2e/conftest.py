@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from worldkit import World, wait_for
@@ -26,7 +27,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         # Bounded even if a wait inside misbehaves; the first one also pays for starting the world
         # and, on a cold cache, whichever runs first builds the binaries (about 6 minutes on 2 cores).
         cold = not (world.bin_dir() / ".recipe").is_file()
-        item.add_marker(pytest.mark.timeout(1500 if item is ours[0] or cold else 300))
+        first = item is ours[0] or cold
+        own = item.get_closest_marker("timeout")  # a module that knows its tests take longer says so
+        seconds = max(own.args[0] if own is not None else 0, 1500 if first else 300)
+        item.add_marker(pytest.mark.timeout(seconds))
 
 
 @pytest.fixture(scope="session")
@@ -63,3 +67,17 @@ def _clear_faults(request: pytest.FixtureRequest) -> Iterator[None]:
     yield
     if "local_world" in request.fixturenames:
         request.getfixturevalue("local_world").set_faults({})
+
+
+@pytest.fixture(scope="module")
+def stack(local_world: World) -> Any:
+    """The synthesized stack deployed into the world (once per session; later modules find it deployed)."""
+    from test_disruption import Stack
+
+    from nodewright.localworld import deploy
+
+    outputs = deploy.deployed_outputs(local_world.state) or world.deploy_stack(
+        local_world.state, deploy.synthesize(local_world.state, print), deploy.STACK
+    )
+    deploy.install_crds(local_world.api_client)
+    return Stack(local_world, outputs)

@@ -23,8 +23,6 @@ from test_provisioning import Pool, Provisioner, converge, deployment, running
 from worldkit import World, wait_for
 
 from nodewright.disruption.commands import EXPIRED, SPOT_INTERRUPTION, DisruptionCommand
-from nodewright.localworld import deploy
-from nodewright.localworld import world as lw
 
 EVENTS = Path(__file__).resolve().parents[2] / "examples" / "events"
 
@@ -91,15 +89,6 @@ class Stack:
     def history(self, execution: str) -> list[dict[str, Any]]:
         events: list[dict[str, Any]] = self.sfn.get_execution_history(executionArn=execution, maxResults=1000)["events"]
         return events
-
-
-@pytest.fixture(scope="module")
-def stack(local_world: World) -> Stack:
-    outputs = deploy.deployed_outputs(local_world.state) or lw.deploy_stack(
-        local_world.state, deploy.synthesize(local_world.state, print), deploy.STACK
-    )
-    deploy.install_crds(local_world.api_client)
-    return Stack(local_world, outputs)
 
 
 @pytest.fixture

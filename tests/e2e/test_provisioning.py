@@ -89,6 +89,7 @@ class Pool:
         namespace: str,
         requirements: list[dict[str, Any]],
         limits: dict[str, str] | None,
+        disruption: dict[str, Any] | None = None,
     ):
         self.world = world
         self.name = f"{namespace}-pool"
@@ -121,6 +122,9 @@ class Pool:
         }
         if limits:
             spec["limits"] = limits
+        # Every test's pool shares the world (and the planner's ticks): only a test about consolidation opts in,
+        # so a tick another test triggers never consolidates this one's nodes.
+        spec["disruption"] = disruption or {"consolidateAfter": "Never"}
         custom.create_cluster_custom_object(
             "nodewright.io",
             "v1",
