@@ -30,6 +30,8 @@ def test_node_classes_and_pools_become_nodewright_objects_for_the_world() -> Non
         assert spec["role"] == "stack-node-role" and "instanceProfile" not in spec
         assert spec["subnetSelectorTerms"] == [{"tags": {"karpenter.sh/discovery": "demo-cluster"}}]
         assert spec["securityGroupSelectorTerms"] == spec["subnetSelectorTerms"]
+    # Its scale-in waits seconds, not the examples' minutes, before empty and underused nodes go.
+    assert {d["spec"]["disruption"]["consolidateAfter"] for d in pools} == {demo.DEMO_CONSOLIDATE_AFTER}
     # What the demo applies still passes nodewright's own validation.
     inputs, errors = load_documents([d for d in docs if d["kind"] in ("NodePool", "EC2NodeClass")], "demo")
     assert not errors, [str(e) for e in errors]

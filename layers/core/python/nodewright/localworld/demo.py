@@ -6,9 +6,12 @@ nodewright.io/v1, pointed at the world's node role and discovery tag) and the ex
 DaemonSets, and waits until their pods run on nodes nodewright launched. Then EC2 "interrupts" the busiest
 Spot node: a Spot Instance Interruption Warning goes onto EventBridge's default bus, and the stack's rule,
 queue, interruption Lambda and disruption workflow replace, drain and terminate it while the forwarder and
-the provisioner put its pods back. It ends with one JSON line: `{"pods_total", "pods_running", "nodes",
-"nodeclaims", "cost_per_hour", "interruptions", "executions_succeeded", "seconds_to_drain_start",
-"seconds_to_drain", "seconds"}` (drain times count from the warning).
+the provisioner put its pods back. Last, the example Deployments scale in to a third of their replicas and
+the planner is invoked as its schedule would invoke it, tick after tick, until a tick finds nothing more to
+take away: empty nodes go, the rest consolidate onto fewer or cheaper nodes. It ends with one JSON line:
+`{"pods_total", "pods_running", "nodes", "nodeclaims", "cost_per_hour", "interruptions", "executions_succeeded",
+"seconds_to_drain_start", "seconds_to_drain", "scale_in": {"replicas", "nodes", "cost_per_hour", "disruptions",
+"seconds"}, "seconds"}` (drain times count from the warning; the scale-in's nodes and cost are [before, after]).
 
 Kinds the local world cannot run (Jobs asking for GPUs, StatefulSets whose volumes need a CSI driver,
 Nodes and Pods bound to nodes that do not exist here) are left out and named in the log.
@@ -31,6 +34,7 @@ GROUP, VERSION = "nodewright.io", "v1"
 APPLIED_WORKLOADS = ("Deployment", "DaemonSet")
 PRICE_ANNOTATION = "nodewright.io/price-per-hour"
 NAMESPACE_KINDS = ("Deployment", "DaemonSet")
+DEMO_CONSOLIDATE_AFTER = "10s"
 
 
 def example_documents(folder: Path) -> list[dict[str, Any]]:
@@ -42,13 +46,17 @@ def example_documents(folder: Path) -> list[dict[str, Any]]:
 
 
 def for_the_world(docs: Iterable[dict[str, Any]], state: world.WorldState, node_role: str) -> list[dict[str, Any]]:
-    """NodePools and EC2NodeClasses as nodewright.io/v1 objects that fit this world; other kinds as they are."""
+    """NodePools and EC2NodeClasses as nodewright.io/v1 objects that fit this world (a NodePool's consolidateAfter
+    shortened to DEMO_CONSOLIDATE_AFTER); other kinds as they are."""
     out = []
     for original in docs:
         doc = copy.deepcopy(original)
         kind = doc.get("kind")
         if kind in ("NodePool", "EC2NodeClass"):
             doc["apiVersion"] = f"{GROUP}/{VERSION}"
+        if kind == "NodePool" and "consolidateAfter" in doc["spec"].get("disruption", {}):
+            # Minutes of waiting would make the demo's scale-in the longest part of it.
+            doc["spec"]["disruption"]["consolidateAfter"] = DEMO_CONSOLIDATE_AFTER
         if kind == "EC2NodeClass":
             spec = doc["spec"]
             spec.pop("instanceProfile", None)
@@ -102,7 +110,79 @@ def run(examples: Path, timeout: float, log: Callable[[str], None] = print) -> d
     deadline = time.monotonic() + timeout
     disruption = interrupt_busiest_spot_node(state, outputs, core, log, deadline)
     summary = _wait_running(custom, core, selectors, started, deadline)
-    return {**{k: v for k, v in summary.items() if k != "seconds"}, **disruption, "seconds": summary["seconds"]}
+    if summary["pods_running"] < summary["pods_total"]:
+        return {**{k: v for k, v in summary.items() if k != "seconds"}, **disruption, "seconds": summary["seconds"]}
+    log("the interrupted node's pods run again; scaling the example Deployments in")
+    deadline = time.monotonic() + timeout
+    scaled = scale_in(state, outputs, docs, (custom, apps, core), selectors, log, deadline)
+    summary = _wait_running(custom, core, selectors, started, deadline)
+    return {
+        **{k: v for k, v in summary.items() if k != "seconds"},
+        **disruption,
+        "scale_in": scaled,
+        "seconds": summary["seconds"],
+    }
+
+
+def scale_in(
+    state: world.WorldState,
+    outputs: dict[str, str],
+    docs: list[dict[str, Any]],
+    clients: tuple[Any, Any, Any],
+    selectors: list[tuple[str, dict[str, str]]],
+    log: Callable[[str], None],
+    deadline: float,
+) -> dict[str, Any]:
+    """Scale the example Deployments to a third of their replicas (at least one), then tick the planner until a
+    tick starts nothing; returns replicas, nodes and $/hour before and after, and the disruptions it started."""
+    custom, apps, core = clients
+    started = time.monotonic()
+    before = _summary(custom, core, [], [], started)
+    deployments = [d for d in docs if d.get("kind") == "Deployment"]
+    replicas = [0, 0]
+    for doc in deployments:
+        now = int(doc["spec"].get("replicas", 1))
+        target = max(1, now // 3)
+        replicas[0] += now
+        replicas[1] += target
+        apps.patch_namespaced_deployment_scale(
+            doc["metadata"]["name"], doc["metadata"]["namespace"], {"spec": {"replicas": target}}
+        )
+    _wait_running(custom, core, selectors, started, deadline)
+    lambda_ = _aws(state, "lambda")
+    sfn = _aws(state, "stepfunctions")
+    disruptions: list[str] = []
+    while time.monotonic() < deadline:
+        response = lambda_.invoke(FunctionName=outputs["PlannerFunctionName"], Payload=b"{}")
+        tick = json.loads(response["Payload"].read())
+        names = [s["execution"] for s in tick.get("started", [])]
+        for entry in tick.get("started", []):
+            log(f"demo: planner started {entry['execution']} ({entry['method']}, {entry['reason']})")
+        disruptions.extend(names)
+        running = sfn.list_executions(stateMachineArn=outputs["StateMachineArn"], statusFilter="RUNNING")
+        if not names and not running["executions"]:
+            break
+        time.sleep(3)
+    after = _summary(custom, core, [], [], started)
+    return {
+        "replicas": replicas,
+        "nodes": [before["nodes"], after["nodes"]],
+        "cost_per_hour": [before["cost_per_hour"], after["cost_per_hour"]],
+        "disruptions": len(disruptions),
+        "seconds": round(time.monotonic() - started, 1),
+    }
+
+
+def _aws(state: world.WorldState, service: str) -> Any:
+    import boto3
+
+    return boto3.client(  # type: ignore[call-overload]
+        service,
+        endpoint_url=state.endpoint_url,
+        region_name=state.region,
+        aws_access_key_id=world.DUMMY_CREDENTIALS["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=world.DUMMY_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+    )
 
 
 def _wait_running(
@@ -123,16 +203,9 @@ def interrupt_busiest_spot_node(
     """Send a Spot interruption warning for the Spot node running most pods and follow its workflow; returns
     `interruptions`, `executions_succeeded` and the seconds from the warning to the first eviction round and
     to the last pod leaving."""
-    import boto3
 
     def aws(service: str) -> Any:
-        return boto3.client(  # type: ignore[call-overload]
-            service,
-            endpoint_url=state.endpoint_url,
-            region_name=state.region,
-            aws_access_key_id=world.DUMMY_CREDENTIALS["AWS_ACCESS_KEY_ID"],
-            aws_secret_access_key=world.DUMMY_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
-        )
+        return _aws(state, service)
 
     spot = [
         n
