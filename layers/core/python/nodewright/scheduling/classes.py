@@ -20,14 +20,47 @@ from nodewright.model.objects import (
     PersistentVolumeClaim,
     Pod,
     StorageClass,
+    TopologySpreadConstraint,
 )
 from nodewright.model.requirements import Requirements
-from nodewright.model.taints import Toleration
+from nodewright.model.taints import Taint, Toleration, untolerated
 
 EBS_CSI_DRIVER = "ebs.csi.aws.com"
 # The per-node EBS attachment limit is handled as one more resource: each pod requests one unit per EBS
 # volume it mounts and each instance type offers as many as it can attach.
 EBS_VOLUMES = "attachable-volumes-aws-ebs"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeFilter:
+    """Which nodes a spread constraint counts (nodeAffinityPolicy / nodeTaintsPolicy, Honor).
+
+    `requirements`: the pod's required node requirements (ORed); a node counts when it could satisfy one
+    of them. `tolerations`: the pod's; a node counts when they tolerate its taints. None: not filtered.
+    """
+
+    requirements: tuple[Requirements, ...] | None = field(default=None, compare=False)
+    tolerations: tuple[Toleration, ...] | None = None
+    # The requirements as sorted tuples (Requirements holds a dict): what equality and hashing compare.
+    requirements_key: tuple[object, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.requirements is not None:
+            key = tuple(tuple(sorted(r.by_key.items())) for r in self.requirements)
+            object.__setattr__(self, "requirements_key", key)
+
+    def admits(self, labels: Mapping[str, str] | None, requirements: Requirements, taints: tuple[Taint, ...]) -> bool:
+        """Whether a node counts: `labels` for an existing node, else the requirements of a NodeClaim."""
+        if self.tolerations is not None and untolerated(self.tolerations, taints) is not None:
+            return False
+        if self.requirements is None:
+            return True
+        if labels is not None:
+            return any(option.matches_labels(labels) for option in self.requirements)
+        return any(option.conflict(requirements) is None for option in self.requirements)
+
+
+NO_FILTER = NodeFilter()
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,10 +79,13 @@ class TopologyTerm:
     min_domains: int | None = None
     required: bool = True
     weight: int = 0
+    node_filter: NodeFilter = NO_FILTER
 
     @property
     def group(self) -> tuple[object, ...]:
-        return (self.topology_key, self.selector, self.namespaces)
+        # Anti-affinity counts a pod in every domain its node may still end up in, spread and affinity only
+        # in a decided one (as Karpenter does), so they never share a counter; a filter counts fewer nodes.
+        return (self.kind == "anti", self.topology_key, self.selector, self.namespaces, self.node_filter)
 
     def selects(self, namespace: str, labels: Mapping[str, str]) -> bool:
         if self.namespaces is not None and namespace not in self.namespaces:
@@ -179,6 +215,7 @@ def pod_terms(pod: Pod) -> tuple[tuple[TopologyTerm, ...], tuple[TopologyTerm, .
             spread.max_skew,
             spread.min_domains,
             spread.when_unsatisfiable == "DoNotSchedule",
+            node_filter=_node_filter(pod, spread),
         )
         (required if term.required else preferred).append(term)
     for kind, terms in (("affinity", pod.pod_affinity), ("anti", pod.pod_anti_affinity)):
@@ -192,6 +229,22 @@ def pod_terms(pod: Pod) -> tuple[tuple[TopologyTerm, ...], tuple[TopologyTerm, .
                 TopologyTerm(kind, w.term.topology_key, w.term.label_selector, ns, required=False, weight=w.weight)
             )
     return tuple(required), tuple(preferred)
+
+
+def required_node_options(pod: Pod) -> tuple[Requirements, ...]:
+    """The pod's nodeSelector with each ORed required node selector term: one node must satisfy one."""
+    base = Requirements.from_labels(pod.node_selector)
+    if not pod.required_node_terms:
+        return (base,)
+    return tuple(base.intersect(_term_requirements(t)) for t in pod.required_node_terms)
+
+
+def _node_filter(pod: Pod, spread: TopologySpreadConstraint) -> NodeFilter:
+    constrained = bool(pod.node_selector or pod.required_node_terms)
+    return NodeFilter(
+        required_node_options(pod) if spread.node_affinity_policy == "Honor" and constrained else None,
+        pod.tolerations if spread.node_taints_policy == "Honor" else None,
+    )
 
 
 def _signature(pod: Pod, relevant_labels: frozenset[str]) -> tuple[object, ...]:
@@ -214,9 +267,10 @@ def _signature(pod: Pod, relevant_labels: frozenset[str]) -> tuple[object, ...]:
     )
 
 
-# The parts of a signature that `pod_terms` reads: classes that differ only in labels or requests
+# The parts of a signature that `pod_terms` reads (namespace, node constraints, tolerations and terms):
+# classes that differ only in labels or requests
 # (most of them) share their topology terms, which are immutable.
-_TERM_PARTS = (0, 7, 8, 9, 10, 11)
+_TERM_PARTS = (0, 3, 4, 6, 7, 8, 9, 10, 11)
 
 
 def build_classes(pods: Sequence[Pod], volumes: VolumeIndex, relevant_labels: frozenset[str]) -> list[PodClass]:

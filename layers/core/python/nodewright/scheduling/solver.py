@@ -55,6 +55,7 @@ from nodewright.model.resources import CPU, MEMORY, PODS
 from nodewright.model.taints import Taint, untolerated
 from nodewright.scheduling.classes import (
     EBS_VOLUMES,
+    NO_FILTER,
     PodClass,
     TopologyTerm,
     VolumeIndex,
@@ -101,6 +102,36 @@ Score = tuple[float, int, float, str]
 _Finalized = tuple[
     tuple[str, ...], tuple[LaunchOption, ...], tuple[str, ...], tuple[str, ...], tuple[Requirement, ...], dict[str, str]
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """One form of a class's constraints: node requirements (with the preference tried), the topology
+    terms in force, and `base`, the required node requirements alone."""
+
+    requirements: Requirements
+    terms: tuple[TopologyTerm, ...]
+    base: Requirements
+
+
+def _pool_domains(
+    key: str, requirements: Requirements, candidates: Iterable[Candidate], offering_key: OfferingKey | None
+) -> set[str]:
+    """The values of `key` nodes launched under these requirements from these types can carry."""
+    allowed = requirements.get(key)
+    values: set[str] = set()
+    if key in _OFFERING_KEYS:
+        for c in candidates:
+            offerings = c.offerings_with(offering_key) if offering_key is not None else c.offerings
+            for o in offerings:
+                value = o.zone if key == ZONE else o.capacity_type if key == CAPACITY_TYPE else o.reservation_id
+                if value:
+                    values.add(value)
+    elif key in _TYPE_KEYS:
+        values = {v for c in candidates if (v := c.it.labels.get(key)) is not None}
+    elif allowed.allowed is not None:
+        values = set(allowed.allowed)  # a label the NodePool sets (its requirements or template labels)
+    return {v for v in values if allowed.matches(v)}
 
 
 def req_key(requirements: Requirements) -> tuple[tuple[str, ValueSet], ...]:
@@ -191,6 +222,18 @@ class PoolCompat:
     _frontier: list[int] | None = None
     _cpu_steps: list[int] | None = None  # the distinct cpu values of `basics`, ascending
     _by_cpu: dict[int, list[int]] = field(default_factory=dict)  # per cpu step, see `with_cpu`
+    _domains: dict[str, frozenset[str]] = field(default_factory=dict)
+
+    def domains_of(self, key: str) -> frozenset[str]:
+        """The values of a topology key that nodes launched for this answer can carry."""
+        if key == ZONE:
+            return self.zones
+        cached = self._domains.get(key)
+        if cached is None:
+            candidates = [c for _, c in self.candidates]
+            found = _pool_domains(key, self.requirements, candidates, _offering_key(self.requirements))
+            cached = self._domains[key] = frozenset(found)
+        return cached
 
     def with_cpu(self, need: int) -> list[int]:
         """Indexes (ascending, so cheapest first) of the candidates with at least `need` cpu.
@@ -391,8 +434,14 @@ class Solver:
             # A claim whose node has registered is that node: adding it again would count its room twice.
             if not (claim.node_name and claim.node_name in node_names):
                 self._add_inflight_claim(claim)
-        # Zones of existing nodes and in-flight claims: domains for zonal topology even without a NodePool.
-        self.existing_zones = frozenset(z for b in self.bins if (z := b.domain(ZONE)) is not None)
+        # Existing nodes and claims in flight come first in `bins`; their domains are topology domains even
+        # without a NodePool. Per topology key: the domains NodePools can create, existing domains, and per
+        # (key, requirement set) the domains a node may have; per (group, requirements) a spread's domains.
+        self.old_count = len(self.bins)
+        self.universes: dict[str, dict[str, list[tuple[Taint, ...]]]] = {}
+        self.existing_domains: dict[str, frozenset[str]] = {}
+        self.domains_cache: dict[tuple[str, ReqKey], list[str]] = {}
+        self.spread_domains: dict[tuple[int, ReqKey], list[str]] = {}
         # Per hostname group: the new claims holding its pods, in placement order, and how far the group's
         # `hosts` list was read (see `_new_hosts`). `name_clash` is set if a new claim is named like a node
         # or a claim in flight, which the incremental list does not handle.
@@ -568,24 +617,44 @@ class Solver:
             self._count(b, pod.namespace, pod.labels, 1)
             for term in pod_terms(pod)[0]:
                 if term.kind == "anti":
-                    g = self.groups.index[term.group]
-                    d = b.domain(term.topology_key)
-                    if d is not None:
-                        self.groups.carried[g][d] = self.groups.carried[g].get(d, 0) + 1
+                    self._carry(b, self.groups.index[term.group], term.topology_key, 1)
 
     def _count(self, b: Bin, namespace: str, labels: Mapping[str, str], k: int) -> None:
         for g, term in enumerate(self.groups.terms):
             if term.selects(namespace, labels):
-                self._add_count(b, g, term.topology_key, k)
+                self._add_count(b, g, k)
 
-    def _add_count(self, b: Bin, g: int, topology_key: str, k: int) -> None:
-        d = b.domain(topology_key)
-        if d is not None:
-            counts = self.groups.counts[g]
-            before = counts.get(d, 0)
-            counts[d] = before + k
-            if before == 0 and topology_key == HOSTNAME_LABEL:
+    def _add_count(self, b: Bin, g: int, k: int) -> None:
+        """Count k selected pods on bin b for group g (Karpenter's Topology.Record).
+
+        Spread and affinity count a pod only where its domain is decided and the group's node filter
+        admits the bin; anti-affinity counts it in every domain its node may still end up in, so no pod
+        that avoids it can land beside it once the domain is decided.
+        """
+        term = self.groups.terms[g]
+        if term.node_filter is not NO_FILTER and not self._admits(term, b):
+            return
+        d = b.domain(term.topology_key)
+        if d is None:
+            if term.kind != "anti":
+                return
+            domains = self._possible_domains(b, term.topology_key)
+        else:
+            domains = [d]
+        counts = self.groups.counts[g]
+        for domain in domains:
+            before = counts.get(domain, 0)
+            counts[domain] = before + k
+            if before == 0 and term.topology_key == HOSTNAME_LABEL:
                 self.groups.hosts[g].append(b)
+
+    def _carry(self, b: Bin, g: int, topology_key: str, k: int) -> None:
+        """Record k pods on b that carry anti-affinity group g: selected pods must avoid their domains,
+        every domain b may still end up in while it is not decided."""
+        d = b.domain(topology_key)
+        carried = self.groups.carried[g]
+        for domain in [d] if d is not None else self._possible_domains(b, topology_key):
+            carried[domain] = carried.get(domain, 0) + k
 
     # ----- compatibility ------------------------------------------------------------------------------
 
@@ -661,11 +730,11 @@ class Solver:
         return self.term_groups[id(term)]
 
     def _bin_cap(self, b: Bin, cls: PodClass, terms: Sequence[TopologyTerm], n: int) -> int:
-        """How many pods of the class the topology terms (hostname and other non-zone keys) allow on b."""
+        """How many pods of the class its hostname terms, anti-affinity against it and host ports allow on b."""
         cap = n
         for term in terms:
-            if term.topology_key == ZONE:
-                continue
+            if term.topology_key != HOSTNAME_LABEL:
+                continue  # decided before the bins are visited (`_place_in_domains`)
             g = self._term_group(term)
             d = b.domain(term.topology_key)
             count = self.groups.counts[g].get(d, 0) if d is not None else 0
@@ -698,7 +767,7 @@ class Solver:
         """The most pods of the class one brand-new node may take under its non-zone topology terms."""
         cap = n
         for term in terms:
-            if term.topology_key == ZONE:
+            if term.topology_key != HOSTNAME_LABEL:
                 continue
             g = self._term_group(term)
             member = g in cls.member_of
@@ -712,48 +781,127 @@ class Solver:
             cap = min(cap, 1)
         return cap
 
-    def _zone_quotas(
-        self, cls: PodClass, terms: Sequence[TopologyTerm], zones: list[str], n: int, full: set[str]
-    ) -> dict[str, int] | None:
-        """Per zone, how many pods of the class may go there; None when no zone term applies."""
-        zone_terms = [t for t in terms if t.topology_key == ZONE]
-        blocking = [g for g in cls.member_of if self.groups.terms[g].topology_key == ZONE and self.groups.carried[g]]
-        if not zone_terms and not blocking:
-            return None
-        quotas = {z: n for z in zones}
-        for term in zone_terms:
+    def _quotas(
+        self, cls: PodClass, variant: Variant, key: str, domains: list[str], n: int, full: set[str]
+    ) -> dict[str, int]:
+        """Per domain of `key` the pods of the class may take now (Karpenter's topologygroup.go rules).
+
+        Spread: the emptiest domain counts over every domain the term knows (NodePools', existing nodes',
+        as its node filter admits them) that the class's required requirements allow, so a domain only a
+        preference excludes still holds the others back. Anti-affinity: only domains without a selected
+        pod, including pods on claims whose domain is not decided yet. Affinity: only domains that hold a
+        selected pod, or one domain for the first pods of a class that selects itself.
+        """
+        quotas = {d: n for d in domains}
+        for term in variant.terms:
+            if term.topology_key != key:
+                continue
             g = self._term_group(term)
-            counts = {z: self.groups.counts[g].get(z, 0) for z in zones}
+            counted = self.groups.counts[g]
             member = g in cls.member_of
             if term.kind == "spread":
-                floor = 0 if term.min_domains is not None and len(zones) < term.min_domains else None
+                known = self._spread_domains(term, g, variant.base)
+                floor = 0 if term.min_domains is not None and len(known) < term.min_domains else None
+                lowest = floor if floor is not None else min((counted.get(d, 0) for d in known), default=0)
                 if member:
-                    fill = _water_fill(counts, n, term.max_skew, floor, full)
-                    quotas = {z: min(quotas[z], fill.get(z, 0)) for z in zones}
+                    counts = {d: counted.get(d, 0) for d in (*known, *domains)}
+                    closed = full | (set(counts) - set(domains))
+                    fill = _water_fill(counts, n, term.max_skew, lowest, closed)
+                    quotas = {d: min(q, fill.get(d, 0)) for d, q in quotas.items()}
                 else:
-                    lowest = 0 if floor is not None else min(counts.values(), default=0)
-                    quotas = {z: (quotas[z] if counts[z] - lowest <= term.max_skew else 0) for z in zones}
+                    quotas = {d: (q if counted.get(d, 0) - lowest <= term.max_skew else 0) for d, q in quotas.items()}
             elif term.kind == "anti":
-                quotas = {z: (min(quotas[z], 1 if member else n) if counts[z] == 0 else 0) for z in zones}
+                quotas = {d: (min(q, 1 if member else n) if not counted.get(d, 0) else 0) for d, q in quotas.items()}
             else:
-                present = [z for z in zones if counts[z] > 0]
+                present = [d for d in domains if counted.get(d, 0) > 0]
                 if not present and member and self.groups.total(g) == 0:
-                    present = zones[:1]
-                quotas = {z: (quotas[z] if z in present else 0) for z in zones}
-        for g in blocking:
-            quotas = {z: (0 if self.groups.carried[g].get(z, 0) else q) for z, q in quotas.items()}
-        return {z: (0 if z in full else q) for z, q in quotas.items()}
+                    present = domains[:1]
+                quotas = {d: (q if d in present else 0) for d, q in quotas.items()}
+        for g in cls.member_of:
+            carried = self.groups.carried[g]
+            if carried and self.groups.terms[g].topology_key == key:
+                quotas = {d: (0 if carried.get(d, 0) else q) for d, q in quotas.items()}
+        return {d: (0 if d in full else q) for d, q in quotas.items()}
 
-    def _zones_for(self, requirements: Requirements, rkey: ReqKey) -> list[str]:
-        allowed = requirements.get(ZONE)
-        zones = {z for z in self.existing_zones if allowed.matches(z)}
+    def _spread_domains(self, term: TopologyTerm, g: int, base: Requirements) -> list[str]:
+        """The domains a spread term counts for a class whose required requirements are `base`: those the
+        NodePools can create (under nodeTaintsPolicy Honor, only NodePools whose taints the pod tolerates),
+        those of existing nodes its node filter admits, and any that already count a pod; then only those
+        `base` allows for the key (Karpenter's domainMinCount)."""
+        key = term.topology_key
+        cache_key = (g, self._req_key(base))
+        known = self.spread_domains.get(cache_key)
+        if known is None:
+            tolerations = term.node_filter.tolerations
+            found: set[str] = set()
+            for domain, taint_sets in self._universe(key).items():
+                if tolerations is None or any(untolerated(tolerations, t) is None for t in taint_sets):
+                    found.add(domain)
+            for b in self.bins[: self.old_count]:
+                d = b.domain(key)
+                if d is not None and self._admits(term, b):
+                    found.add(d)
+            allowed = base.get(key)
+            known = self.spread_domains[cache_key] = sorted(d for d in found if allowed.matches(d))
+        counted = self.groups.counts[g]
+        allowed = base.get(key)
+        extra = [d for d, c in counted.items() if c > 0 and d not in known and allowed.matches(d)]
+        return known + extra if extra else known
+
+    def _universe(self, key: str) -> dict[str, list[tuple[Taint, ...]]]:
+        """Every value of `key` a NodePool can give a node, with the taints of the NodePools that give it
+        (Karpenter's buildDomainGroups): from its instance types' labels and offerings, its requirements'
+        In values and its template labels."""
+        cached = self.universes.get(key)
+        if cached is None:
+            cached = {}
+            for ctx in self.pools:
+                if ctx.error:
+                    continue
+                for domain in _pool_domains(key, ctx.requirements, ctx.candidates, None):
+                    cached.setdefault(domain, []).append(ctx.taints)
+            self.universes[key] = cached
+        return cached
+
+    def _domains_of(self, key: str, requirements: Requirements, rkey: ReqKey) -> list[str]:
+        """The values of `key` a node for these requirements can have: existing nodes' and claims' in
+        flight, and what each NodePool can launch under them (a generalisation of the zones it offers)."""
+        cached = self.domains_cache.get((key, rkey))
+        if cached is not None:
+            return cached
+        allowed = requirements.get(key)
+        found = {d for d in self._existing_domains(key) if allowed.matches(d)}
         for ctx in self.pools:
             if ctx.error:
                 continue
             compat = self._pool_compat(ctx, requirements, rkey)
             if isinstance(compat, PoolCompat):
-                zones.update(compat.zones)
-        return sorted(zones)
+                found.update(compat.domains_of(key))
+        result = self.domains_cache[(key, rkey)] = sorted(found)
+        return result
+
+    def _existing_domains(self, key: str) -> frozenset[str]:
+        cached = self.existing_domains.get(key)
+        if cached is None:
+            cached = frozenset(d for b in self.bins[: self.old_count] if (d := b.domain(key)) is not None)
+            self.existing_domains[key] = cached
+        return cached
+
+    def _admits(self, term: TopologyTerm, b: Bin) -> bool:
+        """Whether the term's node filter counts pods on this bin (always, without a filter)."""
+        if term.node_filter is NO_FILTER:
+            return True
+        return term.node_filter.admits(b.labels if b.kind == "node" else None, b.requirements, b.taints)
+
+    def _possible_domains(self, b: Bin, key: str) -> list[str]:
+        """The values of `key` a claim whose value is not decided yet may still end up with."""
+        allowed = b.requirements.get(key)
+        if allowed.allowed is not None:
+            return sorted(allowed.allowed)
+        if b.pool is None or b.pool.error:
+            return []
+        compat = self._pool_compat(b.pool, b.requirements, b.rkey)
+        return sorted(compat.domains_of(key)) if isinstance(compat, PoolCompat) else []
 
     # ----- placement ----------------------------------------------------------------------------------
 
@@ -779,34 +927,38 @@ class Solver:
             self.unschedulable.extend(Unschedulable(p.key, reason) for p in pods)
         return self._results()
 
-    def _variants(self, cls: PodClass) -> list[tuple[Requirements, tuple[TopologyTerm, ...]]]:
-        """The class's constraints, strictest first, each later one relaxing one more preference."""
-        variants: list[tuple[Requirements, tuple[TopologyTerm, ...]]] = []
-        preferred_affinity = [t for t in cls.preferred_terms if t.kind == "affinity"]
-        preferred_anti = [t for t in cls.preferred_terms if t.kind == "anti"]
-        preferred_spread = [t for t in cls.preferred_terms if t.kind == "spread"]
+    def _variants(self, cls: PodClass) -> list[Variant]:
+        """The class's constraints, strictest first, each later one relaxing one more preference.
+
+        Karpenter's order (preferences.go): preferred pod affinity terms, then preferred anti-affinity
+        terms, heaviest first; then the preferred node affinity terms, of which only the heaviest left is
+        required at a time; then ScheduleAnyway spreads. Each variant keeps its required node requirements
+        (`base`) apart: spread domains are counted over those, not over a preference.
+        """
+        variants: list[Variant] = []
+        affinity0 = [t for t in cls.preferred_terms if t.kind == "affinity"]
+        anti0 = [t for t in cls.preferred_terms if t.kind == "anti"]
+        spread0 = [t for t in cls.preferred_terms if t.kind == "spread"]
         for base in cls.requirement_options:
-            node_prefs = [r for _, r in cls.preferred_node_terms]
-            steps: list[tuple[list[Requirements], list[TopologyTerm]]] = []
-            affinity, anti, spread = list(preferred_affinity), list(preferred_anti), list(preferred_spread)
-            steps.append((list(node_prefs), affinity + anti + spread))
+            node_prefs = [r for _, r in cls.preferred_node_terms]  # heaviest first
+            affinity, anti, spread = list(affinity0), list(anti0), list(spread0)
+            steps: list[tuple[Requirements | None, list[TopologyTerm]]] = []
+            steps.append((node_prefs[0] if node_prefs else None, affinity + anti + spread))
             while affinity:
-                affinity.pop()
-                steps.append((list(node_prefs), affinity + anti + spread))
+                affinity.pop(0)
+                steps.append((node_prefs[0] if node_prefs else None, affinity + anti + spread))
             while anti:
-                anti.pop()
-                steps.append((list(node_prefs), anti + spread))
+                anti.pop(0)
+                steps.append((node_prefs[0] if node_prefs else None, anti + spread))
             while node_prefs:
-                node_prefs.pop()
-                steps.append((list(node_prefs), spread))
+                node_prefs.pop(0)
+                steps.append((node_prefs[0] if node_prefs else None, list(spread)))
             while spread:
-                spread.pop()
-                steps.append(([], list(spread)))
-            for prefs, extra_terms in steps:
-                requirements = base
-                for pref in prefs:
-                    requirements = requirements.intersect(pref)
-                variant = (requirements, cls.terms + tuple(extra_terms))
+                spread.pop(0)
+                steps.append((None, list(spread)))
+            for preference, extra_terms in steps:
+                requirements = base if preference is None else base.intersect(preference)
+                variant = Variant(requirements, cls.terms + tuple(extra_terms), base)
                 if variant not in variants:
                     variants.append(variant)
         return variants
@@ -815,53 +967,64 @@ class Solver:
         if cls.volume_error:
             return pods, cls.volume_error
         reason = ""
-        for requirements, terms in self._variants(cls):
+        for variant in self._variants(cls):
             if not pods:
                 break
-            pods, why = self._place_variant(cls, pods, requirements, terms)
+            keys = self._domain_keys(cls, variant.terms)
+            pods, why = self._place_in_domains(cls, pods, variant, variant.requirements, keys)
             reason = reason or why
         return pods, reason
 
-    def _place_variant(
-        self, cls: PodClass, pods: list[Pod], requirements: Requirements, terms: tuple[TopologyTerm, ...]
+    def _domain_keys(self, cls: PodClass, terms: tuple[TopologyTerm, ...]) -> tuple[str, ...]:
+        """The topology keys other than hostname that the class's terms (or anti-affinity of pods already
+        placed against it) constrain: the zone first, then by name. Each is decided before the pods land."""
+        keys = {t.topology_key for t in terms if t.topology_key != HOSTNAME_LABEL}
+        for g in cls.member_of:
+            term = self.groups.terms[g]
+            if term.topology_key != HOSTNAME_LABEL and self.groups.carried[g]:
+                keys.add(term.topology_key)
+        return tuple(sorted(keys, key=lambda k: (k != ZONE, k)))
+
+    def _place_in_domains(
+        self, cls: PodClass, pods: list[Pod], variant: Variant, requirements: Requirements, keys: tuple[str, ...]
     ) -> tuple[list[Pod], str]:
-        rkey = self._req_key(requirements)
-        quotas = None
-        if any(t.topology_key == ZONE for t in terms) or any(
-            self.groups.terms[g].topology_key == ZONE and self.groups.carried[g] for g in cls.member_of
-        ):
-            zones = self._zones_for(requirements, rkey)
-            quotas = self._zone_quotas(cls, terms, zones, len(pods), set())
-        if quotas is None:
-            return self._place_batch(cls, pods, requirements, rkey, terms)
-        # Zones are filled in rounds that never go more than maxSkew above the emptiest zone, so a zone
-        # that cannot take its share (no capacity, limits) stops the others instead of skewing them.
+        """Place pods one topology key at a time: per domain of the first key, a quota of pods pinned to that
+        domain, then the next key within it, then the bins (hostname terms are checked per bin).
+
+        Domains are filled in rounds that never go more than maxSkew above the emptiest domain, so a
+        domain that cannot take its share (no capacity, limits) stops the others instead of skewing them.
+        """
+        if not keys:
+            return self._place_batch(cls, pods, requirements, self._req_key(requirements), variant.terms)
+        key, inner = keys[0], keys[1:]
+        domains = self._domains_of(key, requirements, self._req_key(requirements))
+        quotas = self._quotas(cls, variant, key, domains, len(pods), set())
         reason = ""
         full: set[str] = set()
-        while pods and quotas:
+        while pods:
             progress = False
-            for zone in sorted(quotas):
-                quota = min(quotas[zone], len(pods))
-                if quota <= 0 or zone in full:
+            for domain in sorted(quotas):
+                quota = min(quotas[domain], len(pods))
+                if quota <= 0 or domain in full:
                     continue
                 batch, pods = pods[:quota], pods[quota:]
-                pinned = requirements.intersect(zone_requirement(zone))
-                rest, why = self._place_batch(cls, batch, pinned, self._req_key(pinned), terms)
+                pinned = requirements.intersect(Requirements({key: ValueSet(frozenset((domain,)), absent_ok=False)}))
+                rest, why = self._place_in_domains(cls, batch, variant, pinned, inner)
                 progress = progress or len(rest) < quota
                 if rest:
-                    full.add(zone)
+                    full.add(domain)
                     pods = rest + pods
                     reason = reason or why
             if not progress:
                 break
-            quotas = self._zone_quotas(cls, terms, zones, len(pods), full)
+            quotas = self._quotas(cls, variant, key, domains, len(pods), full)
         if pods:
-            zone_terms = "; ".join(t.describe() for t in terms if t.topology_key == ZONE)
-            constraint = zone_terms or f"pod anti-affinity on {ZONE}"
+            key_terms = "; ".join(t.describe() for t in variant.terms if t.topology_key == key)
+            constraint = key_terms or f"pod anti-affinity on {key}"
             reason = (
-                f"{constraint}: no zone can take this pod ({reason})"
+                f"{constraint}: no domain can take this pod ({reason})"
                 if reason
-                else (f"{constraint} leaves no zone for this pod")
+                else f"{constraint} leaves no domain for this pod"
             )
         return pods, reason
 
@@ -1152,13 +1315,10 @@ class Solver:
         b.pods.extend(placed)
         b.ports.update(cls.host_ports)
         for g in cls.member_of:
-            self._add_count(b, g, self.groups.terms[g].topology_key, k)
+            self._add_count(b, g, k)
         for term in cls.terms:
             if term.kind == "anti":
-                g = self._term_group(term)
-                d = b.domain(term.topology_key)
-                if d is not None:
-                    self.groups.carried[g][d] = self.groups.carried[g].get(d, 0) + k
+                self._carry(b, self._term_group(term), term.topology_key, k)
         return rest
 
     def _open_claim(
@@ -1589,24 +1749,23 @@ def _within(capacity_: Mapping[str, int], remaining: Mapping[str, int]) -> bool:
     return True
 
 
-def _water_fill(counts: Mapping[str, int], n: int, max_skew: int, floor: int | None, full: set[str]) -> dict[str, int]:
-    """Share up to n pods over zones as one-at-a-time placement into the emptiest zone would.
+def _water_fill(counts: Mapping[str, int], n: int, max_skew: int, minimum: int, full: set[str]) -> dict[str, int]:
+    """Share up to n pods over domains as one-at-a-time placement into the emptiest domain would.
 
-    Returns pods per zone. Each pod goes to the open zone (not in `full`) with the fewest matching pods
-    (ties by name) while that keeps it within `max_skew` of the emptiest zone *now* (full zones
-    included), so whatever happens to the other zones' shares the skew holds; the caller repeats in
-    rounds. `floor` replaces the minimum when minDomains is not met (Kubernetes then uses 0).
+    Returns pods per domain. Each pod goes to the open domain (not in `full`) with the fewest matching
+    pods (ties by name) while that keeps it within `max_skew` of `minimum`, the emptiest count *now*
+    over every domain the constraint knows, so whatever happens to the other domains' shares the skew
+    holds; the caller repeats in rounds.
     """
     share = dict.fromkeys(counts, 0)
-    open_zones = [z for z in counts if z not in full]
-    if not open_zones:
+    open_domains = [d for d in counts if d not in full]
+    if not open_domains:
         return share
-    minimum = floor if floor is not None else min(counts.values())
     for _ in range(n):
-        zone = min(open_zones, key=lambda z: (counts[z] + share[z], z))
-        if counts[zone] + share[zone] + 1 - minimum > max_skew:
+        domain = min(open_domains, key=lambda d: (counts[d] + share[d], d))
+        if counts[domain] + share[domain] + 1 - minimum > max_skew:
             break
-        share[zone] += 1
+        share[domain] += 1
     return share
 
 
