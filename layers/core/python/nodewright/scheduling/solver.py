@@ -62,7 +62,6 @@ from nodewright.scheduling.classes import (
     build_classes,
     pod_terms,
     selector_keys,
-    zone_requirement,
 )
 from nodewright.scheduling.results import LaunchOption, PlannedNodeClaim, Results, Unschedulable
 
