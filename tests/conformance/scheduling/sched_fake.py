@@ -18,18 +18,21 @@ where a test says so. Zones test-zone-1/2/3 are us-east-1a/b/c.
 from __future__ import annotations
 
 import dataclasses
-import sys
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from functools import cache
-from pathlib import Path
 
+from builders import nodeclass
+
+from nodewright.catalog.allocatable import allocatable_for
+from nodewright.catalog.labels import CAPACITY_TYPE, ZONE
 from nodewright.catalog.snapshot import SnapshotSource
 from nodewright.catalog.types import ON_DEMAND, SPOT, InstanceType, Offering
-
-# The scheduling builders (pods, NodePools, nodes) are shared with the unit tests.
-_BUILDERS = Path(__file__).resolve().parents[2] / "unit" / "scheduling"
-if str(_BUILDERS) not in sys.path:
-    sys.path.insert(0, str(_BUILDERS))
+from nodewright.model.nodepool import NodePool
+from nodewright.model.objects import HOSTNAME_LABEL, DaemonSet, Node, Pod
+from nodewright.model.taints import Taint
+from nodewright.scheduling.results import Results
+from nodewright.scheduling.solver import solve
 
 ZONE_1, ZONE_2, ZONE_3 = "us-east-1a", "us-east-1b", "us-east-1c"
 FAKE_ZONES = (ZONE_1, ZONE_2, ZONE_3)
@@ -66,19 +69,6 @@ def spread_catalog() -> list[InstanceType]:
 
 
 # ----- Karpenter's test harness: ExpectProvisioned, ExpectScheduled, ExpectSkew -----------------------------
-
-from collections import Counter  # noqa: E402
-from collections.abc import Mapping  # noqa: E402
-
-from builders import nodeclass  # noqa: E402
-
-from nodewright.catalog.allocatable import allocatable_for  # noqa: E402
-from nodewright.catalog.labels import CAPACITY_TYPE, ZONE  # noqa: E402
-from nodewright.model.nodepool import NodePool  # noqa: E402
-from nodewright.model.objects import HOSTNAME_LABEL, DaemonSet, Node, Pod  # noqa: E402
-from nodewright.model.taints import Taint  # noqa: E402
-from nodewright.scheduling.results import Results  # noqa: E402
-from nodewright.scheduling.solver import solve  # noqa: E402
 
 
 class Cluster:
