@@ -162,11 +162,13 @@ class VolumeIndex:
                 if volume.csi_driver == EBS_CSI_DRIVER:
                     ebs += 1
                 continue
+            if not claim.storage_class_name:
+                # Kubernetes gives a new claim the default StorageClass; one still without a class is never
+                # provisioned, so the pod cannot start anywhere (Karpenter's rule).
+                return [], 0, f"PersistentVolumeClaim {claim_name} is not bound and names no storageClassName"
             storage_class = self.storage_classes.get(claim.storage_class_name)
             if storage_class is None:
-                if claim.storage_class_name:
-                    return [], 0, f"StorageClass {claim.storage_class_name} (of claim {claim_name}) not found"
-                continue
+                return [], 0, f"StorageClass {claim.storage_class_name} (of claim {claim_name}) not found"
             if storage_class.provisioner == EBS_CSI_DRIVER:
                 ebs += 1
             if storage_class.volume_binding_mode == "WaitForFirstConsumer" and storage_class.allowed_topologies:

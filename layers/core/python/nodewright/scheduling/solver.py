@@ -150,6 +150,15 @@ def _admits_anything(value_set: ValueSet) -> bool:
     )
 
 
+def _admits_new_hostname(requirements: Requirements) -> bool:
+    """Whether a node with a fresh name (one no requirement lists) satisfies the hostname requirement:
+    Karpenter gives each new NodeClaim a placeholder hostname, so `In [red-node]` never matches one."""
+    hostname = requirements.by_key.get(HOSTNAME_LABEL)
+    return hostname is None or (
+        hostname.allowed is None and hostname.present_ok and hostname.gt is None and hostname.lt is None
+    )
+
+
 def _offering_key(requirements: Requirements) -> OfferingKey:
     """What decides which offerings requirements allow: their zone, capacity type and reservation sets."""
     return (requirements.get(ZONE), requirements.get(CAPACITY_TYPE), requirements.get(CAPACITY_RESERVATION_ID))
@@ -171,6 +180,7 @@ class Candidate:
     price_under: dict[int, float] = field(default_factory=dict)
     # cpu, memory and pods of `allocatable`, for quick rejection in loops over candidates.
     basics: tuple[int, int, int] = (0, 0, 0)
+    ports: frozenset[tuple[str, int]] = frozenset()  # host ports its DaemonSet pods take
 
     def __post_init__(self) -> None:
         for o in self.offerings:
@@ -291,8 +301,10 @@ class PoolContext:
     candidates: list[Candidate]
     remaining: dict[str, int] | None  # limits left; None when the NodePool has no limits
     error: str = ""
-    # Types the NodePool allows whose every offering is marked unavailable (recent capacity errors).
+    # Types the NodePool allows whose every offering is marked unavailable (recent capacity errors), and
+    # types whose DaemonSet pods alone exceed their allocatable.
     unavailable_types: int = 0
+    too_small_for_daemonsets: int = 0
     compat: dict[ReqKey, PoolCompat | str] = field(default_factory=dict)
     choices: dict[tuple[object, ...], tuple[Candidate, int] | None] = field(default_factory=dict)
 
@@ -494,15 +506,15 @@ class Solver:
                 ctx.unavailable_types += 1 if it.offerings else 0
                 continue
             alloc = {**allocatable_for(it, node_class), EBS_VOLUMES: it.ebs_volume_limit}
-            overhead = self._daemonset_overhead(pool, it) if self.daemonsets else None
+            ports: frozenset[tuple[str, int]] = frozenset()
+            if self.daemonsets:
+                overhead, ports = self._daemonset_overhead(pool, it)
+                alloc = res.subtract(alloc, overhead)
+                if any(value < 0 for value in alloc.values()):
+                    ctx.too_small_for_daemonsets += 1
+                    continue  # its DaemonSet pods alone do not fit: no pod can use it (Karpenter's rule)
             ctx.candidates.append(
-                Candidate(
-                    it,
-                    res.subtract(alloc, overhead) if overhead else alloc,
-                    capacity(it),
-                    offerings,
-                    is_bare_metal(it) or is_accelerated(it),
-                )
+                Candidate(it, alloc, capacity(it), offerings, is_bare_metal(it) or is_accelerated(it), ports=ports)
             )
         return ctx
 
@@ -530,11 +542,14 @@ class Solver:
             return largest
         return claim.requests
 
-    def _daemonset_overhead(self, pool: NodePool, it: InstanceType) -> dict[str, int]:
-        """Requests of the DaemonSet pods that would run on a node of this pool and type."""
+    def _daemonset_overhead(
+        self, pool: NodePool, it: InstanceType
+    ) -> tuple[dict[str, int], frozenset[tuple[str, int]]]:
+        """Requests and host ports of the DaemonSet pods that would run on a node of this pool and type."""
         labels = {**pool.labels, **it.labels, "karpenter.sh/nodepool": pool.name}
         node_requirements = pool.node_requirements().intersect(Requirements.from_labels(it.labels))
         total: dict[str, int] = {}
+        ports: set[tuple[str, int]] = set()
         for ds in self.daemonsets:
             pod = ds.pod
             if untolerated(pod.tolerations, pool.taints) is not None:
@@ -547,7 +562,8 @@ class Solver:
             ):
                 continue
             total = res.add(total, pod.requests)
-        return total
+            ports.update((p.protocol, p.port) for p in pod.host_ports)
+        return total, frozenset(ports)
 
     @staticmethod
     def _type_matches(it: InstanceType, requirements: Requirements) -> bool:
@@ -673,6 +689,9 @@ class Solver:
         conflict = ctx.requirements.conflict(requirements)
         if conflict:
             return f"incompatible requirements: {conflict}"
+        if not _admits_new_hostname(requirements):
+            hostname = requirements.get(HOSTNAME_LABEL).describe(HOSTNAME_LABEL)
+            return f"{hostname}: a new node gets a name of its own, so only an existing node can match"
         for key, value_set in sorted(requirements.by_key.items()):
             if key not in ctx.requirements.by_key and key not in WELL_KNOWN_LABELS and not value_set.absent_ok:
                 return f"label {key} is not defined by the NodePool (add it to its requirements or template labels)"
@@ -688,6 +707,11 @@ class Solver:
                 priced.append((offerings[0].price, candidate))
                 zones.update(o.zone for o in offerings)
         if not priced:
+            if not ctx.candidates and ctx.too_small_for_daemonsets:
+                return (
+                    f"the DaemonSet pods that would run on them exceed the allocatable of every instance type the "
+                    f"NodePool allows ({ctx.too_small_for_daemonsets})"
+                )
             if not ctx.candidates and ctx.unavailable_types:
                 return (
                     f"every instance type the NodePool allows ({ctx.unavailable_types}) has all its offerings marked "
@@ -715,7 +739,7 @@ class Solver:
     def _compute_bin_compat(self, b: Bin, requirements: Requirements) -> tuple[Requirements, ReqKey] | None:
         if b.kind != "new":
             return (b.requirements, b.rkey) if requirements.matches_labels(b.labels) else None
-        if b.requirements.conflict(requirements):
+        if b.requirements.conflict(requirements) or not _admits_new_hostname(requirements):
             return None
         for key, value_set in requirements.by_key.items():
             if key not in b.requirements.by_key and key not in WELL_KNOWN_LABELS and not value_set.absent_ok:
@@ -1353,6 +1377,10 @@ class Solver:
             if ctx.remaining is None and id(cls) in self.free_key:
                 choice = self._mixed_choice(ctx, compat, cls, rkey, cap, choice)
             candidate, k = choice
+            if cls.host_ports & candidate.ports:
+                taken = ", ".join(f"{port}/{protocol}" for protocol, port in sorted(cls.host_ports & candidate.ports))
+                reasons.append(f"NodePool {ctx.pool.name}: host port {taken} is taken by a DaemonSet pod")
+                continue
             short = self._min_values_shortfall(compat, candidate, cls.requests, k)
             while short and k > 1:  # fewer pods per claim leave more types that fit
                 k = max(1, k // 2)
@@ -1378,6 +1406,7 @@ class Solver:
             zone = compat.requirements.get(ZONE).single_value()
             if zone is not None:
                 b.labels[ZONE] = zone
+            b.ports.update(candidate.ports)
             b.name = f"{ctx.pool.name}-pending-{len(self.new_bins)}"
             b.labels[HOSTNAME_LABEL] = b.name
             b.order = len(self.bins)
