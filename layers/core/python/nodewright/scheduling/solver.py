@@ -26,15 +26,13 @@ import heapq
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from nodewright.catalog.allocatable import allocatable_for, capacity
-from nodewright.catalog.catalog import is_accelerated, is_bare_metal
+from nodewright.catalog.allocatable import allocatable_for
 from nodewright.catalog.labels import (
-    CAPACITY_RESERVATION_ID,
     CAPACITY_TYPE,
     WELL_KNOWN_LABELS,
     ZONE,
 )
-from nodewright.catalog.types import CAPACITY_TYPES, RESERVED, InstanceType, Offering
+from nodewright.catalog.types import CAPACITY_TYPES, InstanceType
 from nodewright.gcpause import paused_cycle_collector
 from nodewright.model import resources as res
 from nodewright.model.inputs import ClusterInputs
@@ -63,12 +61,25 @@ from nodewright.scheduling.classes import (
     pod_terms,
     selector_keys,
 )
+from nodewright.scheduling.pools import (
+    OFFERING_KEYS,
+    Candidate,
+    PoolCompat,
+    PoolContext,
+    Pools,
+    ReqKey,
+    admits_new_hostname,
+    capacity_rank,
+    consume,
+    offering_key_of,
+    pool_domains,
+    req_key,
+    type_matches,
+    within,
+)
 from nodewright.scheduling.preferences import Variant, variants
 from nodewright.scheduling.results import LaunchOption, PlannedNodeClaim, Results, Unschedulable
 
-# Labels an instance type (not the NodePool) defines; checked against the type's own labels.
-_OFFERING_KEYS = frozenset({ZONE, CAPACITY_TYPE, CAPACITY_RESERVATION_ID})
-_TYPE_KEYS = WELL_KNOWN_LABELS - _OFFERING_KEYS - {HOSTNAME_LABEL, "karpenter.sh/nodepool"}
 # Taints a node carries while it starts; the pods it was launched for tolerate them implicitly.
 _EPHEMERAL_TAINTS = frozenset(
     {"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable", "node.cloudprovider.kubernetes.io/uninitialized"}
@@ -91,213 +102,12 @@ _MIX_DEPTH = 8
 # as well, and the cheapest plan kept (see `solve`).
 _MIX_ALTERNATIVES = ((1 << 30, 1 << 30), (1 << 30, 1))
 
-# A requirement set as a dictionary key. Within one Solver each distinct set is numbered once (see
-# `Solver._req_key`): bins and NodePools look up their caches by requirement set at every step, and an
-# int hashes and compares in C where a tuple of value sets calls Python code per value set.
-ReqKey = int
-OfferingKey = tuple[ValueSet, ValueSet, ValueSet]
 Score = tuple[float, int, float, str]
 # What claims with the same requirements and instance types share: types, launch options, capacity
 # types, zones, requirements and labels.
 _Finalized = tuple[
     tuple[str, ...], tuple[LaunchOption, ...], tuple[str, ...], tuple[str, ...], tuple[Requirement, ...], dict[str, str]
 ]
-
-
-def _pool_domains(
-    key: str, requirements: Requirements, candidates: Iterable[Candidate], offering_key: OfferingKey | None
-) -> set[str]:
-    """The values of `key` nodes launched under these requirements from these types can carry."""
-    allowed = requirements.get(key)
-    values: set[str] = set()
-    if key in _OFFERING_KEYS:
-        for c in candidates:
-            offerings = c.offerings_with(offering_key) if offering_key is not None else c.offerings
-            for o in offerings:
-                value = o.zone if key == ZONE else o.capacity_type if key == CAPACITY_TYPE else o.reservation_id
-                if value:
-                    values.add(value)
-    elif key in _TYPE_KEYS:
-        values = {v for c in candidates if (v := c.it.labels.get(key)) is not None}
-    elif allowed.allowed is not None:
-        values = set(allowed.allowed)  # a label the NodePool sets (its requirements or template labels)
-    return {v for v in values if allowed.matches(v)}
-
-
-def req_key(requirements: Requirements) -> tuple[tuple[str, ValueSet], ...]:
-    """The requirements as a sorted tuple: equal for equal requirement sets."""
-    return tuple(sorted(requirements.by_key.items()))
-
-
-def _admits_anything(value_set: ValueSet) -> bool:
-    """Whether the set matches every value and a missing label (ValueSet.matches is then always True)."""
-    return (
-        value_set.allowed is None
-        and not value_set.excluded
-        and value_set.gt is None
-        and value_set.lt is None
-        and value_set.absent_ok
-        and value_set.present_ok
-    )
-
-
-def _admits_new_hostname(requirements: Requirements) -> bool:
-    """Whether a node with a fresh name (one no requirement lists) satisfies the hostname requirement:
-    Karpenter gives each new NodeClaim a placeholder hostname, so `In [red-node]` never matches one."""
-    hostname = requirements.by_key.get(HOSTNAME_LABEL)
-    return hostname is None or (
-        hostname.allowed is None and hostname.present_ok and hostname.gt is None and hostname.lt is None
-    )
-
-
-def _offering_key(requirements: Requirements) -> OfferingKey:
-    """What decides which offerings requirements allow: their zone, capacity type and reservation sets."""
-    return (requirements.get(ZONE), requirements.get(CAPACITY_TYPE), requirements.get(CAPACITY_RESERVATION_ID))
-
-
-@dataclass(slots=True)
-class Candidate:
-    """An instance type a NodePool may launch, with what pods can use on it and its offerings."""
-
-    it: InstanceType
-    allocatable: Mapping[str, int]  # allocatable minus DaemonSet overhead
-    capacity: Mapping[str, int]
-    offerings: tuple[Offering, ...]  # available ones, cheapest first
-    exotic: bool = False  # bare metal or accelerated: used only when nothing else fits (Karpenter's rule)
-    allowed: dict[OfferingKey, list[Offering]] = field(default_factory=dict)
-    copies: dict[tuple[tuple[str, int], ...], int] = field(default_factory=dict)
-    by_zone: dict[str, list[Offering]] = field(default_factory=dict)  # the offerings per zone, cheapest first
-    # The cheapest allowed price per requirement set (a Solver's numbers: candidates belong to one run).
-    price_under: dict[int, float] = field(default_factory=dict)
-    # cpu, memory and pods of `allocatable`, for quick rejection in loops over candidates.
-    basics: tuple[int, int, int] = (0, 0, 0)
-    ports: frozenset[tuple[str, int]] = frozenset()  # host ports its DaemonSet pods take
-
-    def __post_init__(self) -> None:
-        for o in self.offerings:
-            self.by_zone.setdefault(o.zone, []).append(o)
-        self.basics = (self.allocatable.get(CPU, 0), self.allocatable.get(MEMORY, 0), self.allocatable.get(PODS, 0))
-
-    def offerings_for(self, requirements: Requirements) -> list[Offering]:
-        """The available offerings these requirements allow (zone, capacity type, reservation), cheapest first."""
-        return self.offerings_with(_offering_key(requirements))
-
-    def offerings_with(self, key: OfferingKey) -> list[Offering]:
-        """`offerings_for` with the key computed by the caller, once for a loop over many candidates."""
-        cached = self.allowed.get(key)
-        if cached is None:
-            zones, types, reservations = key
-            # Most requirements pin one zone (zonal topology): only that zone's offerings need a look, and
-            # they pass the zone test all together or not at all.
-            zone = zones.single_value()
-            offerings: Sequence[Offering]
-            if zone is not None:
-                offerings = self.by_zone.get(zone, []) if zones.matches(zone) else []
-            elif _admits_anything(zones):
-                offerings = self.offerings
-            else:
-                offerings = [o for o in self.offerings if zones.matches(o.zone)]
-            # Capacity type and reservation are mostly unconstrained: then nothing is left out for them.
-            if not (_admits_anything(types) and _admits_anything(reservations)):
-                offerings = [
-                    o
-                    for o in offerings
-                    if types.matches(o.capacity_type) and reservations.matches(o.reservation_id or None)
-                ]
-            cached = self.allowed[key] = list(offerings)
-        return cached
-
-
-@dataclass(slots=True)
-class PoolCompat:
-    """A NodePool's answer for one requirement set: merged requirements and priced candidates."""
-
-    requirements: Requirements
-    candidates: list[tuple[float, Candidate]]  # (cheapest allowed price, candidate), cheapest first
-    zones: frozenset[str]
-    # cpu, memory and pods of each candidate, aligned with `candidates`, for quick rejection in loops.
-    basics: list[tuple[int, int, int]] = field(default_factory=list)
-    prices: list[float] = field(default_factory=list)
-    _largest: dict[str, int] | None = None
-    _frontier: list[int] | None = None
-    _cpu_steps: list[int] | None = None  # the distinct cpu values of `basics`, ascending
-    _by_cpu: dict[int, list[int]] = field(default_factory=dict)  # per cpu step, see `with_cpu`
-    _domains: dict[str, frozenset[str]] = field(default_factory=dict)
-
-    def domains_of(self, key: str) -> frozenset[str]:
-        """The values of a topology key that nodes launched for this answer can carry."""
-        if key == ZONE:
-            return self.zones
-        cached = self._domains.get(key)
-        if cached is None:
-            candidates = [c for _, c in self.candidates]
-            found = _pool_domains(key, self.requirements, candidates, _offering_key(self.requirements))
-            cached = self._domains[key] = frozenset(found)
-        return cached
-
-    def with_cpu(self, need: int) -> list[int]:
-        """Indexes (ascending, so cheapest first) of the candidates with at least `need` cpu.
-
-        Loops that look for a type large enough for a claim's pods would otherwise step over the many
-        cheaper, smaller types one by one; one list per distinct cpu value serves every `need`.
-        """
-        if self._cpu_steps is None:
-            self._cpu_steps = sorted({cpu for cpu, _, _ in self.basics})
-        steps = self._cpu_steps
-        at = bisect.bisect_left(steps, need)
-        if at == len(steps):
-            return []
-        step = steps[at]
-        kept = self._by_cpu.get(step)
-        if kept is None:
-            kept = self._by_cpu[step] = [i for i, (cpu, _, _) in enumerate(self.basics) if cpu >= step]
-        return kept
-
-    @property
-    def frontier(self) -> list[int]:
-        """Indexes of the candidates no cheaper (or equal-priced) one beats on cpu, memory and pods at once,
-        bare metal and accelerated types left out: the only types a node that needs those three picks."""
-        if self._frontier is None:
-            kept: list[int] = []
-            for index, (_, candidate) in enumerate(self.candidates):
-                if candidate.exotic:
-                    continue
-                cpu, memory, pods = candidate.basics
-                if not any(c >= cpu and m >= memory and p >= pods for c, m, p in (self.basics[i] for i in kept)):
-                    kept.append(index)
-            self._frontier = kept
-        return self._frontier
-
-    @property
-    def largest(self) -> Mapping[str, int]:
-        """Per resource, the most any candidate offers: what does not fit here fits no candidate."""
-        if self._largest is None:
-            largest: dict[str, int] = {}
-            for _, candidate in self.candidates:
-                for name, value in candidate.allocatable.items():
-                    if value > largest.get(name, 0):
-                        largest[name] = value
-            self._largest = largest
-        return self._largest
-
-
-@dataclass(slots=True)
-class PoolContext:
-    """A NodePool prepared for one solve: its requirements, taints, limits and instance types."""
-
-    pool: NodePool
-    node_class: EC2NodeClass | None
-    requirements: Requirements
-    taints: tuple[Taint, ...]
-    candidates: list[Candidate]
-    remaining: dict[str, int] | None  # limits left; None when the NodePool has no limits
-    error: str = ""
-    # Types the NodePool allows whose every offering is marked unavailable (recent capacity errors), and
-    # types whose DaemonSet pods alone exceed their allocatable.
-    unavailable_types: int = 0
-    too_small_for_daemonsets: int = 0
-    compat: dict[ReqKey, PoolCompat | str] = field(default_factory=dict)
-    choices: dict[tuple[object, ...], tuple[Candidate, int] | None] = field(default_factory=dict)
 
 
 @dataclass(slots=True, eq=False)
@@ -371,19 +181,11 @@ class Solver:
         mix_depth: int = _MIX_DEPTH,
     ) -> None:
         self.volumes = volumes
-        self.req_ids: dict[tuple[tuple[str, ValueSet], ...], ReqKey] = {}  # see `_req_key`
         self.mix_below = mix_below
         self.mix_depth = mix_depth
         # Whether a look-ahead was skipped because the class holds `mix_below` or more pods per node.
         self.mix_skipped = False
-        self.instance_types = sorted(instance_types, key=lambda it: it.name)
-        self.types_by_name = {it.name: it for it in self.instance_types}
-        self.daemonsets = sorted(daemonsets, key=lambda d: (d.namespace, d.name))
-        classes_of = {nc.name: nc for nc in nodeclasses}
-        self.pools = [
-            self._pool_context(p, classes_of.get(p.node_class_ref.name), nodes, nodeclaims)
-            for p in sorted(nodepools, key=lambda p: (-p.weight, p.name))
-        ]
+        self.pools = Pools(nodepools, nodeclasses, instance_types, daemonsets, nodes, nodeclaims)
         self.groups = _Groups()
         self.bins: list[Bin] = []
         self.new_bins: list[Bin] = []
@@ -459,109 +261,7 @@ class Solver:
         self.room: dict[tuple[object, ...], tuple[list[Bin], int]] = {}
         self.unschedulable: list[Unschedulable] = []
 
-    def _req_key(self, requirements: Requirements) -> ReqKey:
-        """The number of this requirement set in this run: equal sets get equal numbers."""
-        key = req_key(requirements)
-        number = self.req_ids.get(key)
-        if number is None:
-            number = self.req_ids[key] = len(self.req_ids)
-        return number
-
     # ----- set-up -------------------------------------------------------------------------------------
-
-    def _pool_context(
-        self, pool: NodePool, node_class: EC2NodeClass | None, nodes: Sequence[Node], claims: Sequence[NodeClaim]
-    ) -> PoolContext:
-        requirements = pool.node_requirements()
-        ctx = PoolContext(pool, node_class, requirements, pool.taints, [], None)
-        if node_class is None:
-            ctx.error = f"EC2NodeClass {pool.node_class_ref.name} not found"
-            return ctx
-        if pool.limits:
-            # Karpenter counts what its NodeClaims' instances report as capacity (not allocatable), so a
-            # node counts as its instance type's capacity; a registered claim is counted through its node.
-            remaining = dict(pool.limits)
-            node_names = {n.name for n in nodes}
-            for node in nodes:
-                if node.labels.get("karpenter.sh/nodepool") == pool.name:
-                    remaining = _consume(remaining, self._node_capacity(node))
-            for claim in claims:
-                if claim.nodepool == pool.name and not (claim.node_name and claim.node_name in node_names):
-                    remaining = _consume(remaining, self._claim_capacity(claim))
-            ctx.remaining = remaining
-        for it in self.instance_types:
-            if not self._type_matches(it, requirements):
-                continue
-            offerings = tuple(sorted((o for o in it.offerings if o.available), key=_offering_order))
-            if not offerings:
-                ctx.unavailable_types += 1 if it.offerings else 0
-                continue
-            alloc = {**allocatable_for(it, node_class), EBS_VOLUMES: it.ebs_volume_limit}
-            ports: frozenset[tuple[str, int]] = frozenset()
-            if self.daemonsets:
-                overhead, ports = self._daemonset_overhead(pool, it)
-                alloc = res.subtract(alloc, overhead)
-                if any(value < 0 for value in alloc.values()):
-                    ctx.too_small_for_daemonsets += 1
-                    continue  # its DaemonSet pods alone do not fit: no pod can use it (Karpenter's rule)
-            ctx.candidates.append(
-                Candidate(it, alloc, capacity(it), offerings, is_bare_metal(it) or is_accelerated(it), ports=ports)
-            )
-        return ctx
-
-    def _node_capacity(self, node: Node) -> Mapping[str, int]:
-        """What a NodePool's limits count for an existing node: its type's capacity, else its allocatable."""
-        it = self.types_by_name.get(node.labels.get("node.kubernetes.io/instance-type", ""))
-        return capacity(it) if it is not None else node.allocatable
-
-    def _claim_capacity(self, claim: NodeClaim) -> Mapping[str, int]:
-        """What a NodePool's limits count for an in-flight NodeClaim.
-
-        A launched claim counts its type's capacity. One not launched yet may still become any of the
-        types it lists, so it counts the largest of them per resource (as Karpenter reserves the most
-        any remaining option could use); without a known type, its requests.
-        """
-        it = self.types_by_name.get(claim.instance_type)
-        if it is not None:
-            return capacity(it)
-        listed = Requirements.of(claim.requirements).by_key.get("node.kubernetes.io/instance-type")
-        options = [t for t in self.instance_types if listed.matches(t.name)] if listed is not None else []
-        if options:
-            largest: dict[str, int] = {}
-            for option in options:
-                largest = res.elementwise_max(largest, capacity(option))
-            return largest
-        return claim.requests
-
-    def _daemonset_overhead(
-        self, pool: NodePool, it: InstanceType
-    ) -> tuple[dict[str, int], frozenset[tuple[str, int]]]:
-        """Requests and host ports of the DaemonSet pods that would run on a node of this pool and type."""
-        labels = {**pool.labels, **it.labels, "karpenter.sh/nodepool": pool.name}
-        node_requirements = pool.node_requirements().intersect(Requirements.from_labels(it.labels))
-        total: dict[str, int] = {}
-        ports: set[tuple[str, int]] = set()
-        for ds in self.daemonsets:
-            pod = ds.pod
-            if untolerated(pod.tolerations, pool.taints) is not None:
-                continue
-            # A selector on a label the node will not have excludes the DaemonSet, as in Kubernetes.
-            if any(labels.get(k) != v for k, v in pod.node_selector.items()):
-                continue
-            if pod.required_node_terms and all(
-                node_requirements.conflict(Requirements.of(t.requirements)) for t in pod.required_node_terms
-            ):
-                continue
-            total = res.add(total, pod.requests)
-            ports.update((p.protocol, p.port) for p in pod.host_ports)
-        return total, frozenset(ports)
-
-    @staticmethod
-    def _type_matches(it: InstanceType, requirements: Requirements) -> bool:
-        for key, value_set in requirements.by_key.items():
-            if key in _TYPE_KEYS and not value_set.matches(it.labels.get(key)):
-                return False
-        return True
 
     def _add_existing_node(self, node: Node) -> None:
         if node.unschedulable or any(t.key == DISRUPTED_TAINT for t in node.taints):
@@ -569,20 +269,20 @@ class Solver:
         taints = tuple(t for t in node.taints if node.ready or t.key not in _EPHEMERAL_TAINTS)
         used = res.total(p.requests for p in node.pods)
         remaining = res.subtract(node.allocatable, used)
-        it = self.types_by_name.get(node.labels.get("node.kubernetes.io/instance-type", ""))
+        it = self.pools.types_by_name.get(node.labels.get("node.kubernetes.io/instance-type", ""))
         if it is not None and EBS_VOLUMES not in remaining:
             attached = sum(self.volumes.constraints(p)[1] for p in node.pods)
             remaining[EBS_VOLUMES] = it.ebs_volume_limit - attached
         labels = {**node.labels, HOSTNAME_LABEL: node.labels.get(HOSTNAME_LABEL, node.name)}
         requirements = Requirements.from_labels(labels)
-        b = Bin(node.name, "node", labels, requirements, self._req_key(requirements), taints, remaining)
+        b = Bin(node.name, "node", labels, requirements, self.pools.req_id(requirements), taints, remaining)
         self._register_bin(b, node.pods)
 
     def _add_inflight_claim(self, claim: NodeClaim) -> None:
         requirements = Requirements.of(claim.requirements).intersect(Requirements.from_labels(claim.labels))
-        pool = next((p for p in self.pools if p.pool.name == claim.nodepool), None)
+        pool = next((p for p in self.pools.contexts if p.pool.name == claim.nodepool), None)
         node_class = pool.node_class if pool else None
-        it = self.types_by_name.get(claim.instance_type)
+        it = self.pools.types_by_name.get(claim.instance_type)
         if it is not None:
             alloc = dict(allocatable_for(it, node_class))
             labels = {**claim.labels, **it.labels}
@@ -592,7 +292,7 @@ class Solver:
                 labels[CAPACITY_TYPE] = claim.capacity_type
         else:
             # Not launched yet: it can only be counted on for what its smallest option offers.
-            options = [t for t in self.instance_types if self._type_matches(t, requirements)]
+            options = [t for t in self.pools.instance_types if type_matches(t, requirements)]
             if not options:
                 return
             smallest = min(options, key=lambda t: (t.vcpu, t.memory_mib, t.name))
@@ -611,7 +311,7 @@ class Solver:
             remaining,
             pool=pool,
         )
-        b.rkey = self._req_key(b.requirements)
+        b.rkey = self.pools.req_id(b.requirements)
         self._register_bin(b, claim.nominated_pods)
 
     def _register_bin(self, b: Bin, pods: Iterable[Pod]) -> None:
@@ -664,55 +364,6 @@ class Solver:
 
     # ----- compatibility ------------------------------------------------------------------------------
 
-    def _pool_compat(self, ctx: PoolContext, requirements: Requirements, rkey: ReqKey) -> PoolCompat | str:
-        cached = ctx.compat.get(rkey)
-        if cached is not None:
-            return cached
-        result = self._compute_pool_compat(ctx, requirements)
-        ctx.compat[rkey] = result
-        if isinstance(result, PoolCompat):
-            # Claims carry the merged requirements, and asking with those gives the same answer (the NodePool's
-            # requirements are already in them, and every candidate already matches those): keep it for them.
-            ctx.compat.setdefault(self._req_key(result.requirements), result)
-        return result
-
-    def _compute_pool_compat(self, ctx: PoolContext, requirements: Requirements) -> PoolCompat | str:
-        conflict = ctx.requirements.conflict(requirements)
-        if conflict:
-            return f"incompatible requirements: {conflict}"
-        if not _admits_new_hostname(requirements):
-            hostname = requirements.get(HOSTNAME_LABEL).describe(HOSTNAME_LABEL)
-            return f"{hostname}: a new node gets a name of its own, so only an existing node can match"
-        for key, value_set in sorted(requirements.by_key.items()):
-            if key not in ctx.requirements.by_key and key not in WELL_KNOWN_LABELS and not value_set.absent_ok:
-                return f"label {key} is not defined by the NodePool (add it to its requirements or template labels)"
-        merged = ctx.requirements.intersect(requirements)
-        priced: list[tuple[float, Candidate]] = []
-        zones: set[str] = set()
-        offering_key = _offering_key(merged)
-        for candidate in ctx.candidates:
-            if not self._type_matches(candidate.it, requirements):
-                continue
-            offerings = candidate.offerings_with(offering_key)
-            if offerings:
-                priced.append((offerings[0].price, candidate))
-                zones.update(o.zone for o in offerings)
-        if not priced:
-            if not ctx.candidates and ctx.too_small_for_daemonsets:
-                return (
-                    f"the DaemonSet pods that would run on them exceed the allocatable of every instance type the "
-                    f"NodePool allows ({ctx.too_small_for_daemonsets})"
-                )
-            if not ctx.candidates and ctx.unavailable_types:
-                return (
-                    f"every instance type the NodePool allows ({ctx.unavailable_types}) has all its offerings marked "
-                    "unavailable after capacity errors; they are tried again once the marks expire"
-                )
-            return f"no instance type satisfies {_describe(requirements) or 'the NodePool requirements'}"
-        priced.sort(key=lambda pc: (pc[0], pc[1].it.name))
-        basics = [c.basics for _, c in priced]
-        return PoolCompat(merged, priced, frozenset(zones), basics, [price for price, _ in priced])
-
     def _bin_compat(self, b: Bin, requirements: Requirements, rkey: ReqKey) -> tuple[Requirements, ReqKey] | None:
         """The bin's requirements (and their key) after adding these, or None when it cannot take them."""
         key = (b.rkey, rkey)
@@ -723,20 +374,20 @@ class Solver:
         if merged is not None and b.kind == "new" and merged[1] != b.rkey:
             # Narrowing a new claim (a zone, a capacity type) must keep the type it is sized for.
             assert b.chosen is not None
-            if not self._type_matches(b.chosen.it, merged[0]) or not b.chosen.offerings_for(merged[0]):
+            if not type_matches(b.chosen.it, merged[0]) or not b.chosen.offerings_for(merged[0]):
                 return None
         return merged
 
     def _compute_bin_compat(self, b: Bin, requirements: Requirements) -> tuple[Requirements, ReqKey] | None:
         if b.kind != "new":
             return (b.requirements, b.rkey) if requirements.matches_labels(b.labels) else None
-        if b.requirements.conflict(requirements) or not _admits_new_hostname(requirements):
+        if b.requirements.conflict(requirements) or not admits_new_hostname(requirements):
             return None
         for key, value_set in requirements.by_key.items():
             if key not in b.requirements.by_key and key not in WELL_KNOWN_LABELS and not value_set.absent_ok:
                 return None
         merged = b.requirements.intersect(requirements)
-        return merged, self._req_key(merged)
+        return merged, self.pools.req_id(merged)
 
     # ----- topology -----------------------------------------------------------------------------------
 
@@ -843,7 +494,7 @@ class Solver:
         those of existing nodes its node filter admits, and any that already count a pod; then only those
         `base` allows for the key (Karpenter's domainMinCount)."""
         key = term.topology_key
-        cache_key = (g, self._req_key(base))
+        cache_key = (g, self.pools.req_id(base))
         known = self.spread_domains.get(cache_key)
         if known is None:
             tolerations = term.node_filter.tolerations
@@ -869,10 +520,10 @@ class Solver:
         cached = self.universes.get(key)
         if cached is None:
             cached = {}
-            for ctx in self.pools:
+            for ctx in self.pools.contexts:
                 if ctx.error:
                     continue
-                for domain in _pool_domains(key, ctx.requirements, ctx.candidates, None):
+                for domain in pool_domains(key, ctx.requirements, ctx.candidates, None):
                     cached.setdefault(domain, []).append(ctx.taints)
             self.universes[key] = cached
         return cached
@@ -885,10 +536,10 @@ class Solver:
             return cached
         allowed = requirements.get(key)
         found = {d for d in self._existing_domains(key) if allowed.matches(d)}
-        for ctx in self.pools:
+        for ctx in self.pools.contexts:
             if ctx.error:
                 continue
-            compat = self._pool_compat(ctx, requirements, rkey)
+            compat = self.pools.compat(ctx, requirements, rkey)
             if isinstance(compat, PoolCompat):
                 found.update(compat.domains_of(key))
         result = self.domains_cache[(key, rkey)] = sorted(found)
@@ -914,7 +565,7 @@ class Solver:
             return sorted(allowed.allowed)
         if b.pool is None or b.pool.error:
             return []
-        compat = self._pool_compat(b.pool, b.requirements, b.rkey)
+        compat = self.pools.compat(b.pool, b.requirements, b.rkey)
         return sorted(compat.domains_of(key)) if isinstance(compat, PoolCompat) else []
 
     # ----- placement ----------------------------------------------------------------------------------
@@ -973,9 +624,9 @@ class Solver:
         domain that cannot take its share (no capacity, limits) stops the others instead of skewing them.
         """
         if not keys:
-            return self._place_batch(cls, pods, requirements, self._req_key(requirements), variant.terms)
+            return self._place_batch(cls, pods, requirements, self.pools.req_id(requirements), variant.terms)
         key, inner = keys[0], keys[1:]
-        domains = self._domains_of(key, requirements, self._req_key(requirements))
+        domains = self._domains_of(key, requirements, self.pools.req_id(requirements))
         quotas = self._quotas(cls, variant, key, domains, len(pods), set())
         reason = ""
         full: set[str] = set()
@@ -1151,10 +802,10 @@ class Solver:
     def _price_per_pod(self, cls: PodClass, requirements: Requirements, rkey: ReqKey) -> float:
         """The lowest price per pod of this class on a fresh node of any NodePool (inf when none fits)."""
         best = float("inf")
-        for ctx in self.pools:
+        for ctx in self.pools.contexts:
             if ctx.error:
                 continue
-            compat = self._pool_compat(ctx, requirements, rkey)
+            compat = self.pools.compat(ctx, requirements, rkey)
             if isinstance(compat, str):
                 continue
             choice = self._choose(ctx, compat, cls, rkey, 1 << 20)
@@ -1186,7 +837,7 @@ class Solver:
             cap = self._bin_cap(b, cls, terms, len(pods))
             if cap <= 0:
                 continue
-            compat = self._pool_compat(ctx, *merged)
+            compat = self.pools.compat(ctx, *merged)
             if isinstance(compat, str):
                 continue
             # A claim that even the largest type cannot give one more pod needs no test of its own: the scan
@@ -1223,7 +874,7 @@ class Solver:
                     continue
                 if candidate.exotic and not current.exotic:
                     continue
-                if budget is not None and not _within(candidate.capacity, {**budget, "nodes": 1}):
+                if budget is not None and not within(candidate.capacity, {**budget, "nodes": 1}):
                     continue
                 j = min(most, _copies_beside(request, candidate.allocatable, b.used))
                 if j <= 0:
@@ -1238,7 +889,7 @@ class Solver:
                 continue
             candidate, j = grown
             if budget is not None:
-                left = _consume(budget, candidate.capacity)
+                left = consume(budget, candidate.capacity)
                 if "nodes" in budget:  # the claim was already counted as a node
                     left["nodes"] = budget["nodes"]
                     budget = {**budget, "nodes": 1}
@@ -1314,14 +965,14 @@ class Solver:
             reasons.append(f"{blocking[0]}: no node with matching pods can take it")
             return None
         del reasons[:]
-        if not self.pools:
+        if not self.pools.contexts:
             reasons.append("no NodePool exists (create one, or check that its EC2NodeClass loaded)")
-        for ctx in self.pools:
+        for ctx in self.pools.contexts:
             why = self._pool_refusal(ctx, cls)
             if why:
                 reasons.append(f"NodePool {ctx.pool.name}: {why}")
                 continue
-            compat = self._pool_compat(ctx, requirements, rkey)
+            compat = self.pools.compat(ctx, requirements, rkey)
             if isinstance(compat, str):
                 reasons.append(f"NodePool {ctx.pool.name}: {compat}")
                 continue
@@ -1345,13 +996,13 @@ class Solver:
                 continue
             budget = dict(ctx.remaining) if ctx.remaining is not None else None
             if ctx.remaining is not None:
-                ctx.remaining = _consume(ctx.remaining, candidate.capacity)
+                ctx.remaining = consume(ctx.remaining, candidate.capacity)
             b = Bin(
                 "",
                 "new",
                 {},
                 compat.requirements,
-                self._req_key(compat.requirements),
+                self.pools.req_id(compat.requirements),
                 (*ctx.pool.taints,),
                 dict(candidate.allocatable),
                 pool=ctx,
@@ -1537,7 +1188,7 @@ class Solver:
                     break
                 if candidate.exotic != exotic:
                     continue
-                if remaining is not None and not _within(candidate.capacity, remaining):
+                if remaining is not None and not within(candidate.capacity, remaining):
                     continue
                 if basic:
                     cpu, memory, slots = candidate.basics
@@ -1563,10 +1214,10 @@ class Solver:
 
     def _no_fit_reason(self, ctx: PoolContext, compat: PoolCompat, cls: PodClass) -> str:
         if ctx.remaining is not None:
-            if not any(_within(c.capacity, ctx.remaining) for _, c in compat.candidates):
+            if not any(within(c.capacity, ctx.remaining) for _, c in compat.candidates):
                 return "limits leave no room for another node"
             fitting = [c for _, c in compat.candidates if res.fits(cls.requests, c.allocatable)]
-            if fitting and not any(_within(c.capacity, ctx.remaining) for c in fitting):
+            if fitting and not any(within(c.capacity, ctx.remaining) for c in fitting):
                 return "limits leave no room for an instance type large enough for the pod"
         largest = max(compat.candidates, key=lambda pc: sorted(pc[1].allocatable.items()))[1]
         short = res.first_shortfall(cls.requests, largest.allocatable)
@@ -1598,7 +1249,7 @@ class Solver:
     def _finalize(self, b: Bin) -> PlannedNodeClaim:
         ctx = b.pool
         assert ctx is not None and b.chosen is not None
-        compat = self._pool_compat(ctx, b.requirements, b.rkey)
+        compat = self.pools.compat(ctx, b.requirements, b.rkey)
         assert isinstance(compat, PoolCompat)  # the claim was opened from this NodePool's answer
         budget_key = tuple(sorted(b.limit_budget.items())) if b.limit_budget is not None else None
         usage_key = (ctx.pool.name, b.rkey, tuple(sorted(b.used.items())), b.chosen.exotic, budget_key)
@@ -1639,7 +1290,7 @@ class Solver:
                 continue  # the quick test on the three resources every pod requests
             if candidate.exotic and not b.chosen.exotic:
                 continue
-            if b.limit_budget is not None and not _within(candidate.capacity, b.limit_budget):
+            if b.limit_budget is not None and not within(candidate.capacity, b.limit_budget):
                 continue
             if res.fits(used, candidate.allocatable):
                 chosen.append(candidate)
@@ -1649,9 +1300,9 @@ class Solver:
         memo_key = (ctx.pool.name, b.rkey, tuple(c.it.name for c in chosen))
         memo = self.finalized.get(memo_key)
         if memo is None:
-            offering_key = _offering_key(compat.requirements)
+            offering_key = offering_key_of(compat.requirements)
             offered = [
-                (_capacity_rank(o.capacity_type), o.price, c.it.name, o.zone, o.capacity_type, o.reservation_id)
+                (capacity_rank(o.capacity_type), o.price, c.it.name, o.zone, o.capacity_type, o.reservation_id)
                 for c in chosen
                 for o in c.offerings_with(offering_key)
             ]
@@ -1664,7 +1315,7 @@ class Solver:
             type_names = tuple(c.it.name for c in chosen)
             capacity_types = tuple(sorted({o[4] for o in offered}, key=CAPACITY_TYPES.index))
             zones = tuple(sorted({o[3] for o in offered}))
-            kept = b.requirements.without(_OFFERING_KEYS | {HOSTNAME_LABEL, "node.kubernetes.io/instance-type"})
+            kept = b.requirements.without(OFFERING_KEYS | {HOSTNAME_LABEL, "node.kubernetes.io/instance-type"})
             requirement_list = (
                 *kept.to_list(),
                 Requirement("node.kubernetes.io/instance-type", Operator.IN, type_names),
@@ -1680,15 +1331,6 @@ class Solver:
 
 def _placement_order(b: Bin) -> int:
     return b.order
-
-
-def _capacity_rank(capacity_type: str) -> int:
-    # Reserved capacity is already paid for, so it is tried first, as Karpenter does.
-    return 0 if capacity_type == RESERVED else 1
-
-
-def _offering_order(o: Offering) -> tuple[int, float, str, str]:
-    return (_capacity_rank(o.capacity_type), o.price, o.zone, o.capacity_type)
 
 
 def _with_room(request: Mapping[str, int], bins: list[Bin]) -> list[Bin]:
@@ -1719,19 +1361,6 @@ def _copies_beside(request: Mapping[str, int], allocatable: Mapping[str, int], u
     return best
 
 
-def _consume(remaining: Mapping[str, int], capacity_: Mapping[str, int]) -> dict[str, int]:
-    """NodePool limits left after one more node of this capacity (only the limited resources count)."""
-    return {key: left - (1 if key == "nodes" else capacity_.get(key, 0)) for key, left in remaining.items()}
-
-
-def _within(capacity_: Mapping[str, int], remaining: Mapping[str, int]) -> bool:
-    for key, left in remaining.items():
-        need = 1 if key == "nodes" else capacity_.get(key, 0)
-        if need > left:
-            return False
-    return True
-
-
 def _water_fill(counts: Mapping[str, int], n: int, max_skew: int, minimum: int, full: set[str]) -> dict[str, int]:
     """Share up to n pods over domains as one-at-a-time placement into the emptiest domain would.
 
@@ -1750,10 +1379,6 @@ def _water_fill(counts: Mapping[str, int], n: int, max_skew: int, minimum: int, 
             break
         share[domain] += 1
     return share
-
-
-def _describe(requirements: Requirements) -> str:
-    return "; ".join(vs.describe(k) for k, vs in sorted(requirements.by_key.items()))
 
 
 def solve(
