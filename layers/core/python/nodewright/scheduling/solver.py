@@ -53,12 +53,10 @@ from nodewright.model.resources import CPU, MEMORY, PODS
 from nodewright.model.taints import Taint, untolerated
 from nodewright.scheduling.classes import (
     EBS_VOLUMES,
-    NO_FILTER,
     PodClass,
     TopologyTerm,
     VolumeIndex,
     build_classes,
-    pod_terms,
     selector_keys,
 )
 from nodewright.scheduling.pools import (
@@ -72,13 +70,13 @@ from nodewright.scheduling.pools import (
     capacity_rank,
     consume,
     offering_key_of,
-    pool_domains,
     req_key,
     type_matches,
     within,
 )
 from nodewright.scheduling.preferences import Variant, variants
 from nodewright.scheduling.results import LaunchOption, PlannedNodeClaim, Results, Unschedulable
+from nodewright.scheduling.topology import Topology
 
 # Taints a node carries while it starts; the pods it was launched for tolerate them implicitly.
 _EPHEMERAL_TAINTS = frozenset(
@@ -139,31 +137,6 @@ class Bin:
         return value
 
 
-class _Groups:
-    """Counts of pods per topology domain, one counter per (topology key, selector, namespaces)."""
-
-    def __init__(self) -> None:
-        self.index: dict[tuple[object, ...], int] = {}
-        self.terms: list[TopologyTerm] = []
-        self.counts: list[dict[str, int]] = []
-        self.carried: list[dict[str, int]] = []  # anti-affinity: pods that carry the term, per domain
-        # Hostname groups: the bins in the order they first held a selected pod (a count never drops to 0).
-        self.hosts: list[list[Bin]] = []
-
-    def add(self, term: TopologyTerm) -> int:
-        g = self.index.get(term.group)
-        if g is None:
-            g = self.index[term.group] = len(self.terms)
-            self.terms.append(term)
-            self.counts.append({})
-            self.carried.append({})
-            self.hosts.append([])
-        return g
-
-    def total(self, g: int) -> int:
-        return sum(self.counts[g].values())
-
-
 class Solver:
     """One simulation run. Build it with the inputs, call `run()`; it is not reusable."""
 
@@ -186,7 +159,6 @@ class Solver:
         # Whether a look-ahead was skipped because the class holds `mix_below` or more pods per node.
         self.mix_skipped = False
         self.pools = Pools(nodepools, nodeclasses, instance_types, daemonsets, nodes, nodeclaims)
-        self.groups = _Groups()
         self.bins: list[Bin] = []
         self.new_bins: list[Bin] = []
         self.new_by_name: dict[str, Bin] = {}
@@ -197,15 +169,7 @@ class Solver:
         existing_pods = [p for n in nodes for p in n.pods] + [p for c in nodeclaims for p in c.nominated_pods]
         relevant = selector_keys([*pods, *existing_pods])
         self.classes = build_classes(pods, volumes, relevant)
-        # Group index per term object: terms live as long as their classes, so id() is a stable key.
-        self.term_groups: dict[int, int] = {}
-        for cls in self.classes:
-            for term in (*cls.terms, *cls.preferred_terms):
-                self.term_groups[id(term)] = self.groups.add(term)
-        for pod in existing_pods:
-            for term in pod_terms(pod)[0]:
-                if term.kind == "anti":
-                    self.groups.add(term)
+        self.topology = Topology(self.pools, self.classes, existing_pods)
         # Free classes (no topology terms, host ports or volumes) that share node constraints can share
         # nodes in any mix: per group, the classes in placement order with their positions.
         self.placing = 0
@@ -222,15 +186,6 @@ class Solver:
             )
             self.free_key[id(cls)] = free
             self.free_groups.setdefault(free, []).append((index, cls))
-        # Classes differ mostly in requests and terms, rarely in labels: match each label set once.
-        members: dict[tuple[str, tuple[tuple[str, str], ...]], list[int]] = {}
-        for cls in self.classes:
-            label_key = (cls.namespace, tuple(sorted(cls.labels.items())))
-            member_of = members.get(label_key)
-            if member_of is None:
-                terms = enumerate(self.groups.terms)
-                member_of = members[label_key] = [g for g, t in terms if t.selects(cls.namespace, cls.labels)]
-            cls.member_of = list(member_of)
         for node in sorted(nodes, key=lambda n: n.name):
             self._add_existing_node(node)
         node_names = {n.name for n in nodes}
@@ -238,14 +193,8 @@ class Solver:
             # A claim whose node has registered is that node: adding it again would count its room twice.
             if not (claim.node_name and claim.node_name in node_names):
                 self._add_inflight_claim(claim)
-        # Existing nodes and claims in flight come first in `bins`; their domains are topology domains even
-        # without a NodePool. Per topology key: the domains NodePools can create, existing domains, and per
-        # (key, requirement set) the domains a node may have; per (group, requirements) a spread's domains.
-        self.old_count = len(self.bins)
-        self.universes: dict[str, dict[str, list[tuple[Taint, ...]]]] = {}
-        self.existing_domains: dict[str, frozenset[str]] = {}
-        self.domains_cache: dict[tuple[str, ReqKey], list[str]] = {}
-        self.spread_domains: dict[tuple[int, ReqKey], list[str]] = {}
+        # Existing nodes and claims in flight come first in `bins`; their domains are topology domains.
+        self.topology.existing = list(self.bins)
         # Per hostname group: the new claims holding its pods, in placement order, and how far the group's
         # `hosts` list was read (see `_new_hosts`). `name_clash` is set if a new claim is named like a node
         # or a claim in flight, which the incremental list does not handle.
@@ -320,49 +269,7 @@ class Solver:
         for pod in pods:
             b.pods.append(pod)
             b.ports.update((p.protocol, p.port) for p in pod.host_ports)
-            self._count(b, pod.namespace, pod.labels, 1)
-            for term in pod_terms(pod)[0]:
-                if term.kind == "anti":
-                    self._carry(b, self.groups.index[term.group], term.topology_key, 1)
-
-    def _count(self, b: Bin, namespace: str, labels: Mapping[str, str], k: int) -> None:
-        for g, term in enumerate(self.groups.terms):
-            if term.selects(namespace, labels):
-                self._add_count(b, g, k)
-
-    def _add_count(self, b: Bin, g: int, k: int) -> None:
-        """Count k selected pods on bin b for group g (Karpenter's Topology.Record).
-
-        Spread and affinity count a pod only where its domain is decided and the group's node filter
-        admits the bin; anti-affinity counts it in every domain its node may still end up in, so no pod
-        that avoids it can land beside it once the domain is decided.
-        """
-        term = self.groups.terms[g]
-        if term.node_filter is not NO_FILTER and not self._admits(term, b):
-            return
-        d = b.domain(term.topology_key)
-        if d is None:
-            if term.kind != "anti":
-                return
-            domains = self._possible_domains(b, term.topology_key)
-        else:
-            domains = [d]
-        counts = self.groups.counts[g]
-        for domain in domains:
-            before = counts.get(domain, 0)
-            counts[domain] = before + k
-            if before == 0 and term.topology_key == HOSTNAME_LABEL:
-                self.groups.hosts[g].append(b)
-
-    def _carry(self, b: Bin, g: int, topology_key: str, k: int) -> None:
-        """Record k pods on b that carry anti-affinity group g: selected pods must avoid their domains,
-        every domain b may still end up in while it is not decided."""
-        d = b.domain(topology_key)
-        carried = self.groups.carried[g]
-        for domain in [d] if d is not None else self._possible_domains(b, topology_key):
-            carried[domain] = carried.get(domain, 0) + k
-
-    # ----- compatibility ------------------------------------------------------------------------------
+            self.topology.record(b, pod)
 
     def _bin_compat(self, b: Bin, requirements: Requirements, rkey: ReqKey) -> tuple[Requirements, ReqKey] | None:
         """The bin's requirements (and their key) after adding these, or None when it cannot take them."""
@@ -390,183 +297,6 @@ class Solver:
         return merged, self.pools.req_id(merged)
 
     # ----- topology -----------------------------------------------------------------------------------
-
-    def _term_group(self, term: TopologyTerm) -> int:
-        return self.term_groups[id(term)]
-
-    def _bin_cap(self, b: Bin, cls: PodClass, terms: Sequence[TopologyTerm], n: int) -> int:
-        """How many pods of the class its hostname terms, anti-affinity against it and host ports allow on b."""
-        cap = n
-        for term in terms:
-            if term.topology_key != HOSTNAME_LABEL:
-                continue  # decided before the bins are visited (`_place_in_domains`)
-            g = self._term_group(term)
-            d = b.domain(term.topology_key)
-            count = self.groups.counts[g].get(d, 0) if d is not None else 0
-            member = g in cls.member_of
-            if term.kind == "spread":
-                # A new node is always a possible domain with no matching pods, so the minimum is 0.
-                allowed = term.max_skew - count
-                cap = min(cap, allowed if member else (n if count <= term.max_skew else 0))
-            elif term.kind == "anti":
-                cap = min(cap, 0 if count > 0 else (1 if member else n))
-            elif count == 0 and not (member and self.groups.total(g) == 0):
-                # Required pod affinity: only where matching pods run, unless none runs anywhere and
-                # the class matches its own term (then the first pods choose the domain).
-                return 0
-            if cap <= 0:
-                return 0
-        for g in cls.member_of:
-            carried = self.groups.carried[g]
-            if carried:
-                d = b.domain(self.groups.terms[g].topology_key)
-                if d is not None and carried.get(d, 0) > 0:
-                    return 0
-        if cls.host_ports:
-            if b.ports & cls.host_ports:
-                return 0
-            cap = min(cap, 1)
-        return cap
-
-    def _new_bin_cap(self, cls: PodClass, terms: Sequence[TopologyTerm], n: int) -> int:
-        """The most pods of the class one brand-new node may take under its non-zone topology terms."""
-        cap = n
-        for term in terms:
-            if term.topology_key != HOSTNAME_LABEL:
-                continue
-            g = self._term_group(term)
-            member = g in cls.member_of
-            if term.kind == "spread" and member:
-                cap = min(cap, term.max_skew)
-            elif term.kind == "anti" and member:
-                cap = min(cap, 1)
-            elif term.kind == "affinity" and not (member and self.groups.total(g) == 0):
-                return 0
-        if cls.host_ports:
-            cap = min(cap, 1)
-        return cap
-
-    def _quotas(
-        self, cls: PodClass, variant: Variant, key: str, domains: list[str], n: int, full: set[str]
-    ) -> dict[str, int]:
-        """Per domain of `key` the pods of the class may take now (Karpenter's topologygroup.go rules).
-
-        Spread: the emptiest domain counts over every domain the term knows (NodePools', existing nodes',
-        as its node filter admits them) that the class's required requirements allow, so a domain only a
-        preference excludes still holds the others back. Anti-affinity: only domains without a selected
-        pod, including pods on claims whose domain is not decided yet. Affinity: only domains that hold a
-        selected pod, or one domain for the first pods of a class that selects itself.
-        """
-        quotas = {d: n for d in domains}
-        for term in variant.terms:
-            if term.topology_key != key:
-                continue
-            g = self._term_group(term)
-            counted = self.groups.counts[g]
-            member = g in cls.member_of
-            if term.kind == "spread":
-                known = self._spread_domains(term, g, variant.base)
-                floor = 0 if term.min_domains is not None and len(known) < term.min_domains else None
-                lowest = floor if floor is not None else min((counted.get(d, 0) for d in known), default=0)
-                if member:
-                    counts = {d: counted.get(d, 0) for d in (*known, *domains)}
-                    closed = full | (set(counts) - set(domains))
-                    fill = _water_fill(counts, n, term.max_skew, lowest, closed)
-                    quotas = {d: min(q, fill.get(d, 0)) for d, q in quotas.items()}
-                else:
-                    quotas = {d: (q if counted.get(d, 0) - lowest <= term.max_skew else 0) for d, q in quotas.items()}
-            elif term.kind == "anti":
-                quotas = {d: (min(q, 1 if member else n) if not counted.get(d, 0) else 0) for d, q in quotas.items()}
-            else:
-                present = [d for d in domains if counted.get(d, 0) > 0]
-                if not present and member and self.groups.total(g) == 0:
-                    present = domains[:1]
-                quotas = {d: (q if d in present else 0) for d, q in quotas.items()}
-        for g in cls.member_of:
-            carried = self.groups.carried[g]
-            if carried and self.groups.terms[g].topology_key == key:
-                quotas = {d: (0 if carried.get(d, 0) else q) for d, q in quotas.items()}
-        return {d: (0 if d in full else q) for d, q in quotas.items()}
-
-    def _spread_domains(self, term: TopologyTerm, g: int, base: Requirements) -> list[str]:
-        """The domains a spread term counts for a class whose required requirements are `base`: those the
-        NodePools can create (under nodeTaintsPolicy Honor, only NodePools whose taints the pod tolerates),
-        those of existing nodes its node filter admits, and any that already count a pod; then only those
-        `base` allows for the key (Karpenter's domainMinCount)."""
-        key = term.topology_key
-        cache_key = (g, self.pools.req_id(base))
-        known = self.spread_domains.get(cache_key)
-        if known is None:
-            tolerations = term.node_filter.tolerations
-            found: set[str] = set()
-            for domain, taint_sets in self._universe(key).items():
-                if tolerations is None or any(untolerated(tolerations, t) is None for t in taint_sets):
-                    found.add(domain)
-            for b in self.bins[: self.old_count]:
-                d = b.domain(key)
-                if d is not None and self._admits(term, b):
-                    found.add(d)
-            allowed = base.get(key)
-            known = self.spread_domains[cache_key] = sorted(d for d in found if allowed.matches(d))
-        counted = self.groups.counts[g]
-        allowed = base.get(key)
-        extra = [d for d, c in counted.items() if c > 0 and d not in known and allowed.matches(d)]
-        return known + extra if extra else known
-
-    def _universe(self, key: str) -> dict[str, list[tuple[Taint, ...]]]:
-        """Every value of `key` a NodePool can give a node, with the taints of the NodePools that give it
-        (Karpenter's buildDomainGroups): from its instance types' labels and offerings, its requirements'
-        In values and its template labels."""
-        cached = self.universes.get(key)
-        if cached is None:
-            cached = {}
-            for ctx in self.pools.contexts:
-                if ctx.error:
-                    continue
-                for domain in pool_domains(key, ctx.requirements, ctx.candidates, None):
-                    cached.setdefault(domain, []).append(ctx.taints)
-            self.universes[key] = cached
-        return cached
-
-    def _domains_of(self, key: str, requirements: Requirements, rkey: ReqKey) -> list[str]:
-        """The values of `key` a node for these requirements can have: existing nodes' and claims' in
-        flight, and what each NodePool can launch under them (a generalisation of the zones it offers)."""
-        cached = self.domains_cache.get((key, rkey))
-        if cached is not None:
-            return cached
-        allowed = requirements.get(key)
-        found = {d for d in self._existing_domains(key) if allowed.matches(d)}
-        for ctx in self.pools.contexts:
-            if ctx.error:
-                continue
-            compat = self.pools.compat(ctx, requirements, rkey)
-            if isinstance(compat, PoolCompat):
-                found.update(compat.domains_of(key))
-        result = self.domains_cache[(key, rkey)] = sorted(found)
-        return result
-
-    def _existing_domains(self, key: str) -> frozenset[str]:
-        cached = self.existing_domains.get(key)
-        if cached is None:
-            cached = frozenset(d for b in self.bins[: self.old_count] if (d := b.domain(key)) is not None)
-            self.existing_domains[key] = cached
-        return cached
-
-    def _admits(self, term: TopologyTerm, b: Bin) -> bool:
-        """Whether the term's node filter counts pods on this bin (always, without a filter)."""
-        if term.node_filter is NO_FILTER:
-            return True
-        return term.node_filter.admits(b.labels if b.kind == "node" else None, b.requirements, b.taints)
-
-    def _possible_domains(self, b: Bin, key: str) -> list[str]:
-        """The values of `key` a claim whose value is not decided yet may still end up with."""
-        allowed = b.requirements.get(key)
-        if allowed.allowed is not None:
-            return sorted(allowed.allowed)
-        if b.pool is None or b.pool.error:
-            return []
-        compat = self.pools.compat(b.pool, b.requirements, b.rkey)
-        return sorted(compat.domains_of(key)) if isinstance(compat, PoolCompat) else []
 
     # ----- placement ----------------------------------------------------------------------------------
 
@@ -599,20 +329,10 @@ class Solver:
         for variant in variants(cls):
             if not pods:
                 break
-            keys = self._domain_keys(cls, variant.terms)
+            keys = self.topology.domain_keys(cls, variant.terms)
             pods, why = self._place_in_domains(cls, pods, variant, variant.requirements, keys)
             reason = reason or why
         return pods, reason
-
-    def _domain_keys(self, cls: PodClass, terms: tuple[TopologyTerm, ...]) -> tuple[str, ...]:
-        """The topology keys other than hostname that the class's terms (or anti-affinity of pods already
-        placed against it) constrain: the zone first, then by name. Each is decided before the pods land."""
-        keys = {t.topology_key for t in terms if t.topology_key != HOSTNAME_LABEL}
-        for g in cls.member_of:
-            term = self.groups.terms[g]
-            if term.topology_key != HOSTNAME_LABEL and self.groups.carried[g]:
-                keys.add(term.topology_key)
-        return tuple(sorted(keys, key=lambda k: (k != ZONE, k)))
 
     def _place_in_domains(
         self, cls: PodClass, pods: list[Pod], variant: Variant, requirements: Requirements, keys: tuple[str, ...]
@@ -626,8 +346,8 @@ class Solver:
         if not keys:
             return self._place_batch(cls, pods, requirements, self.pools.req_id(requirements), variant.terms)
         key, inner = keys[0], keys[1:]
-        domains = self._domains_of(key, requirements, self.pools.req_id(requirements))
-        quotas = self._quotas(cls, variant, key, domains, len(pods), set())
+        domains = self.topology.domains_of(key, requirements, self.pools.req_id(requirements))
+        quotas = self.topology.quotas(cls, variant, key, domains, len(pods), set())
         reason = ""
         full: set[str] = set()
         while pods:
@@ -646,7 +366,7 @@ class Solver:
                     reason = reason or why
             if not progress:
                 break
-            quotas = self._quotas(cls, variant, key, domains, len(pods), full)
+            quotas = self.topology.quotas(cls, variant, key, domains, len(pods), full)
         if pods:
             key_terms = "; ".join(t.describe() for t in variant.terms if t.topology_key == key)
             constraint = key_terms or f"pod anti-affinity on {key}"
@@ -670,11 +390,11 @@ class Solver:
         # holds `limit` of them (counts only grow), so such nodes leave the list like full ones do.
         closing = tuple(
             sorted(
-                (self._term_group(t), 1 if t.kind == "anti" else t.max_skew)
+                (self.topology.group_of(t), 1 if t.kind == "anti" else t.max_skew)
                 for t in terms
                 if t.topology_key == HOSTNAME_LABEL
                 and t.kind in ("anti", "spread")
-                and self._term_group(t) in cls.member_of
+                and self.topology.group_of(t) in cls.member_of
             )
         )
         request_key = cls.request_key
@@ -684,7 +404,7 @@ class Solver:
             # so those few are visited (in placement order, like the full walk) instead of every bin.
             room_key = (affinity, request_key, closing)
             held, read = self.affinity_room.get(room_key, ([], 0))
-            hosts = self.groups.hosts[affinity]
+            hosts = self.topology.hosts[affinity]
             if read < len(hosts):
                 held = sorted([*held, *hosts[read:]], key=lambda b: b.order)
             kept_hosts, pods = self._fill(held, cls, pods, request, closing, requirements, rkey, terms)
@@ -719,7 +439,7 @@ class Solver:
         """Place as many of `pods` as fit on `bins`, in order. Returns the bins still worth visiting for this
         request (those without room, or closed by the class's own hostname terms, are dropped for good: room
         only shrinks and counts only grow) and the pods left over."""
-        counts = self.groups.counts
+        counts = self.topology.counts
         survivors: list[Bin] = []
         for index, b in enumerate(bins):
             if not pods:
@@ -734,7 +454,7 @@ class Solver:
             merged = self._bin_compat(b, requirements, rkey)
             if merged is None:
                 continue
-            k = min(k, self._bin_cap(b, cls, terms, len(pods)))
+            k = min(k, self.topology.bin_cap(b, cls, terms, len(pods)))
             if k > 0:
                 pods = self._assign(b, cls, pods, k, *merged)
         return survivors, pods
@@ -748,8 +468,8 @@ class Solver:
         for term in terms:
             if term.kind != "affinity" or term.topology_key != HOSTNAME_LABEL:
                 continue
-            g = self._term_group(term)
-            if not self.groups.hosts[g] and g in cls.member_of:
+            g = self.topology.group_of(term)
+            if not self.topology.hosts[g] and g in cls.member_of:
                 continue
             return g
         return None
@@ -834,7 +554,7 @@ class Solver:
             merged = self._bin_compat(b, requirements, rkey)
             if merged is None:
                 continue
-            cap = self._bin_cap(b, cls, terms, len(pods))
+            cap = self.topology.bin_cap(b, cls, terms, len(pods))
             if cap <= 0:
                 continue
             compat = self.pools.compat(ctx, *merged)
@@ -906,10 +626,10 @@ class Solver:
         affinity only those already holding matching pods, otherwise all of them."""
         for term in terms:
             if term.kind == "affinity" and term.topology_key == HOSTNAME_LABEL:
-                g = self._term_group(term)
+                g = self.topology.group_of(term)
                 if not self.name_clash:
                     return self._new_hosts(g)
-                counts = self.groups.counts[g]
+                counts = self.topology.counts[g]
                 held = [self.new_by_name[d] for d, c in counts.items() if c > 0 and d in self.new_by_name]
                 return sorted(held, key=lambda b: b.order)
         return list(self.new_bins)
@@ -923,7 +643,7 @@ class Solver:
         (no node or claim in flight has its name unless `name_clash`).
         """
         held, read = self.new_hosts.get(g, ([], 0))
-        hosts = self.groups.hosts[g]
+        hosts = self.topology.hosts[g]
         for host in hosts[read:]:
             if host.kind == "new":
                 bisect.insort(held, host, key=_placement_order)
@@ -944,10 +664,10 @@ class Solver:
         b.pods.extend(placed)
         b.ports.update(cls.host_ports)
         for g in cls.member_of:
-            self._add_count(b, g, k)
+            self.topology.add_count(b, g, k)
         for term in cls.terms:
             if term.kind == "anti":
-                self._carry(b, self._term_group(term), term.topology_key, k)
+                self.topology.carry(b, self.topology.group_of(term), term.topology_key, k)
         return rest
 
     def _open_claim(
@@ -959,7 +679,7 @@ class Solver:
         terms: tuple[TopologyTerm, ...],
         reasons: list[str],
     ) -> tuple[Bin, int] | None:
-        cap = self._new_bin_cap(cls, terms, len(pods))
+        cap = self.topology.new_bin_cap(cls, terms, len(pods))
         if cap <= 0:
             blocking = [t.describe() for t in terms if t.kind == "affinity"] or ["topology"]
             reasons.append(f"{blocking[0]}: no node with matching pods can take it")
@@ -1359,26 +1079,6 @@ def _copies_beside(request: Mapping[str, int], allocatable: Mapping[str, int], u
                 return 0
             best = min(best, room // value)
     return best
-
-
-def _water_fill(counts: Mapping[str, int], n: int, max_skew: int, minimum: int, full: set[str]) -> dict[str, int]:
-    """Share up to n pods over domains as one-at-a-time placement into the emptiest domain would.
-
-    Returns pods per domain. Each pod goes to the open domain (not in `full`) with the fewest matching
-    pods (ties by name) while that keeps it within `max_skew` of `minimum`, the emptiest count *now*
-    over every domain the constraint knows, so whatever happens to the other domains' shares the skew
-    holds; the caller repeats in rounds.
-    """
-    share = dict.fromkeys(counts, 0)
-    open_domains = [d for d in counts if d not in full]
-    if not open_domains:
-        return share
-    for _ in range(n):
-        domain = min(open_domains, key=lambda d: (counts[d] + share[d], d))
-        if counts[domain] + share[domain] + 1 - minimum > max_skew:
-            break
-        share[domain] += 1
-    return share
 
 
 def solve(
