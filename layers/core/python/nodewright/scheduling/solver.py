@@ -51,6 +51,18 @@ from nodewright.model.objects import (
 from nodewright.model.requirements import Operator, Requirement, Requirements, ValueSet
 from nodewright.model.resources import CPU, MEMORY, PODS
 from nodewright.model.taints import Taint, untolerated
+from nodewright.scheduling.choice import (
+    MAX_INSTANCE_TYPES,
+    MIX_ALTERNATIVES,
+    MIX_BELOW_PODS,
+    MIX_DEPTH,
+    LookAhead,
+    choose,
+    min_values_shortfall,
+    no_fit_reason,
+    pool_refusal,
+    price_per_pod,
+)
 from nodewright.scheduling.classes import (
     EBS_VOLUMES,
     PodClass,
@@ -70,7 +82,6 @@ from nodewright.scheduling.pools import (
     capacity_rank,
     consume,
     offering_key_of,
-    req_key,
     type_matches,
     within,
 )
@@ -83,24 +94,6 @@ _EPHEMERAL_TAINTS = frozenset(
     {"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable", "node.cloudprovider.kubernetes.io/uninitialized"}
 )
 DISRUPTED_TAINT = "karpenter.sh/disrupted"
-# A NodeClaim keeps at most this many instance types, cheapest first (Karpenter's limit, and CreateFleet's).
-MAX_INSTANCE_TYPES = 60
-_BIG = 1 << 40
-# A free class of large pods (at least this cpu or memory) whose own best node holds fewer pods than this is
-# sized together with the free pods to come. Smaller pods are placed on small types, where a few pods fill
-# a node well, and the look-ahead would cost more time than it saves money.
-_MIX_BELOW_PODS = 10
-_MIX_FROM_CPU = 2000
-_MIX_FROM_MEMORY = 8 << 30
-# How many counts of the opening class a look-ahead tries per type, from the most that fit down: fewer of
-# its own pods can leave room that a mix of the others fills better.
-_MIX_DEPTH = 8
-# The look-ahead is greedy, and which classes it should cover depends on the mix: when it skipped a class
-# for holding _MIX_BELOW_PODS or more per node, the plan is made again with these (limit, depth) settings
-# as well, and the cheapest plan kept (see `solve`).
-_MIX_ALTERNATIVES = ((1 << 30, 1 << 30), (1 << 30, 1))
-
-Score = tuple[float, int, float, str]
 # What claims with the same requirements and instance types share: types, launch options, capacity
 # types, zones, requirements and labels.
 _Finalized = tuple[
@@ -150,14 +143,10 @@ class Solver:
         instance_types: Sequence[InstanceType],
         daemonsets: Sequence[DaemonSet],
         volumes: VolumeIndex,
-        mix_below: int = _MIX_BELOW_PODS,
-        mix_depth: int = _MIX_DEPTH,
+        mix_below: int = MIX_BELOW_PODS,
+        mix_depth: int = MIX_DEPTH,
     ) -> None:
         self.volumes = volumes
-        self.mix_below = mix_below
-        self.mix_depth = mix_depth
-        # Whether a look-ahead was skipped because the class holds `mix_below` or more pods per node.
-        self.mix_skipped = False
         self.pools = Pools(nodepools, nodeclasses, instance_types, daemonsets, nodes, nodeclaims)
         self.bins: list[Bin] = []
         self.new_bins: list[Bin] = []
@@ -170,22 +159,7 @@ class Solver:
         relevant = selector_keys([*pods, *existing_pods])
         self.classes = build_classes(pods, volumes, relevant)
         self.topology = Topology(self.pools, self.classes, existing_pods)
-        # Free classes (no topology terms, host ports or volumes) that share node constraints can share
-        # nodes in any mix: per group, the classes in placement order with their positions.
-        self.placing = 0
-        self.free_groups: dict[tuple[object, ...], list[tuple[int, PodClass]]] = {}
-        self.free_key: dict[int, tuple[object, ...]] = {}
-        self.promised: dict[int, int] = {}  # per free class, pods new claims were sized to take
-        for index, cls in enumerate(self.classes):
-            if cls.terms or cls.preferred_terms or cls.host_ports or cls.volume_error or EBS_VOLUMES in cls.requests:
-                continue
-            free = (
-                tuple(req_key(r) for r in cls.requirement_options),
-                tuple((w, req_key(r)) for w, r in cls.preferred_node_terms),
-                cls.tolerations,
-            )
-            self.free_key[id(cls)] = free
-            self.free_groups.setdefault(free, []).append((index, cls))
+        self.look_ahead = LookAhead(self.classes, mix_below, mix_depth)
         for node in sorted(nodes, key=lambda n: n.name):
             self._add_existing_node(node)
         node_names = {n.name for n in nodes}
@@ -303,12 +277,12 @@ class Solver:
     def run(self) -> Results:
         deferred: list[tuple[PodClass, list[Pod], str]] = []
         for index, cls in enumerate(self.classes):
-            self.placing = index
+            self.look_ahead.placing = index
             left, reason = self._place_class(cls, list(cls.pods))
             if left:
                 deferred.append((cls, left, reason))
         # Pod affinity can depend on classes placed later in the order: give those pods one more pass.
-        self.placing = len(self.classes)  # retries: no class is still waiting for its first pass
+        self.look_ahead.placing = len(self.classes)  # retries: no class is still waiting for its first pass
         progress = True
         while deferred and progress:
             progress = False
@@ -513,26 +487,11 @@ class Solver:
         its own, so pods tied to several claims spread over them instead of piling onto one huge type;
         a second pass takes whatever growth is left.
         """
-        for ceiling in (self._price_per_pod(cls, requirements, rkey) * 2, float("inf")):
+        for ceiling in (price_per_pod(self.pools, cls, requirements, rkey) * 2, float("inf")):
             pods = self._grow_pass(cls, pods, requirements, rkey, terms, ceiling)
             if not pods:
                 break
         return pods
-
-    def _price_per_pod(self, cls: PodClass, requirements: Requirements, rkey: ReqKey) -> float:
-        """The lowest price per pod of this class on a fresh node of any NodePool (inf when none fits)."""
-        best = float("inf")
-        for ctx in self.pools.contexts:
-            if ctx.error:
-                continue
-            compat = self.pools.compat(ctx, requirements, rkey)
-            if isinstance(compat, str):
-                continue
-            choice = self._choose(ctx, compat, cls, rkey, 1 << 20)
-            if choice is not None:
-                candidate, k = choice
-                best = min(best, candidate.offerings_for(compat.requirements)[0].price / k)
-        return best
 
     def _grow_pass(
         self,
@@ -688,7 +647,7 @@ class Solver:
         if not self.pools.contexts:
             reasons.append("no NodePool exists (create one, or check that its EC2NodeClass loaded)")
         for ctx in self.pools.contexts:
-            why = self._pool_refusal(ctx, cls)
+            why = pool_refusal(ctx, cls)
             if why:
                 reasons.append(f"NodePool {ctx.pool.name}: {why}")
                 continue
@@ -696,21 +655,21 @@ class Solver:
             if isinstance(compat, str):
                 reasons.append(f"NodePool {ctx.pool.name}: {compat}")
                 continue
-            choice = self._choose(ctx, compat, cls, rkey, cap)
+            choice = choose(ctx, compat, cls, rkey, cap)
             if choice is None:
-                reasons.append(f"NodePool {ctx.pool.name}: {self._no_fit_reason(ctx, compat, cls)}")
+                reasons.append(f"NodePool {ctx.pool.name}: {no_fit_reason(ctx, compat, cls)}")
                 continue
-            if ctx.remaining is None and id(cls) in self.free_key:
-                choice = self._mixed_choice(ctx, compat, cls, rkey, cap, choice)
+            if ctx.remaining is None and id(cls) in self.look_ahead.free_key:
+                choice = self.look_ahead.mixed_choice(ctx, compat, cls, rkey, cap, choice)
             candidate, k = choice
             if cls.host_ports & candidate.ports:
                 taken = ", ".join(f"{port}/{protocol}" for protocol, port in sorted(cls.host_ports & candidate.ports))
                 reasons.append(f"NodePool {ctx.pool.name}: host port {taken} is taken by a DaemonSet pod")
                 continue
-            short = self._min_values_shortfall(compat, candidate, cls.requests, k)
+            short = min_values_shortfall(compat, candidate, cls.requests, k)
             while short and k > 1:  # fewer pods per claim leave more types that fit
                 k = max(1, k // 2)
-                short = self._min_values_shortfall(compat, candidate, cls.requests, k)
+                short = min_values_shortfall(compat, candidate, cls.requests, k)
             if short:
                 reasons.append(f"NodePool {ctx.pool.name}: {short}")
                 continue
@@ -742,207 +701,6 @@ class Solver:
             self.name_clash = self.name_clash or b.name in self.old_names
             return b, k
         return None
-
-    def _rate(self, ctx: PoolContext, compat: PoolCompat, cls: PodClass, rkey: ReqKey) -> tuple[float, int]:
-        """The class's lowest price per pod on nodes of its own in this NodePool, and pods per such node."""
-        choice = self._choose(ctx, compat, cls, rkey, 1 << 20)
-        if choice is None:
-            return float("inf"), 0
-        candidate, k = choice
-        return candidate.offerings_for(compat.requirements)[0].price / k, k
-
-    def _mixed_choice(
-        self,
-        ctx: PoolContext,
-        compat: PoolCompat,
-        cls: PodClass,
-        rkey: ReqKey,
-        cap: int,
-        choice: tuple[Candidate, int],
-    ) -> tuple[Candidate, int]:
-        """The type for a new claim of a free class of large pods, judged with the free pods still to come.
-
-        The class-by-class choice sizes a node for one class; with large pods that leaves room no later
-        pod fits (24-vCPU pods on 32-vCPU nodes), while a type that holds a mix of classes wastes less.
-        Each candidate type is scored by the value of what one node would hold (this class's pods, then
-        the pending free pods of the same node constraints, largest first) over its price, a pod's value
-        being its class's price per pod on nodes of its own; up to `mix_depth` counts of this class are
-        tried per type. Small pods pack well alone and skip this (see _MIX_FROM_CPU), and so do classes
-        whose own best node holds `mix_below` or more of them (noted in `mix_skipped`).
-        """
-        if cls.requests.get(CPU, 0) < _MIX_FROM_CPU and cls.requests.get(MEMORY, 0) < _MIX_FROM_MEMORY:
-            return choice
-        rate, per_node = self._rate(ctx, compat, cls, rkey)
-        if rate == float("inf"):
-            return choice
-        if per_node >= self.mix_below:
-            self.mix_skipped = True
-            return choice
-        # Pending free pods not yet counted on by an earlier claim (each pod can fill only one node), per
-        # size: classes of one size differ only in labels, so they fill a node alike.
-        sized: dict[tuple[int, int], tuple[int, float, list[PodClass]]] = {}
-        for index, other in self.free_groups[self.free_key[id(cls)]]:
-            if index <= self.placing:
-                continue
-            count = len(other.pods) - self.promised.get(id(other), 0)
-            if count <= 0:
-                continue
-            size = (max(other.requests.get(CPU, 0), 1), max(other.requests.get(MEMORY, 0), 1))
-            seen = sized.get(size)
-            if seen is None:
-                other_rate, _ = self._rate(ctx, compat, other, rkey)
-                if other_rate < float("inf"):
-                    sized[size] = (count, other_rate, [other])
-            else:
-                sized[size] = (seen[0] + count, seen[1], [*seen[2], other])
-        others = [(cpu, memory, count, r, group) for (cpu, memory), (count, r, group) in sized.items()]
-        if not others:
-            return choice
-        best: tuple[float, int, float, str] | None = None
-        chosen, fill = choice, []
-        need_cpu, need_memory = cls.requests.get(CPU, 0), cls.requests.get(MEMORY, 0)
-        # No node holds more value than its cpu (or memory, or pod slots) times the best value per unit of
-        # it among these pods: candidates are visited by that optimistic score and the scan stops once it
-        # cannot beat the best score found.
-        per_cpu = max([rate / max(need_cpu, 1)] + [o[3] / o[0] for o in others])
-        per_memory = max([rate / max(need_memory, 1)] + [o[3] / o[1] for o in others])
-        per_slot = max([rate] + [o[3] for o in others])
-        optimistic = sorted(
-            (-min(b[0] * per_cpu, b[1] * per_memory, b[2] * per_slot) / compat.prices[i], i)
-            for i in compat.frontier
-            for b in (compat.basics[i],)
-        )
-        for bound, index in optimistic:
-            if best is not None and bound > best[0]:
-                break
-            price, candidate = compat.candidates[index]
-            copies = candidate.copies.get(cls.request_key, -1)
-            if copies < 0:
-                copies = candidate.copies[cls.request_key] = res.max_copies(cls.requests, candidate.allocatable)
-            most = min(cap, copies)
-            # Fewer pods of this class can leave room that a mix of the others fills better.
-            for k in range(most, max(most - self.mix_depth, 0), -1):
-                cpu, memory, slots = candidate.basics
-                cpu, memory, slots = cpu - k * need_cpu, memory - k * need_memory, slots - k
-                value = k * rate
-                taken: list[tuple[list[PodClass], int]] = []
-                for other_cpu, other_memory, count, other_rate, group in others:
-                    if slots <= 0:
-                        break
-                    n = min(count, cpu // other_cpu, memory // other_memory, slots)
-                    if n > 0:
-                        value += n * other_rate
-                        taken.append((group, n))
-                        cpu, memory, slots = cpu - n * other_cpu, memory - n * other_memory, slots - n
-                score = (-value / price, -k, price, candidate.it.name)
-                if best is None or score < best:
-                    best, chosen, fill = score, (candidate, k), taken
-        for group, n in fill:
-            for other in group:  # in placement order, as the room walk will fill them
-                took = min(n, len(other.pods) - self.promised.get(id(other), 0))
-                if took > 0:
-                    self.promised[id(other)] = self.promised.get(id(other), 0) + took
-                    n -= took
-        return chosen
-
-    def _min_values_shortfall(self, compat: PoolCompat, chosen: Candidate, request: Mapping[str, int], k: int) -> str:
-        """Why a claim for k pods would break a requirement's minValues ("" when it would not).
-
-        minValues asks for at least N distinct values of a label among the claim's instance types, so
-        the launch can fall back across them; the types that fit the pods must provide that many.
-        """
-        keyed = [(key, vs.min_values) for key, vs in compat.requirements.by_key.items() if vs.min_values]
-        if not keyed:
-            return ""
-        total = res.scale(request, k)
-        fitting = [
-            c
-            for _, c in compat.candidates
-            if (c.exotic == chosen.exotic or not c.exotic) and res.fits(total, c.allocatable)
-        ][:MAX_INSTANCE_TYPES]
-        for key, wanted in sorted(keyed, key=lambda kv: kv[0]):
-            values = {c.it.labels.get(key) for c in fitting} - {None}
-            if len(values) < (wanted or 0):
-                return f"minValues {wanted} for {key} cannot be met: the types that fit offer {len(values)}"
-        return ""
-
-    def _pool_refusal(self, ctx: PoolContext, cls: PodClass) -> str:
-        if ctx.error:
-            return ctx.error
-        taint = untolerated(cls.tolerations, ctx.taints)
-        if taint is not None:
-            return f"taint {taint} is not tolerated"
-        if ctx.remaining is not None:
-            exhausted = sorted(k for k, v in ctx.remaining.items() if v <= 0)
-            if exhausted:
-                return f"limits reached for {', '.join(exhausted)}"
-        return ""
-
-    def _choose(
-        self, ctx: PoolContext, compat: PoolCompat, cls: PodClass, rkey: ReqKey, cap: int
-    ) -> tuple[Candidate, int] | None:
-        """The instance type with the lowest price per pod for up to `cap` pods of the class.
-
-        Ties go to the type that holds more pods (fewer, larger nodes), then the cheaper, then the name.
-        Types that would break the NodePool's limits are skipped; bare metal and accelerated types are
-        considered only when no other type fits (Karpenter's exotic rule).
-        """
-        request_key = cls.request_key
-        remaining = ctx.remaining
-        key = (rkey, request_key, cap)
-        if remaining is None and key in ctx.choices:
-            return ctx.choices[key]
-        chosen: tuple[Candidate, int] | None = None
-        # No type holds more of the class than the per-resource largest allocatable does: with that bound
-        # the scan also stops early when `cap` is effectively unbounded (as for `_rate`).
-        most = min(cap, res.max_copies(cls.requests, compat.largest))
-        # Pods usually request exactly cpu, memory and pods: then a type's copies are three divisions of its
-        # `basics` (the same count as res.max_copies, since the pods term keeps it far below its cap).
-        cpu_each, memory_each, pods_each = (cls.requests.get(name, 0) for name in (CPU, MEMORY, PODS))
-        basic = cpu_each > 0 and memory_each > 0 and pods_each > 0 and len(cls.requests) == 3
-        for exotic in (False, True) if most > 0 else ():
-            best: Score | None = None
-            for price, candidate in compat.candidates:
-                # Cheapest first: no later type can beat price / most, so the scan usually stops early.
-                if best is not None and price / most > best[0]:
-                    break
-                if candidate.exotic != exotic:
-                    continue
-                if remaining is not None and not within(candidate.capacity, remaining):
-                    continue
-                if basic:
-                    cpu, memory, slots = candidate.basics
-                    copies = min(cpu // cpu_each, memory // memory_each, slots // pods_each)
-                else:
-                    copies = candidate.copies.get(request_key, -1)
-                    if copies < 0:
-                        copies = candidate.copies[request_key] = res.max_copies(cls.requests, candidate.allocatable)
-                k = min(cap, copies)
-                if k <= 0:
-                    continue
-                # The price per pod decides unless it ties: most types lose on it without building a score.
-                if best is not None and price / k > best[0]:
-                    continue
-                score = (price / k, -k, price, candidate.it.name)
-                if best is None or score < best:
-                    best, chosen = score, (candidate, k)
-            if chosen is not None:
-                break
-        if remaining is None:
-            ctx.choices[key] = chosen
-        return chosen
-
-    def _no_fit_reason(self, ctx: PoolContext, compat: PoolCompat, cls: PodClass) -> str:
-        if ctx.remaining is not None:
-            if not any(within(c.capacity, ctx.remaining) for _, c in compat.candidates):
-                return "limits leave no room for another node"
-            fitting = [c for _, c in compat.candidates if res.fits(cls.requests, c.allocatable)]
-            if fitting and not any(within(c.capacity, ctx.remaining) for c in fitting):
-                return "limits leave no room for an instance type large enough for the pod"
-        largest = max(compat.candidates, key=lambda pc: sorted(pc[1].allocatable.items()))[1]
-        short = res.first_shortfall(cls.requests, largest.allocatable)
-        need = cls.requests.get(short or "cpu", 0)
-        return f"no instance type has enough {short} (the pod needs {need}, after DaemonSet overhead)"
 
     # ----- results ------------------------------------------------------------------------------------
 
@@ -1108,11 +866,11 @@ def solve(
         volumes = VolumeIndex(pvcs, pvs, storage_classes)
         solver = Solver(pods, nodes, nodeclaims, nodepools, nodeclasses, instance_types, daemonsets, volumes)
         results = solver.run()
-        if solver.mix_skipped:
+        if solver.look_ahead.mix_skipped:
             # The look-ahead left out classes of many large pods per node; plans that include them are tried
             # too and the best kept: fewest unschedulable pods, then lowest price, then fewest NodeClaims (ties
             # keep the earlier plan, so the choice is as deterministic as each plan).
-            for below, depth in _MIX_ALTERNATIVES:
+            for below, depth in MIX_ALTERNATIVES:
                 other = Solver(
                     pods, nodes, nodeclaims, nodepools, nodeclasses, instance_types, daemonsets, volumes, below, depth
                 ).run()
