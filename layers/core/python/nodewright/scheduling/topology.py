@@ -22,7 +22,7 @@ from nodewright.scheduling.pools import PoolCompat, Pools, ReqKey, pool_domains
 from nodewright.scheduling.preferences import Variant
 
 if TYPE_CHECKING:
-    from nodewright.scheduling.solver import Bin
+    from nodewright.scheduling.claims import Bin
 
 
 class Topology:
