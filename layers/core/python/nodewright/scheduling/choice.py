@@ -34,6 +34,8 @@ MIX_DEPTH = 8
 MIX_ALTERNATIVES = ((1 << 30, 1 << 30), (1 << 30, 1))
 
 Score = tuple[float, int, float, str]
+# Free pods still to come, of one size: cpu, memory, count, price per pod on nodes of their own, classes.
+_Pending = tuple[int, int, int, float, list[PodClass]]
 
 
 def choose(ctx: PoolContext, compat: PoolCompat, cls: PodClass, rkey: ReqKey, cap: int) -> tuple[Candidate, int] | None:
@@ -171,8 +173,17 @@ class LookAhead:
         if per_node >= self.mix_below:
             self.mix_skipped = True
             return choice
-        # Pending free pods not yet counted on by an earlier claim (each pod can fill only one node), per
-        # size: classes of one size differ only in labels, so they fill a node alike.
+        others = self._pending(ctx, compat, cls, rkey)
+        if not others:
+            return choice
+        chosen, fill = self._best_mix(compat, cls, cap, rate, others, choice)
+        self._promise(fill)
+        return chosen
+
+    def _pending(self, ctx: PoolContext, compat: PoolCompat, cls: PodClass, rkey: ReqKey) -> list[_Pending]:
+        """The free pods still to come with the class's node constraints, not yet counted on by an earlier
+        claim (each pod can fill only one node), per size (classes of one size differ only in labels, so
+        they fill a node alike): cpu, memory, count, price per pod on nodes of their own, classes."""
         sized: dict[tuple[int, int], tuple[int, float, list[PodClass]]] = {}
         for index, other in self.free_groups[self.free_key[id(cls)]]:
             if index <= self.placing:
@@ -188,11 +199,22 @@ class LookAhead:
                     sized[size] = (count, other_rate, [other])
             else:
                 sized[size] = (seen[0] + count, seen[1], [*seen[2], other])
-        others = [(cpu, memory, count, r, group) for (cpu, memory), (count, r, group) in sized.items()]
-        if not others:
-            return choice
-        best: tuple[float, int, float, str] | None = None
-        chosen, fill = choice, []
+        return [(cpu, memory, count, r, group) for (cpu, memory), (count, r, group) in sized.items()]
+
+    def _best_mix(
+        self,
+        compat: PoolCompat,
+        cls: PodClass,
+        cap: int,
+        rate: float,
+        others: list[_Pending],
+        choice: tuple[Candidate, int],
+    ) -> tuple[tuple[Candidate, int], list[tuple[list[PodClass], int]]]:
+        """The type and count of the class with the most value per price once `others` fill the rest of the
+        node, largest first, and the pods of `others` that fill it (`choice` when no type beats it)."""
+        best: Score | None = None
+        chosen: tuple[Candidate, int] = choice
+        fill: list[tuple[list[PodClass], int]] = []
         need_cpu, need_memory = cls.requests.get(CPU, 0), cls.requests.get(MEMORY, 0)
         # No node holds more value than its cpu (or memory, or pod slots) times the best value per unit of
         # it among these pods: candidates are visited by that optimistic score and the scan stops once it
@@ -230,13 +252,16 @@ class LookAhead:
                 score = (-value / price, -k, price, candidate.it.name)
                 if best is None or score < best:
                     best, chosen, fill = score, (candidate, k), taken
+        return chosen, fill
+
+    def _promise(self, fill: list[tuple[list[PodClass], int]]) -> None:
+        """Count the pods a new claim was sized to take as spoken for, so no later claim counts on them."""
         for group, n in fill:
             for other in group:  # in placement order, as the room walk will fill them
                 took = min(n, len(other.pods) - self.promised.get(id(other), 0))
                 if took > 0:
                     self.promised[id(other)] = self.promised.get(id(other), 0) + took
                     n -= took
-        return chosen
 
 
 def min_values_shortfall(compat: PoolCompat, chosen: Candidate, request: Mapping[str, int], k: int) -> str:

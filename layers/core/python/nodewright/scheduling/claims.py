@@ -29,6 +29,7 @@ from nodewright.scheduling.choice import (
 from nodewright.scheduling.classes import PodClass, TopologyTerm
 from nodewright.scheduling.pools import (
     Candidate,
+    PoolCompat,
     PoolContext,
     Pools,
     ReqKey,
@@ -194,64 +195,17 @@ class Claims:
             compat = self.pools.compat(ctx, *merged)
             if isinstance(compat, str):
                 continue
-            # A claim that even the largest type cannot give one more pod needs no test of its own: the scan
-            # below finds no candidate for it.
+            # A claim that even the largest type cannot give one more pod needs no test of its own: `_growth`
+            # finds no candidate for it.
             # Growing replaces the claim's capacity, so the limits it used are available again.
             budget: dict[str, int] | None = None
             if ctx.remaining is not None:
                 budget = {k: v + (0 if k == "nodes" else current.capacity.get(k, 0)) for k, v in ctx.remaining.items()}
-            current_price = current.price_under.get(b.rkey)
-            if current_price is None:
-                current_price = current.price_under[b.rkey] = current.offerings_for(b.requirements)[0].price
-            most = min(cap, len(pods))
-            best: tuple[float, int, float, str] | None = None
-            grown: tuple[Candidate, int] | None = None
-            need_cpu = b.used.get(CPU, 0) + request.get(CPU, 0)
-            need_memory = b.used.get(MEMORY, 0) + request.get(MEMORY, 0)
-            need_pods = b.used.get(PODS, 0) + request.get(PODS, 0)
-            # A type cheaper than the claim's that held more pods would have been chosen when the claim was
-            # opened, so the scan starts at the claim's price.
-            start = bisect.bisect_left(compat.prices, current_price)
-            # Types with too little cpu would only be skipped below; the break test holds for them too (a
-            # later type costs no less), so leaving them out changes nothing.
-            fitting = compat.with_cpu(need_cpu)
-            for position in range(bisect.bisect_left(fitting, start), len(fitting)):  # no copy of the tail
-                index = fitting[position]
-                price, candidate = compat.candidates[index]
-                cpu, memory, pod_slots = compat.basics[index]
-                # Candidates come cheapest first, so once even `most` extra pods cannot bring the extra
-                # price per pod under the best (or the ceiling), no later candidate can either.
-                floor = (price - current_price) / most
-                if floor > ceiling or (best is not None and floor > best[0]):
-                    break
-                if cpu < need_cpu or memory < need_memory or pod_slots < need_pods:
-                    continue
-                if candidate.exotic and not current.exotic:
-                    continue
-                if budget is not None and not within(candidate.capacity, {**budget, "nodes": 1}):
-                    continue
-                j = min(most, copies_beside(request, candidate.allocatable, b.used))
-                if j <= 0:
-                    continue
-                # Lowest extra price per extra pod, then more pods: the same trade as opening a claim.
-                score = ((price - current_price) / j, -j, price, candidate.it.name)
-                if score[0] > ceiling:
-                    continue
-                if best is None or score < best:
-                    best, grown = score, (candidate, j)
+            grown = _growth(b, compat, request, min(cap, len(pods)), budget, ceiling)
             if grown is None:
                 continue
             candidate, j = grown
-            if budget is not None:
-                left = consume(budget, candidate.capacity)
-                if "nodes" in budget:  # the claim was already counted as a node
-                    left["nodes"] = budget["nodes"]
-                    budget = {**budget, "nodes": 1}
-                ctx.remaining = left
-                b.limit_budget = budget
-            b.chosen = candidate
-            b.remaining = res.subtract(candidate.allocatable, b.used)
-            b.grown = True
+            _grow_into(b, ctx, candidate, budget)
             pods = self.assign(b, cls, pods, j, *merged)
         return pods
 
@@ -313,6 +267,8 @@ class Claims:
         terms: tuple[TopologyTerm, ...],
         reasons: list[str],
     ) -> tuple[Bin, int] | None:
+        """A new claim for the class from the first NodePool (heaviest first) that can launch one, and how
+        many of its pods it takes; None, with `reasons` saying why for each NodePool, when none can."""
         cap = self.topology.new_bin_cap(cls, terms, len(pods))
         if cap <= 0:
             blocking = [t.describe() for t in terms if t.kind == "affinity"] or ["topology"]
@@ -322,60 +278,137 @@ class Claims:
         if not self.pools.contexts:
             reasons.append("no NodePool exists (create one, or check that its EC2NodeClass loaded)")
         for ctx in self.pools.contexts:
-            why = pool_refusal(ctx, cls)
-            if why:
-                reasons.append(f"NodePool {ctx.pool.name}: {why}")
+            sized = self._size_claim(ctx, cls, requirements, rkey, cap)
+            if isinstance(sized, str):
+                reasons.append(f"NodePool {ctx.pool.name}: {sized}")
                 continue
-            compat = self.pools.compat(ctx, requirements, rkey)
-            if isinstance(compat, str):
-                reasons.append(f"NodePool {ctx.pool.name}: {compat}")
-                continue
-            choice = choose(ctx, compat, cls, rkey, cap)
-            if choice is None:
-                reasons.append(f"NodePool {ctx.pool.name}: {no_fit_reason(ctx, compat, cls)}")
-                continue
-            if ctx.remaining is None and id(cls) in self.look_ahead.free_key:
-                choice = self.look_ahead.mixed_choice(ctx, compat, cls, rkey, cap, choice)
-            candidate, k = choice
-            if cls.host_ports & candidate.ports:
-                taken = ", ".join(f"{port}/{protocol}" for protocol, port in sorted(cls.host_ports & candidate.ports))
-                reasons.append(f"NodePool {ctx.pool.name}: host port {taken} is taken by a DaemonSet pod")
-                continue
-            short = min_values_shortfall(compat, candidate, cls.requests, k)
-            while short and k > 1:  # fewer pods per claim leave more types that fit
-                k = max(1, k // 2)
-                short = min_values_shortfall(compat, candidate, cls.requests, k)
-            if short:
-                reasons.append(f"NodePool {ctx.pool.name}: {short}")
-                continue
-            budget = dict(ctx.remaining) if ctx.remaining is not None else None
-            if ctx.remaining is not None:
-                ctx.remaining = consume(ctx.remaining, candidate.capacity)
-            b = Bin(
-                "",
-                "new",
-                {},
-                compat.requirements,
-                self.pools.req_id(compat.requirements),
-                (*ctx.pool.taints,),
-                dict(candidate.allocatable),
-                pool=ctx,
-                chosen=candidate,
-                limit_budget=budget,
-            )
-            zone = compat.requirements.get(ZONE).single_value()
-            if zone is not None:
-                b.labels[ZONE] = zone
-            b.ports.update(candidate.ports)
-            b.name = f"{ctx.pool.name}-pending-{len(self.new_bins)}"
-            b.labels[HOSTNAME_LABEL] = b.name
-            b.order = len(self.bins)
-            self.bins.append(b)
-            self.new_bins.append(b)
-            self.new_by_name[b.name] = b
-            self.name_clash = self.name_clash or b.name in self.old_names
-            return b, k
+            compat, candidate, k = sized
+            return self._new_claim(ctx, compat, candidate), k
         return None
+
+    def _size_claim(
+        self, ctx: PoolContext, cls: PodClass, requirements: Requirements, rkey: ReqKey, cap: int
+    ) -> tuple[PoolCompat, Candidate, int] | str:
+        """The type a new claim of this NodePool gets for up to `cap` pods of the class and how many it takes,
+        or why the NodePool cannot open one (taints, limits, requirements, size, host ports, minValues)."""
+        why = pool_refusal(ctx, cls)
+        if why:
+            return why
+        compat = self.pools.compat(ctx, requirements, rkey)
+        if isinstance(compat, str):
+            return compat
+        choice = choose(ctx, compat, cls, rkey, cap)
+        if choice is None:
+            return no_fit_reason(ctx, compat, cls)
+        if ctx.remaining is None and id(cls) in self.look_ahead.free_key:
+            choice = self.look_ahead.mixed_choice(ctx, compat, cls, rkey, cap, choice)
+        candidate, k = choice
+        if cls.host_ports & candidate.ports:
+            taken = ", ".join(f"{port}/{protocol}" for protocol, port in sorted(cls.host_ports & candidate.ports))
+            return f"host port {taken} is taken by a DaemonSet pod"
+        short = min_values_shortfall(compat, candidate, cls.requests, k)
+        while short and k > 1:  # fewer pods per claim leave more types that fit
+            k = max(1, k // 2)
+            short = min_values_shortfall(compat, candidate, cls.requests, k)
+        return short or (compat, candidate, k)
+
+    def _new_claim(self, ctx: PoolContext, compat: PoolCompat, candidate: Candidate) -> Bin:
+        """Open a NodeClaim of this NodePool sized as `candidate`, counted against the NodePool's limits."""
+        budget = dict(ctx.remaining) if ctx.remaining is not None else None
+        if ctx.remaining is not None:
+            ctx.remaining = consume(ctx.remaining, candidate.capacity)
+        b = Bin(
+            "",
+            "new",
+            {},
+            compat.requirements,
+            self.pools.req_id(compat.requirements),
+            (*ctx.pool.taints,),
+            dict(candidate.allocatable),
+            pool=ctx,
+            chosen=candidate,
+            limit_budget=budget,
+        )
+        zone = compat.requirements.get(ZONE).single_value()
+        if zone is not None:
+            b.labels[ZONE] = zone
+        b.ports.update(candidate.ports)
+        b.name = f"{ctx.pool.name}-pending-{len(self.new_bins)}"
+        b.labels[HOSTNAME_LABEL] = b.name
+        b.order = len(self.bins)
+        self.bins.append(b)
+        self.new_bins.append(b)
+        self.new_by_name[b.name] = b
+        self.name_clash = self.name_clash or b.name in self.old_names
+        return b
+
+
+def _growth(
+    b: Bin,
+    compat: PoolCompat,
+    request: Mapping[str, int],
+    most: int,
+    budget: dict[str, int] | None,
+    ceiling: float,
+) -> tuple[Candidate, int] | None:
+    """The type new claim b should grow into to take up to `most` more pods of `request`, and how many it
+    then takes: the lowest extra price per extra pod, at most `ceiling`, within the NodePool's `budget`
+    (its limits left with b's type given back). None when no type gives b another pod."""
+    current = b.chosen
+    assert current is not None
+    current_price = current.price_under.get(b.rkey)
+    if current_price is None:
+        current_price = current.price_under[b.rkey] = current.offerings_for(b.requirements)[0].price
+    best: tuple[float, int, float, str] | None = None
+    grown: tuple[Candidate, int] | None = None
+    need_cpu = b.used.get(CPU, 0) + request.get(CPU, 0)
+    need_memory = b.used.get(MEMORY, 0) + request.get(MEMORY, 0)
+    need_pods = b.used.get(PODS, 0) + request.get(PODS, 0)
+    # A type cheaper than the claim's that held more pods would have been chosen when the claim was
+    # opened, so the scan starts at the claim's price.
+    start = bisect.bisect_left(compat.prices, current_price)
+    # Types with too little cpu would only be skipped below; the break test holds for them too (a
+    # later type costs no less), so leaving them out changes nothing.
+    fitting = compat.with_cpu(need_cpu)
+    for position in range(bisect.bisect_left(fitting, start), len(fitting)):  # no copy of the tail
+        index = fitting[position]
+        price, candidate = compat.candidates[index]
+        cpu, memory, pod_slots = compat.basics[index]
+        # Candidates come cheapest first, so once even `most` extra pods cannot bring the extra
+        # price per pod under the best (or the ceiling), no later candidate can either.
+        floor = (price - current_price) / most
+        if floor > ceiling or (best is not None and floor > best[0]):
+            break
+        if cpu < need_cpu or memory < need_memory or pod_slots < need_pods:
+            continue
+        if candidate.exotic and not current.exotic:
+            continue
+        if budget is not None and not within(candidate.capacity, {**budget, "nodes": 1}):
+            continue
+        j = min(most, copies_beside(request, candidate.allocatable, b.used))
+        if j <= 0:
+            continue
+        # Lowest extra price per extra pod, then more pods: the same trade as opening a claim.
+        score = ((price - current_price) / j, -j, price, candidate.it.name)
+        if score[0] > ceiling:
+            continue
+        if best is None or score < best:
+            best, grown = score, (candidate, j)
+    return grown
+
+
+def _grow_into(b: Bin, ctx: PoolContext, candidate: Candidate, budget: dict[str, int] | None) -> None:
+    """Move claim b to a larger type; `budget` is its NodePool's limits left with b's old type given back."""
+    if budget is not None:
+        left = consume(budget, candidate.capacity)
+        if "nodes" in budget:  # the claim was already counted as a node
+            left["nodes"] = budget["nodes"]
+            budget = {**budget, "nodes": 1}
+        ctx.remaining = left
+        b.limit_budget = budget
+    b.chosen = candidate
+    b.remaining = res.subtract(candidate.allocatable, b.used)
+    b.grown = True
 
 
 def placement_order(b: Bin) -> int:
