@@ -29,7 +29,7 @@ from nodewright.model.objects import HOSTNAME_LABEL, DaemonSet, Node
 from nodewright.model.requirements import Requirements, ValueSet
 from nodewright.model.resources import CPU, MEMORY, PODS
 from nodewright.model.taints import Taint, untolerated
-from nodewright.scheduling.classes import EBS_VOLUMES
+from nodewright.scheduling.classes import EBS_VOLUMES, required_node_options
 
 # Labels an instance type (not the NodePool) defines; checked against the type's own labels.
 OFFERING_KEYS = frozenset({ZONE, CAPACITY_TYPE, CAPACITY_RESERVATION_ID})
@@ -256,6 +256,8 @@ class Pools:
         self.instance_types = sorted(instance_types, key=lambda it: it.name)
         self.types_by_name = {it.name: it for it in self.instance_types}
         self.daemonsets = sorted(daemonsets, key=lambda d: (d.namespace, d.name))
+        # Each DaemonSet with its pods' ORed required node requirements (nodeSelector and node affinity).
+        self.daemonset_options = [(ds, required_node_options(ds.pod)) for ds in self.daemonsets]
         classes_of = {nc.name: nc for nc in nodeclasses}
         self.contexts = [
             self._pool_context(p, classes_of.get(p.node_class_ref.name), nodes, nodeclaims)
@@ -401,10 +403,34 @@ class Pools:
                     f"every instance type the NodePool allows ({ctx.unavailable_types}) has all its offerings marked "
                     "unavailable after capacity errors; they are tried again once the marks expire"
                 )
-            return f"no instance type satisfies {_describe(requirements) or 'the NodePool requirements'}"
+            return self._no_type_reason(merged)
         priced.sort(key=lambda pc: (pc[0], pc[1].it.name))
         basics = [c.basics for _, c in priced]
         return PoolCompat(merged, priced, frozenset(zones), basics, [price for price, _ in priced])
+
+    def _no_type_reason(self, merged: Requirements) -> str:
+        """Why no instance type satisfies these (a NodePool's and a pod's) requirements: the first one that
+        no type of the catalog meets by itself, else those of them that instance types decide, together."""
+        keys = sorted(k for k in merged.by_key if k in TYPE_KEYS or k in OFFERING_KEYS)
+        for key in keys:
+            alone = Requirements({key: merged.by_key[key]})
+            if not any(_offered(it, alone) for it in self.instance_types):
+                return f"no instance type satisfies {merged.by_key[key].describe(key)}"
+        return f"no instance type satisfies {_describe(merged.without(set(merged.by_key) - set(keys)))} together"
+
+
+def _offered(it: InstanceType, requirements: Requirements) -> bool:
+    """Whether the type and one of its available offerings satisfy the requirements."""
+    if not type_matches(it, requirements):
+        return False
+    zones, types, reservations = offering_key_of(requirements)
+    return any(
+        o.available
+        and zones.matches(o.zone)
+        and types.matches(o.capacity_type)
+        and reservations.matches(o.reservation_id or None)
+        for o in it.offerings
+    )
 
 
 def type_matches(it: InstanceType, requirements: Requirements) -> bool:
