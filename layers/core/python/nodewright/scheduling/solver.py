@@ -39,7 +39,7 @@ from nodewright.model.taints import untolerated
 from nodewright.scheduling.choice import MIX_ALTERNATIVES, MIX_BELOW_PODS, MIX_DEPTH, LookAhead
 from nodewright.scheduling.claims import Bin, Claims
 from nodewright.scheduling.classes import PodClass, TopologyTerm, VolumeIndex, build_classes, selector_keys
-from nodewright.scheduling.existing import inflight_bin, node_bin
+from nodewright.scheduling.existing import inflight_bin, initialized, node_bin
 from nodewright.scheduling.finalize import Finalizer
 from nodewright.scheduling.pools import Pools, ReqKey
 from nodewright.scheduling.preferences import Variant, variants
@@ -64,6 +64,7 @@ class Solver:
         mix_depth: int = MIX_DEPTH,
     ) -> None:
         self.pools = Pools(nodepools, nodeclasses, instance_types, daemonsets, nodes, nodeclaims)
+        claims_by_name = {c.name: c for c in nodeclaims}
         existing_pods = [p for n in nodes for p in n.pods] + [p for c in nodeclaims for p in c.nominated_pods]
         relevant = selector_keys([*pods, *existing_pods])
         self.classes = build_classes(pods, volumes, relevant)
@@ -71,8 +72,11 @@ class Solver:
         self.look_ahead = LookAhead(self.classes, mix_below, mix_depth)
         self.claims = Claims(self.pools, self.topology, self.look_ahead)
         self.bins = self.claims.bins  # every place pods can go, in placement order (shared, not copied)
-        for node in sorted(nodes, key=lambda n: n.name):
-            b = node_bin(node, self.pools, volumes)
+        # Initialized nodes first, as Karpenter orders existing nodes: a node still starting may not come up.
+        claim_of = {c.node_name: c for c in nodeclaims if c.node_name}
+        claim_of.update((n.name, c) for n in nodes if (c := claims_by_name.get(n.nodeclaim_name)) is not None)
+        for node in sorted(nodes, key=lambda n: (not initialized(n, claim_of.get(n.name)), n.name)):
+            b = node_bin(node, claim_of.get(node.name), self.pools, volumes)
             if b is not None:
                 self.claims.register(b, node.pods)
         node_names = {n.name for n in nodes}
