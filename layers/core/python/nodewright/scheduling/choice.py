@@ -13,9 +13,10 @@ from collections.abc import Mapping, Sequence
 from nodewright.model import resources as res
 from nodewright.model.requirements import Requirements
 from nodewright.model.resources import CPU, MEMORY, PODS
-from nodewright.model.taints import untolerated
+from nodewright.model.taints import Toleration
 from nodewright.scheduling.classes import EBS_VOLUMES, PodClass
 from nodewright.scheduling.pools import Candidate, PoolCompat, PoolContext, Pools, ReqKey, req_key, within
+from nodewright.scheduling.preferences import untolerated
 
 # A NodeClaim keeps at most this many instance types, cheapest first (Karpenter's limit, and CreateFleet's).
 MAX_INSTANCE_TYPES = 60
@@ -286,10 +287,11 @@ def min_values_shortfall(compat: PoolCompat, chosen: Candidate, request: Mapping
     return ""
 
 
-def pool_refusal(ctx: PoolContext, cls: PodClass) -> str:
+def pool_refusal(ctx: PoolContext, tolerations: tuple[Toleration, ...]) -> str:
+    """Why the NodePool can open no claim for pods with these tolerations ("" when it may)."""
     if ctx.error:
         return ctx.error
-    taint = untolerated(cls.tolerations, ctx.taints)
+    taint = untolerated(tolerations, ctx.taints)
     if taint is not None:
         return f"taint {taint} is not tolerated"
     if ctx.remaining is not None:

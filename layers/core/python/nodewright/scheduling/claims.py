@@ -17,7 +17,7 @@ from nodewright.model import resources as res
 from nodewright.model.objects import HOSTNAME_LABEL, Pod
 from nodewright.model.requirements import Requirements
 from nodewright.model.resources import CPU, MEMORY, PODS
-from nodewright.model.taints import Taint, untolerated
+from nodewright.model.taints import Taint, Toleration
 from nodewright.scheduling.choice import (
     LookAhead,
     choose,
@@ -38,6 +38,7 @@ from nodewright.scheduling.pools import (
     type_matches,
     within,
 )
+from nodewright.scheduling.preferences import Variant, untolerated
 from nodewright.scheduling.topology import Topology
 
 
@@ -130,16 +131,16 @@ class Claims:
         pods: list[Pod],
         requirements: Requirements,
         rkey: ReqKey,
-        terms: tuple[TopologyTerm, ...],
+        variant: Variant,
     ) -> tuple[list[Pod], str]:
         """New claims for the pods no existing bin took; growing claims of this run when none can open."""
         reasons: list[str] = []
         while pods:
-            opened = self._open_claim(cls, pods, requirements, rkey, terms, reasons)
+            opened = self._open_claim(cls, pods, requirements, rkey, variant, reasons)
             if opened is None:
                 # No new claim is possible (pod affinity ties the pods to nodes that already exist, or
                 # limits allow no more nodes): a claim of this run may still grow into a larger type.
-                pods = self._grow_claims(cls, pods, requirements, rkey, terms)
+                pods = self._grow_claims(cls, pods, requirements, rkey, variant)
                 break
             b, k = opened
             pods = self.assign(b, cls, pods, k, b.requirements, b.rkey)
@@ -151,7 +152,7 @@ class Claims:
         pods: list[Pod],
         requirements: Requirements,
         rkey: ReqKey,
-        terms: tuple[TopologyTerm, ...],
+        variant: Variant,
     ) -> list[Pod]:
         """Move new claims of this run to larger instance types so they take more of the class.
 
@@ -164,7 +165,7 @@ class Claims:
         a second pass takes whatever growth is left.
         """
         for ceiling in (price_per_pod(self.pools, cls, requirements, rkey) * 2, float("inf")):
-            pods = self._grow_pass(cls, pods, requirements, rkey, terms, ceiling)
+            pods = self._grow_pass(cls, pods, requirements, rkey, variant, ceiling)
             if not pods:
                 break
         return pods
@@ -175,16 +176,16 @@ class Claims:
         pods: list[Pod],
         requirements: Requirements,
         rkey: ReqKey,
-        terms: tuple[TopologyTerm, ...],
+        variant: Variant,
         ceiling: float,
     ) -> list[Pod]:
-        request = cls.requests
+        request, terms = cls.requests, variant.terms
         for b in self._growable_bins(cls, terms):
             if not pods:
                 break
             ctx, current = b.pool, b.chosen
             assert ctx is not None and current is not None
-            if b.taints and untolerated(cls.tolerations, b.taints) is not None:
+            if b.taints and untolerated(variant.tolerations, b.taints) is not None:
                 continue
             merged = self.bin_compat(b, requirements, rkey)
             if merged is None:
@@ -264,11 +265,12 @@ class Claims:
         pods: list[Pod],
         requirements: Requirements,
         rkey: ReqKey,
-        terms: tuple[TopologyTerm, ...],
+        variant: Variant,
         reasons: list[str],
     ) -> tuple[Bin, int] | None:
         """A new claim for the class from the first NodePool (heaviest first) that can launch one, and how
         many of its pods it takes; None, with `reasons` saying why for each NodePool, when none can."""
+        terms = variant.terms
         cap = self.topology.new_bin_cap(cls, terms, len(pods))
         if cap <= 0:
             blocking = [t.describe() for t in terms if t.kind == "affinity"] or ["topology"]
@@ -278,7 +280,7 @@ class Claims:
         if not self.pools.contexts:
             reasons.append("no NodePool exists (create one, or check that its EC2NodeClass loaded)")
         for ctx in self.pools.contexts:
-            sized = self._size_claim(ctx, cls, requirements, rkey, cap)
+            sized = self._size_claim(ctx, cls, requirements, rkey, cap, variant.tolerations)
             if isinstance(sized, str):
                 reasons.append(f"NodePool {ctx.pool.name}: {sized}")
                 continue
@@ -287,11 +289,17 @@ class Claims:
         return None
 
     def _size_claim(
-        self, ctx: PoolContext, cls: PodClass, requirements: Requirements, rkey: ReqKey, cap: int
+        self,
+        ctx: PoolContext,
+        cls: PodClass,
+        requirements: Requirements,
+        rkey: ReqKey,
+        cap: int,
+        tolerations: tuple[Toleration, ...],
     ) -> tuple[PoolCompat, Candidate, int] | str:
         """The type a new claim of this NodePool gets for up to `cap` pods of the class and how many it takes,
         or why the NodePool cannot open one (taints, limits, requirements, size, host ports, minValues)."""
-        why = pool_refusal(ctx, cls)
+        why = pool_refusal(ctx, tolerations)
         if why:
             return why
         compat = self.pools.compat(ctx, requirements, rkey)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 
 from nodewright.model.objects import (
+    HOSTNAME_LABEL,
     ZONE_LABEL,
     LabelSelector,
     NodeSelectorTerm,
@@ -158,7 +159,12 @@ class VolumeIndex:
                 if volume is None:
                     return [], 0, f"PersistentVolume {claim.volume_name} (bound to {claim_name}) not found"
                 if volume.node_terms:
-                    alternatives.append(tuple(_term_requirements(t) for t in volume.node_terms))
+                    terms = tuple(_term_requirements(t) for t in volume.node_terms)
+                    if volume.local:
+                        # The pod moves to a new node, so the volume's hostname no longer binds it (Karpenter's
+                        # rule for local and hostPath volumes).
+                        terms = tuple(t.without((HOSTNAME_LABEL,)) for t in terms)
+                    alternatives.append(terms)
                 if volume.csi_driver == EBS_CSI_DRIVER:
                     ebs += 1
                 continue

@@ -9,6 +9,7 @@ them, priced (Karpenter's nodeclaimtemplate.go and the instance type filtering o
 from __future__ import annotations
 
 import bisect
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -255,7 +256,7 @@ class Pools:
         self.req_ids: dict[tuple[tuple[str, ValueSet], ...], ReqKey] = {}  # see `req_id`
         self.instance_types = sorted(instance_types, key=lambda it: it.name)
         self.types_by_name = {it.name: it for it in self.instance_types}
-        self.daemonsets = sorted(daemonsets, key=lambda d: (d.namespace, d.name))
+        self.daemonsets = _as_running(sorted(daemonsets, key=lambda d: (d.namespace, d.name)), nodes)
         # Each DaemonSet with its pods' ORed required node requirements (nodeSelector and node affinity).
         self.daemonset_options = [(ds, required_node_options(ds.pod)) for ds in self.daemonsets]
         classes_of = {nc.name: nc for nc in nodeclasses}
@@ -339,21 +340,22 @@ class Pools:
     def _daemonset_overhead(
         self, pool: NodePool, it: InstanceType
     ) -> tuple[dict[str, int], frozenset[tuple[str, int]]]:
-        """Requests and host ports of the DaemonSet pods that would run on a node of this pool and type."""
-        labels = {**pool.labels, **it.labels, "karpenter.sh/nodepool": pool.name}
+        """Requests and host ports of the DaemonSet pods that would run on a node of this pool and type.
+
+        Karpenter's isDaemonPodCompatible: the pod tolerates the NodePool's taints (startup taints and
+        PreferNoSchedule ones do not keep it off) and one of its ORed required node requirements (the
+        nodeSelector with a node affinity term) is compatible with the NodePool's and the type's: no key
+        conflicts, and a key the NodePool does not define is well known or may be absent (NotIn).
+        Preferred node affinity does not count.
+        """
         node_requirements = pool.node_requirements().intersect(Requirements.from_labels(it.labels))
         total: dict[str, int] = {}
         ports: set[tuple[str, int]] = set()
-        for ds in self.daemonsets:
+        for ds, options in self.daemonset_options:
             pod = ds.pod
             if untolerated(pod.tolerations, pool.taints) is not None:
                 continue
-            # A selector on a label the node will not have excludes the DaemonSet, as in Kubernetes.
-            if any(labels.get(k) != v for k, v in pod.node_selector.items()):
-                continue
-            if pod.required_node_terms and all(
-                node_requirements.conflict(Requirements.of(t.requirements)) for t in pod.required_node_terms
-            ):
+            if not any(_compatible(node_requirements, option) for option in options):
                 continue
             total = res.add(total, pod.requests)
             ports.update((p.protocol, p.port) for p in pod.host_ports)
@@ -417,6 +419,34 @@ class Pools:
             if not any(_offered(it, alone) for it in self.instance_types):
                 return f"no instance type satisfies {merged.by_key[key].describe(key)}"
         return f"no instance type satisfies {_describe(merged.without(set(merged.by_key) - set(keys)))} together"
+
+
+def _as_running(daemonsets: Sequence[DaemonSet], nodes: Sequence[Node]) -> list[DaemonSet]:
+    """The DaemonSets with the requests of their running pods where some run (Karpenter simulates the
+    DaemonSet's pod, not its template: a LimitRange or a vertical autoscaler may have changed the
+    requests). Pods of one DaemonSet can differ during a rollout; the largest request of each resource
+    counts, so no node is planned too small. The template keeps the node affinity: a running pod's is
+    pinned to its own node's name."""
+    running: dict[tuple[str, str], dict[str, int]] = {}
+    for node in nodes:
+        for pod in node.pods:
+            if pod.is_daemonset_pod:
+                key = (pod.namespace, pod.owner_name)
+                running[key] = res.elementwise_max(running.get(key, {}), pod.requests)
+    return [
+        dataclasses.replace(ds, pod=dataclasses.replace(ds.pod, requests=requests))
+        if (requests := running.get((ds.namespace, ds.name))) is not None
+        else ds
+        for ds in daemonsets
+    ]
+
+
+def _compatible(node: Requirements, pod: Requirements) -> bool:
+    """Whether a node of these requirements can meet the pod's (Karpenter's Requirements.IsCompatible with
+    undefined well-known labels allowed)."""
+    if node.conflict(pod) is not None:
+        return False
+    return all(key in node.by_key or key in WELL_KNOWN_LABELS or vs.absent_ok for key, vs in pod.by_key.items())
 
 
 def _offered(it: InstanceType, requirements: Requirements) -> bool:

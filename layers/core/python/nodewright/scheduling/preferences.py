@@ -1,59 +1,87 @@
 """Preferences and their relaxation: the forms of a class's constraints, strictest first.
 
 A class is placed first with its preferences treated as required; the pods that do not fit are tried
-again with one preference fewer, in Karpenter's order (preferences.go).
+again with one preference fewer, in Karpenter's order (preferences.go). A PreferNoSchedule taint counts
+as a NoSchedule one until the last relaxation tolerates it, as Karpenter's does when a NodePool has one.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from nodewright.model.requirements import Requirements
+from nodewright.model.taints import Taint, Toleration
 from nodewright.scheduling.classes import PodClass, TopologyTerm
+
+PREFER_NO_SCHEDULE = "PreferNoSchedule"
+# What the last relaxation adds (Karpenter's toleratePreferNoScheduleTaints).
+TOLERATE_PREFER_NO_SCHEDULE = Toleration(operator="Exists", effect=PREFER_NO_SCHEDULE)
 
 
 @dataclass(frozen=True, slots=True)
 class Variant:
     """One form of a class's constraints: node requirements (with the preference tried), the topology
-    terms in force, and `base`, the required node requirements alone."""
+    terms in force, `base`, the required node requirements alone, and the tolerations in force."""
 
     requirements: Requirements
     terms: tuple[TopologyTerm, ...]
     base: Requirements
+    tolerations: tuple[Toleration, ...]
 
 
-def variants(cls: PodClass) -> list[Variant]:
+def variants(cls: PodClass, prefer_no_schedule: bool) -> list[Variant]:
     """The class's constraints, strictest first, each later one relaxing one more preference.
 
-    Karpenter's order (preferences.go): preferred pod affinity terms, then preferred anti-affinity
-    terms, heaviest first; then the preferred node affinity terms, of which only the heaviest left is
-    required at a time; then ScheduleAnyway spreads. Each variant keeps its required node requirements
-    (`base`) apart: spread domains are counted over those, not over a preference.
+    Karpenter's order (preferences.go): while the pod has more than one ORed required node affinity term,
+    the first is dropped (each term is tried with every preference in force); then preferred pod affinity
+    terms, then preferred anti-affinity terms, heaviest first; then the preferred node affinity terms, of
+    which only the heaviest left is required at a time; then ScheduleAnyway spreads; last, when a NodePool
+    has a PreferNoSchedule taint (`prefer_no_schedule`), a toleration of every PreferNoSchedule taint. Each
+    variant keeps its required node requirements (`base`) apart: spread domains are counted over those,
+    not over a preference.
     """
+    affinity = [t for t in cls.preferred_terms if t.kind == "affinity"]
+    anti = [t for t in cls.preferred_terms if t.kind == "anti"]
+    spread = [t for t in cls.preferred_terms if t.kind == "spread"]
+    node_prefs = [r for _, r in cls.preferred_node_terms]  # heaviest first
+    *earlier, last = cls.requirement_options
+    steps: list[tuple[Requirements, Requirements | None, list[TopologyTerm]]] = []
+    for base in earlier:
+        steps.append((base, node_prefs[0] if node_prefs else None, affinity + anti + spread))
+    steps.append((last, node_prefs[0] if node_prefs else None, affinity + anti + spread))
+    while affinity:
+        affinity.pop(0)
+        steps.append((last, node_prefs[0] if node_prefs else None, affinity + anti + spread))
+    while anti:
+        anti.pop(0)
+        steps.append((last, node_prefs[0] if node_prefs else None, anti + spread))
+    while node_prefs:
+        node_prefs.pop(0)
+        steps.append((last, node_prefs[0] if node_prefs else None, list(spread)))
+    while spread:
+        spread.pop(0)
+        steps.append((last, None, list(spread)))
     found: list[Variant] = []
-    affinity0 = [t for t in cls.preferred_terms if t.kind == "affinity"]
-    anti0 = [t for t in cls.preferred_terms if t.kind == "anti"]
-    spread0 = [t for t in cls.preferred_terms if t.kind == "spread"]
-    for base in cls.requirement_options:
-        node_prefs = [r for _, r in cls.preferred_node_terms]  # heaviest first
-        affinity, anti, spread = list(affinity0), list(anti0), list(spread0)
-        steps: list[tuple[Requirements | None, list[TopologyTerm]]] = []
-        steps.append((node_prefs[0] if node_prefs else None, affinity + anti + spread))
-        while affinity:
-            affinity.pop(0)
-            steps.append((node_prefs[0] if node_prefs else None, affinity + anti + spread))
-        while anti:
-            anti.pop(0)
-            steps.append((node_prefs[0] if node_prefs else None, anti + spread))
-        while node_prefs:
-            node_prefs.pop(0)
-            steps.append((node_prefs[0] if node_prefs else None, list(spread)))
-        while spread:
-            spread.pop(0)
-            steps.append((None, list(spread)))
-        for preference, extra_terms in steps:
-            requirements = base if preference is None else base.intersect(preference)
-            variant = Variant(requirements, cls.terms + tuple(extra_terms), base)
-            if variant not in found:
-                found.append(variant)
+    for base, preference, extra_terms in steps:
+        requirements = base if preference is None else base.intersect(preference)
+        variant = Variant(requirements, cls.terms + tuple(extra_terms), base, cls.tolerations)
+        if variant not in found:
+            found.append(variant)
+    if prefer_no_schedule and not any(_tolerates_all_prefer_no_schedule(t) for t in cls.tolerations):
+        found.append(Variant(last, cls.terms, last, (*cls.tolerations, TOLERATE_PREFER_NO_SCHEDULE)))
     return found
+
+
+def _tolerates_all_prefer_no_schedule(toleration: Toleration) -> bool:
+    return toleration.operator == "Exists" and not toleration.key and toleration.effect in ("", PREFER_NO_SCHEDULE)
+
+
+def untolerated(tolerations: Iterable[Toleration], taints: Iterable[Taint]) -> Taint | None:
+    """The first taint no toleration tolerates, or None (Karpenter's Taints.Tolerates): a PreferNoSchedule
+    taint blocks too, until the relaxation tolerates it (TOLERATE_PREFER_NO_SCHEDULE)."""
+    tolerations = tuple(tolerations)
+    for taint in taints:
+        if not any(t.tolerates(taint) for t in tolerations):
+            return taint
+    return None

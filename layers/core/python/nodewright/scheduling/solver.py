@@ -35,14 +35,13 @@ from nodewright.model.objects import (
 )
 from nodewright.model.requirements import Requirements, ValueSet
 from nodewright.model.resources import CPU, MEMORY, PODS
-from nodewright.model.taints import untolerated
 from nodewright.scheduling.choice import MIX_ALTERNATIVES, MIX_BELOW_PODS, MIX_DEPTH, LookAhead
 from nodewright.scheduling.claims import Bin, Claims
 from nodewright.scheduling.classes import PodClass, TopologyTerm, VolumeIndex, build_classes, selector_keys
 from nodewright.scheduling.existing import inflight_bin, initialized, node_bin
 from nodewright.scheduling.finalize import Finalizer
 from nodewright.scheduling.pools import Pools, ReqKey
-from nodewright.scheduling.preferences import Variant, variants
+from nodewright.scheduling.preferences import PREFER_NO_SCHEDULE, Variant, untolerated, variants
 from nodewright.scheduling.results import PlannedNodeClaim, Results, Unschedulable
 from nodewright.scheduling.topology import Topology
 
@@ -97,6 +96,8 @@ class Solver:
         # classes do not fill it and force it to grow again.
         self.room: dict[tuple[object, ...], tuple[list[Bin], int]] = {}
         self.finalizer = Finalizer(self.pools)
+        # Karpenter relaxes PreferNoSchedule taints last, and only when a NodePool has one.
+        self.prefer_no_schedule = any(t.effect == PREFER_NO_SCHEDULE for c in self.pools.contexts for t in c.taints)
         self.unschedulable: list[Unschedulable] = []
 
     # ----- placement ----------------------------------------------------------------------------------
@@ -127,7 +128,7 @@ class Solver:
         if cls.volume_error:
             return pods, cls.volume_error
         reason = ""
-        for variant in variants(cls):
+        for variant in variants(cls, self.prefer_no_schedule):
             if not pods:
                 break
             keys = self.topology.domain_keys(cls, variant.terms)
@@ -145,7 +146,7 @@ class Solver:
         domain that cannot take its share (no capacity, limits) stops the others instead of skewing them.
         """
         if not keys:
-            return self._place_batch(cls, pods, requirements, self.pools.req_id(requirements), variant.terms)
+            return self._place_batch(cls, pods, requirements, self.pools.req_id(requirements), variant)
         key, inner = keys[0], keys[1:]
         domains = self.topology.domains_of(key, requirements, self.pools.req_id(requirements))
         quotas = self.topology.quotas(cls, variant, key, domains, len(pods), set())
@@ -184,9 +185,9 @@ class Solver:
         pods: list[Pod],
         requirements: Requirements,
         rkey: ReqKey,
-        terms: tuple[TopologyTerm, ...],
+        variant: Variant,
     ) -> tuple[list[Pod], str]:
-        request = cls.requests
+        request, terms = cls.requests, variant.terms
         # Hostname anti-affinity and hostname spread of the class's own pods close a node for good once it
         # holds `limit` of them (counts only grow), so such nodes leave the list like full ones do.
         closing = tuple(
@@ -208,9 +209,9 @@ class Solver:
             hosts = self.topology.hosts[affinity]
             if read < len(hosts):
                 held = sorted([*held, *hosts[read:]], key=lambda b: b.order)
-            kept_hosts, pods = self._fill(held, cls, pods, request, closing, requirements, rkey, terms)
+            kept_hosts, pods = self._fill(held, cls, pods, request, closing, requirements, rkey, variant)
             self.affinity_room[room_key] = (kept_hosts, len(hosts))
-            return self.claims.open_claims(cls, pods, requirements, rkey, terms)
+            return self.claims.open_claims(cls, pods, requirements, rkey, variant)
         key = (request_key, closing)
         if key not in self.room and closing:
             # Start from the request's own list rather than from every bin: it already lacks the full ones.
@@ -222,9 +223,9 @@ class Solver:
         kept, scanned = self.room.get(key, ([], 0))
         kept.extend(self.bins[scanned:])
         scanned = len(self.bins)
-        survivors, pods = self._fill(kept, cls, pods, request, closing, requirements, rkey, terms)
+        survivors, pods = self._fill(kept, cls, pods, request, closing, requirements, rkey, variant)
         self.room[key] = (survivors, scanned)
-        return self.claims.open_claims(cls, pods, requirements, rkey, terms)
+        return self.claims.open_claims(cls, pods, requirements, rkey, variant)
 
     def _fill(
         self,
@@ -235,12 +236,13 @@ class Solver:
         closing: tuple[tuple[int, int], ...],
         requirements: Requirements,
         rkey: ReqKey,
-        terms: tuple[TopologyTerm, ...],
+        variant: Variant,
     ) -> tuple[list[Bin], list[Pod]]:
         """Place as many of `pods` as fit on `bins`, in order. Returns the bins still worth visiting for this
         request (those without room, or closed by the class's own hostname terms, are dropped for good: room
         only shrinks and counts only grow) and the pods left over."""
         counts = self.topology.counts
+        terms, tolerations = variant.terms, variant.tolerations
         survivors: list[Bin] = []
         for index, b in enumerate(bins):
             if not pods:
@@ -250,7 +252,7 @@ class Solver:
             if k <= 0 or b.grown or (closing and any(counts[g].get(b.name, 0) >= limit for g, limit in closing)):
                 continue
             survivors.append(b)
-            if b.taints and untolerated(cls.tolerations, b.taints) is not None:
+            if b.taints and untolerated(tolerations, b.taints) is not None:
                 continue
             merged = self.claims.bin_compat(b, requirements, rkey)
             if merged is None:
