@@ -9,14 +9,33 @@ from __future__ import annotations
 
 import dataclasses
 
-from builders import affinity_term, node, pod, pool, preferred, req, spread, toleration, weighted
+from builders import (
+    affinity_term,
+    node,
+    pod,
+    pool,
+    preferred,
+    pvc,
+    req,
+    selector,
+    spread,
+    toleration,
+    weighted,
+    zonal_pv,
+)
 from sched_fake import ZONE_1, ZONE_2, ZONE_3, Cluster, spread_catalog
 
 from nodewright.catalog.labels import ARCH, CAPACITY_TYPE, ZONE
 from nodewright.catalog.types import ON_DEMAND, SPOT
 from nodewright.model.errors import Collector
 from nodewright.model.kube import parse_pod
-from nodewright.model.objects import HOSTNAME_LABEL, LabelSelector, NodeSelectorTerm, TopologySpreadConstraint
+from nodewright.model.objects import (
+    HOSTNAME_LABEL,
+    LabelSelector,
+    NodeSelectorTerm,
+    PodAffinityTerm,
+    TopologySpreadConstraint,
+)
 from nodewright.model.requirements import Operator, Requirement
 from nodewright.model.taints import Taint
 
@@ -717,3 +736,465 @@ def test_taints_should_schedule_pods_that_tolerate_nodepool_constraints() -> Non
     cluster.provision(*ok, refused)
     assert all(cluster.node_of(p) is not None for p in ok)
     assert cluster.node_of(refused) is None
+
+
+# ----- The cases ported second (same file, same order as Karpenter's) ---------------------------------------
+
+
+def test_should_not_spread_an_invalid_label_selector() -> None:
+    """It("should not spread an invalid label selector"): a selector value no label can have selects no pod,
+    so the spread counts nothing and both pods share a node (Karpenter skips the case on Kubernetes 1.27 and
+    newer, whose admission refuses such a pod; the facts are the same)."""
+    docs = [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": f"p-{i}", "namespace": "default", "labels": LABELS},
+            "spec": {
+                "containers": [{"name": "c", "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}],
+                "topologySpreadConstraints": [
+                    {
+                        "maxSkew": 1,
+                        "topologyKey": ZONE,
+                        "whenUnsatisfiable": "DoNotSchedule",
+                        "labelSelector": {"matchLabels": {"app.kubernetes.io/name": "{{ zqfmgb }}"}},
+                    }
+                ],
+            },
+        }
+        for i in range(2)
+    ]
+    parsed = [parse_pod(Collector("test", "Pod", f"p-{i}"), d) for i, d in enumerate(docs)]
+    cluster = Cluster([base_pool()])
+    cluster.provision(*(x.pod for x in parsed if x is not None))
+    assert cluster.skew(ZONE, LABELS) == [2]
+
+
+def test_zonal_should_respect_nodepool_zonal_constraints_subset_with_requirements() -> None:
+    """Context("Zonal") It("should respect NodePool zonal constraints (subset) with requirements")."""
+    cluster = Cluster([pool("default", req(ZONE, "In", ZONE_1, ZONE_2))])
+    cluster.provision(*make("p", 4, labels=LABELS, topology_spread=(zonal(),)))
+    assert cluster.skew(ZONE, LABELS) == [2, 2]
+
+
+def test_zonal_should_respect_nodepool_zonal_constraints_subset_with_requirements_and_labels() -> None:
+    """It("should respect NodePool zonal constraints (subset) with requirements and labels")."""
+    cluster = Cluster([pool("default", req(ZONE, "In", ZONE_1, ZONE_2), labels={ZONE: ZONE_1})])
+    cluster.provision(*make("p", 4, labels=LABELS, topology_spread=(zonal(),)))
+    assert cluster.skew(ZONE, LABELS) == [4]
+
+
+def test_zonal_should_only_count_scheduled_pods_with_matching_labels_on_nodes_with_a_domain() -> None:
+    """It("should only count running/scheduled pods with matching labels scheduled to nodes with a
+    corresponding domain") (Zonal): zone 1 holds two, zone 2 one; a pod without the labels, one in another
+    namespace and one on a node without a zone do not count, so the two new pods make 2/2/1. Karpenter's
+    case also has pods that do not count because they are not running: not marked unschedulable (so not
+    pending), finished (Succeeded, Failed) or terminating; the Kubernetes adapter does not list those."""
+    types = spread_catalog()
+    first = node(
+        "first",
+        types[0],
+        ZONE_1,
+        bound=[*make("n", 1), *make("wrong", 1, ns="elsewhere", labels=LABELS), *make("a", 2, labels=LABELS)],
+    )
+    second = node("second", types[0], ZONE_2, bound=make("b", 1, labels=LABELS))
+    third = node("third", types[0], ZONE_3, bound=make("c", 1, labels=LABELS))
+    third = dataclasses.replace(third, labels={k: v for k, v in third.labels.items() if k != ZONE})
+    cluster = Cluster([base_pool()], types, nodes=[first, second, third])
+    new = make("p", 2, labels=LABELS, topology_spread=(zonal(),))
+    cluster.provision(*new)
+    assert cluster.skew(ZONE, LABELS) == [1, 2, 2]
+    assert sorted(cluster.labels_of(p)[ZONE] for p in new) == [ZONE_2, ZONE_3]
+
+
+def test_zonal_satisfied_min_domains_greater_than_minimum_allows_expected_scheduling() -> None:
+    """It("satisfied minDomains constraints (greater than minimum) should allow expected pod scheduling")."""
+    cluster = Cluster([pool("default", req(ZONE, "In", ZONE_1, ZONE_2, ZONE_3))])
+    cluster.provision(*make("p", 11, labels=LABELS, topology_spread=(zonal(min_domains=2),)))
+    assert cluster.skew(ZONE, LABELS) == [3, 4, 4]
+
+
+def _app_spread(app: str) -> TopologySpreadConstraint:
+    return spread(HOSTNAME_LABEL, 1, app=app)
+
+
+def test_hostname_balance_multiple_deployments_with_hostname_topology_spread() -> None:
+    """Context("Hostname") It("balance multiple deployments with hostname topology spread"): two pods of each
+    app, one per node per app, on the fewest nodes: two."""
+    cluster = Cluster([base_pool()])
+    pending = [
+        pod(f"{app}-{i}", "10m", "16Mi", labels={"app": app}, topology_spread=(_app_spread(app),))
+        for app in ("app1", "app2")
+        for i in range(2)
+    ]
+    results = cluster.provision(*pending)
+    assert not results.unschedulable
+    assert len({cluster.where(p) for p in pending}) == 2
+
+
+def test_hostname_balance_multiple_deployments_with_hostname_topology_spread_and_varying_arch() -> None:
+    """It("balance multiple deployments with hostname topology spread & varying arch"): four nodes."""
+    cluster = Cluster([base_pool()])
+    pending = [
+        pod(
+            f"{app}-{i}",
+            "10m",
+            "16Mi",
+            labels={"app": app},
+            topology_spread=(_app_spread(app),),
+            required_node_terms=node_terms_of(req(ARCH, "In", arch)),
+        )
+        for app, arch in (("app1", "amd64"), ("app2", "arm64"))
+        for i in range(2)
+    ]
+    results = cluster.provision(*pending)
+    assert not results.unschedulable
+    assert len({cluster.where(p) for p in pending}) == 4
+
+
+def test_match_label_keys_should_support_match_label_keys() -> None:
+    """Context("MatchLabelKeys") It("should support matchLabelKeys"): the spread counts each deployment's pods
+    apart (test-label a or b), so two nodes hold one of each; read through the parser, which adds the pod's
+    value of each matchLabelKeys key to the selector."""
+    docs = [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": f"{value}-{i}", "namespace": "default", "labels": {**LABELS, "test-label": value}},
+            "spec": {
+                "containers": [{"name": "c", "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}],
+                "topologySpreadConstraints": [
+                    {
+                        "maxSkew": 1,
+                        "topologyKey": HOSTNAME_LABEL,
+                        "whenUnsatisfiable": "DoNotSchedule",
+                        "labelSelector": {"matchLabels": LABELS},
+                        "matchLabelKeys": ["test-label"],
+                    }
+                ],
+            },
+        }
+        for value in ("value-a", "value-b")
+        for i in range(2)
+    ]
+    parsed = [parse_pod(Collector("test", "Pod", d["metadata"]["name"]), d) for d in docs]  # type: ignore[index]
+    cluster = Cluster([base_pool()])
+    cluster.provision(*(x.pod for x in parsed if x is not None))
+    assert cluster.skew(HOSTNAME_LABEL, LABELS) == [2, 2]
+
+
+def test_match_label_keys_should_ignore_unknown_labels_specified_in_match_label_keys() -> None:
+    """It("should ignore unknown labels specified in matchLabelKeys"): a key the pod lacks adds nothing."""
+    docs = [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": f"p-{i}", "namespace": "default", "labels": LABELS},
+            "spec": {
+                "containers": [{"name": "c", "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}],
+                "topologySpreadConstraints": [
+                    {
+                        "maxSkew": 1,
+                        "topologyKey": HOSTNAME_LABEL,
+                        "whenUnsatisfiable": "DoNotSchedule",
+                        "labelSelector": {"matchLabels": LABELS},
+                        "matchLabelKeys": ["test-label"],
+                    }
+                ],
+            },
+        }
+        for i in range(4)
+    ]
+    parsed = [parse_pod(Collector("test", "Pod", d["metadata"]["name"]), d) for d in docs]  # type: ignore[index]
+    cluster = Cluster([base_pool()])
+    cluster.provision(*(x.pod for x in parsed if x is not None))
+    assert cluster.skew(HOSTNAME_LABEL, LABELS) == [1, 1, 1, 1]
+
+
+def _discovered_pools() -> list:  # type: ignore[type-arg]
+    """The default NodePool sets fake-label foo; a tainted one sets bar."""
+    return [
+        base_pool(req("fake-label", "In", "foo")),
+        pool(
+            "tainted",
+            req(CAPACITY_TYPE, "Exists"),
+            req("fake-label", "In", "bar"),
+            taints=[Taint("taint-key", "NoSchedule", "taint-value")],
+        ),
+    ]
+
+
+def test_node_taints_policy_ignore_discovered_from_the_nodepool() -> None:
+    """Context("NodeTaintsPolicy") It("should balance pods across a label when discovered from the nodepool
+    (NodeTaintsPolicy=ignore)"): bar counts as a domain though no pod can go there, so one pod lands in foo
+    and the other waits."""
+    constraint = dataclasses.replace(spread("fake-label", 1, **LABELS), node_taints_policy="Ignore")
+    cluster = Cluster(_discovered_pools())
+    results = cluster.provision(*make("p", 2, labels=LABELS, topology_spread=(constraint,)))
+    assert cluster.skew("fake-label", LABELS) == [1]
+    assert len(results.unschedulable) == 1
+
+
+def test_node_taints_policy_honor_discovered_from_the_nodepool() -> None:
+    """It("should balance pods across a label when discovered from the nodepool (NodeTaintsPolicy=honor)"):
+    the pods do not tolerate bar's NodePool, so bar is no domain and both land in foo."""
+    constraint = dataclasses.replace(spread("fake-label", 1, **LABELS), node_taints_policy="Honor")
+    cluster = Cluster(_discovered_pools())
+    cluster.provision(*make("p", 2, labels=LABELS, topology_spread=(constraint,)))
+    assert cluster.skew("fake-label", LABELS) == [2]
+
+
+def test_combined_hostname_zonal_and_capacity_type_should_spread_pods_while_respecting_all_constraints() -> None:
+    """Context("Combined Hostname, Zonal, and Capacity Type Topology") It("should spread pods while
+    respecting all constraints"): rounds of 1 to 14 pods, every pod scheduled and every skew within its
+    maxSkew after each round (capacity type 1, zone 2, hostname 3)."""
+    constraints = (ct_spread(), zonal(max_skew=2), spread(HOSTNAME_LABEL, 3, **LABELS))
+    cluster = Cluster([base_pool()], spread_catalog())
+    for i in range(1, 15):
+        pending = make(f"r{i}", i, labels=LABELS, topology_spread=constraints)
+        results = cluster.provision(*pending)
+        assert not results.unschedulable, i
+        for key, skew in ((CAPACITY_TYPE, 1), (ZONE, 2)):
+            counts = cluster.skew(key, LABELS)
+            domains = {CAPACITY_TYPE: 2, ZONE: 3}[key]
+            counts += [0] * (domains - len(counts))
+            assert max(counts) - min(counts) <= skew, (i, key, counts)
+        hosts = cluster.skew(HOSTNAME_LABEL, LABELS)
+        assert max(hosts) - min(hosts) <= 3, (i, hosts)
+
+
+def test_should_schedule_a_pod_with_empty_pod_affinity_and_anti_affinity() -> None:
+    """Context("Pod Affinity/Anti-Affinity") It("should schedule a pod with empty pod affinity and
+    anti-affinity")."""
+    cluster = Cluster([base_pool()])
+    p = pod("p", "10m", "16Mi", pod_affinity=(), pod_anti_affinity=())
+    cluster.provision(p)
+    assert cluster.where(p) is not None
+
+
+def test_should_respect_self_pod_affinity_hostname() -> None:
+    """It("should respect self pod affinity (hostname)"): all three on one node."""
+    cluster = Cluster([base_pool()])
+    pending = make("p", 3, labels=SECURITY, pod_affinity=(affinity_term(HOSTNAME_LABEL, **SECURITY),))
+    cluster.provision(*pending)
+    assert len({cluster.where(p) for p in pending}) == 1 and cluster.where(pending[0]) is not None
+
+
+def test_should_respect_self_pod_affinity_for_first_empty_topology_domain_only_hostname() -> None:
+    """It("should respect self pod affinity for first empty topology domain only (hostname)"): the first pods
+    choose one node; what it cannot hold stays pending (Karpenter's fake node holds 5 pods; here 3-cpu pods
+    of which the largest type, r6g.4xlarge, holds 5), and a later batch does not start another node."""
+    cluster = Cluster([base_pool()])
+    term = (affinity_term(HOSTNAME_LABEL, **SECURITY),)
+    first = make("a", 10, cpu="3", labels=SECURITY, pod_affinity=term)
+    results = cluster.provision(*first)
+    placed = [p for p in first if cluster.where(p) is not None]
+    assert len(placed) == 5 and len({cluster.where(p) for p in placed}) == 1
+    assert len(results.unschedulable) == 5
+    second = make("b", 10, cpu="3", labels=SECURITY, pod_affinity=term)
+    results = cluster.provision(*second)
+    assert len(results.unschedulable) == 10
+
+
+def test_should_respect_self_pod_affinity_for_first_empty_topology_domain_only_constrained_zones() -> None:
+    """It("should respect self pod affinity for first empty topology domain only (hostname/constrained
+    zones)"): a matching pod already runs in zone 1, so pods that must be in zones 2-3 have no node to join."""
+    cluster = Cluster([base_pool()])
+    term = (affinity_term(HOSTNAME_LABEL, **SECURITY),)
+    cluster.provision(pod("first", "10m", "16Mi", labels=SECURITY, node_selector={ZONE: ZONE_1}, pod_affinity=term))
+    zones = node_terms_of(req(ZONE, "In", ZONE_2, ZONE_3))
+    results = cluster.provision(*make("p", 10, labels=SECURITY, required_node_terms=zones, pod_affinity=term))
+    assert len(results.unschedulable) == 10
+
+
+def test_should_allow_two_nodes_when_two_pods_with_matching_affinities_have_incompatible_selectors() -> None:
+    """It("should allow two nodes to be created when two pods with matching affinities have incompatible
+    selectors")."""
+    cluster = Cluster([base_pool()])
+    term = (affinity_term(ZONE, security="s1"),)
+    first = pod(
+        "a",
+        "10m",
+        "16Mi",
+        labels={"security": "s1"},
+        pod_affinity=term,
+        required_node_terms=node_terms_of(req(ZONE, "In", ZONE_2)),
+    )
+    second = pod(
+        "b",
+        "10m",
+        "16Mi",
+        labels={"security": "s1"},
+        pod_affinity=term,
+        required_node_terms=node_terms_of(req(ZONE, "In", ZONE_3)),
+    )
+    results = cluster.provision(first, second)
+    assert not results.unschedulable
+    assert (cluster.labels_of(first)[ZONE], cluster.labels_of(second)[ZONE]) == (ZONE_2, ZONE_3)
+    assert cluster.where(first) != cluster.where(second)
+
+
+def test_should_allow_violation_of_preferred_pod_affinity_beside_a_hostname_spread() -> None:
+    """It("should allow violation of preferred pod affinity"), with Karpenter's ten spread pods beside it."""
+    cluster = Cluster([base_pool()])
+    spread_pods = make("s", 10, labels=LABELS, topology_spread=(spread(HOSTNAME_LABEL, 1, **LABELS),))
+    follower = pod("f", "10m", "16Mi", preferred_pod_affinity=(weighted(50, HOSTNAME_LABEL, **SECURITY),))
+    cluster.provision(*spread_pods, follower)
+    assert cluster.where(follower) is not None
+
+
+def test_should_allow_violation_of_preferred_pod_anti_affinity() -> None:
+    """It("should allow violation of preferred pod anti-affinity"): three zone-spread pods take every zone,
+    and ten pods that prefer to avoid them schedule anyway."""
+    cluster = Cluster([base_pool()])
+    avoiders = make("a", 10, preferred_pod_anti_affinity=(weighted(50, ZONE, **LABELS),))
+    cluster.provision(*make("s", 3, labels=LABELS, topology_spread=(zonal(),)), *avoiders)
+    assert all(cluster.where(p) is not None for p in avoiders)
+
+
+def _zone_pods(anti: dict[str, object]) -> list:  # type: ignore[type-arg]
+    return [pod(f"z{i}", "2", "16Mi", node_selector={ZONE: z}, **anti) for i, z in enumerate((ZONE_1, ZONE_2, ZONE_3))]  # type: ignore[arg-type]
+
+
+def test_should_not_violate_pod_anti_affinity_on_zone_inverse_with_existing_nodes() -> None:
+    """It("should not violate pod anti-affinity on zone (inverse w/existing nodes)"): the pods with the
+    anti-affinity already run, one per zone; a pod they select cannot go anywhere."""
+    cluster = Cluster([base_pool()])
+    cluster.provision(*_zone_pods({"pod_anti_affinity": (affinity_term(ZONE, **SECURITY),)}))
+    target = pod("target", "10m", "16Mi", labels=SECURITY)
+    results = cluster.provision(target)
+    assert "default/target" in {u.pod for u in results.unschedulable}
+
+
+def test_should_violate_preferred_pod_anti_affinity_on_zone_inverse_with_existing_nodes() -> None:
+    """It("should violate preferred pod anti-affinity on zone (inverse w/existing nodes)")."""
+    cluster = Cluster([base_pool()])
+    cluster.provision(*_zone_pods({"preferred_pod_anti_affinity": (weighted(10, ZONE, **SECURITY),)}))
+    target = pod("target", "10m", "16Mi", labels=SECURITY)
+    cluster.provision(target)
+    assert cluster.where(target) is not None
+
+
+def test_should_allow_violation_of_a_pod_affinity_preference_with_a_conflicting_required_constraint() -> None:
+    """It("should allow violation of a pod affinity preference with a conflicting required constraint"): one
+    pod per host by the spread, so only one of three can join the target; all schedule on three nodes."""
+    cluster = Cluster([base_pool()])
+    target = pod("target", "10m", "16Mi", labels=SECURITY)
+    pending = make(
+        "p",
+        3,
+        labels=LABELS,
+        topology_spread=(spread(HOSTNAME_LABEL, 1, **LABELS),),
+        preferred_pod_affinity=(weighted(50, HOSTNAME_LABEL, **SECURITY),),
+    )
+    results = cluster.provision(*pending, target)
+    assert not results.unschedulable
+    assert cluster.skew(HOSTNAME_LABEL, LABELS) == [1, 1, 1]
+
+
+def test_should_support_pod_anti_affinity_with_a_zone_topology() -> None:
+    """It("should support pod anti-affinity with a zone topology"): Karpenter takes one round per pod, since
+    it cannot know the zone of a claim whose zone is open; nodewright pins each claim's zone when it places a
+    pod with zone terms, so the three land in three zones in the first round (see the Schrödinger case),
+    and no later round places another."""
+    cluster = Cluster([base_pool()])
+    anti = (affinity_term(ZONE, **SECURITY),)
+    results = cluster.provision(*make("a", 3, labels=SECURITY, pod_anti_affinity=anti))
+    assert not results.unschedulable
+    assert cluster.skew(ZONE, SECURITY) == [1, 1, 1]
+    results = cluster.provision(*make("b", 3, labels=SECURITY, pod_anti_affinity=anti))
+    assert len(results.unschedulable) == 3
+    assert cluster.skew(ZONE, SECURITY) == [1, 1, 1]
+
+
+def test_should_support_pod_affinity_with_zone_topology_unconstrained_target() -> None:
+    """It("should support pod affinity with zone topology (unconstrained target)"): the target's zone is
+    open in the first round, so the ten followers wait; in the next they join its zone."""
+    cluster = Cluster([base_pool()])
+    target = pod("target", "10m", "16Mi", labels=SECURITY)
+    followers = make("f", 10, pod_affinity=(affinity_term(ZONE, **SECURITY),))
+    results = cluster.provision(*followers, target)
+    assert len(results.unschedulable) == 10 and cluster.where(target) is not None
+    cluster.provision(*followers)
+    assert {cluster.labels_of(p)[ZONE] for p in followers} == {cluster.labels_of(target)[ZONE]}
+
+
+def _spread_ten() -> list:  # type: ignore[type-arg]
+    return make("s", 10, labels=LABELS, topology_spread=(spread(HOSTNAME_LABEL, 1, **LABELS),))
+
+
+def test_should_filter_pod_affinity_topologies_by_namespace_matching_pods_namespace_list() -> None:
+    """It("should filter pod affinity topologies by namespace, matching pods namespace list")."""
+    cluster = Cluster([base_pool()])
+    target = pod("target", "10m", "16Mi", ns="other-ns-list", labels=SECURITY)
+    term = PodAffinityTerm(selector(**SECURITY), HOSTNAME_LABEL, namespaces=("other-ns-list",))
+    follower = pod("follower", "10m", "16Mi", pod_affinity=(term,))
+    cluster.provision(*_spread_ten(), target, follower)
+    assert cluster.where(follower) == cluster.where(target) is not None
+
+
+def test_should_filter_pod_affinity_topologies_by_namespace_empty_namespace_selector() -> None:
+    """It("should filter pod affinity topologies by namespace, empty namespace selector")."""
+    cluster = Cluster([base_pool()])
+    target = pod("target", "10m", "16Mi", ns="empty-ns-selector", labels=SECURITY)
+    term = PodAffinityTerm(selector(**SECURITY), HOSTNAME_LABEL, all_namespaces=True)
+    follower = pod("follower", "10m", "16Mi", pod_affinity=(term,))
+    cluster.provision(*_spread_ten(), target, follower)
+    assert cluster.where(follower) == cluster.where(target) is not None
+
+
+def test_taints_should_taint_nodes_with_nodepool_taints() -> None:
+    """Describe("Taints") It("should taint nodes with NodePool taints")."""
+    taint = Taint("test", "NoSchedule", "bar")
+    cluster = Cluster([base_pool(taints=[taint])])
+    p = pod("p", "10m", "16Mi", tolerations=(toleration(effect="NoSchedule", operator="Exists"),))
+    cluster.provision(p)
+    assert taint in cluster.nodes[cluster.where(p)].taints  # type: ignore[index]
+
+
+def test_taints_should_not_schedule_pods_that_do_not_tolerate_nodepool_taints() -> None:
+    """The second half of It("should schedule pods that tolerate NodePool constraints"): no toleration, a
+    key mismatch and a value mismatch stay pending."""
+    cluster = Cluster([base_pool(taints=[Taint("test-key", "NoSchedule", "test-value")])])
+    refused = [
+        pod("none", "10m", "16Mi"),
+        pod("key", "10m", "16Mi", tolerations=(toleration("invalid", operator="Exists"),)),
+        pod("value", "10m", "16Mi", tolerations=(toleration("test-key", effect="NoSchedule"),)),
+    ]
+    results = cluster.provision(*refused)
+    assert len(results.unschedulable) == 3
+
+
+def test_taints_should_provision_nodes_with_taints_and_schedule_pods_if_the_taint_is_only_a_startup_taint() -> None:
+    """It("should provision nodes with taints and schedule pods if the taint is only a startup taint")."""
+    startup = Taint("ignore-me", "NoSchedule", "nothing-to-see-here")
+    results = Cluster([base_pool(startup_taints=[startup])]).provision(pod("p", "10m", "16Mi"))
+    assert not results.unschedulable
+    assert results.nodeclaims[0].startup_taints == (startup,)
+
+
+def test_taints_should_not_generate_taints_for_op_exists() -> None:
+    """It("should not generate taints for OpExists"): a toleration adds no taint to the node."""
+    results = Cluster([base_pool()]).provision(
+        pod("p", "10m", "16Mi", tolerations=(toleration("test-key", effect="NoExecute", operator="Exists"),))
+    )
+    assert results.nodeclaims[0].taints == ()
+
+
+def test_topology_with_volume_requirements_should_schedule_pod_with_pvc_and_min_domains_3() -> None:
+    """Describe("Topology with Volume Requirements") It("should schedule pod with PVC and TSC minDomains=3 when
+    pods are spread across 3 zones"): the volume's zone decides where the pod goes, not which domains the
+    spread counts, so the fourth pod joins zone 1 (2/1/1)."""
+    labels = {"app": "test"}
+    constraint = dataclasses.replace(spread(ZONE, 1, **labels), min_domains=3)
+    cluster = Cluster([pool("default", req(CAPACITY_TYPE, "In", ON_DEMAND))])
+    cluster.provision(*make("p", 3, labels=labels, topology_spread=(constraint,)))
+    assert cluster.skew(ZONE, labels) == [1, 1, 1]
+    with_volume = pod("v", "10m", "16Mi", labels=labels, topology_spread=(constraint,), pvc_names=("test-pvc",))
+    cluster.provision(
+        with_volume,
+        pvcs=[pvc("test-pvc", volume="test-pv")],
+        pvs=[zonal_pv("test-pv", ZONE_1)],
+    )
+    assert cluster.labels_of(with_volume)[ZONE] == ZONE_1
+    assert cluster.skew(ZONE, labels) == [1, 1, 2]

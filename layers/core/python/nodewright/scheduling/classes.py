@@ -112,6 +112,9 @@ class PodClass:
     requests: Mapping[str, int]
     # Alternatives from ORed required node selector terms; each already includes nodeSelector and volumes.
     requirement_options: tuple[Requirements, ...]
+    # The same alternatives without the volumes' requirements: what topology spread counts domains over (a
+    # volume decides where the pod goes, not which domains its spread knows; Karpenter's StrictRequirements).
+    topology_options: tuple[Requirements, ...]
     preferred_node_terms: tuple[tuple[int, Requirements], ...]
     tolerations: tuple[Toleration, ...]
     terms: tuple[TopologyTerm, ...]  # required spread (DoNotSchedule), affinity, anti-affinity
@@ -332,6 +335,7 @@ def _make_class(
         labels=dict(pod.labels),
         requests=requests,
         requirement_options=options,
+        topology_options=required_node_options(pod),
         preferred_node_terms=preferred_node,
         tolerations=pod.tolerations,
         terms=required,

@@ -22,7 +22,8 @@ TOLERATE_PREFER_NO_SCHEDULE = Toleration(operator="Exists", effect=PREFER_NO_SCH
 @dataclass(frozen=True, slots=True)
 class Variant:
     """One form of a class's constraints: node requirements (with the preference tried), the topology
-    terms in force, `base`, the required node requirements alone, and the tolerations in force."""
+    terms in force, `base`, the pod's required node requirements alone (no preference, no volume: what a
+    spread counts domains over), and the tolerations in force."""
 
     requirements: Requirements
     terms: tuple[TopologyTerm, ...]
@@ -45,10 +46,10 @@ def variants(cls: PodClass, prefer_no_schedule: bool) -> list[Variant]:
     anti = [t for t in cls.preferred_terms if t.kind == "anti"]
     spread = [t for t in cls.preferred_terms if t.kind == "spread"]
     node_prefs = [r for _, r in cls.preferred_node_terms]  # heaviest first
-    *earlier, last = cls.requirement_options
-    steps: list[tuple[Requirements, Requirements | None, list[TopologyTerm]]] = []
-    for base in earlier:
-        steps.append((base, node_prefs[0] if node_prefs else None, affinity + anti + spread))
+    *earlier, last = zip(cls.requirement_options, cls.topology_options, strict=True)
+    steps: list[tuple[tuple[Requirements, Requirements], Requirements | None, list[TopologyTerm]]] = []
+    for option in earlier:
+        steps.append((option, node_prefs[0] if node_prefs else None, affinity + anti + spread))
     steps.append((last, node_prefs[0] if node_prefs else None, affinity + anti + spread))
     while affinity:
         affinity.pop(0)
@@ -63,13 +64,14 @@ def variants(cls: PodClass, prefer_no_schedule: bool) -> list[Variant]:
         spread.pop(0)
         steps.append((last, None, list(spread)))
     found: list[Variant] = []
-    for base, preference, extra_terms in steps:
-        requirements = base if preference is None else base.intersect(preference)
+    for (placement, base), preference, extra_terms in steps:
+        requirements = placement if preference is None else placement.intersect(preference)
         variant = Variant(requirements, cls.terms + tuple(extra_terms), base, cls.tolerations)
         if variant not in found:
             found.append(variant)
     if prefer_no_schedule and not any(_tolerates_all_prefer_no_schedule(t) for t in cls.tolerations):
-        found.append(Variant(last, cls.terms, last, (*cls.tolerations, TOLERATE_PREFER_NO_SCHEDULE)))
+        placement, base = last
+        found.append(Variant(placement, cls.terms, base, (*cls.tolerations, TOLERATE_PREFER_NO_SCHEDULE)))
     return found
 
 

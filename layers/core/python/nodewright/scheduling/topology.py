@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from nodewright.catalog.labels import ZONE
 from nodewright.model.objects import HOSTNAME_LABEL, Pod
-from nodewright.model.requirements import Requirements
+from nodewright.model.requirements import Requirements, ValueSet
 from nodewright.model.taints import Taint, untolerated
 from nodewright.scheduling.classes import NO_FILTER, PodClass, TopologyTerm, pod_terms
 from nodewright.scheduling.pools import PoolCompat, Pools, ReqKey, pool_domains
@@ -190,7 +190,8 @@ class Topology:
         as its node filter admits them) that the class's required requirements allow, so a domain only a
         preference excludes still holds the others back. Anti-affinity: only domains without a selected
         pod, including pods on claims whose domain is not decided yet. Affinity: only domains that hold a
-        selected pod, or one domain for the first pods of a class that selects itself.
+        selected pod, or one domain for a class that selects itself when no selected pod runs where the
+        class may go.
         """
         quotas = {d: n for d in domains}
         for term in variant.terms:
@@ -214,7 +215,7 @@ class Topology:
                 quotas = {d: (min(q, 1 if member else n) if not counted.get(d, 0) else 0) for d, q in quotas.items()}
             else:
                 present = [d for d in domains if counted.get(d, 0) > 0]
-                if not present and member and self.total(g) == 0:
+                if not present and member and not self._any_allowed(counted, variant.base.get(key)):
                     present = domains[:1]
                 quotas = {d: (q if d in present else 0) for d, q in quotas.items()}
         for g in cls.member_of:
@@ -222,6 +223,12 @@ class Topology:
             if carried and self.terms[g].topology_key == key:
                 quotas = {d: (0 if carried.get(d, 0) else q) for d, q in quotas.items()}
         return {d: (0 if d in full else q) for d, q in quotas.items()}
+
+    @staticmethod
+    def _any_allowed(counted: Mapping[str, int], allowed: ValueSet) -> bool:
+        """Whether a selected pod runs in a domain these requirements allow: when none does, a class that
+        selects itself may start a domain of its own (Karpenter's bootstrap for pod affinity)."""
+        return any(c > 0 and allowed.matches(d) for d, c in counted.items())
 
     def spread_domains(self, term: TopologyTerm, g: int, base: Requirements) -> list[str]:
         """The domains a spread term counts for a class whose required requirements are `base`: those the
