@@ -1198,3 +1198,18 @@ def test_topology_with_volume_requirements_should_schedule_pod_with_pvc_and_min_
     )
     assert cluster.labels_of(with_volume)[ZONE] == ZONE_1
     assert cluster.skew(ZONE, labels) == [1, 1, 2]
+
+
+def test_topology_keys_written_with_beta_names_count_as_their_ga_names() -> None:
+    """Not a Karpenter It: the issue's case of spreads and anti-affinity written with
+    failure-domain.beta.kubernetes.io/zone. The kubelet labels nodes with both names, so they spread and
+    separate by zone as with topology.kubernetes.io/zone (before, no domain matched and every pod stayed
+    pending)."""
+    beta = "failure-domain.beta.kubernetes.io/zone"
+    cluster = Cluster([base_pool()], spread_catalog())
+    cluster.provision(*make("s", 4, labels=LABELS, topology_spread=(spread(beta, 1, **LABELS),)))
+    assert cluster.skew(ZONE, LABELS) == [1, 1, 2]
+    apart = Cluster([base_pool()], spread_catalog())
+    results = apart.provision(*make("a", 4, labels=SECURITY, pod_anti_affinity=(affinity_term(beta, **SECURITY),)))
+    assert apart.skew(ZONE, SECURITY) == [1, 1, 1]
+    assert len(results.unschedulable) == 1

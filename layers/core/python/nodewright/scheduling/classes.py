@@ -23,7 +23,7 @@ from nodewright.model.objects import (
     StorageClass,
     TopologySpreadConstraint,
 )
-from nodewright.model.requirements import Requirements
+from nodewright.model.requirements import NORMALIZED_LABELS, Requirements
 from nodewright.model.taints import Taint, Toleration, untolerated
 
 EBS_CSI_DRIVER = "ebs.csi.aws.com"
@@ -220,7 +220,7 @@ def pod_terms(pod: Pod) -> tuple[tuple[TopologyTerm, ...], tuple[TopologyTerm, .
     for spread in pod.topology_spread:
         term = TopologyTerm(
             "spread",
-            spread.topology_key,
+            _topology_key(spread.topology_key),
             spread.label_selector,
             own_ns,
             spread.max_skew,
@@ -232,14 +232,22 @@ def pod_terms(pod: Pod) -> tuple[tuple[TopologyTerm, ...], tuple[TopologyTerm, .
     for kind, terms in (("affinity", pod.pod_affinity), ("anti", pod.pod_anti_affinity)):
         for t in terms:
             ns = _namespaces(pod, t.namespaces, t.all_namespaces)
-            required.append(TopologyTerm(kind, t.topology_key, t.label_selector, ns))
+            required.append(TopologyTerm(kind, _topology_key(t.topology_key), t.label_selector, ns))
     for kind, weighted in (("affinity", pod.preferred_pod_affinity), ("anti", pod.preferred_pod_anti_affinity)):
         for w in sorted(weighted, key=lambda w: -w.weight):
             ns = _namespaces(pod, w.term.namespaces, w.term.all_namespaces)
             preferred.append(
-                TopologyTerm(kind, w.term.topology_key, w.term.label_selector, ns, required=False, weight=w.weight)
+                TopologyTerm(
+                    kind, _topology_key(w.term.topology_key), w.term.label_selector, ns, required=False, weight=w.weight
+                )
             )
     return tuple(required), tuple(preferred)
+
+
+def _topology_key(key: str) -> str:
+    """A topology key written with a deprecated beta name counts as its GA name: the kubelet labels every node
+    with both, with the same value, and requirements already read the beta names as GA."""
+    return NORMALIZED_LABELS.get(key, key)
 
 
 def required_node_options(pod: Pod) -> tuple[Requirements, ...]:
