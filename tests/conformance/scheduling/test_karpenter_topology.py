@@ -738,6 +738,26 @@ def test_taints_should_schedule_pods_that_tolerate_nodepool_constraints() -> Non
     assert cluster.node_of(refused) is None
 
 
+def parsed_pods(names: list[str], labels: dict[str, str], constraint: dict[str, object]) -> list:  # type: ignore[type-arg]
+    """Pods read by the parser, as Karpenter's suite writes them: a 10m/16Mi container and one spread
+    constraint given as its YAML mapping (for fields only the parser handles: matchLabelKeys, selectors)."""
+    out = []
+    for name in names:
+        doc = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default", "labels": labels},
+            "spec": {
+                "containers": [{"name": "c", "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}],
+                "topologySpreadConstraints": [{"maxSkew": 1, "whenUnsatisfiable": "DoNotSchedule", **constraint}],
+            },
+        }
+        parsed = parse_pod(Collector("test", "Pod", name), doc)
+        assert parsed is not None
+        out.append(parsed.pod)
+    return out
+
+
 # ----- The cases ported second (same file, same order as Karpenter's) ---------------------------------------
 
 
@@ -745,28 +765,10 @@ def test_should_not_spread_an_invalid_label_selector() -> None:
     """It("should not spread an invalid label selector"): a selector value no label can have selects no pod,
     so the spread counts nothing and both pods share a node (Karpenter skips the case on Kubernetes 1.27 and
     newer, whose admission refuses such a pod; the facts are the same)."""
-    docs = [
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": f"p-{i}", "namespace": "default", "labels": LABELS},
-            "spec": {
-                "containers": [{"name": "c", "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}],
-                "topologySpreadConstraints": [
-                    {
-                        "maxSkew": 1,
-                        "topologyKey": ZONE,
-                        "whenUnsatisfiable": "DoNotSchedule",
-                        "labelSelector": {"matchLabels": {"app.kubernetes.io/name": "{{ zqfmgb }}"}},
-                    }
-                ],
-            },
-        }
-        for i in range(2)
-    ]
-    parsed = [parse_pod(Collector("test", "Pod", f"p-{i}"), d) for i, d in enumerate(docs)]
+    selector = {"matchLabels": {"app.kubernetes.io/name": "{{ zqfmgb }}"}}
+    pending = parsed_pods(["p-0", "p-1"], LABELS, {"topologyKey": ZONE, "labelSelector": selector})
     cluster = Cluster([base_pool()])
-    cluster.provision(*(x.pod for x in parsed if x is not None))
+    cluster.provision(*pending)
     assert cluster.skew(ZONE, LABELS) == [2]
 
 
@@ -856,58 +858,22 @@ def test_match_label_keys_should_support_match_label_keys() -> None:
     """Context("MatchLabelKeys") It("should support matchLabelKeys"): the spread counts each deployment's pods
     apart (test-label a or b), so two nodes hold one of each; read through the parser, which adds the pod's
     value of each matchLabelKeys key to the selector."""
-    docs = [
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": f"{value}-{i}", "namespace": "default", "labels": {**LABELS, "test-label": value}},
-            "spec": {
-                "containers": [{"name": "c", "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}],
-                "topologySpreadConstraints": [
-                    {
-                        "maxSkew": 1,
-                        "topologyKey": HOSTNAME_LABEL,
-                        "whenUnsatisfiable": "DoNotSchedule",
-                        "labelSelector": {"matchLabels": LABELS},
-                        "matchLabelKeys": ["test-label"],
-                    }
-                ],
-            },
-        }
+    keyed = {"topologyKey": HOSTNAME_LABEL, "labelSelector": {"matchLabels": LABELS}, "matchLabelKeys": ["test-label"]}
+    pending = [
+        pod_
         for value in ("value-a", "value-b")
-        for i in range(2)
+        for pod_ in parsed_pods([f"{value}-0", f"{value}-1"], {**LABELS, "test-label": value}, keyed)
     ]
-    parsed = [parse_pod(Collector("test", "Pod", d["metadata"]["name"]), d) for d in docs]  # type: ignore[index]
     cluster = Cluster([base_pool()])
-    cluster.provision(*(x.pod for x in parsed if x is not None))
+    cluster.provision(*pending)
     assert cluster.skew(HOSTNAME_LABEL, LABELS) == [2, 2]
 
 
 def test_match_label_keys_should_ignore_unknown_labels_specified_in_match_label_keys() -> None:
     """It("should ignore unknown labels specified in matchLabelKeys"): a key the pod lacks adds nothing."""
-    docs = [
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": f"p-{i}", "namespace": "default", "labels": LABELS},
-            "spec": {
-                "containers": [{"name": "c", "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}],
-                "topologySpreadConstraints": [
-                    {
-                        "maxSkew": 1,
-                        "topologyKey": HOSTNAME_LABEL,
-                        "whenUnsatisfiable": "DoNotSchedule",
-                        "labelSelector": {"matchLabels": LABELS},
-                        "matchLabelKeys": ["test-label"],
-                    }
-                ],
-            },
-        }
-        for i in range(4)
-    ]
-    parsed = [parse_pod(Collector("test", "Pod", d["metadata"]["name"]), d) for d in docs]  # type: ignore[index]
+    keyed = {"topologyKey": HOSTNAME_LABEL, "labelSelector": {"matchLabels": LABELS}, "matchLabelKeys": ["test-label"]}
     cluster = Cluster([base_pool()])
-    cluster.provision(*(x.pod for x in parsed if x is not None))
+    cluster.provision(*parsed_pods([f"p-{i}" for i in range(4)], LABELS, keyed))
     assert cluster.skew(HOSTNAME_LABEL, LABELS) == [1, 1, 1, 1]
 
 
