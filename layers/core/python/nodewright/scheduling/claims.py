@@ -63,6 +63,8 @@ class Bin:
     grown: bool = False
 
     def domain(self, key: str) -> str | None:
+        """The bin's value of a topology key: its name for the hostname, else its label or the one value its
+        requirements allow; None while the value is not decided."""
         if key == HOSTNAME_LABEL:
             return self.name
         value = self.labels.get(key)
@@ -240,6 +242,8 @@ class Claims:
         return held
 
     def assign(self, b: Bin, cls: PodClass, pods: list[Pod], k: int, merged: Requirements, mkey: ReqKey) -> list[Pod]:
+        """Place the first k of `pods` on b, whose requirements become `merged` (`bin_compat`'s answer), and
+        count them in every topology group; returns the pods left."""
         if mkey != b.rkey:
             b.requirements = merged
             b.rkey = mkey

@@ -103,6 +103,8 @@ class Solver:
     # ----- placement ----------------------------------------------------------------------------------
 
     def run(self) -> Results:
+        """Place every class in order, give pods that wait on a later class's pods one more pass each while
+        that helps, and report the rest as unschedulable with the first reason found."""
         deferred: list[tuple[PodClass, list[Pod], str]] = []
         for index, cls in enumerate(self.classes):
             self.look_ahead.placing = index

@@ -68,6 +68,7 @@ class Topology:
         self.spread_cache: dict[tuple[int, ReqKey], list[str]] = {}
 
     def add(self, term: TopologyTerm) -> int:
+        """The index of the term's group, created empty the first time the group is seen."""
         g = self.index.get(term.group)
         if g is None:
             g = self.index[term.group] = len(self.terms)
@@ -78,6 +79,7 @@ class Topology:
         return g
 
     def total(self, g: int) -> int:
+        """Pods counted in group g over all its domains."""
         return sum(self.counts[g].values())
 
     def record(self, b: Bin, pod: Pod) -> None:
@@ -88,6 +90,7 @@ class Topology:
                 self.carry(b, self.index[term.group], term.topology_key, 1)
 
     def count(self, b: Bin, namespace: str, labels: Mapping[str, str], k: int) -> None:
+        """Count k pods of this namespace and labels on b in every group whose selector matches them."""
         for g, term in enumerate(self.terms):
             if term.selects(namespace, labels):
                 self.add_count(b, g, k)
@@ -127,6 +130,7 @@ class Topology:
     # ----- compatibility ------------------------------------------------------------------------------
 
     def group_of(self, term: TopologyTerm) -> int:
+        """The group index of a term of one of the run's classes."""
         return self.term_groups[id(term)]
 
     def bin_cap(self, b: Bin, cls: PodClass, terms: Sequence[TopologyTerm], n: int) -> int:
@@ -288,6 +292,7 @@ class Topology:
         return result
 
     def existing_domains(self, key: str) -> frozenset[str]:
+        """The values of `key` that existing nodes and claims in flight carry."""
         cached = self.existing_cache.get(key)
         if cached is None:
             cached = frozenset(d for b in self.existing if (d := b.domain(key)) is not None)
