@@ -14,7 +14,6 @@ from operator import attrgetter
 
 from nodewright.model.objects import (
     HOSTNAME_LABEL,
-    ZONE_LABEL,
     LabelSelector,
     NodeSelectorTerm,
     PersistentVolume,
@@ -260,10 +259,11 @@ def required_node_options(pod: Pod) -> tuple[Requirements, ...]:
 
 def _node_filter(pod: Pod, spread: TopologySpreadConstraint) -> NodeFilter:
     constrained = bool(pod.node_selector or pod.required_node_terms)
-    return NodeFilter(
-        required_node_options(pod) if spread.node_affinity_policy == "Honor" and constrained else None,
-        pod.tolerations if spread.node_taints_policy == "Honor" else None,
-    )
+    requirements = required_node_options(pod) if spread.node_affinity_policy == "Honor" and constrained else None
+    tolerations = pod.tolerations if spread.node_taints_policy == "Honor" else None
+    if requirements is None and tolerations is None:
+        return NO_FILTER  # the one unfiltered instance: counting code tests for it by identity
+    return NodeFilter(requirements, tolerations)
 
 
 def _signature(pod: Pod, relevant_labels: frozenset[str]) -> tuple[object, ...]:
@@ -343,7 +343,7 @@ def _make_class(
         labels=dict(pod.labels),
         requests=requests,
         requirement_options=options,
-        topology_options=required_node_options(pod),
+        topology_options=required_node_options(pod) if volume_alternatives else options,
         preferred_node_terms=preferred_node,
         tolerations=pod.tolerations,
         terms=required,
@@ -351,7 +351,3 @@ def _make_class(
         host_ports=frozenset((p.protocol, p.port) for p in pod.host_ports),
         volume_error=volume_error,
     )
-
-
-def zone_requirement(zone: str) -> Requirements:
-    return Requirements.from_labels({ZONE_LABEL: zone})

@@ -48,7 +48,10 @@ def pool_domains(
     """The values of `key` nodes launched under these requirements from these types can carry."""
     allowed = requirements.get(key)
     values: set[str] = set()
-    if key in OFFERING_KEYS:
+    if key == ZONE and offering_key is None:
+        for c in candidates:
+            values.update(c.by_zone)  # the zones of its available offerings
+    elif key in OFFERING_KEYS:
         for c in candidates:
             offerings = c.offerings_with(offering_key) if offering_key is not None else c.offerings
             for o in offerings:

@@ -42,6 +42,10 @@ def variants(cls: PodClass, prefer_no_schedule: bool) -> list[Variant]:
     variant keeps its required node requirements (`base`) apart: spread domains are counted over those,
     not over a preference.
     """
+    if len(cls.requirement_options) == 1 and not (
+        cls.preferred_terms or cls.preferred_node_terms or prefer_no_schedule
+    ):
+        return [Variant(cls.requirement_options[0], cls.terms, cls.topology_options[0], cls.tolerations)]
     affinity = [t for t in cls.preferred_terms if t.kind == "affinity"]
     anti = [t for t in cls.preferred_terms if t.kind == "anti"]
     spread = [t for t in cls.preferred_terms if t.kind == "spread"]

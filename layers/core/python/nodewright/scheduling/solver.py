@@ -98,6 +98,7 @@ class Solver:
         self.finalizer = Finalizer(self.pools)
         # Karpenter relaxes PreferNoSchedule taints last, and only when a NodePool has one.
         self.prefer_no_schedule = any(t.effect == PREFER_NO_SCHEDULE for c in self.pools.contexts for t in c.taints)
+        self.forms: dict[int, list[Variant]] = {}  # a class's variants (by id: classes live as long as the run)
         self.unschedulable: list[Unschedulable] = []
 
     # ----- placement ----------------------------------------------------------------------------------
@@ -130,7 +131,10 @@ class Solver:
         if cls.volume_error:
             return pods, cls.volume_error
         reason = ""
-        for variant in variants(cls, self.prefer_no_schedule):
+        forms = self.forms.get(id(cls))
+        if forms is None:
+            forms = self.forms[id(cls)] = variants(cls, self.prefer_no_schedule)
+        for variant in forms:
             if not pods:
                 break
             keys = self.topology.domain_keys(cls, variant.terms)
@@ -245,6 +249,7 @@ class Solver:
         only shrinks and counts only grow) and the pods left over."""
         counts = self.topology.counts
         terms, tolerations = variant.terms, variant.tolerations
+        bin_compat, bin_cap, assign = self.claims.bin_compat, self.topology.bin_cap, self.claims.assign
         survivors: list[Bin] = []
         for index, b in enumerate(bins):
             if not pods:
@@ -256,12 +261,12 @@ class Solver:
             survivors.append(b)
             if b.taints and untolerated(tolerations, b.taints) is not None:
                 continue
-            merged = self.claims.bin_compat(b, requirements, rkey)
+            merged = bin_compat(b, requirements, rkey)
             if merged is None:
                 continue
-            k = min(k, self.topology.bin_cap(b, cls, terms, len(pods)))
+            k = min(k, bin_cap(b, cls, terms, len(pods)))
             if k > 0:
-                pods = self.claims.assign(b, cls, pods, k, *merged)
+                pods = assign(b, cls, pods, k, *merged)
         return survivors, pods
 
     def _affinity_group(self, cls: PodClass, terms: tuple[TopologyTerm, ...]) -> int | None:
