@@ -742,7 +742,8 @@ def parse_pvc(ctx: Collector, doc: Mapping[str, Any]) -> PersistentVolumeClaim |
 
 
 def parse_pv(ctx: Collector, doc: Mapping[str, Any]) -> PersistentVolume | None:
-    """A PersistentVolume: its required node affinity (zonal volumes pin a zone) and CSI driver."""
+    """A PersistentVolume: its required node affinity (zonal volumes pin a zone), CSI driver, and whether it
+    is a local or hostPath volume."""
     check_kube_header(ctx, doc, "PersistentVolume")
     _, name = namespaced_name(doc)
     spec = get_map(ctx, doc.get("spec"), "spec") or {}
@@ -758,7 +759,8 @@ def parse_pv(ctx: Collector, doc: Mapping[str, Any]) -> PersistentVolume | None:
             terms.append(term)
     csi = get_map(ctx, spec.get("csi"), "spec.csi") or {}
     driver = get_str(ctx, csi.get("driver"), "spec.csi.driver") or ""
-    return PersistentVolume(name, tuple(terms), driver)
+    local = spec.get("local") is not None or spec.get("hostPath") is not None
+    return PersistentVolume(name, tuple(terms), driver, local)
 
 
 def parse_storage_class(ctx: Collector, doc: Mapping[str, Any]) -> tuple[StorageClass, bool] | None:

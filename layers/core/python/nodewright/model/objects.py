@@ -199,6 +199,8 @@ class PersistentVolume:
     # Required node affinity of the volume (zonal EBS volumes pin topology.kubernetes.io/zone).
     node_terms: tuple[NodeSelectorTerm, ...] = ()
     csi_driver: str = ""
+    # A local or hostPath volume: its data lives on one node, named by its hostname affinity.
+    local: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+# Deprecated label keys read as their GA names, as the kube-scheduler and Karpenter do (a pod selecting
+# beta.kubernetes.io/arch selects kubernetes.io/arch).
+NORMALIZED_LABELS = {
+    "beta.kubernetes.io/arch": "kubernetes.io/arch",
+    "beta.kubernetes.io/os": "kubernetes.io/os",
+    "beta.kubernetes.io/instance-type": "node.kubernetes.io/instance-type",
+    "failure-domain.beta.kubernetes.io/region": "topology.kubernetes.io/region",
+    "failure-domain.beta.kubernetes.io/zone": "topology.kubernetes.io/zone",
+}
+
 
 class Operator(StrEnum):
     IN = "In"
@@ -196,13 +206,20 @@ class Requirements:
         out: dict[str, ValueSet] = {}
         for requirement in requirements:
             value_set = requirement.to_value_set()
-            previous = out.get(requirement.key)
-            out[requirement.key] = value_set if previous is None else previous.intersect(value_set)
+            key = NORMALIZED_LABELS.get(requirement.key, requirement.key)
+            previous = out.get(key)
+            out[key] = value_set if previous is None else previous.intersect(value_set)
         return Requirements(out)
 
     @staticmethod
     def from_labels(labels: Mapping[str, str]) -> Requirements:
-        return Requirements({k: ValueSet(allowed=frozenset((v,)), absent_ok=False) for k, v in labels.items()})
+        out: dict[str, ValueSet] = {}
+        for key, value in labels.items():
+            key = NORMALIZED_LABELS.get(key, key)
+            value_set = ValueSet(allowed=frozenset((value,)), absent_ok=False)
+            previous = out.get(key)
+            out[key] = value_set if previous is None else previous.intersect(value_set)
+        return Requirements(out)
 
     def get(self, key: str) -> ValueSet:
         return self.by_key.get(key, UNCONSTRAINED)

@@ -13,21 +13,54 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 
 from nodewright.model.objects import (
-    ZONE_LABEL,
+    HOSTNAME_LABEL,
     LabelSelector,
     NodeSelectorTerm,
     PersistentVolume,
     PersistentVolumeClaim,
     Pod,
     StorageClass,
+    TopologySpreadConstraint,
 )
-from nodewright.model.requirements import Requirements
-from nodewright.model.taints import Toleration
+from nodewright.model.requirements import NORMALIZED_LABELS, Requirements
+from nodewright.model.taints import Taint, Toleration, untolerated
 
 EBS_CSI_DRIVER = "ebs.csi.aws.com"
 # The per-node EBS attachment limit is handled as one more resource: each pod requests one unit per EBS
 # volume it mounts and each instance type offers as many as it can attach.
 EBS_VOLUMES = "attachable-volumes-aws-ebs"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeFilter:
+    """Which nodes a spread constraint counts (nodeAffinityPolicy / nodeTaintsPolicy, Honor).
+
+    `requirements`: the pod's required node requirements (ORed); a node counts when it could satisfy one
+    of them. `tolerations`: the pod's; a node counts when they tolerate its taints. None: not filtered.
+    """
+
+    requirements: tuple[Requirements, ...] | None = field(default=None, compare=False)
+    tolerations: tuple[Toleration, ...] | None = None
+    # The requirements as sorted tuples (Requirements holds a dict): what equality and hashing compare.
+    requirements_key: tuple[object, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.requirements is not None:
+            key = tuple(tuple(sorted(r.by_key.items())) for r in self.requirements)
+            object.__setattr__(self, "requirements_key", key)
+
+    def admits(self, labels: Mapping[str, str] | None, requirements: Requirements, taints: tuple[Taint, ...]) -> bool:
+        """Whether a node counts: `labels` for an existing node, else the requirements of a NodeClaim."""
+        if self.tolerations is not None and untolerated(self.tolerations, taints) is not None:
+            return False
+        if self.requirements is None:
+            return True
+        if labels is not None:
+            return any(option.matches_labels(labels) for option in self.requirements)
+        return any(option.conflict(requirements) is None for option in self.requirements)
+
+
+NO_FILTER = NodeFilter()
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,10 +79,13 @@ class TopologyTerm:
     min_domains: int | None = None
     required: bool = True
     weight: int = 0
+    node_filter: NodeFilter = NO_FILTER
 
     @property
     def group(self) -> tuple[object, ...]:
-        return (self.topology_key, self.selector, self.namespaces)
+        # Anti-affinity counts a pod in every domain its node may still end up in, spread and affinity only
+        # in a decided one (as Karpenter does), so they never share a counter; a filter counts fewer nodes.
+        return (self.kind == "anti", self.topology_key, self.selector, self.namespaces, self.node_filter)
 
     def selects(self, namespace: str, labels: Mapping[str, str]) -> bool:
         if self.namespaces is not None and namespace not in self.namespaces:
@@ -75,6 +111,9 @@ class PodClass:
     requests: Mapping[str, int]
     # Alternatives from ORed required node selector terms; each already includes nodeSelector and volumes.
     requirement_options: tuple[Requirements, ...]
+    # The same alternatives without the volumes' requirements: what topology spread counts domains over (a
+    # volume decides where the pod goes, not which domains its spread knows; Karpenter's StrictRequirements).
+    topology_options: tuple[Requirements, ...]
     preferred_node_terms: tuple[tuple[int, Requirements], ...]
     tolerations: tuple[Toleration, ...]
     terms: tuple[TopologyTerm, ...]  # required spread (DoNotSchedule), affinity, anti-affinity
@@ -122,15 +161,22 @@ class VolumeIndex:
                 if volume is None:
                     return [], 0, f"PersistentVolume {claim.volume_name} (bound to {claim_name}) not found"
                 if volume.node_terms:
-                    alternatives.append(tuple(_term_requirements(t) for t in volume.node_terms))
+                    terms = tuple(_term_requirements(t) for t in volume.node_terms)
+                    if volume.local:
+                        # The pod moves to a new node, so the volume's hostname no longer binds it (Karpenter's
+                        # rule for local and hostPath volumes).
+                        terms = tuple(t.without((HOSTNAME_LABEL,)) for t in terms)
+                    alternatives.append(terms)
                 if volume.csi_driver == EBS_CSI_DRIVER:
                     ebs += 1
                 continue
+            if not claim.storage_class_name:
+                # Kubernetes gives a new claim the default StorageClass; one still without a class is never
+                # provisioned, so the pod cannot start anywhere (Karpenter's rule).
+                return [], 0, f"PersistentVolumeClaim {claim_name} is not bound and names no storageClassName"
             storage_class = self.storage_classes.get(claim.storage_class_name)
             if storage_class is None:
-                if claim.storage_class_name:
-                    return [], 0, f"StorageClass {claim.storage_class_name} (of claim {claim_name}) not found"
-                continue
+                return [], 0, f"StorageClass {claim.storage_class_name} (of claim {claim_name}) not found"
             if storage_class.provisioner == EBS_CSI_DRIVER:
                 ebs += 1
             if storage_class.volume_binding_mode == "WaitForFirstConsumer" and storage_class.allowed_topologies:
@@ -173,25 +219,51 @@ def pod_terms(pod: Pod) -> tuple[tuple[TopologyTerm, ...], tuple[TopologyTerm, .
     for spread in pod.topology_spread:
         term = TopologyTerm(
             "spread",
-            spread.topology_key,
+            _topology_key(spread.topology_key),
             spread.label_selector,
             own_ns,
             spread.max_skew,
             spread.min_domains,
             spread.when_unsatisfiable == "DoNotSchedule",
+            node_filter=_node_filter(pod, spread),
         )
         (required if term.required else preferred).append(term)
     for kind, terms in (("affinity", pod.pod_affinity), ("anti", pod.pod_anti_affinity)):
         for t in terms:
             ns = _namespaces(pod, t.namespaces, t.all_namespaces)
-            required.append(TopologyTerm(kind, t.topology_key, t.label_selector, ns))
+            required.append(TopologyTerm(kind, _topology_key(t.topology_key), t.label_selector, ns))
     for kind, weighted in (("affinity", pod.preferred_pod_affinity), ("anti", pod.preferred_pod_anti_affinity)):
         for w in sorted(weighted, key=lambda w: -w.weight):
             ns = _namespaces(pod, w.term.namespaces, w.term.all_namespaces)
             preferred.append(
-                TopologyTerm(kind, w.term.topology_key, w.term.label_selector, ns, required=False, weight=w.weight)
+                TopologyTerm(
+                    kind, _topology_key(w.term.topology_key), w.term.label_selector, ns, required=False, weight=w.weight
+                )
             )
     return tuple(required), tuple(preferred)
+
+
+def _topology_key(key: str) -> str:
+    """A topology key written with a deprecated beta name counts as its GA name: the kubelet labels every node
+    with both, with the same value, and requirements already read the beta names as GA."""
+    return NORMALIZED_LABELS.get(key, key)
+
+
+def required_node_options(pod: Pod) -> tuple[Requirements, ...]:
+    """The pod's nodeSelector with each ORed required node selector term: one node must satisfy one."""
+    base = Requirements.from_labels(pod.node_selector)
+    if not pod.required_node_terms:
+        return (base,)
+    return tuple(base.intersect(_term_requirements(t)) for t in pod.required_node_terms)
+
+
+def _node_filter(pod: Pod, spread: TopologySpreadConstraint) -> NodeFilter:
+    constrained = bool(pod.node_selector or pod.required_node_terms)
+    requirements = required_node_options(pod) if spread.node_affinity_policy == "Honor" and constrained else None
+    tolerations = pod.tolerations if spread.node_taints_policy == "Honor" else None
+    if requirements is None and tolerations is None:
+        return NO_FILTER  # the one unfiltered instance: counting code tests for it by identity
+    return NodeFilter(requirements, tolerations)
 
 
 def _signature(pod: Pod, relevant_labels: frozenset[str]) -> tuple[object, ...]:
@@ -214,9 +286,10 @@ def _signature(pod: Pod, relevant_labels: frozenset[str]) -> tuple[object, ...]:
     )
 
 
-# The parts of a signature that `pod_terms` reads: classes that differ only in labels or requests
+# The parts of a signature that `pod_terms` reads (namespace, node constraints, tolerations and terms):
+# classes that differ only in labels or requests
 # (most of them) share their topology terms, which are immutable.
-_TERM_PARTS = (0, 7, 8, 9, 10, 11)
+_TERM_PARTS = (0, 3, 4, 6, 7, 8, 9, 10, 11)
 
 
 def build_classes(pods: Sequence[Pod], volumes: VolumeIndex, relevant_labels: frozenset[str]) -> list[PodClass]:
@@ -270,6 +343,7 @@ def _make_class(
         labels=dict(pod.labels),
         requests=requests,
         requirement_options=options,
+        topology_options=required_node_options(pod) if volume_alternatives else options,
         preferred_node_terms=preferred_node,
         tolerations=pod.tolerations,
         terms=required,
@@ -277,7 +351,3 @@ def _make_class(
         host_ports=frozenset((p.protocol, p.port) for p in pod.host_ports),
         volume_error=volume_error,
     )
-
-
-def zone_requirement(zone: str) -> Requirements:
-    return Requirements.from_labels({ZONE_LABEL: zone})

@@ -3,38 +3,21 @@
 `solve()` follows Karpenter's order (existing nodes, then NodeClaims in flight, then new NodeClaims
 from NodePools by weight) but places equivalence classes of pods as counts (see `classes`). For each
 class it tries the strictest form first (preferences treated as required) and relaxes preferences
-for the pods that do not fit, as Karpenter does.
+for the pods that do not fit, as Karpenter does (`preferences`).
 
-Costs: per (NodePool, requirement set) the compatible instance types, their allocatable (minus the
-DaemonSet pods that would land there) and their cheapest offering are computed once; topology domains
-keep counts per selector, so spread and (anti-)affinity checks are dictionary look-ups.
-
-A new NodeClaim is sized for the class that opens it: the instance type with the lowest price per pod
-for the pods still to place (ties go to the type that holds more pods, so fewer, larger nodes). Later
-classes fill the room it has left. Large pods without topology terms look further ahead: the type is
-chosen for what one node holds of the class and of the free pods still to come (`_mixed_choice`); when
-that skipped classes of many pods per node, `solve` also plans with them looked ahead and keeps the cheapest.
-When the simulation ends, each NodeClaim keeps every compatible type that fits all its pods, cheapest
-first, so the launch can fall back and a partly filled claim launches as the smallest type that holds it.
+This module is the run loop (Karpenter's scheduler.go): per class and per form of its constraints,
+the domains of its topology keys are decided one key at a time (`topology`), then the class fills the
+places that have room in placement order, and the rest opens new NodeClaims (`claims`, sized by
+`choice`). The other modules: `pools` (NodePools and their instance types, per requirement set),
+`existing` (existing nodes and NodeClaims in flight), `finalize` (a finished NodeClaim's instance
+types and launch options).
 """
 
 from __future__ import annotations
 
-import bisect
-import hashlib
-import heapq
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 
-from nodewright.catalog.allocatable import allocatable_for, capacity
-from nodewright.catalog.catalog import is_accelerated, is_bare_metal
-from nodewright.catalog.labels import (
-    CAPACITY_RESERVATION_ID,
-    CAPACITY_TYPE,
-    WELL_KNOWN_LABELS,
-    ZONE,
-)
-from nodewright.catalog.types import CAPACITY_TYPES, RESERVED, InstanceType, Offering
+from nodewright.catalog.types import InstanceType
 from nodewright.gcpause import paused_cycle_collector
 from nodewright.model import resources as res
 from nodewright.model.inputs import ClusterInputs
@@ -50,263 +33,17 @@ from nodewright.model.objects import (
     Pod,
     StorageClass,
 )
-from nodewright.model.requirements import Operator, Requirement, Requirements, ValueSet
+from nodewright.model.requirements import Requirements, ValueSet
 from nodewright.model.resources import CPU, MEMORY, PODS
-from nodewright.model.taints import Taint, untolerated
-from nodewright.scheduling.classes import (
-    EBS_VOLUMES,
-    PodClass,
-    TopologyTerm,
-    VolumeIndex,
-    build_classes,
-    pod_terms,
-    selector_keys,
-    zone_requirement,
-)
-from nodewright.scheduling.results import LaunchOption, PlannedNodeClaim, Results, Unschedulable
-
-# Labels an instance type (not the NodePool) defines; checked against the type's own labels.
-_OFFERING_KEYS = frozenset({ZONE, CAPACITY_TYPE, CAPACITY_RESERVATION_ID})
-_TYPE_KEYS = WELL_KNOWN_LABELS - _OFFERING_KEYS - {HOSTNAME_LABEL, "karpenter.sh/nodepool"}
-# Taints a node carries while it starts; the pods it was launched for tolerate them implicitly.
-_EPHEMERAL_TAINTS = frozenset(
-    {"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable", "node.cloudprovider.kubernetes.io/uninitialized"}
-)
-DISRUPTED_TAINT = "karpenter.sh/disrupted"
-# A NodeClaim keeps at most this many instance types, cheapest first (Karpenter's limit, and CreateFleet's).
-MAX_INSTANCE_TYPES = 60
-_BIG = 1 << 40
-# A free class of large pods (at least this cpu or memory) whose own best node holds fewer pods than this is
-# sized together with the free pods to come. Smaller pods are placed on small types, where a few pods fill
-# a node well, and the look-ahead would cost more time than it saves money.
-_MIX_BELOW_PODS = 10
-_MIX_FROM_CPU = 2000
-_MIX_FROM_MEMORY = 8 << 30
-# How many counts of the opening class a look-ahead tries per type, from the most that fit down: fewer of
-# its own pods can leave room that a mix of the others fills better.
-_MIX_DEPTH = 8
-# The look-ahead is greedy, and which classes it should cover depends on the mix: when it skipped a class
-# for holding _MIX_BELOW_PODS or more per node, the plan is made again with these (limit, depth) settings
-# as well, and the cheapest plan kept (see `solve`).
-_MIX_ALTERNATIVES = ((1 << 30, 1 << 30), (1 << 30, 1))
-
-# A requirement set as a dictionary key. Within one Solver each distinct set is numbered once (see
-# `Solver._req_key`): bins and NodePools look up their caches by requirement set at every step, and an
-# int hashes and compares in C where a tuple of value sets calls Python code per value set.
-ReqKey = int
-OfferingKey = tuple[ValueSet, ValueSet, ValueSet]
-Score = tuple[float, int, float, str]
-# What claims with the same requirements and instance types share: types, launch options, capacity
-# types, zones, requirements and labels.
-_Finalized = tuple[
-    tuple[str, ...], tuple[LaunchOption, ...], tuple[str, ...], tuple[str, ...], tuple[Requirement, ...], dict[str, str]
-]
-
-
-def req_key(requirements: Requirements) -> tuple[tuple[str, ValueSet], ...]:
-    """The requirements as a sorted tuple: equal for equal requirement sets."""
-    return tuple(sorted(requirements.by_key.items()))
-
-
-def _admits_anything(value_set: ValueSet) -> bool:
-    """Whether the set matches every value and a missing label (ValueSet.matches is then always True)."""
-    return (
-        value_set.allowed is None
-        and not value_set.excluded
-        and value_set.gt is None
-        and value_set.lt is None
-        and value_set.absent_ok
-        and value_set.present_ok
-    )
-
-
-def _offering_key(requirements: Requirements) -> OfferingKey:
-    """What decides which offerings requirements allow: their zone, capacity type and reservation sets."""
-    return (requirements.get(ZONE), requirements.get(CAPACITY_TYPE), requirements.get(CAPACITY_RESERVATION_ID))
-
-
-@dataclass(slots=True)
-class Candidate:
-    """An instance type a NodePool may launch, with what pods can use on it and its offerings."""
-
-    it: InstanceType
-    allocatable: Mapping[str, int]  # allocatable minus DaemonSet overhead
-    capacity: Mapping[str, int]
-    offerings: tuple[Offering, ...]  # available ones, cheapest first
-    exotic: bool = False  # bare metal or accelerated: used only when nothing else fits (Karpenter's rule)
-    allowed: dict[OfferingKey, list[Offering]] = field(default_factory=dict)
-    copies: dict[tuple[tuple[str, int], ...], int] = field(default_factory=dict)
-    by_zone: dict[str, list[Offering]] = field(default_factory=dict)  # the offerings per zone, cheapest first
-    # The cheapest allowed price per requirement set (a Solver's numbers: candidates belong to one run).
-    price_under: dict[int, float] = field(default_factory=dict)
-    # cpu, memory and pods of `allocatable`, for quick rejection in loops over candidates.
-    basics: tuple[int, int, int] = (0, 0, 0)
-
-    def __post_init__(self) -> None:
-        for o in self.offerings:
-            self.by_zone.setdefault(o.zone, []).append(o)
-        self.basics = (self.allocatable.get(CPU, 0), self.allocatable.get(MEMORY, 0), self.allocatable.get(PODS, 0))
-
-    def offerings_for(self, requirements: Requirements) -> list[Offering]:
-        """The available offerings these requirements allow (zone, capacity type, reservation), cheapest first."""
-        return self.offerings_with(_offering_key(requirements))
-
-    def offerings_with(self, key: OfferingKey) -> list[Offering]:
-        """`offerings_for` with the key computed by the caller, once for a loop over many candidates."""
-        cached = self.allowed.get(key)
-        if cached is None:
-            zones, types, reservations = key
-            # Most requirements pin one zone (zonal topology): only that zone's offerings need a look, and
-            # they pass the zone test all together or not at all.
-            zone = zones.single_value()
-            offerings: Sequence[Offering]
-            if zone is not None:
-                offerings = self.by_zone.get(zone, []) if zones.matches(zone) else []
-            elif _admits_anything(zones):
-                offerings = self.offerings
-            else:
-                offerings = [o for o in self.offerings if zones.matches(o.zone)]
-            # Capacity type and reservation are mostly unconstrained: then nothing is left out for them.
-            if not (_admits_anything(types) and _admits_anything(reservations)):
-                offerings = [
-                    o
-                    for o in offerings
-                    if types.matches(o.capacity_type) and reservations.matches(o.reservation_id or None)
-                ]
-            cached = self.allowed[key] = list(offerings)
-        return cached
-
-
-@dataclass(slots=True)
-class PoolCompat:
-    """A NodePool's answer for one requirement set: merged requirements and priced candidates."""
-
-    requirements: Requirements
-    candidates: list[tuple[float, Candidate]]  # (cheapest allowed price, candidate), cheapest first
-    zones: frozenset[str]
-    # cpu, memory and pods of each candidate, aligned with `candidates`, for quick rejection in loops.
-    basics: list[tuple[int, int, int]] = field(default_factory=list)
-    prices: list[float] = field(default_factory=list)
-    _largest: dict[str, int] | None = None
-    _frontier: list[int] | None = None
-    _cpu_steps: list[int] | None = None  # the distinct cpu values of `basics`, ascending
-    _by_cpu: dict[int, list[int]] = field(default_factory=dict)  # per cpu step, see `with_cpu`
-
-    def with_cpu(self, need: int) -> list[int]:
-        """Indexes (ascending, so cheapest first) of the candidates with at least `need` cpu.
-
-        Loops that look for a type large enough for a claim's pods would otherwise step over the many
-        cheaper, smaller types one by one; one list per distinct cpu value serves every `need`.
-        """
-        if self._cpu_steps is None:
-            self._cpu_steps = sorted({cpu for cpu, _, _ in self.basics})
-        steps = self._cpu_steps
-        at = bisect.bisect_left(steps, need)
-        if at == len(steps):
-            return []
-        step = steps[at]
-        kept = self._by_cpu.get(step)
-        if kept is None:
-            kept = self._by_cpu[step] = [i for i, (cpu, _, _) in enumerate(self.basics) if cpu >= step]
-        return kept
-
-    @property
-    def frontier(self) -> list[int]:
-        """Indexes of the candidates no cheaper (or equal-priced) one beats on cpu, memory and pods at once,
-        bare metal and accelerated types left out: the only types a node that needs those three picks."""
-        if self._frontier is None:
-            kept: list[int] = []
-            for index, (_, candidate) in enumerate(self.candidates):
-                if candidate.exotic:
-                    continue
-                cpu, memory, pods = candidate.basics
-                if not any(c >= cpu and m >= memory and p >= pods for c, m, p in (self.basics[i] for i in kept)):
-                    kept.append(index)
-            self._frontier = kept
-        return self._frontier
-
-    @property
-    def largest(self) -> Mapping[str, int]:
-        """Per resource, the most any candidate offers: what does not fit here fits no candidate."""
-        if self._largest is None:
-            largest: dict[str, int] = {}
-            for _, candidate in self.candidates:
-                for name, value in candidate.allocatable.items():
-                    if value > largest.get(name, 0):
-                        largest[name] = value
-            self._largest = largest
-        return self._largest
-
-
-@dataclass(slots=True)
-class PoolContext:
-    """A NodePool prepared for one solve: its requirements, taints, limits and instance types."""
-
-    pool: NodePool
-    node_class: EC2NodeClass | None
-    requirements: Requirements
-    taints: tuple[Taint, ...]
-    candidates: list[Candidate]
-    remaining: dict[str, int] | None  # limits left; None when the NodePool has no limits
-    error: str = ""
-    # Types the NodePool allows whose every offering is marked unavailable (recent capacity errors).
-    unavailable_types: int = 0
-    compat: dict[ReqKey, PoolCompat | str] = field(default_factory=dict)
-    choices: dict[tuple[object, ...], tuple[Candidate, int] | None] = field(default_factory=dict)
-
-
-@dataclass(slots=True, eq=False)
-class Bin:
-    """Somewhere pods can go: an existing node, a NodeClaim in flight, or a new NodeClaim."""
-
-    name: str
-    kind: str  # node | inflight | new
-    labels: dict[str, str]
-    requirements: Requirements
-    rkey: ReqKey
-    taints: tuple[Taint, ...]
-    remaining: dict[str, int]
-    pods: list[Pod] = field(default_factory=list)
-    ports: set[tuple[str, int]] = field(default_factory=set)
-    pool: PoolContext | None = None
-    chosen: Candidate | None = None
-    used: dict[str, int] = field(default_factory=dict)
-    limit_budget: dict[str, int] | None = None
-    order: int = 0
-    grown: bool = False
-
-    def domain(self, key: str) -> str | None:
-        if key == HOSTNAME_LABEL:
-            return self.name
-        value = self.labels.get(key)
-        if value is None:
-            value = self.requirements.get(key).single_value()
-        return value
-
-
-class _Groups:
-    """Counts of pods per topology domain, one counter per (topology key, selector, namespaces)."""
-
-    def __init__(self) -> None:
-        self.index: dict[tuple[object, ...], int] = {}
-        self.terms: list[TopologyTerm] = []
-        self.counts: list[dict[str, int]] = []
-        self.carried: list[dict[str, int]] = []  # anti-affinity: pods that carry the term, per domain
-        # Hostname groups: the bins in the order they first held a selected pod (a count never drops to 0).
-        self.hosts: list[list[Bin]] = []
-
-    def add(self, term: TopologyTerm) -> int:
-        g = self.index.get(term.group)
-        if g is None:
-            g = self.index[term.group] = len(self.terms)
-            self.terms.append(term)
-            self.counts.append({})
-            self.carried.append({})
-            self.hosts.append([])
-        return g
-
-    def total(self, g: int) -> int:
-        return sum(self.counts[g].values())
+from nodewright.scheduling.choice import MIX_ALTERNATIVES, MIX_BELOW_PODS, MIX_DEPTH, LookAhead
+from nodewright.scheduling.claims import Bin, Claims
+from nodewright.scheduling.classes import PodClass, TopologyTerm, VolumeIndex, build_classes, selector_keys
+from nodewright.scheduling.existing import inflight_bin, initialized, node_bin
+from nodewright.scheduling.finalize import Finalizer
+from nodewright.scheduling.pools import Pools, ReqKey
+from nodewright.scheduling.preferences import PREFER_NO_SCHEDULE, Variant, untolerated, variants
+from nodewright.scheduling.results import PlannedNodeClaim, Results, Unschedulable
+from nodewright.scheduling.topology import Topology
 
 
 class Solver:
@@ -322,450 +59,61 @@ class Solver:
         instance_types: Sequence[InstanceType],
         daemonsets: Sequence[DaemonSet],
         volumes: VolumeIndex,
-        mix_below: int = _MIX_BELOW_PODS,
-        mix_depth: int = _MIX_DEPTH,
+        mix_below: int = MIX_BELOW_PODS,
+        mix_depth: int = MIX_DEPTH,
     ) -> None:
-        self.volumes = volumes
-        self.req_ids: dict[tuple[tuple[str, ValueSet], ...], ReqKey] = {}  # see `_req_key`
-        self.mix_below = mix_below
-        self.mix_depth = mix_depth
-        # Whether a look-ahead was skipped because the class holds `mix_below` or more pods per node.
-        self.mix_skipped = False
-        self.instance_types = sorted(instance_types, key=lambda it: it.name)
-        self.types_by_name = {it.name: it for it in self.instance_types}
-        self.daemonsets = sorted(daemonsets, key=lambda d: (d.namespace, d.name))
-        classes_of = {nc.name: nc for nc in nodeclasses}
-        self.pools = [
-            self._pool_context(p, classes_of.get(p.node_class_ref.name), nodes, nodeclaims)
-            for p in sorted(nodepools, key=lambda p: (-p.weight, p.name))
-        ]
-        self.groups = _Groups()
-        self.bins: list[Bin] = []
-        self.new_bins: list[Bin] = []
-        self.new_by_name: dict[str, Bin] = {}
-        # Per (group, request, closing): bins holding pods a hostname affinity term selects that may still
-        # take the request, and how far the group's `hosts` list was read (see `_affinity_hosts`).
-        self.affinity_room: dict[tuple[object, ...], tuple[list[Bin], int]] = {}
-        self.compat_cache: dict[tuple[ReqKey, ReqKey], tuple[Requirements, ReqKey] | None] = {}
+        self.pools = Pools(nodepools, nodeclasses, instance_types, daemonsets, nodes, nodeclaims)
+        claims_by_name = {c.name: c for c in nodeclaims}
         existing_pods = [p for n in nodes for p in n.pods] + [p for c in nodeclaims for p in c.nominated_pods]
         relevant = selector_keys([*pods, *existing_pods])
         self.classes = build_classes(pods, volumes, relevant)
-        # Group index per term object: terms live as long as their classes, so id() is a stable key.
-        self.term_groups: dict[int, int] = {}
-        for cls in self.classes:
-            for term in (*cls.terms, *cls.preferred_terms):
-                self.term_groups[id(term)] = self.groups.add(term)
-        for pod in existing_pods:
-            for term in pod_terms(pod)[0]:
-                if term.kind == "anti":
-                    self.groups.add(term)
-        # Free classes (no topology terms, host ports or volumes) that share node constraints can share
-        # nodes in any mix: per group, the classes in placement order with their positions.
-        self.placing = 0
-        self.free_groups: dict[tuple[object, ...], list[tuple[int, PodClass]]] = {}
-        self.free_key: dict[int, tuple[object, ...]] = {}
-        self.promised: dict[int, int] = {}  # per free class, pods new claims were sized to take
-        for index, cls in enumerate(self.classes):
-            if cls.terms or cls.preferred_terms or cls.host_ports or cls.volume_error or EBS_VOLUMES in cls.requests:
-                continue
-            free = (
-                tuple(req_key(r) for r in cls.requirement_options),
-                tuple((w, req_key(r)) for w, r in cls.preferred_node_terms),
-                cls.tolerations,
-            )
-            self.free_key[id(cls)] = free
-            self.free_groups.setdefault(free, []).append((index, cls))
-        # Classes differ mostly in requests and terms, rarely in labels: match each label set once.
-        members: dict[tuple[str, tuple[tuple[str, str], ...]], list[int]] = {}
-        for cls in self.classes:
-            label_key = (cls.namespace, tuple(sorted(cls.labels.items())))
-            member_of = members.get(label_key)
-            if member_of is None:
-                terms = enumerate(self.groups.terms)
-                member_of = members[label_key] = [g for g, t in terms if t.selects(cls.namespace, cls.labels)]
-            cls.member_of = list(member_of)
-        for node in sorted(nodes, key=lambda n: n.name):
-            self._add_existing_node(node)
+        self.topology = Topology(self.pools, self.classes, existing_pods)
+        self.look_ahead = LookAhead(self.classes, mix_below, mix_depth)
+        self.claims = Claims(self.pools, self.topology, self.look_ahead)
+        self.bins = self.claims.bins  # every place pods can go, in placement order (shared, not copied)
+        # Initialized nodes first, as Karpenter orders existing nodes: a node still starting may not come up.
+        claim_of = {c.node_name: c for c in nodeclaims if c.node_name}
+        claim_of.update((n.name, c) for n in nodes if (c := claims_by_name.get(n.nodeclaim_name)) is not None)
+        for node in sorted(nodes, key=lambda n: (not initialized(n, claim_of.get(n.name)), n.name)):
+            b = node_bin(node, claim_of.get(node.name), self.pools, volumes)
+            if b is not None:
+                self.claims.register(b, node.pods)
         node_names = {n.name for n in nodes}
         for claim in sorted(nodeclaims, key=lambda c: c.name):
             # A claim whose node has registered is that node: adding it again would count its room twice.
             if not (claim.node_name and claim.node_name in node_names):
-                self._add_inflight_claim(claim)
-        # Zones of existing nodes and in-flight claims: domains for zonal topology even without a NodePool.
-        self.existing_zones = frozenset(z for b in self.bins if (z := b.domain(ZONE)) is not None)
-        # Per hostname group: the new claims holding its pods, in placement order, and how far the group's
-        # `hosts` list was read (see `_new_hosts`). `name_clash` is set if a new claim is named like a node
-        # or a claim in flight, which the incremental list does not handle.
-        self.old_names = {b.name for b in self.bins}
-        self.name_clash = False
-        self.new_hosts: dict[int, tuple[list[Bin], int]] = {}
+                b = inflight_bin(claim, self.pools)
+                if b is not None:
+                    self.claims.register(b, claim.nominated_pods)
+        # Existing nodes and claims in flight come first in `bins`; their domains are topology domains.
+        self.topology.existing = list(self.bins)
+        # Per (group, request, closing): bins holding pods a hostname affinity term selects that may still
+        # take the request, and how far the group's `hosts` list was read (see `_affinity_hosts`).
+        self.affinity_room: dict[tuple[object, ...], tuple[list[Bin], int]] = {}
         # Per request vector, the bins that may still have room for it, and how far self.bins was scanned.
         # Room only shrinks, so a bin dropped from a list never needs to come back. A claim that grew into a
         # larger type keeps its new room for the pods that needed it (through `_grow_claims`), so other
         # classes do not fill it and force it to grow again.
-        # Claims with the same requirements and usage get the same options: computed once.
-        self.finalized: dict[tuple[object, ...], _Finalized] = {}
         self.room: dict[tuple[object, ...], tuple[list[Bin], int]] = {}
+        self.finalizer = Finalizer(self.pools)
+        # Karpenter relaxes PreferNoSchedule taints last, and only when a NodePool has one.
+        self.prefer_no_schedule = any(t.effect == PREFER_NO_SCHEDULE for c in self.pools.contexts for t in c.taints)
+        self.forms: dict[int, list[Variant]] = {}  # a class's variants (by id: classes live as long as the run)
         self.unschedulable: list[Unschedulable] = []
-
-    def _req_key(self, requirements: Requirements) -> ReqKey:
-        """The number of this requirement set in this run: equal sets get equal numbers."""
-        key = req_key(requirements)
-        number = self.req_ids.get(key)
-        if number is None:
-            number = self.req_ids[key] = len(self.req_ids)
-        return number
-
-    # ----- set-up -------------------------------------------------------------------------------------
-
-    def _pool_context(
-        self, pool: NodePool, node_class: EC2NodeClass | None, nodes: Sequence[Node], claims: Sequence[NodeClaim]
-    ) -> PoolContext:
-        requirements = pool.node_requirements()
-        ctx = PoolContext(pool, node_class, requirements, pool.taints, [], None)
-        if node_class is None:
-            ctx.error = f"EC2NodeClass {pool.node_class_ref.name} not found"
-            return ctx
-        if pool.limits:
-            # Karpenter counts what its NodeClaims' instances report as capacity (not allocatable), so a
-            # node counts as its instance type's capacity; a registered claim is counted through its node.
-            remaining = dict(pool.limits)
-            node_names = {n.name for n in nodes}
-            for node in nodes:
-                if node.labels.get("karpenter.sh/nodepool") == pool.name:
-                    remaining = _consume(remaining, self._node_capacity(node))
-            for claim in claims:
-                if claim.nodepool == pool.name and not (claim.node_name and claim.node_name in node_names):
-                    remaining = _consume(remaining, self._claim_capacity(claim))
-            ctx.remaining = remaining
-        for it in self.instance_types:
-            if not self._type_matches(it, requirements):
-                continue
-            offerings = tuple(sorted((o for o in it.offerings if o.available), key=_offering_order))
-            if not offerings:
-                ctx.unavailable_types += 1 if it.offerings else 0
-                continue
-            alloc = {**allocatable_for(it, node_class), EBS_VOLUMES: it.ebs_volume_limit}
-            overhead = self._daemonset_overhead(pool, it) if self.daemonsets else None
-            ctx.candidates.append(
-                Candidate(
-                    it,
-                    res.subtract(alloc, overhead) if overhead else alloc,
-                    capacity(it),
-                    offerings,
-                    is_bare_metal(it) or is_accelerated(it),
-                )
-            )
-        return ctx
-
-    def _node_capacity(self, node: Node) -> Mapping[str, int]:
-        """What a NodePool's limits count for an existing node: its type's capacity, else its allocatable."""
-        it = self.types_by_name.get(node.labels.get("node.kubernetes.io/instance-type", ""))
-        return capacity(it) if it is not None else node.allocatable
-
-    def _claim_capacity(self, claim: NodeClaim) -> Mapping[str, int]:
-        """What a NodePool's limits count for an in-flight NodeClaim.
-
-        A launched claim counts its type's capacity. One not launched yet may still become any of the
-        types it lists, so it counts the largest of them per resource (as Karpenter reserves the most
-        any remaining option could use); without a known type, its requests.
-        """
-        it = self.types_by_name.get(claim.instance_type)
-        if it is not None:
-            return capacity(it)
-        listed = Requirements.of(claim.requirements).by_key.get("node.kubernetes.io/instance-type")
-        options = [t for t in self.instance_types if listed.matches(t.name)] if listed is not None else []
-        if options:
-            largest: dict[str, int] = {}
-            for option in options:
-                largest = res.elementwise_max(largest, capacity(option))
-            return largest
-        return claim.requests
-
-    def _daemonset_overhead(self, pool: NodePool, it: InstanceType) -> dict[str, int]:
-        """Requests of the DaemonSet pods that would run on a node of this pool and type."""
-        labels = {**pool.labels, **it.labels, "karpenter.sh/nodepool": pool.name}
-        node_requirements = pool.node_requirements().intersect(Requirements.from_labels(it.labels))
-        total: dict[str, int] = {}
-        for ds in self.daemonsets:
-            pod = ds.pod
-            if untolerated(pod.tolerations, pool.taints) is not None:
-                continue
-            # A selector on a label the node will not have excludes the DaemonSet, as in Kubernetes.
-            if any(labels.get(k) != v for k, v in pod.node_selector.items()):
-                continue
-            if pod.required_node_terms and all(
-                node_requirements.conflict(Requirements.of(t.requirements)) for t in pod.required_node_terms
-            ):
-                continue
-            total = res.add(total, pod.requests)
-        return total
-
-    @staticmethod
-    def _type_matches(it: InstanceType, requirements: Requirements) -> bool:
-        for key, value_set in requirements.by_key.items():
-            if key in _TYPE_KEYS and not value_set.matches(it.labels.get(key)):
-                return False
-        return True
-
-    def _add_existing_node(self, node: Node) -> None:
-        if node.unschedulable or any(t.key == DISRUPTED_TAINT for t in node.taints):
-            return
-        taints = tuple(t for t in node.taints if node.ready or t.key not in _EPHEMERAL_TAINTS)
-        used = res.total(p.requests for p in node.pods)
-        remaining = res.subtract(node.allocatable, used)
-        it = self.types_by_name.get(node.labels.get("node.kubernetes.io/instance-type", ""))
-        if it is not None and EBS_VOLUMES not in remaining:
-            attached = sum(self.volumes.constraints(p)[1] for p in node.pods)
-            remaining[EBS_VOLUMES] = it.ebs_volume_limit - attached
-        labels = {**node.labels, HOSTNAME_LABEL: node.labels.get(HOSTNAME_LABEL, node.name)}
-        requirements = Requirements.from_labels(labels)
-        b = Bin(node.name, "node", labels, requirements, self._req_key(requirements), taints, remaining)
-        self._register_bin(b, node.pods)
-
-    def _add_inflight_claim(self, claim: NodeClaim) -> None:
-        requirements = Requirements.of(claim.requirements).intersect(Requirements.from_labels(claim.labels))
-        pool = next((p for p in self.pools if p.pool.name == claim.nodepool), None)
-        node_class = pool.node_class if pool else None
-        it = self.types_by_name.get(claim.instance_type)
-        if it is not None:
-            alloc = dict(allocatable_for(it, node_class))
-            labels = {**claim.labels, **it.labels}
-            if claim.zone:
-                labels[ZONE] = claim.zone
-            if claim.capacity_type:
-                labels[CAPACITY_TYPE] = claim.capacity_type
-        else:
-            # Not launched yet: it can only be counted on for what its smallest option offers.
-            options = [t for t in self.instance_types if self._type_matches(t, requirements)]
-            if not options:
-                return
-            smallest = min(options, key=lambda t: (t.vcpu, t.memory_mib, t.name))
-            alloc = dict(allocatable_for(smallest, node_class))
-            labels = dict(claim.labels)
-        labels.setdefault(HOSTNAME_LABEL, claim.node_name or claim.name)
-        remaining = res.subtract(alloc, claim.requests)
-        taints = claim.taints
-        b = Bin(
-            claim.name,
-            "inflight",
-            labels,
-            requirements.intersect(Requirements.from_labels(labels)),
-            -1,
-            taints,
-            remaining,
-            pool=pool,
-        )
-        b.rkey = self._req_key(b.requirements)
-        self._register_bin(b, claim.nominated_pods)
-
-    def _register_bin(self, b: Bin, pods: Iterable[Pod]) -> None:
-        b.order = len(self.bins)
-        self.bins.append(b)
-        for pod in pods:
-            b.pods.append(pod)
-            b.ports.update((p.protocol, p.port) for p in pod.host_ports)
-            self._count(b, pod.namespace, pod.labels, 1)
-            for term in pod_terms(pod)[0]:
-                if term.kind == "anti":
-                    g = self.groups.index[term.group]
-                    d = b.domain(term.topology_key)
-                    if d is not None:
-                        self.groups.carried[g][d] = self.groups.carried[g].get(d, 0) + 1
-
-    def _count(self, b: Bin, namespace: str, labels: Mapping[str, str], k: int) -> None:
-        for g, term in enumerate(self.groups.terms):
-            if term.selects(namespace, labels):
-                self._add_count(b, g, term.topology_key, k)
-
-    def _add_count(self, b: Bin, g: int, topology_key: str, k: int) -> None:
-        d = b.domain(topology_key)
-        if d is not None:
-            counts = self.groups.counts[g]
-            before = counts.get(d, 0)
-            counts[d] = before + k
-            if before == 0 and topology_key == HOSTNAME_LABEL:
-                self.groups.hosts[g].append(b)
-
-    # ----- compatibility ------------------------------------------------------------------------------
-
-    def _pool_compat(self, ctx: PoolContext, requirements: Requirements, rkey: ReqKey) -> PoolCompat | str:
-        cached = ctx.compat.get(rkey)
-        if cached is not None:
-            return cached
-        result = self._compute_pool_compat(ctx, requirements)
-        ctx.compat[rkey] = result
-        if isinstance(result, PoolCompat):
-            # Claims carry the merged requirements, and asking with those gives the same answer (the NodePool's
-            # requirements are already in them, and every candidate already matches those): keep it for them.
-            ctx.compat.setdefault(self._req_key(result.requirements), result)
-        return result
-
-    def _compute_pool_compat(self, ctx: PoolContext, requirements: Requirements) -> PoolCompat | str:
-        conflict = ctx.requirements.conflict(requirements)
-        if conflict:
-            return f"incompatible requirements: {conflict}"
-        for key, value_set in sorted(requirements.by_key.items()):
-            if key not in ctx.requirements.by_key and key not in WELL_KNOWN_LABELS and not value_set.absent_ok:
-                return f"label {key} is not defined by the NodePool (add it to its requirements or template labels)"
-        merged = ctx.requirements.intersect(requirements)
-        priced: list[tuple[float, Candidate]] = []
-        zones: set[str] = set()
-        offering_key = _offering_key(merged)
-        for candidate in ctx.candidates:
-            if not self._type_matches(candidate.it, requirements):
-                continue
-            offerings = candidate.offerings_with(offering_key)
-            if offerings:
-                priced.append((offerings[0].price, candidate))
-                zones.update(o.zone for o in offerings)
-        if not priced:
-            if not ctx.candidates and ctx.unavailable_types:
-                return (
-                    f"every instance type the NodePool allows ({ctx.unavailable_types}) has all its offerings marked "
-                    "unavailable after capacity errors; they are tried again once the marks expire"
-                )
-            return f"no instance type satisfies {_describe(requirements) or 'the NodePool requirements'}"
-        priced.sort(key=lambda pc: (pc[0], pc[1].it.name))
-        basics = [c.basics for _, c in priced]
-        return PoolCompat(merged, priced, frozenset(zones), basics, [price for price, _ in priced])
-
-    def _bin_compat(self, b: Bin, requirements: Requirements, rkey: ReqKey) -> tuple[Requirements, ReqKey] | None:
-        """The bin's requirements (and their key) after adding these, or None when it cannot take them."""
-        key = (b.rkey, rkey)
-        try:  # one hash of the key on a hit (the usual case), not two
-            merged = self.compat_cache[key]
-        except KeyError:
-            merged = self.compat_cache[key] = self._compute_bin_compat(b, requirements)
-        if merged is not None and b.kind == "new" and merged[1] != b.rkey:
-            # Narrowing a new claim (a zone, a capacity type) must keep the type it is sized for.
-            assert b.chosen is not None
-            if not self._type_matches(b.chosen.it, merged[0]) or not b.chosen.offerings_for(merged[0]):
-                return None
-        return merged
-
-    def _compute_bin_compat(self, b: Bin, requirements: Requirements) -> tuple[Requirements, ReqKey] | None:
-        if b.kind != "new":
-            return (b.requirements, b.rkey) if requirements.matches_labels(b.labels) else None
-        if b.requirements.conflict(requirements):
-            return None
-        for key, value_set in requirements.by_key.items():
-            if key not in b.requirements.by_key and key not in WELL_KNOWN_LABELS and not value_set.absent_ok:
-                return None
-        merged = b.requirements.intersect(requirements)
-        return merged, self._req_key(merged)
-
-    # ----- topology -----------------------------------------------------------------------------------
-
-    def _term_group(self, term: TopologyTerm) -> int:
-        return self.term_groups[id(term)]
-
-    def _bin_cap(self, b: Bin, cls: PodClass, terms: Sequence[TopologyTerm], n: int) -> int:
-        """How many pods of the class the topology terms (hostname and other non-zone keys) allow on b."""
-        cap = n
-        for term in terms:
-            if term.topology_key == ZONE:
-                continue
-            g = self._term_group(term)
-            d = b.domain(term.topology_key)
-            count = self.groups.counts[g].get(d, 0) if d is not None else 0
-            member = g in cls.member_of
-            if term.kind == "spread":
-                # A new node is always a possible domain with no matching pods, so the minimum is 0.
-                allowed = term.max_skew - count
-                cap = min(cap, allowed if member else (n if count <= term.max_skew else 0))
-            elif term.kind == "anti":
-                cap = min(cap, 0 if count > 0 else (1 if member else n))
-            elif count == 0 and not (member and self.groups.total(g) == 0):
-                # Required pod affinity: only where matching pods run, unless none runs anywhere and
-                # the class matches its own term (then the first pods choose the domain).
-                return 0
-            if cap <= 0:
-                return 0
-        for g in cls.member_of:
-            carried = self.groups.carried[g]
-            if carried:
-                d = b.domain(self.groups.terms[g].topology_key)
-                if d is not None and carried.get(d, 0) > 0:
-                    return 0
-        if cls.host_ports:
-            if b.ports & cls.host_ports:
-                return 0
-            cap = min(cap, 1)
-        return cap
-
-    def _new_bin_cap(self, cls: PodClass, terms: Sequence[TopologyTerm], n: int) -> int:
-        """The most pods of the class one brand-new node may take under its non-zone topology terms."""
-        cap = n
-        for term in terms:
-            if term.topology_key == ZONE:
-                continue
-            g = self._term_group(term)
-            member = g in cls.member_of
-            if term.kind == "spread" and member:
-                cap = min(cap, term.max_skew)
-            elif term.kind == "anti" and member:
-                cap = min(cap, 1)
-            elif term.kind == "affinity" and not (member and self.groups.total(g) == 0):
-                return 0
-        if cls.host_ports:
-            cap = min(cap, 1)
-        return cap
-
-    def _zone_quotas(
-        self, cls: PodClass, terms: Sequence[TopologyTerm], zones: list[str], n: int, full: set[str]
-    ) -> dict[str, int] | None:
-        """Per zone, how many pods of the class may go there; None when no zone term applies."""
-        zone_terms = [t for t in terms if t.topology_key == ZONE]
-        blocking = [g for g in cls.member_of if self.groups.terms[g].topology_key == ZONE and self.groups.carried[g]]
-        if not zone_terms and not blocking:
-            return None
-        quotas = {z: n for z in zones}
-        for term in zone_terms:
-            g = self._term_group(term)
-            counts = {z: self.groups.counts[g].get(z, 0) for z in zones}
-            member = g in cls.member_of
-            if term.kind == "spread":
-                floor = 0 if term.min_domains is not None and len(zones) < term.min_domains else None
-                if member:
-                    fill = _water_fill(counts, n, term.max_skew, floor, full)
-                    quotas = {z: min(quotas[z], fill.get(z, 0)) for z in zones}
-                else:
-                    lowest = 0 if floor is not None else min(counts.values(), default=0)
-                    quotas = {z: (quotas[z] if counts[z] - lowest <= term.max_skew else 0) for z in zones}
-            elif term.kind == "anti":
-                quotas = {z: (min(quotas[z], 1 if member else n) if counts[z] == 0 else 0) for z in zones}
-            else:
-                present = [z for z in zones if counts[z] > 0]
-                if not present and member and self.groups.total(g) == 0:
-                    present = zones[:1]
-                quotas = {z: (quotas[z] if z in present else 0) for z in zones}
-        for g in blocking:
-            quotas = {z: (0 if self.groups.carried[g].get(z, 0) else q) for z, q in quotas.items()}
-        return {z: (0 if z in full else q) for z, q in quotas.items()}
-
-    def _zones_for(self, requirements: Requirements, rkey: ReqKey) -> list[str]:
-        allowed = requirements.get(ZONE)
-        zones = {z for z in self.existing_zones if allowed.matches(z)}
-        for ctx in self.pools:
-            if ctx.error:
-                continue
-            compat = self._pool_compat(ctx, requirements, rkey)
-            if isinstance(compat, PoolCompat):
-                zones.update(compat.zones)
-        return sorted(zones)
 
     # ----- placement ----------------------------------------------------------------------------------
 
     def run(self) -> Results:
+        """Place every class in order, give pods that wait on a later class's pods one more pass each while
+        that helps, and report the rest as unschedulable with the first reason found."""
         deferred: list[tuple[PodClass, list[Pod], str]] = []
         for index, cls in enumerate(self.classes):
-            self.placing = index
+            self.look_ahead.placing = index
             left, reason = self._place_class(cls, list(cls.pods))
             if left:
                 deferred.append((cls, left, reason))
         # Pod affinity can depend on classes placed later in the order: give those pods one more pass.
-        self.placing = len(self.classes)  # retries: no class is still waiting for its first pass
+        self.look_ahead.placing = len(self.classes)  # retries: no class is still waiting for its first pass
         progress = True
         while deferred and progress:
             progress = False
@@ -779,89 +127,61 @@ class Solver:
             self.unschedulable.extend(Unschedulable(p.key, reason) for p in pods)
         return self._results()
 
-    def _variants(self, cls: PodClass) -> list[tuple[Requirements, tuple[TopologyTerm, ...]]]:
-        """The class's constraints, strictest first, each later one relaxing one more preference."""
-        variants: list[tuple[Requirements, tuple[TopologyTerm, ...]]] = []
-        preferred_affinity = [t for t in cls.preferred_terms if t.kind == "affinity"]
-        preferred_anti = [t for t in cls.preferred_terms if t.kind == "anti"]
-        preferred_spread = [t for t in cls.preferred_terms if t.kind == "spread"]
-        for base in cls.requirement_options:
-            node_prefs = [r for _, r in cls.preferred_node_terms]
-            steps: list[tuple[list[Requirements], list[TopologyTerm]]] = []
-            affinity, anti, spread = list(preferred_affinity), list(preferred_anti), list(preferred_spread)
-            steps.append((list(node_prefs), affinity + anti + spread))
-            while affinity:
-                affinity.pop()
-                steps.append((list(node_prefs), affinity + anti + spread))
-            while anti:
-                anti.pop()
-                steps.append((list(node_prefs), anti + spread))
-            while node_prefs:
-                node_prefs.pop()
-                steps.append((list(node_prefs), spread))
-            while spread:
-                spread.pop()
-                steps.append(([], list(spread)))
-            for prefs, extra_terms in steps:
-                requirements = base
-                for pref in prefs:
-                    requirements = requirements.intersect(pref)
-                variant = (requirements, cls.terms + tuple(extra_terms))
-                if variant not in variants:
-                    variants.append(variant)
-        return variants
-
     def _place_class(self, cls: PodClass, pods: list[Pod]) -> tuple[list[Pod], str]:
         if cls.volume_error:
             return pods, cls.volume_error
         reason = ""
-        for requirements, terms in self._variants(cls):
+        forms = self.forms.get(id(cls))
+        if forms is None:
+            forms = self.forms[id(cls)] = variants(cls, self.prefer_no_schedule)
+        for variant in forms:
             if not pods:
                 break
-            pods, why = self._place_variant(cls, pods, requirements, terms)
+            keys = self.topology.domain_keys(cls, variant.terms)
+            pods, why = self._place_in_domains(cls, pods, variant, variant.requirements, keys)
             reason = reason or why
         return pods, reason
 
-    def _place_variant(
-        self, cls: PodClass, pods: list[Pod], requirements: Requirements, terms: tuple[TopologyTerm, ...]
+    def _place_in_domains(
+        self, cls: PodClass, pods: list[Pod], variant: Variant, requirements: Requirements, keys: tuple[str, ...]
     ) -> tuple[list[Pod], str]:
-        rkey = self._req_key(requirements)
-        quotas = None
-        if any(t.topology_key == ZONE for t in terms) or any(
-            self.groups.terms[g].topology_key == ZONE and self.groups.carried[g] for g in cls.member_of
-        ):
-            zones = self._zones_for(requirements, rkey)
-            quotas = self._zone_quotas(cls, terms, zones, len(pods), set())
-        if quotas is None:
-            return self._place_batch(cls, pods, requirements, rkey, terms)
-        # Zones are filled in rounds that never go more than maxSkew above the emptiest zone, so a zone
-        # that cannot take its share (no capacity, limits) stops the others instead of skewing them.
+        """Place pods one topology key at a time: per domain of the first key, a quota of pods pinned to that
+        domain, then the next key within it, then the bins (hostname terms are checked per bin).
+
+        Domains are filled in rounds that never go more than maxSkew above the emptiest domain, so a
+        domain that cannot take its share (no capacity, limits) stops the others instead of skewing them.
+        """
+        if not keys:
+            return self._place_batch(cls, pods, requirements, self.pools.req_id(requirements), variant)
+        key, inner = keys[0], keys[1:]
+        domains = self.topology.domains_of(key, requirements, self.pools.req_id(requirements))
+        quotas = self.topology.quotas(cls, variant, key, domains, len(pods), set())
         reason = ""
         full: set[str] = set()
-        while pods and quotas:
+        while pods:
             progress = False
-            for zone in sorted(quotas):
-                quota = min(quotas[zone], len(pods))
-                if quota <= 0 or zone in full:
+            for domain in sorted(quotas):
+                quota = min(quotas[domain], len(pods))
+                if quota <= 0 or domain in full:
                     continue
                 batch, pods = pods[:quota], pods[quota:]
-                pinned = requirements.intersect(zone_requirement(zone))
-                rest, why = self._place_batch(cls, batch, pinned, self._req_key(pinned), terms)
+                pinned = requirements.intersect(Requirements({key: ValueSet(frozenset((domain,)), absent_ok=False)}))
+                rest, why = self._place_in_domains(cls, batch, variant, pinned, inner)
                 progress = progress or len(rest) < quota
                 if rest:
-                    full.add(zone)
+                    full.add(domain)
                     pods = rest + pods
                     reason = reason or why
             if not progress:
                 break
-            quotas = self._zone_quotas(cls, terms, zones, len(pods), full)
+            quotas = self.topology.quotas(cls, variant, key, domains, len(pods), full)
         if pods:
-            zone_terms = "; ".join(t.describe() for t in terms if t.topology_key == ZONE)
-            constraint = zone_terms or f"pod anti-affinity on {ZONE}"
+            key_terms = "; ".join(t.describe() for t in variant.terms if t.topology_key == key)
+            constraint = key_terms or f"pod anti-affinity on {key}"
             reason = (
-                f"{constraint}: no zone can take this pod ({reason})"
+                f"{constraint}: no domain can take this pod ({reason})"
                 if reason
-                else (f"{constraint} leaves no zone for this pod")
+                else f"{constraint} leaves no domain for this pod"
             )
         return pods, reason
 
@@ -871,18 +191,18 @@ class Solver:
         pods: list[Pod],
         requirements: Requirements,
         rkey: ReqKey,
-        terms: tuple[TopologyTerm, ...],
+        variant: Variant,
     ) -> tuple[list[Pod], str]:
-        request = cls.requests
+        request, terms = cls.requests, variant.terms
         # Hostname anti-affinity and hostname spread of the class's own pods close a node for good once it
         # holds `limit` of them (counts only grow), so such nodes leave the list like full ones do.
         closing = tuple(
             sorted(
-                (self._term_group(t), 1 if t.kind == "anti" else t.max_skew)
+                (self.topology.group_of(t), 1 if t.kind == "anti" else t.max_skew)
                 for t in terms
                 if t.topology_key == HOSTNAME_LABEL
                 and t.kind in ("anti", "spread")
-                and self._term_group(t) in cls.member_of
+                and self.topology.group_of(t) in cls.member_of
             )
         )
         request_key = cls.request_key
@@ -892,12 +212,12 @@ class Solver:
             # so those few are visited (in placement order, like the full walk) instead of every bin.
             room_key = (affinity, request_key, closing)
             held, read = self.affinity_room.get(room_key, ([], 0))
-            hosts = self.groups.hosts[affinity]
+            hosts = self.topology.hosts[affinity]
             if read < len(hosts):
                 held = sorted([*held, *hosts[read:]], key=lambda b: b.order)
-            kept_hosts, pods = self._fill(held, cls, pods, request, closing, requirements, rkey, terms)
+            kept_hosts, pods = self._fill(held, cls, pods, request, closing, requirements, rkey, variant)
             self.affinity_room[room_key] = (kept_hosts, len(hosts))
-            return self._open_claims(cls, pods, requirements, rkey, terms)
+            return self.claims.open_claims(cls, pods, requirements, rkey, variant)
         key = (request_key, closing)
         if key not in self.room and closing:
             # Start from the request's own list rather than from every bin: it already lacks the full ones.
@@ -909,9 +229,9 @@ class Solver:
         kept, scanned = self.room.get(key, ([], 0))
         kept.extend(self.bins[scanned:])
         scanned = len(self.bins)
-        survivors, pods = self._fill(kept, cls, pods, request, closing, requirements, rkey, terms)
+        survivors, pods = self._fill(kept, cls, pods, request, closing, requirements, rkey, variant)
         self.room[key] = (survivors, scanned)
-        return self._open_claims(cls, pods, requirements, rkey, terms)
+        return self.claims.open_claims(cls, pods, requirements, rkey, variant)
 
     def _fill(
         self,
@@ -922,12 +242,14 @@ class Solver:
         closing: tuple[tuple[int, int], ...],
         requirements: Requirements,
         rkey: ReqKey,
-        terms: tuple[TopologyTerm, ...],
+        variant: Variant,
     ) -> tuple[list[Bin], list[Pod]]:
         """Place as many of `pods` as fit on `bins`, in order. Returns the bins still worth visiting for this
         request (those without room, or closed by the class's own hostname terms, are dropped for good: room
         only shrinks and counts only grow) and the pods left over."""
-        counts = self.groups.counts
+        counts = self.topology.counts
+        terms, tolerations = variant.terms, variant.tolerations
+        bin_compat, bin_cap, assign = self.claims.bin_compat, self.topology.bin_cap, self.claims.assign
         survivors: list[Bin] = []
         for index, b in enumerate(bins):
             if not pods:
@@ -937,14 +259,14 @@ class Solver:
             if k <= 0 or b.grown or (closing and any(counts[g].get(b.name, 0) >= limit for g, limit in closing)):
                 continue
             survivors.append(b)
-            if b.taints and untolerated(cls.tolerations, b.taints) is not None:
+            if b.taints and untolerated(tolerations, b.taints) is not None:
                 continue
-            merged = self._bin_compat(b, requirements, rkey)
+            merged = bin_compat(b, requirements, rkey)
             if merged is None:
                 continue
-            k = min(k, self._bin_cap(b, cls, terms, len(pods)))
+            k = min(k, bin_cap(b, cls, terms, len(pods)))
             if k > 0:
-                pods = self._assign(b, cls, pods, k, *merged)
+                pods = assign(b, cls, pods, k, *merged)
         return survivors, pods
 
     def _affinity_group(self, cls: PodClass, terms: tuple[TopologyTerm, ...]) -> int | None:
@@ -956,479 +278,11 @@ class Solver:
         for term in terms:
             if term.kind != "affinity" or term.topology_key != HOSTNAME_LABEL:
                 continue
-            g = self._term_group(term)
-            if not self.groups.hosts[g] and g in cls.member_of:
+            g = self.topology.group_of(term)
+            if not self.topology.hosts[g] and g in cls.member_of:
                 continue
             return g
         return None
-
-    def _open_claims(
-        self,
-        cls: PodClass,
-        pods: list[Pod],
-        requirements: Requirements,
-        rkey: ReqKey,
-        terms: tuple[TopologyTerm, ...],
-    ) -> tuple[list[Pod], str]:
-        """New claims for the pods no existing bin took; growing claims of this run when none can open."""
-        reasons: list[str] = []
-        while pods:
-            opened = self._open_claim(cls, pods, requirements, rkey, terms, reasons)
-            if opened is None:
-                # No new claim is possible (pod affinity ties the pods to nodes that already exist, or
-                # limits allow no more nodes): a claim of this run may still grow into a larger type.
-                pods = self._grow_claims(cls, pods, requirements, rkey, terms)
-                break
-            b, k = opened
-            pods = self._assign(b, cls, pods, k, b.requirements, b.rkey)
-        return pods, "; ".join(reasons)
-
-    def _grow_claims(
-        self,
-        cls: PodClass,
-        pods: list[Pod],
-        requirements: Requirements,
-        rkey: ReqKey,
-        terms: tuple[TopologyTerm, ...],
-    ) -> list[Pod]:
-        """Move new claims of this run to larger instance types so they take more of the class.
-
-        As in Karpenter, a NodeClaim that has not launched keeps every type that fits its pods, so it
-        can become a larger one when a pod must join it. Each claim moves to the cheapest type that
-        gives the lowest extra price per extra pod, within its NodePool's limits.
-
-        A first pass only grows claims where an extra pod costs at most twice what it would on a node of
-        its own, so pods tied to several claims spread over them instead of piling onto one huge type;
-        a second pass takes whatever growth is left.
-        """
-        for ceiling in (self._price_per_pod(cls, requirements, rkey) * 2, float("inf")):
-            pods = self._grow_pass(cls, pods, requirements, rkey, terms, ceiling)
-            if not pods:
-                break
-        return pods
-
-    def _price_per_pod(self, cls: PodClass, requirements: Requirements, rkey: ReqKey) -> float:
-        """The lowest price per pod of this class on a fresh node of any NodePool (inf when none fits)."""
-        best = float("inf")
-        for ctx in self.pools:
-            if ctx.error:
-                continue
-            compat = self._pool_compat(ctx, requirements, rkey)
-            if isinstance(compat, str):
-                continue
-            choice = self._choose(ctx, compat, cls, rkey, 1 << 20)
-            if choice is not None:
-                candidate, k = choice
-                best = min(best, candidate.offerings_for(compat.requirements)[0].price / k)
-        return best
-
-    def _grow_pass(
-        self,
-        cls: PodClass,
-        pods: list[Pod],
-        requirements: Requirements,
-        rkey: ReqKey,
-        terms: tuple[TopologyTerm, ...],
-        ceiling: float,
-    ) -> list[Pod]:
-        request = cls.requests
-        for b in self._growable_bins(cls, terms):
-            if not pods:
-                break
-            ctx, current = b.pool, b.chosen
-            assert ctx is not None and current is not None
-            if b.taints and untolerated(cls.tolerations, b.taints) is not None:
-                continue
-            merged = self._bin_compat(b, requirements, rkey)
-            if merged is None:
-                continue
-            cap = self._bin_cap(b, cls, terms, len(pods))
-            if cap <= 0:
-                continue
-            compat = self._pool_compat(ctx, *merged)
-            if isinstance(compat, str):
-                continue
-            # A claim that even the largest type cannot give one more pod needs no test of its own: the scan
-            # below finds no candidate for it.
-            # Growing replaces the claim's capacity, so the limits it used are available again.
-            budget: dict[str, int] | None = None
-            if ctx.remaining is not None:
-                budget = {k: v + (0 if k == "nodes" else current.capacity.get(k, 0)) for k, v in ctx.remaining.items()}
-            current_price = current.price_under.get(b.rkey)
-            if current_price is None:
-                current_price = current.price_under[b.rkey] = current.offerings_for(b.requirements)[0].price
-            most = min(cap, len(pods))
-            best: tuple[float, int, float, str] | None = None
-            grown: tuple[Candidate, int] | None = None
-            need_cpu = b.used.get(CPU, 0) + request.get(CPU, 0)
-            need_memory = b.used.get(MEMORY, 0) + request.get(MEMORY, 0)
-            need_pods = b.used.get(PODS, 0) + request.get(PODS, 0)
-            # A type cheaper than the claim's that held more pods would have been chosen when the claim was
-            # opened, so the scan starts at the claim's price.
-            start = bisect.bisect_left(compat.prices, current_price)
-            # Types with too little cpu would only be skipped below; the break test holds for them too (a
-            # later type costs no less), so leaving them out changes nothing.
-            fitting = compat.with_cpu(need_cpu)
-            for position in range(bisect.bisect_left(fitting, start), len(fitting)):  # no copy of the tail
-                index = fitting[position]
-                price, candidate = compat.candidates[index]
-                cpu, memory, pod_slots = compat.basics[index]
-                # Candidates come cheapest first, so once even `most` extra pods cannot bring the extra
-                # price per pod under the best (or the ceiling), no later candidate can either.
-                floor = (price - current_price) / most
-                if floor > ceiling or (best is not None and floor > best[0]):
-                    break
-                if cpu < need_cpu or memory < need_memory or pod_slots < need_pods:
-                    continue
-                if candidate.exotic and not current.exotic:
-                    continue
-                if budget is not None and not _within(candidate.capacity, {**budget, "nodes": 1}):
-                    continue
-                j = min(most, _copies_beside(request, candidate.allocatable, b.used))
-                if j <= 0:
-                    continue
-                # Lowest extra price per extra pod, then more pods: the same trade as opening a claim.
-                score = ((price - current_price) / j, -j, price, candidate.it.name)
-                if score[0] > ceiling:
-                    continue
-                if best is None or score < best:
-                    best, grown = score, (candidate, j)
-            if grown is None:
-                continue
-            candidate, j = grown
-            if budget is not None:
-                left = _consume(budget, candidate.capacity)
-                if "nodes" in budget:  # the claim was already counted as a node
-                    left["nodes"] = budget["nodes"]
-                    budget = {**budget, "nodes": 1}
-                ctx.remaining = left
-                b.limit_budget = budget
-            b.chosen = candidate
-            b.remaining = res.subtract(candidate.allocatable, b.used)
-            b.grown = True
-            pods = self._assign(b, cls, pods, j, *merged)
-        return pods
-
-    def _growable_bins(self, cls: PodClass, terms: tuple[TopologyTerm, ...]) -> list[Bin]:
-        """New claims that may take more of this class, in placement order: with required hostname pod
-        affinity only those already holding matching pods, otherwise all of them."""
-        for term in terms:
-            if term.kind == "affinity" and term.topology_key == HOSTNAME_LABEL:
-                g = self._term_group(term)
-                if not self.name_clash:
-                    return self._new_hosts(g)
-                counts = self.groups.counts[g]
-                held = [self.new_by_name[d] for d, c in counts.items() if c > 0 and d in self.new_by_name]
-                return sorted(held, key=lambda b: b.order)
-        return list(self.new_bins)
-
-    def _new_hosts(self, g: int) -> list[Bin]:
-        """The new claims holding pods of hostname group g, in placement order (callers do not modify it).
-
-        What `_growable_bins` would collect from the group's counts, kept up to date instead of rebuilt:
-        a hostname's count never drops and `hosts` lists each one once, when it first counts, so only the
-        hosts added since the last call need a look. A host is a new claim when it is one of this run's
-        (no node or claim in flight has its name unless `name_clash`).
-        """
-        held, read = self.new_hosts.get(g, ([], 0))
-        hosts = self.groups.hosts[g]
-        for host in hosts[read:]:
-            if host.kind == "new":
-                bisect.insort(held, host, key=_placement_order)
-        self.new_hosts[g] = (held, len(hosts))
-        return held
-
-    def _assign(self, b: Bin, cls: PodClass, pods: list[Pod], k: int, merged: Requirements, mkey: ReqKey) -> list[Pod]:
-        if mkey != b.rkey:
-            b.requirements = merged
-            b.rkey = mkey
-            zone = merged.get(ZONE).single_value()
-            if zone is not None:
-                b.labels[ZONE] = zone
-        placed, rest = pods[:k], pods[k:]
-        total = res.scale(cls.requests, k)
-        b.remaining = res.subtract(b.remaining, total)
-        b.used = res.add(b.used, total)
-        b.pods.extend(placed)
-        b.ports.update(cls.host_ports)
-        for g in cls.member_of:
-            self._add_count(b, g, self.groups.terms[g].topology_key, k)
-        for term in cls.terms:
-            if term.kind == "anti":
-                g = self._term_group(term)
-                d = b.domain(term.topology_key)
-                if d is not None:
-                    self.groups.carried[g][d] = self.groups.carried[g].get(d, 0) + k
-        return rest
-
-    def _open_claim(
-        self,
-        cls: PodClass,
-        pods: list[Pod],
-        requirements: Requirements,
-        rkey: ReqKey,
-        terms: tuple[TopologyTerm, ...],
-        reasons: list[str],
-    ) -> tuple[Bin, int] | None:
-        cap = self._new_bin_cap(cls, terms, len(pods))
-        if cap <= 0:
-            blocking = [t.describe() for t in terms if t.kind == "affinity"] or ["topology"]
-            reasons.append(f"{blocking[0]}: no node with matching pods can take it")
-            return None
-        del reasons[:]
-        if not self.pools:
-            reasons.append("no NodePool exists (create one, or check that its EC2NodeClass loaded)")
-        for ctx in self.pools:
-            why = self._pool_refusal(ctx, cls)
-            if why:
-                reasons.append(f"NodePool {ctx.pool.name}: {why}")
-                continue
-            compat = self._pool_compat(ctx, requirements, rkey)
-            if isinstance(compat, str):
-                reasons.append(f"NodePool {ctx.pool.name}: {compat}")
-                continue
-            choice = self._choose(ctx, compat, cls, rkey, cap)
-            if choice is None:
-                reasons.append(f"NodePool {ctx.pool.name}: {self._no_fit_reason(ctx, compat, cls)}")
-                continue
-            if ctx.remaining is None and id(cls) in self.free_key:
-                choice = self._mixed_choice(ctx, compat, cls, rkey, cap, choice)
-            candidate, k = choice
-            short = self._min_values_shortfall(compat, candidate, cls.requests, k)
-            while short and k > 1:  # fewer pods per claim leave more types that fit
-                k = max(1, k // 2)
-                short = self._min_values_shortfall(compat, candidate, cls.requests, k)
-            if short:
-                reasons.append(f"NodePool {ctx.pool.name}: {short}")
-                continue
-            budget = dict(ctx.remaining) if ctx.remaining is not None else None
-            if ctx.remaining is not None:
-                ctx.remaining = _consume(ctx.remaining, candidate.capacity)
-            b = Bin(
-                "",
-                "new",
-                {},
-                compat.requirements,
-                self._req_key(compat.requirements),
-                (*ctx.pool.taints,),
-                dict(candidate.allocatable),
-                pool=ctx,
-                chosen=candidate,
-                limit_budget=budget,
-            )
-            zone = compat.requirements.get(ZONE).single_value()
-            if zone is not None:
-                b.labels[ZONE] = zone
-            b.name = f"{ctx.pool.name}-pending-{len(self.new_bins)}"
-            b.labels[HOSTNAME_LABEL] = b.name
-            b.order = len(self.bins)
-            self.bins.append(b)
-            self.new_bins.append(b)
-            self.new_by_name[b.name] = b
-            self.name_clash = self.name_clash or b.name in self.old_names
-            return b, k
-        return None
-
-    def _rate(self, ctx: PoolContext, compat: PoolCompat, cls: PodClass, rkey: ReqKey) -> tuple[float, int]:
-        """The class's lowest price per pod on nodes of its own in this NodePool, and pods per such node."""
-        choice = self._choose(ctx, compat, cls, rkey, 1 << 20)
-        if choice is None:
-            return float("inf"), 0
-        candidate, k = choice
-        return candidate.offerings_for(compat.requirements)[0].price / k, k
-
-    def _mixed_choice(
-        self,
-        ctx: PoolContext,
-        compat: PoolCompat,
-        cls: PodClass,
-        rkey: ReqKey,
-        cap: int,
-        choice: tuple[Candidate, int],
-    ) -> tuple[Candidate, int]:
-        """The type for a new claim of a free class of large pods, judged with the free pods still to come.
-
-        The class-by-class choice sizes a node for one class; with large pods that leaves room no later
-        pod fits (24-vCPU pods on 32-vCPU nodes), while a type that holds a mix of classes wastes less.
-        Each candidate type is scored by the value of what one node would hold (this class's pods, then
-        the pending free pods of the same node constraints, largest first) over its price, a pod's value
-        being its class's price per pod on nodes of its own; up to `mix_depth` counts of this class are
-        tried per type. Small pods pack well alone and skip this (see _MIX_FROM_CPU), and so do classes
-        whose own best node holds `mix_below` or more of them (noted in `mix_skipped`).
-        """
-        if cls.requests.get(CPU, 0) < _MIX_FROM_CPU and cls.requests.get(MEMORY, 0) < _MIX_FROM_MEMORY:
-            return choice
-        rate, per_node = self._rate(ctx, compat, cls, rkey)
-        if rate == float("inf"):
-            return choice
-        if per_node >= self.mix_below:
-            self.mix_skipped = True
-            return choice
-        # Pending free pods not yet counted on by an earlier claim (each pod can fill only one node), per
-        # size: classes of one size differ only in labels, so they fill a node alike.
-        sized: dict[tuple[int, int], tuple[int, float, list[PodClass]]] = {}
-        for index, other in self.free_groups[self.free_key[id(cls)]]:
-            if index <= self.placing:
-                continue
-            count = len(other.pods) - self.promised.get(id(other), 0)
-            if count <= 0:
-                continue
-            size = (max(other.requests.get(CPU, 0), 1), max(other.requests.get(MEMORY, 0), 1))
-            seen = sized.get(size)
-            if seen is None:
-                other_rate, _ = self._rate(ctx, compat, other, rkey)
-                if other_rate < float("inf"):
-                    sized[size] = (count, other_rate, [other])
-            else:
-                sized[size] = (seen[0] + count, seen[1], [*seen[2], other])
-        others = [(cpu, memory, count, r, group) for (cpu, memory), (count, r, group) in sized.items()]
-        if not others:
-            return choice
-        best: tuple[float, int, float, str] | None = None
-        chosen, fill = choice, []
-        need_cpu, need_memory = cls.requests.get(CPU, 0), cls.requests.get(MEMORY, 0)
-        # No node holds more value than its cpu (or memory, or pod slots) times the best value per unit of
-        # it among these pods: candidates are visited by that optimistic score and the scan stops once it
-        # cannot beat the best score found.
-        per_cpu = max([rate / max(need_cpu, 1)] + [o[3] / o[0] for o in others])
-        per_memory = max([rate / max(need_memory, 1)] + [o[3] / o[1] for o in others])
-        per_slot = max([rate] + [o[3] for o in others])
-        optimistic = sorted(
-            (-min(b[0] * per_cpu, b[1] * per_memory, b[2] * per_slot) / compat.prices[i], i)
-            for i in compat.frontier
-            for b in (compat.basics[i],)
-        )
-        for bound, index in optimistic:
-            if best is not None and bound > best[0]:
-                break
-            price, candidate = compat.candidates[index]
-            copies = candidate.copies.get(cls.request_key, -1)
-            if copies < 0:
-                copies = candidate.copies[cls.request_key] = res.max_copies(cls.requests, candidate.allocatable)
-            most = min(cap, copies)
-            # Fewer pods of this class can leave room that a mix of the others fills better.
-            for k in range(most, max(most - self.mix_depth, 0), -1):
-                cpu, memory, slots = candidate.basics
-                cpu, memory, slots = cpu - k * need_cpu, memory - k * need_memory, slots - k
-                value = k * rate
-                taken: list[tuple[list[PodClass], int]] = []
-                for other_cpu, other_memory, count, other_rate, group in others:
-                    if slots <= 0:
-                        break
-                    n = min(count, cpu // other_cpu, memory // other_memory, slots)
-                    if n > 0:
-                        value += n * other_rate
-                        taken.append((group, n))
-                        cpu, memory, slots = cpu - n * other_cpu, memory - n * other_memory, slots - n
-                score = (-value / price, -k, price, candidate.it.name)
-                if best is None or score < best:
-                    best, chosen, fill = score, (candidate, k), taken
-        for group, n in fill:
-            for other in group:  # in placement order, as the room walk will fill them
-                took = min(n, len(other.pods) - self.promised.get(id(other), 0))
-                if took > 0:
-                    self.promised[id(other)] = self.promised.get(id(other), 0) + took
-                    n -= took
-        return chosen
-
-    def _min_values_shortfall(self, compat: PoolCompat, chosen: Candidate, request: Mapping[str, int], k: int) -> str:
-        """Why a claim for k pods would break a requirement's minValues ("" when it would not).
-
-        minValues asks for at least N distinct values of a label among the claim's instance types, so
-        the launch can fall back across them; the types that fit the pods must provide that many.
-        """
-        keyed = [(key, vs.min_values) for key, vs in compat.requirements.by_key.items() if vs.min_values]
-        if not keyed:
-            return ""
-        total = res.scale(request, k)
-        fitting = [
-            c
-            for _, c in compat.candidates
-            if (c.exotic == chosen.exotic or not c.exotic) and res.fits(total, c.allocatable)
-        ][:MAX_INSTANCE_TYPES]
-        for key, wanted in sorted(keyed, key=lambda kv: kv[0]):
-            values = {c.it.labels.get(key) for c in fitting} - {None}
-            if len(values) < (wanted or 0):
-                return f"minValues {wanted} for {key} cannot be met: the types that fit offer {len(values)}"
-        return ""
-
-    def _pool_refusal(self, ctx: PoolContext, cls: PodClass) -> str:
-        if ctx.error:
-            return ctx.error
-        taint = untolerated(cls.tolerations, ctx.taints)
-        if taint is not None:
-            return f"taint {taint} is not tolerated"
-        if ctx.remaining is not None:
-            exhausted = sorted(k for k, v in ctx.remaining.items() if v <= 0)
-            if exhausted:
-                return f"limits reached for {', '.join(exhausted)}"
-        return ""
-
-    def _choose(
-        self, ctx: PoolContext, compat: PoolCompat, cls: PodClass, rkey: ReqKey, cap: int
-    ) -> tuple[Candidate, int] | None:
-        """The instance type with the lowest price per pod for up to `cap` pods of the class.
-
-        Ties go to the type that holds more pods (fewer, larger nodes), then the cheaper, then the name.
-        Types that would break the NodePool's limits are skipped; bare metal and accelerated types are
-        considered only when no other type fits (Karpenter's exotic rule).
-        """
-        request_key = cls.request_key
-        remaining = ctx.remaining
-        key = (rkey, request_key, cap)
-        if remaining is None and key in ctx.choices:
-            return ctx.choices[key]
-        chosen: tuple[Candidate, int] | None = None
-        # No type holds more of the class than the per-resource largest allocatable does: with that bound
-        # the scan also stops early when `cap` is effectively unbounded (as for `_rate`).
-        most = min(cap, res.max_copies(cls.requests, compat.largest))
-        # Pods usually request exactly cpu, memory and pods: then a type's copies are three divisions of its
-        # `basics` (the same count as res.max_copies, since the pods term keeps it far below its cap).
-        cpu_each, memory_each, pods_each = (cls.requests.get(name, 0) for name in (CPU, MEMORY, PODS))
-        basic = cpu_each > 0 and memory_each > 0 and pods_each > 0 and len(cls.requests) == 3
-        for exotic in (False, True) if most > 0 else ():
-            best: Score | None = None
-            for price, candidate in compat.candidates:
-                # Cheapest first: no later type can beat price / most, so the scan usually stops early.
-                if best is not None and price / most > best[0]:
-                    break
-                if candidate.exotic != exotic:
-                    continue
-                if remaining is not None and not _within(candidate.capacity, remaining):
-                    continue
-                if basic:
-                    cpu, memory, slots = candidate.basics
-                    copies = min(cpu // cpu_each, memory // memory_each, slots // pods_each)
-                else:
-                    copies = candidate.copies.get(request_key, -1)
-                    if copies < 0:
-                        copies = candidate.copies[request_key] = res.max_copies(cls.requests, candidate.allocatable)
-                k = min(cap, copies)
-                if k <= 0:
-                    continue
-                # The price per pod decides unless it ties: most types lose on it without building a score.
-                if best is not None and price / k > best[0]:
-                    continue
-                score = (price / k, -k, price, candidate.it.name)
-                if best is None or score < best:
-                    best, chosen = score, (candidate, k)
-            if chosen is not None:
-                break
-        if remaining is None:
-            ctx.choices[key] = chosen
-        return chosen
-
-    def _no_fit_reason(self, ctx: PoolContext, compat: PoolCompat, cls: PodClass) -> str:
-        if ctx.remaining is not None:
-            if not any(_within(c.capacity, ctx.remaining) for _, c in compat.candidates):
-                return "limits leave no room for another node"
-            fitting = [c for _, c in compat.candidates if res.fits(cls.requests, c.allocatable)]
-            if fitting and not any(_within(c.capacity, ctx.remaining) for c in fitting):
-                return "limits leave no room for an instance type large enough for the pod"
-        largest = max(compat.candidates, key=lambda pc: sorted(pc[1].allocatable.items()))[1]
-        short = res.first_shortfall(cls.requests, largest.allocatable)
-        need = cls.requests.get(short or "cpu", 0)
-        return f"no instance type has enough {short} (the pod needs {need}, after DaemonSet overhead)"
 
     # ----- results ------------------------------------------------------------------------------------
 
@@ -1436,7 +290,7 @@ class Solver:
         claims: list[PlannedNodeClaim] = []
         existing: dict[str, tuple[str, ...]] = {}
         # Only existing nodes and claims in flight hold pods that were not pending; new claims come after them.
-        old_bins = self.bins[: len(self.bins) - len(self.new_bins)]
+        old_bins = self.bins[: len(self.bins) - len(self.claims.new_bins)]
         pending_keys = {p.key for c in self.classes for p in c.pods} if old_bins else set()
         for b in old_bins:
             if b.kind == "new":
@@ -1444,108 +298,13 @@ class Solver:
             placed = tuple(sorted(p.key for p in b.pods if p.key in pending_keys))
             if placed:
                 existing[b.name] = placed
-        for b in self.new_bins:
-            claims.append(self._finalize(b))
+        for b in self.claims.new_bins:
+            claims.append(self.finalizer.finalize(b))
         return Results(
             nodeclaims=tuple(claims),
             existing=existing,
             unschedulable=tuple(sorted(self.unschedulable, key=lambda u: u.pod)),
         )
-
-    def _finalize(self, b: Bin) -> PlannedNodeClaim:
-        ctx = b.pool
-        assert ctx is not None and b.chosen is not None
-        compat = self._pool_compat(ctx, b.requirements, b.rkey)
-        assert isinstance(compat, PoolCompat)  # the claim was opened from this NodePool's answer
-        budget_key = tuple(sorted(b.limit_budget.items())) if b.limit_budget is not None else None
-        usage_key = (ctx.pool.name, b.rkey, tuple(sorted(b.used.items())), b.chosen.exotic, budget_key)
-        memo = self.finalized.get(usage_key)
-        if memo is None:
-            memo = self._launch_options(b, ctx, compat)
-            self.finalized[usage_key] = memo
-        type_names, launch, capacity_types, zones, requirement_list, labels = memo
-        pods = tuple(sorted(p.key for p in b.pods))
-        digest = hashlib.sha256("\n".join((ctx.pool.name, *pods)).encode()).hexdigest()[:8]
-        return PlannedNodeClaim(
-            name=f"{ctx.pool.name}-{digest}",
-            nodepool=ctx.pool.name,
-            instance_types=type_names,
-            capacity_types=capacity_types,
-            zones=zones,
-            launch_options=launch,
-            pods=pods,
-            requirements=requirement_list,
-            labels=dict(labels),
-            taints=ctx.pool.taints,
-            startup_taints=ctx.pool.startup_taints,
-            requests=dict(b.used),
-            node_class=ctx.pool.node_class_ref.name,
-        )
-
-    def _launch_options(self, b: Bin, ctx: PoolContext, compat: PoolCompat) -> _Finalized:
-        """A finished claim's instance types (every compatible one that holds its pods, cheapest first, at
-        most 60), launch options, capacity types, zones, requirements and labels."""
-        assert b.chosen is not None
-        chosen: list[Candidate] = []
-        used = b.used
-        need = (used.get(CPU, 0), used.get(MEMORY, 0), used.get(PODS, 0))
-        for index in compat.with_cpu(need[0]):
-            candidate = compat.candidates[index][1]
-            cpu, memory, pod_slots = compat.basics[index]
-            if cpu < need[0] or memory < need[1] or pod_slots < need[2]:
-                continue  # the quick test on the three resources every pod requests
-            if candidate.exotic and not b.chosen.exotic:
-                continue
-            if b.limit_budget is not None and not _within(candidate.capacity, b.limit_budget):
-                continue
-            if res.fits(used, candidate.allocatable):
-                chosen.append(candidate)
-                if len(chosen) == MAX_INSTANCE_TYPES:
-                    break
-        # Many claims keep the same types (all that fit a small claim): their options are computed once.
-        memo_key = (ctx.pool.name, b.rkey, tuple(c.it.name for c in chosen))
-        memo = self.finalized.get(memo_key)
-        if memo is None:
-            offering_key = _offering_key(compat.requirements)
-            offered = [
-                (_capacity_rank(o.capacity_type), o.price, c.it.name, o.zone, o.capacity_type, o.reservation_id)
-                for c in chosen
-                for o in c.offerings_with(offering_key)
-            ]
-            # CreateFleet takes at most 60 overrides, so the claim carries the 60 cheapest offerings; its
-            # zones and capacity types still describe every offering of its instance types.
-            launch_list = tuple(
-                LaunchOption(name, capacity_type, zone, price, reservation)
-                for _, price, name, zone, capacity_type, reservation in heapq.nsmallest(MAX_INSTANCE_TYPES, offered)
-            )
-            type_names = tuple(c.it.name for c in chosen)
-            capacity_types = tuple(sorted({o[4] for o in offered}, key=CAPACITY_TYPES.index))
-            zones = tuple(sorted({o[3] for o in offered}))
-            kept = b.requirements.without(_OFFERING_KEYS | {HOSTNAME_LABEL, "node.kubernetes.io/instance-type"})
-            requirement_list = (
-                *kept.to_list(),
-                Requirement("node.kubernetes.io/instance-type", Operator.IN, type_names),
-                Requirement(CAPACITY_TYPE, Operator.IN, capacity_types),
-                Requirement(ZONE, Operator.IN, zones),
-            )
-            labels = {**ctx.pool.labels, **b.requirements.labels(), "karpenter.sh/nodepool": ctx.pool.name}
-            labels.pop(HOSTNAME_LABEL, None)
-            memo = (type_names, launch_list, capacity_types, zones, requirement_list, labels)
-            self.finalized[memo_key] = memo
-        return memo
-
-
-def _placement_order(b: Bin) -> int:
-    return b.order
-
-
-def _capacity_rank(capacity_type: str) -> int:
-    # Reserved capacity is already paid for, so it is tried first, as Karpenter does.
-    return 0 if capacity_type == RESERVED else 1
-
-
-def _offering_order(o: Offering) -> tuple[int, float, str, str]:
-    return (_capacity_rank(o.capacity_type), o.price, o.zone, o.capacity_type)
 
 
 def _with_room(request: Mapping[str, int], bins: list[Bin]) -> list[Bin]:
@@ -1559,59 +318,6 @@ def _with_room(request: Mapping[str, int], bins: list[Bin]) -> list[Bin]:
             if (room := b.remaining).get(CPU, 0) >= cpu and room.get(MEMORY, 0) >= memory and room.get(PODS, 0) >= pods
         ]
     return [b for b in bins if res.fits(request, b.remaining)]
-
-
-def _copies_beside(request: Mapping[str, int], allocatable: Mapping[str, int], used: Mapping[str, int]) -> int:
-    """How many more pods of `request` fit in `allocatable` next to `used` (0 when `used` does not fit)."""
-    best = 1 << 30
-    for name, value in used.items():
-        if value > allocatable.get(name, 0):
-            return 0
-    for name, value in request.items():
-        if value > 0:
-            room = allocatable.get(name, 0) - used.get(name, 0)
-            if room < value:
-                return 0
-            best = min(best, room // value)
-    return best
-
-
-def _consume(remaining: Mapping[str, int], capacity_: Mapping[str, int]) -> dict[str, int]:
-    """NodePool limits left after one more node of this capacity (only the limited resources count)."""
-    return {key: left - (1 if key == "nodes" else capacity_.get(key, 0)) for key, left in remaining.items()}
-
-
-def _within(capacity_: Mapping[str, int], remaining: Mapping[str, int]) -> bool:
-    for key, left in remaining.items():
-        need = 1 if key == "nodes" else capacity_.get(key, 0)
-        if need > left:
-            return False
-    return True
-
-
-def _water_fill(counts: Mapping[str, int], n: int, max_skew: int, floor: int | None, full: set[str]) -> dict[str, int]:
-    """Share up to n pods over zones as one-at-a-time placement into the emptiest zone would.
-
-    Returns pods per zone. Each pod goes to the open zone (not in `full`) with the fewest matching pods
-    (ties by name) while that keeps it within `max_skew` of the emptiest zone *now* (full zones
-    included), so whatever happens to the other zones' shares the skew holds; the caller repeats in
-    rounds. `floor` replaces the minimum when minDomains is not met (Kubernetes then uses 0).
-    """
-    share = dict.fromkeys(counts, 0)
-    open_zones = [z for z in counts if z not in full]
-    if not open_zones:
-        return share
-    minimum = floor if floor is not None else min(counts.values())
-    for _ in range(n):
-        zone = min(open_zones, key=lambda z: (counts[z] + share[z], z))
-        if counts[zone] + share[zone] + 1 - minimum > max_skew:
-            break
-        share[zone] += 1
-    return share
-
-
-def _describe(requirements: Requirements) -> str:
-    return "; ".join(vs.describe(k) for k, vs in sorted(requirements.by_key.items()))
 
 
 def solve(
@@ -1641,11 +347,11 @@ def solve(
         volumes = VolumeIndex(pvcs, pvs, storage_classes)
         solver = Solver(pods, nodes, nodeclaims, nodepools, nodeclasses, instance_types, daemonsets, volumes)
         results = solver.run()
-        if solver.mix_skipped:
+        if solver.look_ahead.mix_skipped:
             # The look-ahead left out classes of many large pods per node; plans that include them are tried
             # too and the best kept: fewest unschedulable pods, then lowest price, then fewest NodeClaims (ties
             # keep the earlier plan, so the choice is as deterministic as each plan).
-            for below, depth in _MIX_ALTERNATIVES:
+            for below, depth in MIX_ALTERNATIVES:
                 other = Solver(
                     pods, nodes, nodeclaims, nodepools, nodeclasses, instance_types, daemonsets, volumes, below, depth
                 ).run()

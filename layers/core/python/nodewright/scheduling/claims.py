@@ -1,0 +1,442 @@
+"""NodeClaims being built: where pods land, new claims opened for them, claims grown into larger types.
+
+A `Bin` is somewhere pods can go (an existing node, a NodeClaim in flight or a new NodeClaim, as
+Karpenter's ExistingNode and NodeClaim are). A new claim is sized for the class that opens it
+(`choice.choose`); when no claim may be opened, claims of this run grow into a larger instance type,
+as a Karpenter NodeClaim that has not launched narrows its instance types (nodeclaim.go).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from nodewright.catalog.labels import WELL_KNOWN_LABELS, ZONE
+from nodewright.model import resources as res
+from nodewright.model.objects import HOSTNAME_LABEL, Pod
+from nodewright.model.requirements import Requirements
+from nodewright.model.resources import CPU, MEMORY, PODS
+from nodewright.model.taints import Taint, Toleration
+from nodewright.scheduling.choice import (
+    LookAhead,
+    choose,
+    min_values_shortfall,
+    no_fit_reason,
+    pool_refusal,
+    price_per_pod,
+)
+from nodewright.scheduling.classes import PodClass, TopologyTerm
+from nodewright.scheduling.pools import (
+    Candidate,
+    PoolCompat,
+    PoolContext,
+    Pools,
+    ReqKey,
+    admits_new_hostname,
+    consume,
+    type_matches,
+    within,
+)
+from nodewright.scheduling.preferences import Variant, untolerated
+from nodewright.scheduling.topology import Topology
+
+
+@dataclass(slots=True, eq=False)
+class Bin:
+    """Somewhere pods can go: an existing node, a NodeClaim in flight, or a new NodeClaim."""
+
+    name: str
+    kind: str  # node | inflight | new
+    labels: dict[str, str]
+    requirements: Requirements
+    rkey: ReqKey
+    taints: tuple[Taint, ...]
+    remaining: dict[str, int]
+    pods: list[Pod] = field(default_factory=list)
+    ports: set[tuple[str, int]] = field(default_factory=set)
+    pool: PoolContext | None = None
+    chosen: Candidate | None = None
+    used: dict[str, int] = field(default_factory=dict)
+    limit_budget: dict[str, int] | None = None
+    order: int = 0
+    grown: bool = False
+
+    def domain(self, key: str) -> str | None:
+        """The bin's value of a topology key: its name for the hostname, else its label or the one value its
+        requirements allow; None while the value is not decided."""
+        if key == HOSTNAME_LABEL:
+            return self.name
+        value = self.labels.get(key)
+        if value is None:
+            value = self.requirements.get(key).single_value()
+        return value
+
+
+class Claims:
+    """The places pods go in one run: existing nodes and claims in flight first (`register`), then the
+    NodeClaims this run opens, in placement order (`bins`)."""
+
+    def __init__(self, pools: Pools, topology: Topology, look_ahead: LookAhead) -> None:
+        self.pools = pools
+        self.topology = topology
+        self.look_ahead = look_ahead
+        self.bins: list[Bin] = []
+        self.new_bins: list[Bin] = []
+        self.new_by_name: dict[str, Bin] = {}
+        self.compat_cache: dict[tuple[ReqKey, ReqKey], tuple[Requirements, ReqKey] | None] = {}
+        # Per hostname group: the new claims holding its pods, in placement order, and how far the group's
+        # `hosts` list was read (see `_new_hosts`). `name_clash` is set if a new claim is named like a node
+        # or a claim in flight, which the incremental list does not handle.
+        self.old_names: set[str] = set()
+        self.name_clash = False
+        self.new_hosts: dict[int, tuple[list[Bin], int]] = {}
+
+    def register(self, b: Bin, pods: Iterable[Pod]) -> None:
+        """Add an existing node or a claim in flight with the pods already on it."""
+        b.order = len(self.bins)
+        self.bins.append(b)
+        self.old_names.add(b.name)
+        for pod in pods:
+            b.pods.append(pod)
+            b.ports.update((p.protocol, p.port) for p in pod.host_ports)
+            self.topology.record(b, pod)
+
+    def bin_compat(self, b: Bin, requirements: Requirements, rkey: ReqKey) -> tuple[Requirements, ReqKey] | None:
+        """The bin's requirements (and their key) after adding these, or None when it cannot take them."""
+        key = (b.rkey, rkey)
+        try:  # one hash of the key on a hit (the usual case), not two
+            merged = self.compat_cache[key]
+        except KeyError:
+            merged = self.compat_cache[key] = self._compute_bin_compat(b, requirements)
+        if merged is not None and b.kind == "new" and merged[1] != b.rkey:
+            # Narrowing a new claim (a zone, a capacity type) must keep the type it is sized for.
+            assert b.chosen is not None
+            if not type_matches(b.chosen.it, merged[0]) or not b.chosen.offerings_for(merged[0]):
+                return None
+        return merged
+
+    def _compute_bin_compat(self, b: Bin, requirements: Requirements) -> tuple[Requirements, ReqKey] | None:
+        if b.kind != "new":
+            return (b.requirements, b.rkey) if requirements.matches_labels(b.labels) else None
+        if b.requirements.conflict(requirements) or not admits_new_hostname(requirements):
+            return None
+        for key, value_set in requirements.by_key.items():
+            if key not in b.requirements.by_key and key not in WELL_KNOWN_LABELS and not value_set.absent_ok:
+                return None
+        merged = b.requirements.intersect(requirements)
+        return merged, self.pools.req_id(merged)
+
+    def open_claims(
+        self,
+        cls: PodClass,
+        pods: list[Pod],
+        requirements: Requirements,
+        rkey: ReqKey,
+        variant: Variant,
+    ) -> tuple[list[Pod], str]:
+        """New claims for the pods no existing bin took; growing claims of this run when none can open."""
+        reasons: list[str] = []
+        while pods:
+            opened = self._open_claim(cls, pods, requirements, rkey, variant, reasons)
+            if opened is None:
+                # No new claim is possible (pod affinity ties the pods to nodes that already exist, or
+                # limits allow no more nodes): a claim of this run may still grow into a larger type.
+                pods = self._grow_claims(cls, pods, requirements, rkey, variant)
+                break
+            b, k = opened
+            pods = self.assign(b, cls, pods, k, b.requirements, b.rkey)
+        return pods, "; ".join(reasons)
+
+    def _grow_claims(
+        self,
+        cls: PodClass,
+        pods: list[Pod],
+        requirements: Requirements,
+        rkey: ReqKey,
+        variant: Variant,
+    ) -> list[Pod]:
+        """Move new claims of this run to larger instance types so they take more of the class.
+
+        As in Karpenter, a NodeClaim that has not launched keeps every type that fits its pods, so it
+        can become a larger one when a pod must join it. Each claim moves to the cheapest type that
+        gives the lowest extra price per extra pod, within its NodePool's limits.
+
+        A first pass only grows claims where an extra pod costs at most twice what it would on a node of
+        its own, so pods tied to several claims spread over them instead of piling onto one huge type;
+        a second pass takes whatever growth is left.
+        """
+        for ceiling in (price_per_pod(self.pools, cls, requirements, rkey) * 2, float("inf")):
+            pods = self._grow_pass(cls, pods, requirements, rkey, variant, ceiling)
+            if not pods:
+                break
+        return pods
+
+    def _grow_pass(
+        self,
+        cls: PodClass,
+        pods: list[Pod],
+        requirements: Requirements,
+        rkey: ReqKey,
+        variant: Variant,
+        ceiling: float,
+    ) -> list[Pod]:
+        request, terms = cls.requests, variant.terms
+        for b in self._growable_bins(cls, terms):
+            if not pods:
+                break
+            ctx, current = b.pool, b.chosen
+            assert ctx is not None and current is not None
+            if b.taints and untolerated(variant.tolerations, b.taints) is not None:
+                continue
+            merged = self.bin_compat(b, requirements, rkey)
+            if merged is None:
+                continue
+            cap = self.topology.bin_cap(b, cls, terms, len(pods))
+            if cap <= 0:
+                continue
+            compat = self.pools.compat(ctx, *merged)
+            if isinstance(compat, str):
+                continue
+            # A claim that even the largest type cannot give one more pod needs no test of its own: `_growth`
+            # finds no candidate for it.
+            # Growing replaces the claim's capacity, so the limits it used are available again.
+            budget: dict[str, int] | None = None
+            if ctx.remaining is not None:
+                budget = {k: v + (0 if k == "nodes" else current.capacity.get(k, 0)) for k, v in ctx.remaining.items()}
+            grown = _growth(b, compat, request, min(cap, len(pods)), budget, ceiling)
+            if grown is None:
+                continue
+            candidate, j = grown
+            _grow_into(b, ctx, candidate, budget)
+            pods = self.assign(b, cls, pods, j, *merged)
+        return pods
+
+    def _growable_bins(self, cls: PodClass, terms: tuple[TopologyTerm, ...]) -> list[Bin]:
+        """New claims that may take more of this class, in placement order: with required hostname pod
+        affinity only those already holding matching pods, otherwise all of them."""
+        for term in terms:
+            if term.kind == "affinity" and term.topology_key == HOSTNAME_LABEL:
+                g = self.topology.group_of(term)
+                if not self.name_clash:
+                    return self._new_hosts(g)
+                counts = self.topology.counts[g]
+                held = [self.new_by_name[d] for d, c in counts.items() if c > 0 and d in self.new_by_name]
+                return sorted(held, key=lambda b: b.order)
+        return list(self.new_bins)
+
+    def _new_hosts(self, g: int) -> list[Bin]:
+        """The new claims holding pods of hostname group g, in placement order (callers do not modify it).
+
+        What `_growable_bins` would collect from the group's counts, kept up to date instead of rebuilt:
+        a hostname's count never drops and `hosts` lists each one once, when it first counts, so only the
+        hosts added since the last call need a look. A host is a new claim when it is one of this run's
+        (no node or claim in flight has its name unless `name_clash`).
+        """
+        held, read = self.new_hosts.get(g, ([], 0))
+        hosts = self.topology.hosts[g]
+        for host in hosts[read:]:
+            if host.kind == "new":
+                bisect.insort(held, host, key=placement_order)
+        self.new_hosts[g] = (held, len(hosts))
+        return held
+
+    def assign(self, b: Bin, cls: PodClass, pods: list[Pod], k: int, merged: Requirements, mkey: ReqKey) -> list[Pod]:
+        """Place the first k of `pods` on b, whose requirements become `merged` (`bin_compat`'s answer), and
+        count them in every topology group; returns the pods left."""
+        if mkey != b.rkey:
+            b.requirements = merged
+            b.rkey = mkey
+            zone = merged.get(ZONE).single_value()
+            if zone is not None:
+                b.labels[ZONE] = zone
+        placed, rest = pods[:k], pods[k:]
+        total = res.scale(cls.requests, k)
+        b.remaining = res.subtract(b.remaining, total)
+        b.used = res.add(b.used, total)
+        b.pods.extend(placed)
+        b.ports.update(cls.host_ports)
+        for g in cls.member_of:
+            self.topology.add_count(b, g, k)
+        for term in cls.terms:
+            if term.kind == "anti":
+                self.topology.carry(b, self.topology.group_of(term), term.topology_key, k)
+        return rest
+
+    def _open_claim(
+        self,
+        cls: PodClass,
+        pods: list[Pod],
+        requirements: Requirements,
+        rkey: ReqKey,
+        variant: Variant,
+        reasons: list[str],
+    ) -> tuple[Bin, int] | None:
+        """A new claim for the class from the first NodePool (heaviest first) that can launch one, and how
+        many of its pods it takes; None, with `reasons` saying why for each NodePool, when none can."""
+        terms = variant.terms
+        cap = self.topology.new_bin_cap(cls, terms, len(pods))
+        if cap <= 0:
+            blocking = [t.describe() for t in terms if t.kind == "affinity"] or ["topology"]
+            reasons.append(f"{blocking[0]}: no node with matching pods can take it")
+            return None
+        del reasons[:]
+        if not self.pools.contexts:
+            reasons.append("no NodePool exists (create one, or check that its EC2NodeClass loaded)")
+        for ctx in self.pools.contexts:
+            sized = self._size_claim(ctx, cls, requirements, rkey, cap, variant.tolerations)
+            if isinstance(sized, str):
+                reasons.append(f"NodePool {ctx.pool.name}: {sized}")
+                continue
+            compat, candidate, k = sized
+            return self._new_claim(ctx, compat, candidate), k
+        return None
+
+    def _size_claim(
+        self,
+        ctx: PoolContext,
+        cls: PodClass,
+        requirements: Requirements,
+        rkey: ReqKey,
+        cap: int,
+        tolerations: tuple[Toleration, ...],
+    ) -> tuple[PoolCompat, Candidate, int] | str:
+        """The type a new claim of this NodePool gets for up to `cap` pods of the class and how many it takes,
+        or why the NodePool cannot open one (taints, limits, requirements, size, host ports, minValues)."""
+        why = pool_refusal(ctx, tolerations)
+        if why:
+            return why
+        compat = self.pools.compat(ctx, requirements, rkey)
+        if isinstance(compat, str):
+            return compat
+        choice = choose(ctx, compat, cls, rkey, cap)
+        if choice is None:
+            return no_fit_reason(ctx, compat, cls)
+        if ctx.remaining is None and id(cls) in self.look_ahead.free_key:
+            choice = self.look_ahead.mixed_choice(ctx, compat, cls, rkey, cap, choice)
+        candidate, k = choice
+        if cls.host_ports & candidate.ports:
+            taken = ", ".join(f"{port}/{protocol}" for protocol, port in sorted(cls.host_ports & candidate.ports))
+            return f"host port {taken} is taken by a DaemonSet pod"
+        short = min_values_shortfall(compat, candidate, cls.requests, k)
+        while short and k > 1:  # fewer pods per claim leave more types that fit
+            k = max(1, k // 2)
+            short = min_values_shortfall(compat, candidate, cls.requests, k)
+        return short or (compat, candidate, k)
+
+    def _new_claim(self, ctx: PoolContext, compat: PoolCompat, candidate: Candidate) -> Bin:
+        """Open a NodeClaim of this NodePool sized as `candidate`, counted against the NodePool's limits."""
+        budget = dict(ctx.remaining) if ctx.remaining is not None else None
+        if ctx.remaining is not None:
+            ctx.remaining = consume(ctx.remaining, candidate.capacity)
+        b = Bin(
+            "",
+            "new",
+            {},
+            compat.requirements,
+            self.pools.req_id(compat.requirements),
+            (*ctx.pool.taints,),
+            dict(candidate.allocatable),
+            pool=ctx,
+            chosen=candidate,
+            limit_budget=budget,
+        )
+        zone = compat.requirements.get(ZONE).single_value()
+        if zone is not None:
+            b.labels[ZONE] = zone
+        b.ports.update(candidate.ports)
+        b.name = f"{ctx.pool.name}-pending-{len(self.new_bins)}"
+        b.labels[HOSTNAME_LABEL] = b.name
+        b.order = len(self.bins)
+        self.bins.append(b)
+        self.new_bins.append(b)
+        self.new_by_name[b.name] = b
+        self.name_clash = self.name_clash or b.name in self.old_names
+        return b
+
+
+def _growth(
+    b: Bin,
+    compat: PoolCompat,
+    request: Mapping[str, int],
+    most: int,
+    budget: dict[str, int] | None,
+    ceiling: float,
+) -> tuple[Candidate, int] | None:
+    """The type new claim b should grow into to take up to `most` more pods of `request`, and how many it
+    then takes: the lowest extra price per extra pod, at most `ceiling`, within the NodePool's `budget`
+    (its limits left with b's type given back). None when no type gives b another pod."""
+    current = b.chosen
+    assert current is not None
+    current_price = current.price_under.get(b.rkey)
+    if current_price is None:
+        current_price = current.price_under[b.rkey] = current.offerings_for(b.requirements)[0].price
+    best: tuple[float, int, float, str] | None = None
+    grown: tuple[Candidate, int] | None = None
+    need_cpu = b.used.get(CPU, 0) + request.get(CPU, 0)
+    need_memory = b.used.get(MEMORY, 0) + request.get(MEMORY, 0)
+    need_pods = b.used.get(PODS, 0) + request.get(PODS, 0)
+    # A type cheaper than the claim's that held more pods would have been chosen when the claim was
+    # opened, so the scan starts at the claim's price.
+    start = bisect.bisect_left(compat.prices, current_price)
+    # Types with too little cpu would only be skipped below; the break test holds for them too (a
+    # later type costs no less), so leaving them out changes nothing.
+    fitting = compat.with_cpu(need_cpu)
+    for position in range(bisect.bisect_left(fitting, start), len(fitting)):  # no copy of the tail
+        index = fitting[position]
+        price, candidate = compat.candidates[index]
+        cpu, memory, pod_slots = compat.basics[index]
+        # Candidates come cheapest first, so once even `most` extra pods cannot bring the extra
+        # price per pod under the best (or the ceiling), no later candidate can either.
+        floor = (price - current_price) / most
+        if floor > ceiling or (best is not None and floor > best[0]):
+            break
+        if cpu < need_cpu or memory < need_memory or pod_slots < need_pods:
+            continue
+        if candidate.exotic and not current.exotic:
+            continue
+        if budget is not None and not within(candidate.capacity, {**budget, "nodes": 1}):
+            continue
+        j = min(most, copies_beside(request, candidate.allocatable, b.used))
+        if j <= 0:
+            continue
+        # Lowest extra price per extra pod, then more pods: the same trade as opening a claim.
+        score = ((price - current_price) / j, -j, price, candidate.it.name)
+        if score[0] > ceiling:
+            continue
+        if best is None or score < best:
+            best, grown = score, (candidate, j)
+    return grown
+
+
+def _grow_into(b: Bin, ctx: PoolContext, candidate: Candidate, budget: dict[str, int] | None) -> None:
+    """Move claim b to a larger type; `budget` is its NodePool's limits left with b's old type given back."""
+    if budget is not None:
+        left = consume(budget, candidate.capacity)
+        if "nodes" in budget:  # the claim was already counted as a node
+            left["nodes"] = budget["nodes"]
+            budget = {**budget, "nodes": 1}
+        ctx.remaining = left
+        b.limit_budget = budget
+    b.chosen = candidate
+    b.remaining = res.subtract(candidate.allocatable, b.used)
+    b.grown = True
+
+
+def placement_order(b: Bin) -> int:
+    return b.order
+
+
+def copies_beside(request: Mapping[str, int], allocatable: Mapping[str, int], used: Mapping[str, int]) -> int:
+    """How many more pods of `request` fit in `allocatable` next to `used` (0 when `used` does not fit)."""
+    best = 1 << 30
+    for name, value in used.items():
+        if value > allocatable.get(name, 0):
+            return 0
+    for name, value in request.items():
+        if value > 0:
+            room = allocatable.get(name, 0) - used.get(name, 0)
+            if room < value:
+                return 0
+            best = min(best, room // value)
+    return best

@@ -1,0 +1,121 @@
+"""Existing nodes and NodeClaims in flight as places pods can go (Karpenter's existingnode.go).
+
+They come before any new NodeClaim: their room is what their allocatable has left after the pods
+already on them, and their labels decide which pods they take.
+"""
+
+from __future__ import annotations
+
+from nodewright.catalog.allocatable import allocatable_for
+from nodewright.catalog.labels import CAPACITY_TYPE, ZONE
+from nodewright.model import resources as res
+from nodewright.model.nodeclaim import NodeClaim
+from nodewright.model.objects import HOSTNAME_LABEL, Node
+from nodewright.model.requirements import Requirements
+from nodewright.model.taints import Taint, untolerated
+from nodewright.scheduling.claims import Bin
+from nodewright.scheduling.classes import EBS_VOLUMES, VolumeIndex
+from nodewright.scheduling.pools import Pools, type_matches
+
+# Taints a starting node carries until it is initialized (Karpenter's KnownEphemeralTaints), by key and effect.
+_EPHEMERAL_TAINTS = frozenset(
+    {
+        ("node.kubernetes.io/not-ready", "NoSchedule"),
+        ("node.kubernetes.io/not-ready", "NoExecute"),
+        ("node.kubernetes.io/unreachable", "NoSchedule"),
+        ("node.cloudprovider.kubernetes.io/uninitialized", "NoSchedule"),
+        ("karpenter.sh/unregistered", "NoExecute"),
+    }
+)
+DISRUPTED_TAINT = "karpenter.sh/disrupted"
+INITIALIZED_LABEL = "karpenter.sh/initialized"
+
+
+def initialized(node: Node, claim: NodeClaim | None) -> bool:
+    """Whether the node is initialized: one nodewright or Karpenter did not launch always is; a NodeClaim's
+    node once the claim says so (its Initialized condition, or Karpenter's karpenter.sh/initialized label)."""
+    return claim is None or claim.initialized or node.labels.get(INITIALIZED_LABEL) == "true"
+
+
+def node_taints(node: Node, claim: NodeClaim | None) -> tuple[Taint, ...]:
+    """The taints a pod must tolerate to be planned onto the node (Karpenter's StateNode.Taints).
+
+    Until a NodeClaim's node is initialized, its startup taints and the taints every starting node carries
+    (not-ready, unreachable, uninitialized, unregistered) are expected to go, so they do not count; once it
+    is initialized they do, as a taint that comes back means something else (a cordon, a problem)."""
+    if initialized(node, claim):
+        return node.taints
+    assert claim is not None
+    startup = {(t.key, t.effect) for t in claim.startup_taints}
+    return tuple(t for t in node.taints if (t.key, t.effect) not in _EPHEMERAL_TAINTS | startup)
+
+
+def node_bin(node: Node, claim: NodeClaim | None, pools: Pools, volumes: VolumeIndex) -> Bin | None:
+    """An existing node (`claim`: its NodeClaim, if it has one) as a place pods can go, its room what the pods
+    bound to it and the DaemonSet pods still to come leave (None when it takes no pod: cordoned, or being
+    disrupted)."""
+    if node.unschedulable or any(t.key == DISRUPTED_TAINT for t in node.taints):
+        return None
+    taints = node_taints(node, claim)
+    used = res.total(p.requests for p in node.pods)
+    remaining = res.subtract(res.subtract(node.allocatable, used), _daemonsets_to_come(node, taints, pools))
+    it = pools.types_by_name.get(node.labels.get("node.kubernetes.io/instance-type", ""))
+    if it is not None and EBS_VOLUMES not in remaining:
+        attached = sum(volumes.constraints(p)[1] for p in node.pods)
+        remaining[EBS_VOLUMES] = it.ebs_volume_limit - attached
+    labels = {**node.labels, HOSTNAME_LABEL: node.labels.get(HOSTNAME_LABEL, node.name)}
+    requirements = Requirements.from_labels(labels)
+    return Bin(node.name, "node", labels, requirements, pools.req_id(requirements), taints, remaining)
+
+
+def _daemonsets_to_come(node: Node, taints: tuple[Taint, ...], pools: Pools) -> dict[str, int]:
+    """What the node holds back for DaemonSet pods that will run there but are not bound yet (Karpenter's
+    remaining daemon resources): the requests of the DaemonSets whose pods tolerate its taints and whose
+    required node affinity its labels meet, less those of the DaemonSet pods already on it, never below 0
+    (a label nobody expected may let more DaemonSet pods in)."""
+    expected: dict[str, int] = {}
+    for ds, options in pools.daemonset_options:
+        if untolerated(ds.pod.tolerations, taints) is None and any(o.matches_labels(node.labels) for o in options):
+            expected = res.add(expected, ds.pod.requests)
+    if not expected:
+        return expected
+    bound = res.total(p.requests for p in node.pods if p.is_daemonset_pod)
+    return {name: max(0, value - bound.get(name, 0)) for name, value in expected.items()}
+
+
+def inflight_bin(claim: NodeClaim, pools: Pools) -> Bin | None:
+    """A NodeClaim in flight as a place pods can go (None when no instance type can satisfy it)."""
+    requirements = Requirements.of(claim.requirements).intersect(Requirements.from_labels(claim.labels))
+    pool = next((p for p in pools.contexts if p.pool.name == claim.nodepool), None)
+    node_class = pool.node_class if pool else None
+    it = pools.types_by_name.get(claim.instance_type)
+    if it is not None:
+        alloc = dict(allocatable_for(it, node_class))
+        labels = {**claim.labels, **it.labels}
+        if claim.zone:
+            labels[ZONE] = claim.zone
+        if claim.capacity_type:
+            labels[CAPACITY_TYPE] = claim.capacity_type
+    else:
+        # Not launched yet: it can only be counted on for what its smallest option offers.
+        options = [t for t in pools.instance_types if type_matches(t, requirements)]
+        if not options:
+            return None
+        smallest = min(options, key=lambda t: (t.vcpu, t.memory_mib, t.name))
+        alloc = dict(allocatable_for(smallest, node_class))
+        labels = dict(claim.labels)
+    labels.setdefault(HOSTNAME_LABEL, claim.node_name or claim.name)
+    remaining = res.subtract(alloc, claim.requests)
+    taints = claim.taints
+    b = Bin(
+        claim.name,
+        "inflight",
+        labels,
+        requirements.intersect(Requirements.from_labels(labels)),
+        -1,
+        taints,
+        remaining,
+        pool=pool,
+    )
+    b.rkey = pools.req_id(b.requirements)
+    return b

@@ -1,0 +1,129 @@
+"""Finishing a NodeClaim: every instance type that holds its pods, its launch options, zones and labels.
+
+As Karpenter's NodeClaim does, a finished claim keeps every compatible type that fits all its pods,
+cheapest first (at most 60), so the launch can fall back and a partly filled claim launches as the
+smallest type that holds it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+
+from nodewright.catalog.labels import CAPACITY_TYPE, ZONE
+from nodewright.catalog.types import CAPACITY_TYPES
+from nodewright.model import resources as res
+from nodewright.model.objects import HOSTNAME_LABEL
+from nodewright.model.requirements import Operator, Requirement
+from nodewright.model.resources import CPU, MEMORY, PODS
+from nodewright.scheduling.choice import MAX_INSTANCE_TYPES
+from nodewright.scheduling.claims import Bin
+from nodewright.scheduling.pools import (
+    OFFERING_KEYS,
+    Candidate,
+    PoolCompat,
+    PoolContext,
+    Pools,
+    capacity_rank,
+    offering_key_of,
+    within,
+)
+from nodewright.scheduling.results import LaunchOption, PlannedNodeClaim
+
+# What claims with the same requirements and instance types share: types, launch options, capacity
+# types, zones, requirements and labels.
+_Finalized = tuple[
+    tuple[str, ...], tuple[LaunchOption, ...], tuple[str, ...], tuple[str, ...], tuple[Requirement, ...], dict[str, str]
+]
+
+
+class Finalizer:
+    """Turns the new claims of one run into PlannedNodeClaims; claims alike share the work."""
+
+    def __init__(self, pools: Pools) -> None:
+        self.pools = pools
+        # Claims with the same requirements and usage get the same options: computed once.
+        self.finalized: dict[tuple[object, ...], _Finalized] = {}
+
+    def finalize(self, b: Bin) -> PlannedNodeClaim:
+        """The NodeClaim to launch for a new claim of this run; its name is a hash of its NodePool and pods."""
+        ctx = b.pool
+        assert ctx is not None and b.chosen is not None
+        compat = self.pools.compat(ctx, b.requirements, b.rkey)
+        assert isinstance(compat, PoolCompat)  # the claim was opened from this NodePool's answer
+        budget_key = tuple(sorted(b.limit_budget.items())) if b.limit_budget is not None else None
+        usage_key = (ctx.pool.name, b.rkey, tuple(sorted(b.used.items())), b.chosen.exotic, budget_key)
+        memo = self.finalized.get(usage_key)
+        if memo is None:
+            memo = self._launch_options(b, ctx, compat)
+            self.finalized[usage_key] = memo
+        type_names, launch, capacity_types, zones, requirement_list, labels = memo
+        pods = tuple(sorted(p.key for p in b.pods))
+        digest = hashlib.sha256("\n".join((ctx.pool.name, *pods)).encode()).hexdigest()[:8]
+        return PlannedNodeClaim(
+            name=f"{ctx.pool.name}-{digest}",
+            nodepool=ctx.pool.name,
+            instance_types=type_names,
+            capacity_types=capacity_types,
+            zones=zones,
+            launch_options=launch,
+            pods=pods,
+            requirements=requirement_list,
+            labels=dict(labels),
+            taints=ctx.pool.taints,
+            startup_taints=ctx.pool.startup_taints,
+            requests=dict(b.used),
+            node_class=ctx.pool.node_class_ref.name,
+        )
+
+    def _launch_options(self, b: Bin, ctx: PoolContext, compat: PoolCompat) -> _Finalized:
+        """A finished claim's instance types (every compatible one that holds its pods, cheapest first, at
+        most 60), launch options, capacity types, zones, requirements and labels."""
+        assert b.chosen is not None
+        chosen: list[Candidate] = []
+        used = b.used
+        need = (used.get(CPU, 0), used.get(MEMORY, 0), used.get(PODS, 0))
+        for index in compat.with_cpu(need[0]):
+            candidate = compat.candidates[index][1]
+            cpu, memory, pod_slots = compat.basics[index]
+            if cpu < need[0] or memory < need[1] or pod_slots < need[2]:
+                continue  # the quick test on the three resources every pod requests
+            if candidate.exotic and not b.chosen.exotic:
+                continue
+            if b.limit_budget is not None and not within(candidate.capacity, b.limit_budget):
+                continue
+            if res.fits(used, candidate.allocatable):
+                chosen.append(candidate)
+                if len(chosen) == MAX_INSTANCE_TYPES:
+                    break
+        # Many claims keep the same types (all that fit a small claim): their options are computed once.
+        memo_key = (ctx.pool.name, b.rkey, tuple(c.it.name for c in chosen))
+        memo = self.finalized.get(memo_key)
+        if memo is None:
+            offering_key = offering_key_of(compat.requirements)
+            offered = [
+                (capacity_rank(o.capacity_type), o.price, c.it.name, o.zone, o.capacity_type, o.reservation_id)
+                for c in chosen
+                for o in c.offerings_with(offering_key)
+            ]
+            # CreateFleet takes at most 60 overrides, so the claim carries the 60 cheapest offerings; its
+            # zones and capacity types still describe every offering of its instance types.
+            launch_list = tuple(
+                LaunchOption(name, capacity_type, zone, price, reservation)
+                for _, price, name, zone, capacity_type, reservation in heapq.nsmallest(MAX_INSTANCE_TYPES, offered)
+            )
+            type_names = tuple(c.it.name for c in chosen)
+            capacity_types = tuple(sorted({o[4] for o in offered}, key=CAPACITY_TYPES.index))
+            zones = tuple(sorted({o[3] for o in offered}))
+            kept = b.requirements.without(OFFERING_KEYS | {HOSTNAME_LABEL, "node.kubernetes.io/instance-type"})
+            requirement_list = (
+                *kept.to_list(),
+                Requirement("node.kubernetes.io/instance-type", Operator.IN, type_names),
+                Requirement(CAPACITY_TYPE, Operator.IN, capacity_types),
+                Requirement(ZONE, Operator.IN, zones),
+            )
+            labels = {**ctx.pool.labels, **b.requirements.labels(), "karpenter.sh/nodepool": ctx.pool.name}
+            labels.pop(HOSTNAME_LABEL, None)
+            memo = (type_names, launch_list, capacity_types, zones, requirement_list, labels)
+            self.finalized[memo_key] = memo
+        return memo

@@ -1,0 +1,346 @@
+"""Topology: pods counted per topology domain, and what the counts allow (Karpenter's topology.go and
+topologygroup.go).
+
+One counter per topology group (key, selector, namespaces, node filter; see `TopologyTerm.group`). Spread
+and affinity count a pod where its node's domain is decided; anti-affinity counts it in every domain its
+node may still end up in. The domains of a key are those NodePools can create and those of existing
+nodes (Karpenter's buildDomainGroups), so spread, affinity and anti-affinity work on any key: zone,
+capacity type, architecture or a label the NodePools set. Hostname terms are checked per node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from nodewright.catalog.labels import ZONE
+from nodewright.model.objects import HOSTNAME_LABEL, Pod
+from nodewright.model.requirements import Requirements, ValueSet
+from nodewright.model.taints import Taint, untolerated
+from nodewright.scheduling.classes import NO_FILTER, PodClass, TopologyTerm, pod_terms
+from nodewright.scheduling.pools import PoolCompat, Pools, ReqKey, pool_domains
+from nodewright.scheduling.preferences import Variant
+
+if TYPE_CHECKING:
+    from nodewright.scheduling.claims import Bin
+
+
+class Topology:
+    """The topology groups of one run and their counts per domain.
+
+    Built with the classes to place and the pods already running (their anti-affinity terms count too);
+    `existing` is set to the existing nodes and claims in flight once they are registered.
+    """
+
+    def __init__(self, pools: Pools, classes: Sequence[PodClass], existing_pods: Iterable[Pod]) -> None:
+        self.pools = pools
+        self.index: dict[tuple[object, ...], int] = {}
+        self.terms: list[TopologyTerm] = []
+        self.counts: list[dict[str, int]] = []
+        self.carried: list[dict[str, int]] = []  # anti-affinity: pods that carry the term, per domain
+        # Hostname groups: the bins in the order they first held a selected pod (a count never drops to 0).
+        self.hosts: list[list[Bin]] = []
+        # Group index per term object: terms live as long as their classes, so id() is a stable key.
+        self.term_groups: dict[int, int] = {}
+        for cls in classes:
+            for term in (*cls.terms, *cls.preferred_terms):
+                self.term_groups[id(term)] = self.add(term)
+        for pod in existing_pods:
+            for term in pod_terms(pod)[0]:
+                if term.kind == "anti":
+                    self.add(term)
+        # Classes differ mostly in requests and terms, rarely in labels: match each label set once.
+        members: dict[tuple[str, tuple[tuple[str, str], ...]], list[int]] = {}
+        for cls in classes:
+            label_key = (cls.namespace, tuple(sorted(cls.labels.items())))
+            member_of = members.get(label_key)
+            if member_of is None:
+                terms = enumerate(self.terms)
+                member_of = members[label_key] = [g for g, t in terms if t.selects(cls.namespace, cls.labels)]
+            cls.member_of = list(member_of)
+        # Existing nodes and claims in flight: their domains are topology domains even without a NodePool.
+        # Per topology key: the domains NodePools can create, existing domains, and per (key, requirement
+        # set) the domains a node may have; per (group, requirements) a spread's domains.
+        self.existing: list[Bin] = []
+        self.universes: dict[str, dict[str, list[tuple[Taint, ...]]]] = {}
+        self.existing_cache: dict[str, frozenset[str]] = {}
+        self.domains_cache: dict[tuple[str, ReqKey], list[str]] = {}
+        self.spread_cache: dict[tuple[int, ReqKey], list[str]] = {}
+
+    def add(self, term: TopologyTerm) -> int:
+        """The index of the term's group, created empty the first time the group is seen."""
+        g = self.index.get(term.group)
+        if g is None:
+            g = self.index[term.group] = len(self.terms)
+            self.terms.append(term)
+            self.counts.append({})
+            self.carried.append({})
+            self.hosts.append([])
+        return g
+
+    def total(self, g: int) -> int:
+        """Pods counted in group g over all its domains."""
+        return sum(self.counts[g].values())
+
+    def record(self, b: Bin, pod: Pod) -> None:
+        """Count a pod already on b (an existing node or a claim in flight), with its anti-affinity."""
+        self.count(b, pod.namespace, pod.labels, 1)
+        for term in pod_terms(pod)[0]:
+            if term.kind == "anti":
+                self.carry(b, self.index[term.group], term.topology_key, 1)
+
+    def count(self, b: Bin, namespace: str, labels: Mapping[str, str], k: int) -> None:
+        """Count k pods of this namespace and labels on b in every group whose selector matches them."""
+        for g, term in enumerate(self.terms):
+            if term.selects(namespace, labels):
+                self.add_count(b, g, k)
+
+    def add_count(self, b: Bin, g: int, k: int) -> None:
+        """Count k selected pods on bin b for group g (Karpenter's Topology.Record).
+
+        Spread and affinity count a pod only where its domain is decided and the group's node filter
+        admits the bin; anti-affinity counts it in every domain its node may still end up in, so no pod
+        that avoids it can land beside it once the domain is decided.
+        """
+        term = self.terms[g]
+        if term.node_filter is not NO_FILTER and not self.admits(term, b):
+            return
+        d = b.domain(term.topology_key)
+        if d is None:
+            if term.kind != "anti":
+                return
+            domains = self.possible_domains(b, term.topology_key)
+        else:
+            domains = [d]
+        counts = self.counts[g]
+        for domain in domains:
+            before = counts.get(domain, 0)
+            counts[domain] = before + k
+            if before == 0 and term.topology_key == HOSTNAME_LABEL:
+                self.hosts[g].append(b)
+
+    def carry(self, b: Bin, g: int, topology_key: str, k: int) -> None:
+        """Record k pods on b that carry anti-affinity group g: selected pods must avoid their domains,
+        every domain b may still end up in while it is not decided."""
+        d = b.domain(topology_key)
+        carried = self.carried[g]
+        for domain in [d] if d is not None else self.possible_domains(b, topology_key):
+            carried[domain] = carried.get(domain, 0) + k
+
+    # ----- compatibility ------------------------------------------------------------------------------
+
+    def group_of(self, term: TopologyTerm) -> int:
+        """The group index of a term of one of the run's classes."""
+        return self.term_groups[id(term)]
+
+    def bin_cap(self, b: Bin, cls: PodClass, terms: Sequence[TopologyTerm], n: int) -> int:
+        """How many pods of the class its hostname terms, anti-affinity against it and host ports allow on b."""
+        cap = n
+        for term in terms:
+            if term.topology_key != HOSTNAME_LABEL:
+                continue  # decided before the bins are visited (`_place_in_domains`)
+            g = self.group_of(term)
+            d = b.domain(term.topology_key)
+            count = self.counts[g].get(d, 0) if d is not None else 0
+            member = g in cls.member_of
+            if term.kind == "spread":
+                # A new node is always a possible domain with no matching pods, so the minimum is 0.
+                allowed = term.max_skew - count
+                cap = min(cap, allowed if member else (n if count <= term.max_skew else 0))
+            elif term.kind == "anti":
+                cap = min(cap, 0 if count > 0 else (1 if member else n))
+            elif count == 0 and not (member and self.total(g) == 0):
+                # Required pod affinity: only where matching pods run, unless none runs anywhere and
+                # the class matches its own term (then the first pods choose the domain).
+                return 0
+            if cap <= 0:
+                return 0
+        for g in cls.member_of:
+            carried = self.carried[g]
+            if carried:
+                d = b.domain(self.terms[g].topology_key)
+                if d is not None and carried.get(d, 0) > 0:
+                    return 0
+        if cls.host_ports:
+            if b.ports & cls.host_ports:
+                return 0
+            cap = min(cap, 1)
+        return cap
+
+    def new_bin_cap(self, cls: PodClass, terms: Sequence[TopologyTerm], n: int) -> int:
+        """The most pods of the class one brand-new node may take under its non-zone topology terms."""
+        cap = n
+        for term in terms:
+            if term.topology_key != HOSTNAME_LABEL:
+                continue
+            g = self.group_of(term)
+            member = g in cls.member_of
+            if term.kind == "spread" and member:
+                cap = min(cap, term.max_skew)
+            elif term.kind == "anti" and member:
+                cap = min(cap, 1)
+            elif term.kind == "affinity" and not (member and self.total(g) == 0):
+                return 0
+        if cls.host_ports:
+            cap = min(cap, 1)
+        return cap
+
+    def quotas(
+        self, cls: PodClass, variant: Variant, key: str, domains: list[str], n: int, full: set[str]
+    ) -> dict[str, int]:
+        """Per domain of `key` the pods of the class may take now (Karpenter's topologygroup.go rules).
+
+        Spread: the emptiest domain counts over every domain the term knows (NodePools', existing nodes',
+        as its node filter admits them) that the class's required requirements allow, so a domain only a
+        preference excludes still holds the others back. Anti-affinity: only domains without a selected
+        pod, including pods on claims whose domain is not decided yet. Affinity: only domains that hold a
+        selected pod, or one domain for a class that selects itself when no selected pod runs where the
+        class may go.
+        """
+        quotas = {d: n for d in domains}
+        for term in variant.terms:
+            if term.topology_key != key:
+                continue
+            g = self.group_of(term)
+            counted = self.counts[g]
+            member = g in cls.member_of
+            if term.kind == "spread":
+                known = self.spread_domains(term, g, variant.base)
+                floor = 0 if term.min_domains is not None and len(known) < term.min_domains else None
+                lowest = floor if floor is not None else min((counted.get(d, 0) for d in known), default=0)
+                if member:
+                    counts = {d: counted.get(d, 0) for d in (*known, *domains)}
+                    closed = full | (set(counts) - set(domains))
+                    fill = water_fill(counts, n, term.max_skew, lowest, closed)
+                    quotas = {d: min(q, fill.get(d, 0)) for d, q in quotas.items()}
+                else:
+                    quotas = {d: (q if counted.get(d, 0) - lowest <= term.max_skew else 0) for d, q in quotas.items()}
+            elif term.kind == "anti":
+                quotas = {d: (min(q, 1 if member else n) if not counted.get(d, 0) else 0) for d, q in quotas.items()}
+            else:
+                present = [d for d in domains if counted.get(d, 0) > 0]
+                if not present and member and not self._any_allowed(counted, variant.base.get(key)):
+                    present = domains[:1]
+                quotas = {d: (q if d in present else 0) for d, q in quotas.items()}
+        for g in cls.member_of:
+            carried = self.carried[g]
+            if carried and self.terms[g].topology_key == key:
+                quotas = {d: (0 if carried.get(d, 0) else q) for d, q in quotas.items()}
+        return {d: (0 if d in full else q) for d, q in quotas.items()}
+
+    @staticmethod
+    def _any_allowed(counted: Mapping[str, int], allowed: ValueSet) -> bool:
+        """Whether a selected pod runs in a domain these requirements allow: when none does, a class that
+        selects itself may start a domain of its own (Karpenter's bootstrap for pod affinity)."""
+        return any(c > 0 and allowed.matches(d) for d, c in counted.items())
+
+    def spread_domains(self, term: TopologyTerm, g: int, base: Requirements) -> list[str]:
+        """The domains a spread term counts for a class whose required requirements are `base`: those the
+        NodePools can create (under nodeTaintsPolicy Honor, only NodePools whose taints the pod tolerates),
+        those of existing nodes its node filter admits, and any that already count a pod; then only those
+        `base` allows for the key (Karpenter's domainMinCount)."""
+        key = term.topology_key
+        cache_key = (g, self.pools.req_id(base))
+        known = self.spread_cache.get(cache_key)
+        if known is None:
+            tolerations = term.node_filter.tolerations
+            found: set[str] = set()
+            for domain, taint_sets in self.universe(key).items():
+                if tolerations is None or any(untolerated(tolerations, t) is None for t in taint_sets):
+                    found.add(domain)
+            for b in self.existing:
+                d = b.domain(key)
+                if d is not None and self.admits(term, b):
+                    found.add(d)
+            allowed = base.get(key)
+            known = self.spread_cache[cache_key] = sorted(d for d in found if allowed.matches(d))
+        counted = self.counts[g]
+        allowed = base.get(key)
+        extra = [d for d, c in counted.items() if c > 0 and d not in known and allowed.matches(d)]
+        return known + extra if extra else known
+
+    def universe(self, key: str) -> dict[str, list[tuple[Taint, ...]]]:
+        """Every value of `key` a NodePool can give a node, with the taints of the NodePools that give it
+        (Karpenter's buildDomainGroups): from its instance types' labels and offerings, its requirements'
+        In values and its template labels."""
+        cached = self.universes.get(key)
+        if cached is None:
+            cached = {}
+            for ctx in self.pools.contexts:
+                if ctx.error:
+                    continue
+                for domain in pool_domains(key, ctx.requirements, ctx.candidates, None):
+                    cached.setdefault(domain, []).append(ctx.taints)
+            self.universes[key] = cached
+        return cached
+
+    def domains_of(self, key: str, requirements: Requirements, rkey: ReqKey) -> list[str]:
+        """The values of `key` a node for these requirements can have: existing nodes' and claims' in
+        flight, and what each NodePool can launch under them (a generalisation of the zones it offers)."""
+        cached = self.domains_cache.get((key, rkey))
+        if cached is not None:
+            return cached
+        allowed = requirements.get(key)
+        found = {d for d in self.existing_domains(key) if allowed.matches(d)}
+        for ctx in self.pools.contexts:
+            if ctx.error:
+                continue
+            compat = self.pools.compat(ctx, requirements, rkey)
+            if isinstance(compat, PoolCompat):
+                found.update(compat.domains_of(key))
+        result = self.domains_cache[(key, rkey)] = sorted(found)
+        return result
+
+    def existing_domains(self, key: str) -> frozenset[str]:
+        """The values of `key` that existing nodes and claims in flight carry."""
+        cached = self.existing_cache.get(key)
+        if cached is None:
+            cached = frozenset(d for b in self.existing if (d := b.domain(key)) is not None)
+            self.existing_cache[key] = cached
+        return cached
+
+    def admits(self, term: TopologyTerm, b: Bin) -> bool:
+        """Whether the term's node filter counts pods on this bin (always, without a filter)."""
+        if term.node_filter is NO_FILTER:
+            return True
+        return term.node_filter.admits(b.labels if b.kind == "node" else None, b.requirements, b.taints)
+
+    def possible_domains(self, b: Bin, key: str) -> list[str]:
+        """The values of `key` a claim whose value is not decided yet may still end up with."""
+        allowed = b.requirements.get(key)
+        if allowed.allowed is not None:
+            return sorted(allowed.allowed)
+        if b.pool is None or b.pool.error:
+            return []
+        compat = self.pools.compat(b.pool, b.requirements, b.rkey)
+        return sorted(compat.domains_of(key)) if isinstance(compat, PoolCompat) else []
+
+    def domain_keys(self, cls: PodClass, terms: tuple[TopologyTerm, ...]) -> tuple[str, ...]:
+        """The topology keys other than hostname that the class's terms (or anti-affinity of pods already
+        placed against it) constrain: the zone first, then by name. Each is decided before the pods land."""
+        keys = {t.topology_key for t in terms if t.topology_key != HOSTNAME_LABEL}
+        for g in cls.member_of:
+            term = self.terms[g]
+            if term.topology_key != HOSTNAME_LABEL and self.carried[g]:
+                keys.add(term.topology_key)
+        return tuple(sorted(keys, key=lambda k: (k != ZONE, k)))
+
+
+def water_fill(counts: Mapping[str, int], n: int, max_skew: int, minimum: int, full: set[str]) -> dict[str, int]:
+    """Share up to n pods over domains as one-at-a-time placement into the emptiest domain would.
+
+    Returns pods per domain. Each pod goes to the open domain (not in `full`) with the fewest matching
+    pods (ties by name) while that keeps it within `max_skew` of `minimum`, the emptiest count *now*
+    over every domain the constraint knows, so whatever happens to the other domains' shares the skew
+    holds; the caller repeats in rounds.
+    """
+    share = dict.fromkeys(counts, 0)
+    open_domains = [d for d in counts if d not in full]
+    if not open_domains:
+        return share
+    for _ in range(n):
+        domain = min(open_domains, key=lambda d: (counts[d] + share[d], d))
+        if counts[domain] + share[domain] + 1 - minimum > max_skew:
+            break
+        share[domain] += 1
+    return share
