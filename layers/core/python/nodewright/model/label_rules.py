@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from nodewright.model.nodepool import CAPACITY_TYPE_LABEL, NODEPOOL_LABEL
+from nodewright.model.requirements import NORMALIZED_LABELS
 from nodewright.model.schema import suggest
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
@@ -79,14 +80,6 @@ WELL_KNOWN_AWS_LABELS = frozenset(
 )
 WELL_KNOWN_LABELS = WELL_KNOWN_KUBERNETES_LABELS | WELL_KNOWN_KARPENTER_LABELS | WELL_KNOWN_AWS_LABELS
 
-# Karpenter reads these aliases as the GA label they stand for.
-NORMALIZED_LABELS = {
-    "failure-domain.beta.kubernetes.io/zone": "topology.kubernetes.io/zone",
-    "failure-domain.beta.kubernetes.io/region": "topology.kubernetes.io/region",
-    "beta.kubernetes.io/arch": "kubernetes.io/arch",
-    "beta.kubernetes.io/os": "kubernetes.io/os",
-    "beta.kubernetes.io/instance-type": "node.kubernetes.io/instance-type",
-}
 
 # The well-known labels with a fixed set of values (Karpenter's WellKnownValuesForRequirements; its other entry,
 # instance-tenancy, is among the labels nodewright refuses).
