@@ -364,12 +364,15 @@ def tick_figure(pods: int = 20_000, runs: int = 3) -> str:
     )
 
 
-def run(quick: bool, emit: Any) -> None:
-    emit(
-        "# tick: planner load + decision on ~500-1,000 nodes / 20,000 pods: cold_ms = a new container's first tick; "
-        "load/decide/total = warm ticks, median of 3; per method: ms/eligible"
-    )
-    emit(tick_figure(5_000 if quick else 20_000))
+def run(quick: bool, emit: Any, only: str = "") -> None:
+    if only in ("", "tick"):
+        emit(
+            "# tick: planner load + decision on ~500-1,000 nodes / 20,000 pods: cold_ms = a new container's first "
+            "tick; load/decide/total = warm ticks, median of 3; per method: ms/eligible"
+        )
+        emit(tick_figure(5_000 if quick else 20_000))
+    if only not in ("", "quality"):
+        return
     emit("# consolidation: cost after / configuration-LP bound, and the share of the possible saving reached")
     cluster = on_demand_cluster()
     figures = []
@@ -385,8 +388,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m tests.bench.consolidation", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--only", choices=("tick", "quality"), default="")
     args = parser.parse_args(argv)
-    run(args.quick, lambda line: print(line, flush=True))
+    run(args.quick, lambda line: print(line, flush=True), args.only)
     return 0
 
 
