@@ -725,11 +725,12 @@ def provision(
     its reason, the claims launched (or found launched), and timings. Raises nothing for expected
     failures (invalid objects, unusable node classes, capacity, throttling): they are decisions.
 
-    `displaced_nodes`: the disruption workflow's replacement. The nodes, and every node `being_disrupted`, are left
-    out of the capacity, and the pods that must leave them (not DaemonSet, mirror or disrupted-tolerating pods) are
-    planned as pending, in addition to the batch's. `plan_filter`: applied to the simulation's plan before anything launches (a
-    consolidation narrows its replacement to the cheaper offerings it decided); a string it returns refuses the
-    plan: nothing launches and the new NodeClaims' pods are unschedulable for that reason. `one_claim_in`: at most one
+    `displaced_nodes`: the disruption workflow's replacement. The nodes, and every node `being_disrupted`, are
+    left out of the capacity, and the pods that must leave them (not DaemonSet, mirror or disrupted-tolerating
+    pods) are planned as pending, in addition to the batch's. `plan_filter`: applied to the simulation's plan
+    before anything launches (a consolidation narrows its replacement to the cheaper offerings it decided); a
+    string it returns refuses the plan: nothing launches and the new NodeClaims' pods are unschedulable for
+    that reason. `one_claim_in`: at most one
     new NodeClaim, in this NodePool (a consolidation's replacement: the solver grows one claim rather than opening
     a second, exactly as the consolidation's own simulation did).
     """
