@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from cluster_builder import T0, Cluster
+from cluster_builder import T0, Cluster, instance_types
 from hypothesis import given
 from hypothesis import strategies as st
 
 from nodewright.disruption.candidates import EVENTUAL, candidate, candidates, consolidatable, eviction_cost
 from nodewright.disruption.pdb import computed_allowed
+from nodewright.disruption.state import PodFactsCache, cluster_state
 from nodewright.model.objects import LabelSelector, Pod, PodDisruptionBudget
 
 DND = {"karpenter.sh/do-not-disrupt": "true"}
@@ -137,3 +138,32 @@ def test_a_budget_without_status_is_computed_from_the_pods() -> None:
     assert computed_allowed(budget(min_available="75%"), pods, healthy) == 0
     assert computed_allowed(budget(max_unavailable="2"), pods, healthy) == 1
     assert computed_allowed(budget(max_unavailable="50%"), pods, set()) == 0
+
+
+def test_a_warm_tick_reads_pod_facts_again_only_for_a_new_resource_version() -> None:
+    cluster = Cluster()
+    cluster.node("a", "m5.xlarge")
+    pod = cluster.pod("web-0", "a")
+    pod["metadata"]["resourceVersion"] = "1"
+    known: PodFactsCache = {}
+    first, _ = cluster_state(cluster.docs, instance_types(), T0, known_facts=known)
+    assert not first.pods["web/web-0"].terminating and len(known) == 1
+    pod["metadata"]["deletionTimestamp"] = "2027-01-15T08:00:00Z"  # a change the API server would version
+    unchanged, _ = cluster_state(cluster.docs, instance_types(), T0, known_facts=known)
+    assert not unchanged.pods["web/web-0"].terminating  # same version: the facts read before
+    pod["metadata"]["resourceVersion"] = "2"
+    bumped, _ = cluster_state(cluster.docs, instance_types(), T0, known_facts=known)
+    assert bumped.pods["web/web-0"].terminating
+
+
+def test_a_nodes_room_is_its_allocatable_less_its_pods_and_the_same_object_each_time() -> None:
+    cluster = Cluster()
+    cluster.node("a", "m5.xlarge")
+    cluster.pod("web-0", "a", cpu="1", memory="1Gi")
+    state = cluster.state()
+    node = state.node("a")
+    assert node is not None
+    room = state.room(node)
+    assert room.pods == () and room is state.room(node)
+    assert room.allocatable["cpu"] == node.allocatable["cpu"] - 1000
+    assert room.allocatable["memory"] == node.allocatable["memory"] - 1024**3

@@ -137,9 +137,9 @@ def _condensed(state: ClusterState, nodes: list[Node], pods: Sequence[Pod]) -> l
         if any(p.pod_anti_affinity for p in node.pods):
             kept.append(node)
             continue
-        room = res.subtract(node.allocatable, state.used(node))
-        if all(room.get(r, 0) >= least[r] for r in least):
-            kept.append(replace(node, pods=(), allocatable=room))
+        room = state.room(node)
+        if all(room.allocatable.get(r, 0) >= least[r] for r in least):
+            kept.append(room)
     return kept
 
 

@@ -7,8 +7,8 @@ the planner decides. Nothing here reads the network or the clock: the time and t
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, MutableMapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from nodewright.catalog.catalog import Catalog
@@ -19,7 +19,7 @@ from nodewright.disruption.pdb import PdbLimits, pdb_limits
 from nodewright.model import resources as res
 from nodewright.model.errors import ValidationError
 from nodewright.model.inputs import ClusterInputs
-from nodewright.model.loader import load_documents
+from nodewright.model.loader import PARSED_PODS_LIMIT, load_documents
 from nodewright.model.nodepool import NodePool
 from nodewright.model.objects import Node, Pod
 
@@ -50,6 +50,7 @@ class PodFacts:
 
 
 _NO_FACTS = PodFacts()
+PodFactsCache = MutableMapping[tuple[str, str], PodFacts]
 
 
 def pod_facts(doc: Mapping[str, Any]) -> PodFacts:
@@ -98,12 +99,14 @@ class ClusterState:
     _pools: Mapping[str, NodePool] = field(init=False, repr=False, compare=False)
     _used: dict[str, Mapping[str, int]] = field(init=False, repr=False, compare=False)
     _below: dict[float, tuple[InstanceType, ...]] = field(init=False, repr=False, compare=False)
+    _room: dict[str, Node] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_nodes", {n.name: n for n in self.inputs.nodes})
         object.__setattr__(self, "_pools", {p.name: p for p in self.inputs.nodepools})
         object.__setattr__(self, "_used", {})
         object.__setattr__(self, "_below", {})
+        object.__setattr__(self, "_room", {})
 
     @property
     def pools(self) -> Mapping[str, NodePool]:
@@ -127,6 +130,16 @@ class ClusterState:
         found = self._used.get(node.name)
         if found is None:
             found = self._used[node.name] = res.total(p.requests for p in node.pods)
+        return found
+
+    def room(self, node: Node) -> Node:
+        """`node` as its free room alone: allocatable less what its pods request, and no pods (memoized, so the
+        simulations of one tick hand the solver the same node objects)."""
+        found = self._room.get(node.name)
+        if found is None:
+            found = self._room[node.name] = replace(
+                node, pods=(), allocatable=res.subtract(node.allocatable, self.used(node))
+            )
         return found
 
     def disrupting(self, member: FleetNode) -> bool:
@@ -166,18 +179,24 @@ def cluster_state(
     source: str = "cluster",
     class_zones: Mapping[str, tuple[str, ...]] | None = None,
     loaded: tuple[ClusterInputs, list[ValidationError]] | None = None,
+    known_facts: PodFactsCache | None = None,
 ) -> tuple[ClusterState, list[ValidationError]]:
     """Load API documents (NodePools, EC2NodeClasses, NodeClaims, Nodes, Pods bound or pending, DaemonSets,
     PodDisruptionBudgets, volumes) into a `ClusterState`. Objects that do not validate are left out and returned as
     errors; the rest is decided on. `loaded`: the same documents already loaded (a caller that needed them first
-    does not pay for a second load)."""
+    does not pay for a second load). `known_facts`: pod facts read by earlier ticks, by (uid, resourceVersion)
+    (a warm planner reads the same pods every minute; a pod's facts change only with its version)."""
     inputs, errors = loaded if loaded is not None else load_documents(documents, source, summaries=False)
     pools = {p.name: p for p in inputs.nodepools}
     kinds: dict[str, list[Mapping[str, Any]]] = {}
     for doc in documents:
         kinds.setdefault(str(doc.get("kind", "")), []).append(doc)
     fleet = tuple(fleet_nodes(kinds.get("NodeClaim", []), kinds.get("Node", []), pools))
-    facts = {_key(doc): pod_facts(doc) for doc in kinds.get("Pod", []) if (doc.get("spec") or {}).get("nodeName")}
+    facts = {
+        _key(doc): _known_facts(doc, known_facts)
+        for doc in kinds.get("Pod", [])
+        if (doc.get("spec") or {}).get("nodeName")
+    }
     bound = [p for n in inputs.nodes for p in n.pods]
     healthy = {p.key for p in bound if not facts.get(p.key, PodFacts()).terminating}
     limits = pdb_limits(inputs.pdbs, [*bound, *inputs.pending_pods], healthy)
@@ -193,6 +212,19 @@ def cluster_state(
         class_zones=dict(class_zones or {}),
     )
     return state, errors
+
+
+def _known_facts(doc: Mapping[str, Any], known: PodFactsCache | None) -> PodFacts:
+    metadata = doc.get("metadata") or {}
+    uid, version = metadata.get("uid"), metadata.get("resourceVersion")
+    if known is None or not isinstance(uid, str) or not isinstance(version, str) or not uid or not version:
+        return pod_facts(doc)
+    found = known.get((uid, version))
+    if found is None:
+        if len(known) >= PARSED_PODS_LIMIT:
+            known.clear()
+        found = known[uid, version] = pod_facts(doc)
+    return found
 
 
 def _key(doc: Mapping[str, Any]) -> str:

@@ -33,7 +33,7 @@ from nodewright.disruption.drift import ClassFacts, InstanceFacts, drift_reason,
 from nodewright.disruption.fleet import CONSOLIDATABLE, DRIFTED, FleetNode
 from nodewright.disruption.methods import Method
 from nodewright.disruption.plan import DEFAULT_METHODS, Plan, plan
-from nodewright.disruption.state import ClusterState, DisruptionSettings, cluster_state
+from nodewright.disruption.state import ClusterState, DisruptionSettings, PodFactsCache, cluster_state
 from nodewright.model.conditions import TRUE, Condition
 from nodewright.model.loader import ParsedPods, load_documents
 from nodewright.ports import Clock, Cloud, Cluster, NodeClassError, NodeEvent, StateStore, Workflows
@@ -91,6 +91,8 @@ class PlannerPorts:
     settings: DisruptionSettings = field(default_factory=DisruptionSettings)
     # Pods parsed by earlier ticks of this container, by (uid, resourceVersion) (see model.loader).
     parsed_pods: ParsedPods = field(default_factory=dict)
+    # Their disruption facts (owner kinds, deletion, tolerations), likewise.
+    pod_facts: PodFactsCache = field(default_factory=dict)
 
 
 def tick(
@@ -118,7 +120,9 @@ def tick(
     unavailable = ports.state.unavailable_offerings(now)
     types = Catalog(ports.catalog.instance_types()).with_unavailable(unavailable).instance_types
     facts, zones = _class_facts(ports.cloud, inputs.nodeclasses, out.problems)
-    state, _ = cluster_state(documents, types, now, locked, ports.settings, class_zones=zones, loaded=loaded)
+    state, _ = cluster_state(
+        documents, types, now, locked, ports.settings, class_zones=zones, loaded=loaded, known_facts=ports.pod_facts
+    )
     out.problems.extend(f"nodeclaim/{m.nodeclaim}: {p}" for m in state.fleet for p in m.problems)
     instances = _instance_facts(ports.cloud, state.fleet)
     drift = _drift(state, facts, instances)
