@@ -408,8 +408,13 @@ def test_a_do_not_disrupt_pod_keeps_its_node_from_consolidation_but_not_from_exp
         reasons.append(body["skipped"].get(name, ""))
         time.sleep(3)
     assert any("do-not-disrupt" in r for r in reasons), reasons
-    started = settle(stack, pool, lambda: not launched(world, pool), timeout=180)
-    assert [(s["reason"], s["status"]) for s in started] == [("Expired", "SUCCEEDED")]
+
+    # Expiration replaces the node (the pod needs a home), so the pool keeps one node: a new one.
+    def expired_node_gone() -> bool:
+        return name not in {c["metadata"]["name"] for c in launched(world, pool)}
+
+    started = settle(stack, pool, expired_node_gone, timeout=180)
+    assert [(s["nodeclaim"], s["reason"], s["status"]) for s in started] == [(name, "Expired", "SUCCEEDED")]
 
 
 def snapshot(world: World) -> list[dict[str, Any]]:
@@ -467,7 +472,8 @@ def test_a_pod_that_lands_on_the_chosen_node_before_the_execution_runs_invalidat
     described = stack.finish(stack.start(command))
     output = json.loads(described["output"])
     assert described["status"] == "SUCCEEDED" and output["identify"]["outcome"] == "invalidated", output
-    assert "no longer empty" in output["identify"]["reason"]
+    # Either check refuses it: the pod event restarted consolidateAfter, and the node holds a pod.
+    assert any(why in output["identify"]["reason"] for why in ("no longer empty", "no longer Consolidatable"))
     node_now = world.core.read_node(node)
     assert not node_now.spec.unschedulable and not any(t.key == DISRUPTED for t in node_now.spec.taints or [])
     assert [p.metadata.name for p in running(world, namespace)] == ["late"]  # nothing was evicted
