@@ -310,12 +310,12 @@ def quality_summary(figures: Sequence[QualityFigure]) -> str:
 
 
 def large_fleet(pods: int, seed: int = 11) -> tuple[list[FleetNode], Cluster]:
-    """About `pods` pods in Deployments of mixed sizes, provisioned and then scaled in by a third."""
+    """About `pods` pods in Deployments of mixed sizes, provisioned and then scaled in by half."""
     rng = random.Random(seed)
     cluster = on_demand_cluster()
     made: list[Pod] = []
     deployment = 0
-    while len(made) < pods * 3 // 2:
+    while len(made) < pods * 2:
         cpu = rng.choice((100, 250, 500, 1000, 2000))
         memory = max(64, round(cpu * rng.uniform(1.0, 4.0)))
         size = requests(f"{cpu}m", f"{memory}Mi")
@@ -330,7 +330,7 @@ def large_fleet(pods: int, seed: int = 11) -> tuple[list[FleetNode], Cluster]:
     large = Requirement("karpenter.k8s.aws/instance-cpu", Operator.GT, ("15",))
     nodes = provision(made, replace(cluster, nodepool=replace(cluster.nodepool, requirements=(large,))))
     for node in nodes:
-        node.pods = [p for p in node.pods if rng.random() < 2 / 3]
+        node.pods = [p for p in node.pods if rng.random() < 1 / 2]
     return nodes, cluster
 
 
