@@ -52,6 +52,20 @@ def lock_owner(account: dict[str, Any], nodeclaim: str) -> str | None:
     return item["Item"]["owner"]["S"] if "Item" in item else None
 
 
+def planner_for(
+    cluster: InMemoryCluster, definition: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> tuple[Any, str, Any]:
+    """The planner handler on `cluster`, starting executions of a state machine with `definition` in moto."""
+    sfn = boto3.client("stepfunctions", region_name=REGION)
+    machine = sfn.create_state_machine(
+        name="disruption", definition=json.dumps(definition), roleArn="arn:aws:iam::123456789012:role/sfn"
+    )["stateMachineArn"]
+    monkeypatch.setenv("NODEWRIGHT_STATE_MACHINE", machine)
+    planner = load_handler("planner")
+    planner._PORTS = planner.build_ports(cluster=cluster)
+    return sfn, machine, planner
+
+
 def test_identify_locks_in_dynamodb_drain_evicts_and_terminate_reaches_ec2(account: dict[str, Any]) -> None:
     cluster, claim = launched_node(account)
     steps = load_handler("workflow")
@@ -96,16 +110,9 @@ def test_the_planner_starts_expired_nodes_once(account: dict[str, Any], monkeypa
     assert record is not None
     record["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
     record["spec"]["expireAfter"] = "24h"
-    sfn = boto3.client("stepfunctions", region_name=REGION)
-    role = "arn:aws:iam::123456789012:role/sfn"
-    machine = sfn.create_state_machine(
-        name="disruption",
-        definition=json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Succeed"}}}),
-        roleArn=role,
-    )["stateMachineArn"]
-    monkeypatch.setenv("NODEWRIGHT_STATE_MACHINE", machine)
-    planner = load_handler("planner")
-    planner._PORTS = planner.build_ports(cluster=cluster)
+    sfn, machine, planner = planner_for(
+        cluster, {"StartAt": "Done", "States": {"Done": {"Type": "Succeed"}}}, monkeypatch
+    )
 
     first = planner.handler({}, Context())
     [started] = first["started"]
@@ -126,15 +133,8 @@ def test_the_planner_takes_an_empty_node_away_once_holding_its_lock(
     cluster, claim = launched_node(account)
     for name in ("web-0", "web-1"):  # the Deployment scaled in: the node holds nothing any more
         del cluster.objects[("Pod", "web", name)]
-    sfn = boto3.client("stepfunctions", region_name=REGION)
-    machine = sfn.create_state_machine(
-        name="disruption",
-        definition=json.dumps({"StartAt": "Wait", "States": {"Wait": {"Type": "Wait", "Seconds": 600, "End": True}}}),
-        roleArn="arn:aws:iam::123456789012:role/sfn",
-    )["stateMachineArn"]
-    monkeypatch.setenv("NODEWRIGHT_STATE_MACHINE", machine)
-    planner = load_handler("planner")
-    planner._PORTS = planner.build_ports(cluster=cluster)
+    waits = {"StartAt": "Wait", "States": {"Wait": {"Type": "Wait", "Seconds": 600, "End": True}}}
+    sfn, machine, planner = planner_for(cluster, waits, monkeypatch)
 
     first = planner.handler({}, Context())
     [started] = first["started"]
