@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import yaml
 
-from nodewright.model.loader import load_documents, load_files, load_text
+from nodewright.model.loader import ParsedPods, load_documents, load_files, load_text
 
 from .helpers import NODECLASS, NODEPOOL, container, pod, with_field
 
@@ -233,3 +234,23 @@ def test_directory_means_its_yaml_files() -> None:
     inputs, errors = load_files([EXAMPLES / "karpenter-v1"])
     assert errors == []
     assert [o.kind for o in inputs.objects] == ["EC2NodeClass", "NodePool"]  # name order: ec2nodeclass, nodepool
+
+
+def versioned(name: str, uid: str, version: str, cpu: str) -> dict[str, Any]:
+    doc = pod({"containers": [container({"cpu": cpu})]}, name=name)
+    doc["metadata"].update(uid=uid, resourceVersion=version)
+    return doc
+
+
+def test_a_warm_load_reuses_a_pod_version_parsed_before_and_still_refuses_a_duplicate() -> None:
+    parsed: ParsedPods = {}
+    web = versioned("web", "u1", "7", "500m")
+    first, errors = load_documents([web], "cluster", False, parsed)
+    assert errors == [] and list(parsed) == [("u1", "7")]
+    again, errors = load_documents([web, versioned("web", "u2", "1", "1")], "cluster", False, parsed)
+    assert again.pending_pods[0] is first.pending_pods[0]  # the same version: the same parse
+    assert [e.message for e in errors] == ["creates pod default/web, which is already defined in cluster"]
+    _, errors = load_documents([versioned("web", "u3", "1", "1"), web], "cluster", False, parsed)
+    assert [e.message for e in errors] == ["creates pod default/web, which is already defined in cluster"]
+    bumped, _ = load_documents([versioned("web", "u1", "8", "2")], "cluster", False, parsed)
+    assert bumped.pending_pods[0].requests["cpu"] == 2000  # a new version is parsed again

@@ -198,7 +198,7 @@ def cluster_state(
         if (doc.get("spec") or {}).get("nodeName")
     }
     bound = [p for n in inputs.nodes for p in n.pods]
-    healthy = {p.key for p in bound if not facts.get(p.key, PodFacts()).terminating}
+    healthy = {p.key for p in bound if not facts.get(p.key, _NO_FACTS).terminating}
     limits = pdb_limits(inputs.pdbs, [*bound, *inputs.pending_pods], healthy)
     state = ClusterState(
         now=now,

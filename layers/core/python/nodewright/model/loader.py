@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from nodewright.gcpause import paused_cycle_collector
 from nodewright.model import kube
 from nodewright.model.durations import format_duration
 from nodewright.model.errors import Collector, ValidationError
@@ -179,10 +180,12 @@ def load_sources(
 ) -> tuple[ClusterInputs, list[ValidationError]]:
     """Load documents from several sources into one `ClusterInputs` (names must be unique across them)."""
     state = _State(parsed_pods=parsed_pods)
-    for docs, source in sources:
-        for doc in _expand(docs, source, state.errors):
-            _load_one(state, doc, source)
-    return _finish(state, summaries), state.errors
+    with paused_cycle_collector():  # tens of thousands of objects that live on and form no cycles (see gcpause)
+        for docs, source in sources:
+            for doc in _expand(docs, source, state.errors):
+                if not _load_known_pod(state, doc, source):
+                    _load_one(state, doc, source)
+        return _finish(state, summaries), state.errors
 
 
 def _display_name(doc: Mapping[str, Any], kind: str) -> str:
@@ -266,11 +269,33 @@ def _finished_pod(doc: Mapping[str, Any]) -> bool:
 PARSED_PODS_LIMIT = 200_000
 
 
-def _parse_pod(ctx: Collector, doc: Mapping[str, Any], parsed_pods: ParsedPods | None) -> kube.ParsedPod | None:
+def _version_key(doc: Mapping[str, Any]) -> tuple[str, str] | None:
     metadata = doc.get("metadata")
-    uid = metadata.get("uid") if isinstance(metadata, Mapping) else None
-    version = metadata.get("resourceVersion") if isinstance(metadata, Mapping) else None
-    key = (uid, version) if isinstance(uid, str) and uid and isinstance(version, str) and version else None
+    if not isinstance(metadata, Mapping):
+        return None
+    uid, version = metadata.get("uid"), metadata.get("resourceVersion")
+    return (uid, version) if isinstance(uid, str) and uid and isinstance(version, str) and version else None
+
+
+def _load_known_pod(state: _State, doc: Mapping[str, Any], source: str) -> bool:
+    """Store a pod whose version an earlier load parsed cleanly, without the checks a new document needs (the same
+    version is the same document); False when the document is anything else."""
+    if state.parsed_pods is None or doc.get("kind") != "Pod":
+        return False
+    key = _version_key(doc)
+    found = state.parsed_pods.get(key) if key is not None else None
+    if found is None:
+        return False
+    ctx = Collector(source, "Pod", found.pod.key)
+    _store(state, "Pod", found, source, ctx)
+    state.errors.extend(ctx.errors)
+    if ctx.ok:
+        state.objects.append((LoadedObject(source, "Pod", found.pod.key, ""), found))
+    return True
+
+
+def _parse_pod(ctx: Collector, doc: Mapping[str, Any], parsed_pods: ParsedPods | None) -> kube.ParsedPod | None:
+    key = _version_key(doc)
     if parsed_pods is None or key is None:
         return kube.parse_pod(ctx, doc)
     found = parsed_pods.get(key)
