@@ -337,7 +337,7 @@ def test_a_new_ami_release_rolls_the_nodes_to_the_new_image(
         return images == {release["new"]} and len(running(world, namespace)) == 2
 
     with BudgetWatch(world, namespace, "web") as held:
-        started = settle(stack, pool, rolled, timeout=420)
+        started = settle(stack, pool, rolled, timeout=600)
     print(json.dumps({"release": release, "started": started}))
     assert {s["reason"] for s in started} == {"Drifted"} and len(started) == 2
     assert held.held()
