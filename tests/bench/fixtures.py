@@ -8,7 +8,7 @@ against the full offline us-east-1 catalog. Nothing here is timed.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -21,7 +21,7 @@ from nodewright.model.objects import Pod
 from nodewright.model.parse import parse_nodepool
 from nodewright.model.parse_ec2nodeclass import parse_ec2nodeclass
 from nodewright.model.resources import parse_resources
-from nodewright.scheduling.results import Results
+from nodewright.scheduling.results import PlannedNodeClaim, Results
 
 NAMESPACE = "default"
 
@@ -85,15 +85,26 @@ def requests(cpu: str, memory: str) -> Mapping[str, int]:
 
 
 def audit(results: Results, pods: Sequence[Pod], cluster: Cluster) -> list[str]:
+    """`audit_fleet` for the one-NodePool cluster."""
+    return audit_fleet(results, pods, cluster.instance_types, lambda _claim: cluster.nodeclass)
+
+
+def audit_fleet(
+    results: Results,
+    pods: Sequence[Pod],
+    instance_types: Sequence[InstanceType],
+    nodeclass_of: Callable[[PlannedNodeClaim], EC2NodeClass],
+) -> list[str]:
     """Invariants every result must keep, whatever the workload; returns one message per violation.
 
     Every pod appears exactly once (in a NodeClaim or as unschedulable), each NodeClaim's `requests` is the
-    sum of its pods' requests, and those requests fit the allocatable of every instance type it lists.
+    sum of its pods' requests, and those requests fit the allocatable (with its EC2NodeClass) of every
+    instance type it lists.
     """
     by_key = {p.key: p for p in pods}
     problems: list[str] = []
     seen: Counter[str] = Counter()
-    types = {it.name: it for it in cluster.instance_types}
+    types = {it.name: it for it in instance_types}
     for claim in results.nodeclaims:
         seen.update(claim.pods)
         summed: dict[str, int] = {}
@@ -106,8 +117,9 @@ def audit(results: Results, pods: Sequence[Pod], cluster: Cluster) -> list[str]:
                 summed[name] = summed.get(name, 0) + value
         if any(claim.requests.get(k, 0) != v for k, v in summed.items()):
             problems.append(f"{claim.name}: requests {dict(claim.requests)} != sum of its pods {summed}")
+        nodeclass = nodeclass_of(claim)
         for type_name in claim.instance_types:
-            alloc = allocatable_for(types[type_name], cluster.nodeclass)
+            alloc = allocatable_for(types[type_name], nodeclass)
             short = [k for k, v in summed.items() if v > alloc.get(k, 0)]
             if short:
                 problems.append(f"{claim.name}: over capacity of {type_name} on {short}")

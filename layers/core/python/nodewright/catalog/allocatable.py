@@ -301,6 +301,16 @@ def allocatable(
     return _remember(_allocatable_cache, key, out)
 
 
+def allocatable_key(node_class: EC2NodeClass) -> tuple[object, ...]:
+    """What `allocatable_for` reads of an EC2NodeClass: equal keys give every instance type equal allocatable."""
+    return (
+        _kubelet_key(node_class.kubelet),
+        root_volume_bytes(node_class),
+        node_class.ami_family,
+        node_class.instance_store_policy == "RAID0",
+    )
+
+
 def allocatable_for(it: InstanceType, node_class: EC2NodeClass | None) -> Mapping[str, int]:
     """`allocatable` with the kubelet, root volume, AMI family and instance store policy of an EC2NodeClass."""
     if node_class is None:
@@ -326,6 +336,7 @@ __all__ = [
     "BOTTLEROCKET",
     "allocatable",
     "allocatable_for",
+    "allocatable_key",
     "capacity",
     "clear_cache",
     "eni_limited_pods",

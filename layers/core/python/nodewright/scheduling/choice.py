@@ -15,7 +15,8 @@ from nodewright.model.requirements import Requirements
 from nodewright.model.resources import CPU, MEMORY, PODS
 from nodewright.model.taints import Toleration
 from nodewright.scheduling.classes import EBS_VOLUMES, PodClass
-from nodewright.scheduling.pools import Candidate, PoolCompat, PoolContext, Pools, ReqKey, req_key, within
+from nodewright.scheduling.pools import PoolContext, Pools, ReqKey, within
+from nodewright.scheduling.templates import Candidate, PoolCompat, req_key
 from nodewright.scheduling.preferences import untolerated
 
 # A NodeClaim keeps at most this many instance types, cheapest first (Karpenter's limit, and CreateFleet's).
@@ -73,9 +74,7 @@ def choose(ctx: PoolContext, compat: PoolCompat, cls: PodClass, rkey: ReqKey, ca
                 cpu, memory, slots = candidate.basics
                 copies = min(cpu // cpu_each, memory // memory_each, slots // pods_each)
             else:
-                copies = candidate.copies.get(request_key, -1)
-                if copies < 0:
-                    copies = candidate.copies[request_key] = res.max_copies(cls.requests, candidate.allocatable)
+                copies = candidate.copies_of(request_key, cls.requests)
             k = min(cap, copies)
             if k <= 0:
                 continue
@@ -232,10 +231,7 @@ class LookAhead:
             if best is not None and bound > best[0]:
                 break
             price, candidate = compat.candidates[index]
-            copies = candidate.copies.get(cls.request_key, -1)
-            if copies < 0:
-                copies = candidate.copies[cls.request_key] = res.max_copies(cls.requests, candidate.allocatable)
-            most = min(cap, copies)
+            most = min(cap, candidate.copies_of(cls.request_key, cls.requests))
             # Fewer pods of this class can leave room that a mix of the others fills better.
             for k in range(most, max(most - self.mix_depth, 0), -1):
                 cpu, memory, slots = candidate.basics

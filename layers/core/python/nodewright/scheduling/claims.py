@@ -27,17 +27,8 @@ from nodewright.scheduling.choice import (
     price_per_pod,
 )
 from nodewright.scheduling.classes import PodClass, TopologyTerm
-from nodewright.scheduling.pools import (
-    Candidate,
-    PoolCompat,
-    PoolContext,
-    Pools,
-    ReqKey,
-    admits_new_hostname,
-    consume,
-    type_matches,
-    within,
-)
+from nodewright.scheduling.pools import PoolContext, Pools, ReqKey, consume, within
+from nodewright.scheduling.templates import Candidate, PoolCompat, admits_new_hostname, offering_key_of, type_matches
 from nodewright.scheduling.preferences import Variant, untolerated
 from nodewright.scheduling.topology import Topology
 
@@ -368,9 +359,7 @@ def _growth(
     (its limits left with b's type given back). None when no type gives b another pod."""
     current = b.chosen
     assert current is not None
-    current_price = current.price_under.get(b.rkey)
-    if current_price is None:
-        current_price = current.price_under[b.rkey] = current.offerings_for(b.requirements)[0].price
+    current_price = current.offerings_with(offering_key_of(b.requirements))[0].price
     best: tuple[float, int, float, str] | None = None
     grown: tuple[Candidate, int] | None = None
     need_cpu = b.used.get(CPU, 0) + request.get(CPU, 0)

@@ -15,7 +15,8 @@ from nodewright.model.requirements import Requirements
 from nodewright.model.taints import Taint, untolerated
 from nodewright.scheduling.claims import Bin
 from nodewright.scheduling.classes import EBS_VOLUMES, VolumeIndex
-from nodewright.scheduling.pools import Pools, type_matches
+from nodewright.scheduling.pools import Pools
+from nodewright.scheduling.templates import type_matches
 
 # Taints a starting node carries until it is initialized (Karpenter's KnownEphemeralTaints), by key and effect.
 _EPHEMERAL_TAINTS = frozenset(

@@ -18,16 +18,8 @@ from nodewright.model.requirements import Operator, Requirement
 from nodewright.model.resources import CPU, MEMORY, PODS
 from nodewright.scheduling.choice import MAX_INSTANCE_TYPES
 from nodewright.scheduling.claims import Bin
-from nodewright.scheduling.pools import (
-    OFFERING_KEYS,
-    Candidate,
-    PoolCompat,
-    PoolContext,
-    Pools,
-    capacity_rank,
-    offering_key_of,
-    within,
-)
+from nodewright.scheduling.pools import PoolContext, Pools, within
+from nodewright.scheduling.templates import OFFERING_KEYS, Candidate, PoolCompat, capacity_rank, offering_key_of
 from nodewright.scheduling.results import LaunchOption, PlannedNodeClaim
 
 # What claims with the same requirements and instance types share: types, launch options, capacity

@@ -18,7 +18,8 @@ from nodewright.model.objects import HOSTNAME_LABEL, Pod
 from nodewright.model.requirements import Requirements, ValueSet
 from nodewright.model.taints import Taint, untolerated
 from nodewright.scheduling.classes import NO_FILTER, PodClass, TopologyTerm, pod_terms
-from nodewright.scheduling.pools import PoolCompat, Pools, ReqKey, pool_domains
+from nodewright.scheduling.pools import Pools, ReqKey
+from nodewright.scheduling.templates import PoolCompat, pool_domains
 from nodewright.scheduling.preferences import Variant
 
 if TYPE_CHECKING:

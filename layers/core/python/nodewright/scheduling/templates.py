@@ -1,0 +1,501 @@
+"""What a NodePool can launch, prepared once and kept across solves (Karpenter's NodeClaimTemplate with its
+instance type options).
+
+A `Template` is a NodePool's requirements and taints with its instance types as candidates (allocatable minus
+the DaemonSet pods that would run there, available offerings cheapest first, the host ports those DaemonSet
+pods take) and, per requirement set asked of it, the merged requirements and the candidates that satisfy
+them, priced (`PoolCompat`). None of that depends on the cluster's nodes, pods or limits (those are the
+per-run `pools.PoolContext`), and preparing it for a full catalog costs far more than a provisioner batch
+takes to place: the consolidation planner solves many times a tick against the same NodePools and catalog,
+and a warm provisioner container solves batch after batch. So `template()` keeps them in a bounded cache.
+
+The cache is keyed by what a template is computed from, compared by content: the NodePool's requirements
+(template labels included) and taints, what allocatable depends on in the EC2NodeClass, the DaemonSets'
+pods; and by the identity of the instance types. InstanceType objects are immutable and a catalog overlay
+(unavailable offerings, reservations) makes new objects only for the types it changes, so identity is what
+tells "the same catalog" cheaply; each entry keeps its types referenced, so an id is never reused while it
+is cached. A different list of instance types (a consolidation's cheaper types, one changed offering)
+reuses the candidate of every type already seen and recomputes only the priced answers.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from nodewright.catalog.allocatable import allocatable_for, allocatable_key, capacity
+from nodewright.catalog.catalog import is_accelerated, is_bare_metal
+from nodewright.catalog.labels import CAPACITY_RESERVATION_ID, CAPACITY_TYPE, WELL_KNOWN_LABELS, ZONE
+from nodewright.catalog.types import RESERVED, InstanceType, Offering
+from nodewright.model import resources as res
+from nodewright.model.nodeclass import EC2NodeClass
+from nodewright.model.nodepool import NodePool
+from nodewright.model.objects import HOSTNAME_LABEL, DaemonSet
+from nodewright.model.requirements import Requirements, ValueSet
+from nodewright.model.resources import CPU, MEMORY, PODS
+from nodewright.model.taints import Taint, untolerated
+from nodewright.scheduling.classes import EBS_VOLUMES, required_node_options
+
+# Labels an instance type (not the NodePool) defines; checked against the type's own labels.
+OFFERING_KEYS = frozenset({ZONE, CAPACITY_TYPE, CAPACITY_RESERVATION_ID})
+TYPE_KEYS = WELL_KNOWN_LABELS - OFFERING_KEYS - {HOSTNAME_LABEL, "karpenter.sh/nodepool"}
+OfferingKey = tuple[ValueSet, ValueSet, ValueSet]
+# A requirement set as a dictionary key compared by content (see `req_key`).
+ContentKey = tuple[tuple[str, ValueSet], ...]
+# Bounds on what a long-lived process keeps: NodePool x EC2NodeClass x DaemonSets combinations, instance
+# type lists per combination, instance types seen per combination, priced answers per template, pod sizes
+# per candidate. Each is far above what one cluster uses; past it the oldest (or all) is dropped.
+_PREPARED_LIMIT = 64
+_LISTS_LIMIT = 8
+_TYPES_LIMIT = 20_000
+_ANSWERS_LIMIT = 4_096
+_SIZES_LIMIT = 4_096
+
+
+def req_key(requirements: Requirements) -> ContentKey:
+    """The requirements as a sorted tuple: equal for equal requirement sets."""
+    return tuple(sorted(requirements.by_key.items()))
+
+
+def _admits_anything(value_set: ValueSet) -> bool:
+    """Whether the set matches every value and a missing label (ValueSet.matches is then always True)."""
+    return (
+        value_set.allowed is None
+        and not value_set.excluded
+        and value_set.gt is None
+        and value_set.lt is None
+        and value_set.absent_ok
+        and value_set.present_ok
+    )
+
+
+def admits_new_hostname(requirements: Requirements) -> bool:
+    """Whether a node with a fresh name (one no requirement lists) satisfies the hostname requirement:
+    Karpenter gives each new NodeClaim a placeholder hostname, so `In [red-node]` never matches one."""
+    hostname = requirements.by_key.get(HOSTNAME_LABEL)
+    return hostname is None or (
+        hostname.allowed is None and hostname.present_ok and hostname.gt is None and hostname.lt is None
+    )
+
+
+def offering_key_of(requirements: Requirements) -> OfferingKey:
+    """What decides which offerings requirements allow: their zone, capacity type and reservation sets."""
+    return (requirements.get(ZONE), requirements.get(CAPACITY_TYPE), requirements.get(CAPACITY_RESERVATION_ID))
+
+
+def type_matches(it: InstanceType, requirements: Requirements) -> bool:
+    for key, value_set in requirements.by_key.items():
+        if key in TYPE_KEYS and not value_set.matches(it.labels.get(key)):
+            return False
+    return True
+
+
+def capacity_rank(capacity_type: str) -> int:
+    # Reserved capacity is already paid for, so it is tried first, as Karpenter does.
+    return 0 if capacity_type == RESERVED else 1
+
+
+def _offering_order(o: Offering) -> tuple[int, float, str, str]:
+    return (capacity_rank(o.capacity_type), o.price, o.zone, o.capacity_type)
+
+
+@dataclass(slots=True, eq=False)
+class Candidate:
+    """An instance type a NodePool may launch, with what pods can use on it and its offerings.
+
+    Its caches are keyed by content (offering requirements, pod sizes), so a candidate serves every solve
+    its template is kept for.
+    """
+
+    it: InstanceType
+    allocatable: Mapping[str, int]  # allocatable minus DaemonSet overhead
+    capacity: Mapping[str, int]
+    offerings: tuple[Offering, ...]  # available ones, cheapest first
+    exotic: bool = False  # bare metal or accelerated: used only when nothing else fits (Karpenter's rule)
+    allowed: dict[OfferingKey, list[Offering]] = field(default_factory=dict)
+    copies: dict[tuple[tuple[str, int], ...], int] = field(default_factory=dict)
+    by_zone: dict[str, list[Offering]] = field(default_factory=dict)  # the offerings per zone, cheapest first
+    # cpu, memory and pods of `allocatable`, for quick rejection in loops over candidates.
+    basics: tuple[int, int, int] = (0, 0, 0)
+    ports: frozenset[tuple[str, int]] = frozenset()  # host ports its DaemonSet pods take
+
+    def __post_init__(self) -> None:
+        for o in self.offerings:
+            self.by_zone.setdefault(o.zone, []).append(o)
+        self.basics = (self.allocatable.get(CPU, 0), self.allocatable.get(MEMORY, 0), self.allocatable.get(PODS, 0))
+
+    def offerings_for(self, requirements: Requirements) -> list[Offering]:
+        """The available offerings these requirements allow (zone, capacity type, reservation), cheapest first."""
+        return self.offerings_with(offering_key_of(requirements))
+
+    def offerings_with(self, key: OfferingKey) -> list[Offering]:
+        """`offerings_for` with the key computed by the caller, once for a loop over many candidates."""
+        cached = self.allowed.get(key)
+        if cached is None:
+            zones, types, reservations = key
+            # Most requirements pin one zone (zonal topology): only that zone's offerings need a look, and
+            # they pass the zone test all together or not at all.
+            zone = zones.single_value()
+            offerings: Sequence[Offering]
+            if zone is not None:
+                offerings = self.by_zone.get(zone, []) if zones.matches(zone) else []
+            elif _admits_anything(zones):
+                offerings = self.offerings
+            else:
+                offerings = [o for o in self.offerings if zones.matches(o.zone)]
+            # Capacity type and reservation are mostly unconstrained: then nothing is left out for them.
+            if not (_admits_anything(types) and _admits_anything(reservations)):
+                offerings = [
+                    o
+                    for o in offerings
+                    if types.matches(o.capacity_type) and reservations.matches(o.reservation_id or None)
+                ]
+            cached = self.allowed[key] = list(offerings)
+        return cached
+
+    def copies_of(self, request_key: tuple[tuple[str, int], ...], request: Mapping[str, int]) -> int:
+        """How many pods of `request` (whose sorted items are `request_key`) fit its allocatable."""
+        copies = self.copies.get(request_key, -1)
+        if copies < 0:
+            if len(self.copies) >= _SIZES_LIMIT:
+                self.copies.clear()
+            copies = self.copies[request_key] = res.max_copies(request, self.allocatable)
+        return copies
+
+
+def pool_domains(
+    key: str, requirements: Requirements, candidates: Iterable[Candidate], offering_key: OfferingKey | None
+) -> set[str]:
+    """The values of `key` nodes launched under these requirements from these types can carry."""
+    allowed = requirements.get(key)
+    values: set[str] = set()
+    if key == ZONE and offering_key is None:
+        for c in candidates:
+            values.update(c.by_zone)  # the zones of its available offerings
+    elif key in OFFERING_KEYS:
+        for c in candidates:
+            offerings = c.offerings_with(offering_key) if offering_key is not None else c.offerings
+            for o in offerings:
+                value = o.zone if key == ZONE else o.capacity_type if key == CAPACITY_TYPE else o.reservation_id
+                if value:
+                    values.add(value)
+    elif key in TYPE_KEYS:
+        values = {v for c in candidates if (v := c.it.labels.get(key)) is not None}
+    elif allowed.allowed is not None:
+        values = set(allowed.allowed)  # a label the NodePool sets (its requirements or template labels)
+    return {v for v in values if allowed.matches(v)}
+
+
+@dataclass(slots=True)
+class PoolCompat:
+    """A NodePool's answer for one requirement set: merged requirements and priced candidates."""
+
+    requirements: Requirements
+    candidates: list[tuple[float, Candidate]]  # (cheapest allowed price, candidate), cheapest first
+    zones: frozenset[str]
+    # cpu, memory and pods of each candidate, aligned with `candidates`, for quick rejection in loops.
+    basics: list[tuple[int, int, int]] = field(default_factory=list)
+    prices: list[float] = field(default_factory=list)
+    _largest: dict[str, int] | None = None
+    _frontier: list[int] | None = None
+    _cpu_steps: list[int] | None = None  # the distinct cpu values of `basics`, ascending
+    _by_cpu: dict[int, list[int]] = field(default_factory=dict)  # per cpu step, see `with_cpu`
+    _domains: dict[str, frozenset[str]] = field(default_factory=dict)
+
+    def domains_of(self, key: str) -> frozenset[str]:
+        """The values of a topology key that nodes launched for this answer can carry."""
+        if key == ZONE:
+            return self.zones
+        cached = self._domains.get(key)
+        if cached is None:
+            candidates = [c for _, c in self.candidates]
+            found = pool_domains(key, self.requirements, candidates, offering_key_of(self.requirements))
+            cached = self._domains[key] = frozenset(found)
+        return cached
+
+    def with_cpu(self, need: int) -> list[int]:
+        """Indexes (ascending, so cheapest first) of the candidates with at least `need` cpu.
+
+        Loops that look for a type large enough for a claim's pods would otherwise step over the many
+        cheaper, smaller types one by one; one list per distinct cpu value serves every `need`.
+        """
+        if self._cpu_steps is None:
+            self._cpu_steps = sorted({cpu for cpu, _, _ in self.basics})
+        steps = self._cpu_steps
+        at = bisect.bisect_left(steps, need)
+        if at == len(steps):
+            return []
+        step = steps[at]
+        kept = self._by_cpu.get(step)
+        if kept is None:
+            kept = self._by_cpu[step] = [i for i, (cpu, _, _) in enumerate(self.basics) if cpu >= step]
+        return kept
+
+    @property
+    def frontier(self) -> list[int]:
+        """Indexes of the candidates no cheaper (or equal-priced) one beats on cpu, memory and pods at once,
+        bare metal and accelerated types left out: the only types a node that needs those three picks."""
+        if self._frontier is None:
+            kept: list[int] = []
+            for index, (_, candidate) in enumerate(self.candidates):
+                if candidate.exotic:
+                    continue
+                cpu, memory, pods = candidate.basics
+                if not any(c >= cpu and m >= memory and p >= pods for c, m, p in (self.basics[i] for i in kept)):
+                    kept.append(index)
+            self._frontier = kept
+        return self._frontier
+
+    @property
+    def largest(self) -> Mapping[str, int]:
+        """Per resource, the most any candidate offers: what does not fit here fits no candidate."""
+        if self._largest is None:
+            largest: dict[str, int] = {}
+            for _, candidate in self.candidates:
+                for name, value in candidate.allocatable.items():
+                    if value > largest.get(name, 0):
+                        largest[name] = value
+            self._largest = largest
+        return self._largest
+
+
+class Template:
+    """A NodePool prepared against one list of instance types: its requirements and taints, its candidates,
+    and its answers per requirement set (kept for as long as the template is)."""
+
+    def __init__(
+        self,
+        requirements: Requirements,
+        taints: tuple[Taint, ...],
+        candidates: list[Candidate],
+        instance_types: Sequence[InstanceType],
+        unavailable_types: int,
+        too_small_for_daemonsets: int,
+    ) -> None:
+        self.requirements = requirements
+        self.taints = taints
+        self.candidates = candidates
+        self.instance_types = instance_types  # the whole list, for refusal reasons
+        # Types the NodePool allows whose every offering is marked unavailable (recent capacity errors), and
+        # types whose DaemonSet pods alone exceed their allocatable.
+        self.unavailable_types = unavailable_types
+        self.too_small_for_daemonsets = too_small_for_daemonsets
+        self.answers: dict[ContentKey, PoolCompat | str] = {}
+
+    def compat(self, requirements: Requirements, key: ContentKey) -> PoolCompat | str:
+        """The merged requirements and priced candidates for these requirements (`key`: their `req_key`), or
+        why none can serve them."""
+        cached = self.answers.get(key)
+        if cached is None:
+            if len(self.answers) >= _ANSWERS_LIMIT:
+                self.answers.clear()
+            cached = self.answers[key] = self._compute(requirements)
+        return cached
+
+    def _compute(self, requirements: Requirements) -> PoolCompat | str:
+        conflict = self.requirements.conflict(requirements)
+        if conflict:
+            return f"incompatible requirements: {conflict}"
+        if not admits_new_hostname(requirements):
+            hostname = requirements.get(HOSTNAME_LABEL).describe(HOSTNAME_LABEL)
+            return f"{hostname}: a new node gets a name of its own, so only an existing node can match"
+        for key, value_set in sorted(requirements.by_key.items()):
+            if key not in self.requirements.by_key and key not in WELL_KNOWN_LABELS and not value_set.absent_ok:
+                return f"label {key} is not defined by the NodePool (add it to its requirements or template labels)"
+        merged = self.requirements.intersect(requirements)
+        priced: list[tuple[float, Candidate]] = []
+        zones: set[str] = set()
+        offering_key = offering_key_of(merged)
+        # Only the pod's requirements on type labels can leave a candidate out (each matches the NodePool's).
+        typed = Requirements({k: v for k, v in requirements.by_key.items() if k in TYPE_KEYS})
+        for candidate in self.candidates:
+            if typed.by_key and not type_matches(candidate.it, typed):
+                continue
+            offerings = candidate.offerings_with(offering_key)
+            if offerings:
+                priced.append((offerings[0].price, candidate))
+                zones.update(o.zone for o in offerings)
+        if not priced:
+            return self._refusal(merged)
+        priced.sort(key=lambda pc: (pc[0], pc[1].it.name))
+        basics = [c.basics for _, c in priced]
+        return PoolCompat(merged, priced, frozenset(zones), basics, [price for price, _ in priced])
+
+    def _refusal(self, merged: Requirements) -> str:
+        if not self.candidates and self.too_small_for_daemonsets:
+            return (
+                f"the DaemonSet pods that would run on them exceed the allocatable of every instance type the "
+                f"NodePool allows ({self.too_small_for_daemonsets})"
+            )
+        if not self.candidates and self.unavailable_types:
+            return (
+                f"every instance type the NodePool allows ({self.unavailable_types}) has all its offerings marked "
+                "unavailable after capacity errors; they are tried again once the marks expire"
+            )
+        return self._no_type_reason(merged)
+
+    def _no_type_reason(self, merged: Requirements) -> str:
+        """Why no instance type satisfies these (a NodePool's and a pod's) requirements: the first one that
+        no type of the catalog meets by itself, else those of them that instance types decide, together."""
+        keys = sorted(k for k in merged.by_key if k in TYPE_KEYS or k in OFFERING_KEYS)
+        for key in keys:
+            alone = Requirements({key: merged.by_key[key]})
+            if not any(_offered(it, alone) for it in self.instance_types):
+                return f"no instance type satisfies {merged.by_key[key].describe(key)}"
+        return f"no instance type satisfies {_describe(merged.without(set(merged.by_key) - set(keys)))} together"
+
+
+# ----- preparation, kept across solves ---------------------------------------------------------------------
+
+_UNMATCHED, _UNAVAILABLE, _TOO_SMALL = "unmatched", "unavailable", "too small for its DaemonSets"
+DaemonSetOptions = Sequence[tuple[DaemonSet, tuple[Requirements, ...]]]
+
+
+class _Prepared:
+    """One NodePool (by content) with one EC2NodeClass's allocatable and one set of DaemonSets: what each
+    instance type it has been asked about gives it, and its templates per list of instance types."""
+
+    def __init__(
+        self, pool: NodePool, requirements: Requirements, node_class: EC2NodeClass, daemonsets: DaemonSetOptions
+    ) -> None:
+        self.requirements = requirements
+        self.taints = pool.taints
+        self.node_class = node_class
+        # The DaemonSets whose pods tolerate the NodePool's taints (startup taints and PreferNoSchedule ones do
+        # not keep them off), and the label keys their node requirements read: a type's overhead depends on
+        # its labels only through those keys, so types alike on them share one computation.
+        self.daemonsets = [(ds, o) for ds, o in daemonsets if untolerated(ds.pod.tolerations, pool.taints) is None]
+        self.keys = tuple(sorted({k for _, options in self.daemonsets for o in options for k in o.by_key}))
+        self.overheads: dict[tuple[str | None, ...], tuple[dict[str, int], frozenset[tuple[str, int]]]] = {}
+        self.per_type: dict[int, tuple[InstanceType, Candidate | str]] = {}
+        self.templates: OrderedDict[tuple[int, ...], Template] = OrderedDict()
+
+    def template(self, instance_types: Sequence[InstanceType], ids: tuple[int, ...]) -> Template:
+        found = self.templates.get(ids)
+        if found is not None:
+            self.templates.move_to_end(ids)
+            return found
+        if len(self.per_type) > _TYPES_LIMIT:
+            self.per_type.clear()
+        candidates: list[Candidate] = []
+        unavailable = too_small = 0
+        for it in instance_types:
+            seen = self.per_type.get(id(it))
+            if seen is None:
+                seen = self.per_type[id(it)] = (it, self._candidate(it))
+            outcome = seen[1]
+            if isinstance(outcome, Candidate):
+                candidates.append(outcome)
+            elif outcome == _UNAVAILABLE:
+                unavailable += 1
+            elif outcome == _TOO_SMALL:
+                too_small += 1
+        made = Template(self.requirements, self.taints, candidates, instance_types, unavailable, too_small)
+        self.templates[ids] = made
+        if len(self.templates) > _LISTS_LIMIT:
+            self.templates.popitem(last=False)
+        return made
+
+    def _candidate(self, it: InstanceType) -> Candidate | str:
+        """The type as a candidate of this NodePool, or why it is not one."""
+        if not type_matches(it, self.requirements):
+            return _UNMATCHED
+        offerings = tuple(sorted((o for o in it.offerings if o.available), key=_offering_order))
+        if not offerings:
+            return _UNAVAILABLE if it.offerings else _UNMATCHED
+        alloc = {**allocatable_for(it, self.node_class), EBS_VOLUMES: it.ebs_volume_limit}
+        ports: frozenset[tuple[str, int]] = frozenset()
+        if self.daemonsets:
+            overhead, ports = self._daemonset_overhead(it)
+            alloc = res.subtract(alloc, overhead)
+            if any(value < 0 for value in alloc.values()):
+                return _TOO_SMALL  # its DaemonSet pods alone do not fit: no pod can use it (Karpenter's rule)
+        return Candidate(it, alloc, capacity(it), offerings, is_bare_metal(it) or is_accelerated(it), ports=ports)
+
+    def _daemonset_overhead(self, it: InstanceType) -> tuple[dict[str, int], frozenset[tuple[str, int]]]:
+        """Requests and host ports of the DaemonSet pods that would run on a node of this pool and type.
+
+        Karpenter's isDaemonPodCompatible: the pod tolerates the NodePool's taints and one of its ORed required
+        node requirements (the nodeSelector with a node affinity term) is compatible with the NodePool's and
+        the type's: no key conflicts, and a key the NodePool does not define is well known or may be absent
+        (NotIn). Preferred node affinity does not count.
+        """
+        labels = tuple(it.labels.get(k) for k in self.keys)
+        found = self.overheads.get(labels)
+        if found is None:
+            type_labels = {k: v for k, v in zip(self.keys, labels, strict=True) if v is not None}
+            node = self.requirements.intersect(Requirements.from_labels(type_labels))
+            total: dict[str, int] = {}
+            ports: set[tuple[str, int]] = set()
+            for ds, options in self.daemonsets:
+                if any(_compatible(node, option) for option in options):
+                    total = res.add(total, ds.pod.requests)
+                    ports.update((p.protocol, p.port) for p in ds.pod.host_ports)
+            found = self.overheads[labels] = (total, frozenset(ports))
+        return found
+
+
+_prepared: OrderedDict[tuple[object, ...], _Prepared] = OrderedDict()
+
+
+def template(
+    pool: NodePool,
+    node_class: EC2NodeClass,
+    instance_types: Sequence[InstanceType],
+    daemonsets: DaemonSetOptions,
+    type_ids: tuple[int, ...],
+) -> Template:
+    """The NodePool prepared against these instance types (`type_ids`: their ids, in order) with this
+    EC2NodeClass and these DaemonSets (each with its pods' ORed required node requirements), from the cache
+    when it was prepared before."""
+    requirements = pool.node_requirements()
+    key = (req_key(requirements), pool.taints, allocatable_key(node_class), _daemonsets_key(daemonsets))
+    prepared = _prepared.get(key)
+    if prepared is None:
+        prepared = _prepared[key] = _Prepared(pool, requirements, node_class, daemonsets)
+        if len(_prepared) > _PREPARED_LIMIT:
+            _prepared.popitem(last=False)
+    else:
+        _prepared.move_to_end(key)
+    return prepared.template(instance_types, type_ids)
+
+
+def clear_templates() -> None:
+    """Forget every prepared NodePool (tests; a long-lived process keeps them within their bounds)."""
+    _prepared.clear()
+
+
+def _daemonsets_key(daemonsets: DaemonSetOptions) -> tuple[object, ...]:
+    """What a template reads of the DaemonSets: their pods' requests, tolerations, node requirements, ports."""
+    return tuple(
+        (tuple(sorted(ds.pod.requests.items())), ds.pod.tolerations, tuple(map(req_key, options)), ds.pod.host_ports)
+        for ds, options in daemonsets
+    )
+
+
+def _compatible(node: Requirements, pod: Requirements) -> bool:
+    """Whether a node of these requirements can meet the pod's (Karpenter's Requirements.IsCompatible with
+    undefined well-known labels allowed)."""
+    if node.conflict(pod) is not None:
+        return False
+    return all(key in node.by_key or key in WELL_KNOWN_LABELS or vs.absent_ok for key, vs in pod.by_key.items())
+
+
+def _offered(it: InstanceType, requirements: Requirements) -> bool:
+    """Whether the type and one of its available offerings satisfy the requirements."""
+    if not type_matches(it, requirements):
+        return False
+    zones, types, reservations = offering_key_of(requirements)
+    return any(
+        o.available
+        and zones.matches(o.zone)
+        and types.matches(o.capacity_type)
+        and reservations.matches(o.reservation_id or None)
+        for o in it.offerings
+    )
+
+
+def _describe(requirements: Requirements) -> str:
+    return "; ".join(vs.describe(k) for k, vs in sorted(requirements.by_key.items()))
