@@ -127,6 +127,7 @@ def build_runtime(cluster: Any = None) -> _Runtime:
     from nodewright.adapters.eks_token import EksTokenSource
     from nodewright.adapters.kubernetes_cluster import KubernetesCluster
     from nodewright.catalog.snapshot import SnapshotSource
+    from nodewright.scheduling import TemplateCache
     from nodewright.service.provision import provision
     from nodewright.settings import (
         TABLE_PARTITION_KEY,
@@ -158,6 +159,7 @@ def build_runtime(cluster: Any = None) -> _Runtime:
         boto3_client=dynamodb,
     )
     config = IdempotencyConfig(event_key_jmespath="batch_id", expires_after_seconds=3600)
+    nodepool_templates = TemplateCache()  # kept by the warm container, batch after batch
 
     @idempotent_function(data_keyword_argument="batch", persistence_store=persistence, config=config)  # type: ignore[untyped-decorator]
     def run(batch: dict[str, Any]) -> dict[str, Any]:
@@ -169,6 +171,7 @@ def build_runtime(cluster: Any = None) -> _Runtime:
             clock,
             catalog,
             templates=cloud,
+            nodepool_templates=nodepool_templates,
         )
         _emit_metrics(result.to_json())
         return {"cluster": settings.cluster, **result.to_json()}

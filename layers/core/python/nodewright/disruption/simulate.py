@@ -189,6 +189,7 @@ def _outcome(
         pvcs=state.inputs.pvcs,
         pvs=state.inputs.pvs,
         storage_classes=state.inputs.storage_classes,
+        templates=state.templates,
     )
     errors = {u.pod: u.reason for u in results.unschedulable if u.pod in keys}
     starting = {m.node for m in state.fleet if m.node and not m.initialized}

@@ -22,6 +22,7 @@ from nodewright.model.inputs import ClusterInputs
 from nodewright.model.loader import PARSED_PODS_LIMIT, load_documents
 from nodewright.model.nodepool import NodePool
 from nodewright.model.objects import Node, Pod
+from nodewright.scheduling.templates import TemplateCache
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +95,8 @@ class ClusterState:
     # EC2NodeClass name -> the zones its subnets are in (as the provisioner bounds its NodePools); a class not
     # listed is not bounded (a snapshot read without the cloud).
     class_zones: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # The NodePools prepared against the catalog, shared by every simulation of the tick (each one a solve()).
+    templates: TemplateCache = field(default_factory=TemplateCache, repr=False, compare=False)
 
     _nodes: Mapping[str, Node] = field(init=False, repr=False, compare=False)
     _pools: Mapping[str, NodePool] = field(init=False, repr=False, compare=False)

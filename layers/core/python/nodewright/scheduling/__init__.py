@@ -2,5 +2,6 @@
 
 from nodewright.scheduling.results import LaunchOption, PlannedNodeClaim, Results, Unschedulable
 from nodewright.scheduling.solver import solve, solve_inputs
+from nodewright.scheduling.templates import TemplateCache
 
-__all__ = ["LaunchOption", "PlannedNodeClaim", "Results", "Unschedulable", "solve", "solve_inputs"]
+__all__ = ["LaunchOption", "PlannedNodeClaim", "Results", "TemplateCache", "Unschedulable", "solve", "solve_inputs"]

@@ -16,8 +16,8 @@ from nodewright.model.resources import CPU, MEMORY, PODS
 from nodewright.model.taints import Toleration
 from nodewright.scheduling.classes import EBS_VOLUMES, PodClass
 from nodewright.scheduling.pools import PoolContext, Pools, ReqKey, within
-from nodewright.scheduling.templates import Candidate, PoolCompat, req_key
 from nodewright.scheduling.preferences import untolerated
+from nodewright.scheduling.templates import Candidate, PoolCompat, req_key
 
 # A NodeClaim keeps at most this many instance types, cheapest first (Karpenter's limit, and CreateFleet's).
 MAX_INSTANCE_TYPES = 60

@@ -28,8 +28,8 @@ from nodewright.scheduling.choice import (
 )
 from nodewright.scheduling.classes import PodClass, TopologyTerm
 from nodewright.scheduling.pools import PoolContext, Pools, ReqKey, consume, within
-from nodewright.scheduling.templates import Candidate, PoolCompat, admits_new_hostname, offering_key_of, type_matches
 from nodewright.scheduling.preferences import Variant, untolerated
+from nodewright.scheduling.templates import Candidate, PoolCompat, admits_new_hostname, offering_key_of, type_matches
 from nodewright.scheduling.topology import Topology
 
 
@@ -112,11 +112,17 @@ class Claims:
             return (b.requirements, b.rkey) if requirements.matches_labels(b.labels) else None
         if b.requirements.conflict(requirements) or not admits_new_hostname(requirements):
             return None
-        for key, value_set in requirements.by_key.items():
-            if key not in b.requirements.by_key and key not in WELL_KNOWN_LABELS and not value_set.absent_ok:
-                return None
+        if _undefined_label(b.requirements, requirements):
+            return None
         merged = b.requirements.intersect(requirements)
         return merged, self.pools.req_id(merged)
+
+    @staticmethod
+    def may_take_later(b: Bin, requirements: Requirements) -> bool:
+        """Whether a bin `bin_compat` refuses these requirements may take them later. A bin's labels are fixed
+        and a new claim's requirements only narrow, which keeps a conflict, its type and its offerings out;
+        only a label the claim does not define yet can come (a later pod requiring it NotIn adds it)."""
+        return b.kind == "new" and not b.grown and _undefined_label(b.requirements, requirements)
 
     def open_claims(
         self,
@@ -429,3 +435,12 @@ def copies_beside(request: Mapping[str, int], allocatable: Mapping[str, int], us
                 return 0
             best = min(best, room // value)
     return best
+
+
+def _undefined_label(claim: Requirements, requirements: Requirements) -> bool:
+    """Whether `requirements` need a label that is not well known, that the claim's requirements do not define,
+    and that a node must carry (Karpenter refuses those: nothing would set the label)."""
+    return any(
+        key not in claim.by_key and key not in WELL_KNOWN_LABELS and not value_set.absent_ok
+        for key, value_set in requirements.by_key.items()
+    )

@@ -19,8 +19,8 @@ from nodewright.model.resources import CPU, MEMORY, PODS
 from nodewright.scheduling.choice import MAX_INSTANCE_TYPES
 from nodewright.scheduling.claims import Bin
 from nodewright.scheduling.pools import PoolContext, Pools, within
-from nodewright.scheduling.templates import OFFERING_KEYS, Candidate, PoolCompat, capacity_rank, offering_key_of
 from nodewright.scheduling.results import LaunchOption, PlannedNodeClaim
+from nodewright.scheduling.templates import OFFERING_KEYS, Candidate, PoolCompat, capacity_rank, offering_key_of
 
 # What claims with the same requirements and instance types share: types, launch options, capacity
 # types, zones, requirements and labels.

@@ -21,7 +21,7 @@ from nodewright.model.objects import DaemonSet, Node
 from nodewright.model.requirements import Requirements
 from nodewright.model.taints import Taint
 from nodewright.scheduling.classes import required_node_options
-from nodewright.scheduling.templates import Candidate, ContentKey, PoolCompat, Template, req_key, template
+from nodewright.scheduling.templates import Candidate, ContentKey, PoolCompat, Template, TemplateCache, req_key
 
 # A requirement set as a dictionary key. Within one Solver each distinct set is numbered once (see
 # `Pools.req_id`): bins and NodePools look up their caches by requirement set at every step, and an
@@ -60,7 +60,9 @@ class Pools:
         daemonsets: Sequence[DaemonSet],
         nodes: Sequence[Node],
         nodeclaims: Sequence[NodeClaim],
+        templates: TemplateCache,
     ) -> None:
+        self.templates = templates
         self.req_ids: dict[ContentKey, ReqKey] = {}  # see `req_id`
         self.req_keys: list[ContentKey] = []  # the content of each number
         self.instance_types = sorted(instance_types, key=lambda it: it.name)
@@ -90,7 +92,7 @@ class Pools:
         if node_class is None:
             error = f"EC2NodeClass {pool.node_class_ref.name} not found"
             return PoolContext(pool, None, pool.node_requirements(), pool.taints, [], None, error=error)
-        prepared = template(pool, node_class, self.instance_types, self.daemonset_options, self.type_ids)
+        prepared = self.templates.template(pool, node_class, self.instance_types, self.daemonset_options, self.type_ids)
         ctx = PoolContext(pool, node_class, prepared.requirements, pool.taints, prepared.candidates, None, prepared)
         if pool.limits:
             # Karpenter counts what its NodeClaims' instances report as capacity (not allocatable), so a

@@ -35,6 +35,7 @@ from nodewright.model.objects import (
 )
 from nodewright.model.requirements import Requirements, ValueSet
 from nodewright.model.resources import CPU, MEMORY, PODS
+from nodewright.model.taints import Toleration
 from nodewright.scheduling.choice import MIX_ALTERNATIVES, MIX_BELOW_PODS, MIX_DEPTH, LookAhead
 from nodewright.scheduling.claims import Bin, Claims
 from nodewright.scheduling.classes import PodClass, TopologyTerm, VolumeIndex, build_classes, selector_keys
@@ -43,6 +44,7 @@ from nodewright.scheduling.finalize import Finalizer
 from nodewright.scheduling.pools import Pools, ReqKey
 from nodewright.scheduling.preferences import PREFER_NO_SCHEDULE, Variant, untolerated, variants
 from nodewright.scheduling.results import PlannedNodeClaim, Results, Unschedulable
+from nodewright.scheduling.templates import TemplateCache
 from nodewright.scheduling.topology import Topology
 
 
@@ -59,10 +61,11 @@ class Solver:
         instance_types: Sequence[InstanceType],
         daemonsets: Sequence[DaemonSet],
         volumes: VolumeIndex,
+        templates: TemplateCache,
         mix_below: int = MIX_BELOW_PODS,
         mix_depth: int = MIX_DEPTH,
     ) -> None:
-        self.pools = Pools(nodepools, nodeclasses, instance_types, daemonsets, nodes, nodeclaims)
+        self.pools = Pools(nodepools, nodeclasses, instance_types, daemonsets, nodes, nodeclaims, templates)
         claims_by_name = {c.name: c for c in nodeclaims}
         existing_pods = [p for n in nodes for p in n.pods] + [p for c in nodeclaims for p in c.nominated_pods]
         relevant = selector_keys([*pods, *existing_pods])
@@ -90,7 +93,8 @@ class Solver:
         # Per (group, request, closing): bins holding pods a hostname affinity term selects that may still
         # take the request, and how far the group's `hosts` list was read (see `_affinity_hosts`).
         self.affinity_room: dict[tuple[object, ...], tuple[list[Bin], int]] = {}
-        # Per request vector, the bins that may still have room for it, and how far self.bins was scanned.
+        # Per (request vector, closing terms, requirement set, tolerations), the bins that may still take such
+        # a batch, and how far self.bins was scanned (see `_room`); per (request vector,) the bins with room.
         # Room only shrinks, so a bin dropped from a list never needs to come back. A claim that grew into a
         # larger type keeps its new room for the pods that needed it (through `_grow_claims`), so other
         # classes do not fill it and force it to grow again.
@@ -218,20 +222,37 @@ class Solver:
             kept_hosts, pods = self._fill(held, cls, pods, request, closing, requirements, rkey, variant)
             self.affinity_room[room_key] = (kept_hosts, len(hosts))
             return self.claims.open_claims(cls, pods, requirements, rkey, variant)
-        key = (request_key, closing)
-        if key not in self.room and closing:
-            # Start from the request's own list rather than from every bin: it already lacks the full ones.
-            base, base_scanned = self.room.get((request_key, ()), ([], 0))
-            base = _with_room(request, base)
-            base.extend(_with_room(request, self.bins[base_scanned:]))
-            self.room[(request_key, ())] = (base, len(self.bins))
-            self.room[key] = (list(base), len(self.bins))
-        kept, scanned = self.room.get(key, ([], 0))
-        kept.extend(self.bins[scanned:])
-        scanned = len(self.bins)
+        kept = self._room(request, request_key, closing, rkey, variant.tolerations)
         survivors, pods = self._fill(kept, cls, pods, request, closing, requirements, rkey, variant)
-        self.room[key] = (survivors, scanned)
+        self.room[(request_key, closing, rkey, variant.tolerations)] = (survivors, len(self.bins))
         return self.claims.open_claims(cls, pods, requirements, rkey, variant)
+
+    def _room(
+        self,
+        request: Mapping[str, int],
+        request_key: tuple[tuple[str, int], ...],
+        closing: tuple[tuple[int, int], ...],
+        rkey: ReqKey,
+        tolerations: tuple[Toleration, ...],
+    ) -> list[Bin]:
+        """The bins still worth visiting for a batch of this request, closing terms, requirement set and
+        tolerations, in placement order (bins opened since the last visit appended).
+
+        A zone spread places its pods in many small batches, one domain at a time; keeping one list per
+        requirement set lets each batch skip, for good, the bins of other domains and NodePools it can never
+        use, instead of stepping over all of them every time.
+        """
+        entry = self.room.get((request_key, closing, rkey, tolerations))
+        if entry is None:
+            # A new list starts from the request's own, which already lacks the bins without room.
+            base, scanned = self.room.get((request_key,), ([], 0))
+            base = _with_room(request, base)
+            base.extend(_with_room(request, self.bins[scanned:]))
+            self.room[(request_key,)] = (base, len(self.bins))
+            entry = (list(base), len(self.bins))
+        kept, scanned = entry
+        kept.extend(self.bins[scanned:])
+        return kept
 
     def _fill(
         self,
@@ -245,11 +266,13 @@ class Solver:
         variant: Variant,
     ) -> tuple[list[Bin], list[Pod]]:
         """Place as many of `pods` as fit on `bins`, in order. Returns the bins still worth visiting for this
-        request (those without room, or closed by the class's own hostname terms, are dropped for good: room
-        only shrinks and counts only grow) and the pods left over."""
+        request, requirement set and tolerations (those without room, closed by the class's own hostname terms,
+        with a taint not tolerated or whose requirements can never take these, are dropped for good: room only
+        shrinks, counts only grow, a bin's requirements only narrow) and the pods left over."""
         counts = self.topology.counts
         terms, tolerations = variant.terms, variant.tolerations
         bin_compat, bin_cap, assign = self.claims.bin_compat, self.topology.bin_cap, self.claims.assign
+        may_take = self.claims.may_take_later
         survivors: list[Bin] = []
         for index, b in enumerate(bins):
             if not pods:
@@ -258,12 +281,14 @@ class Solver:
             k = res.max_copies(request, b.remaining)
             if k <= 0 or b.grown or (closing and any(counts[g].get(b.name, 0) >= limit for g, limit in closing)):
                 continue
-            survivors.append(b)
             if b.taints and untolerated(tolerations, b.taints) is not None:
-                continue
+                continue  # taints and tolerations never change: the bin leaves this list for good
             merged = bin_compat(b, requirements, rkey)
             if merged is None:
+                if may_take(b, requirements):
+                    survivors.append(b)
                 continue
+            survivors.append(b)
             k = min(k, bin_cap(b, cls, terms, len(pods)))
             if k > 0:
                 pods = assign(b, cls, pods, k, *merged)
@@ -331,12 +356,15 @@ def solve(
     pvcs: Sequence[PersistentVolumeClaim] = (),
     pvs: Sequence[PersistentVolume] = (),
     storage_classes: Sequence[StorageClass] = (),
+    templates: TemplateCache | None = None,
 ) -> Results:
     """Decide where pending `pods` go.
 
     Inputs: the pending pods; existing nodes (with their bound pods); NodeClaims in flight; NodePools
     and their EC2NodeClasses; the instance types with offerings (unavailable offerings are skipped);
     DaemonSets (their pods count against every new node they would run on); volumes for topology.
+    `templates`: NodePools prepared by earlier calls (see `templates.TemplateCache`); a caller that solves
+    many times for one cluster passes the same cache to each call, which only saves time.
     Output: `Results` in which every pending pod is placed exactly once or listed as unschedulable
     with a reason naming the constraint and the NodePools that failed it.
     Invariants: no node or NodeClaim is over its allocatable; every placement satisfies requirements,
@@ -345,16 +373,16 @@ def solve(
     # The solver creates no reference cycles (a unit test checks), so the collector's passes free nothing.
     with paused_cycle_collector():
         volumes = VolumeIndex(pvcs, pvs, storage_classes)
-        solver = Solver(pods, nodes, nodeclaims, nodepools, nodeclasses, instance_types, daemonsets, volumes)
+        templates = templates if templates is not None else TemplateCache()
+        inputs = (pods, nodes, nodeclaims, nodepools, nodeclasses, instance_types, daemonsets, volumes, templates)
+        solver = Solver(*inputs)
         results = solver.run()
         if solver.look_ahead.mix_skipped:
             # The look-ahead left out classes of many large pods per node; plans that include them are tried
             # too and the best kept: fewest unschedulable pods, then lowest price, then fewest NodeClaims (ties
             # keep the earlier plan, so the choice is as deterministic as each plan).
             for below, depth in MIX_ALTERNATIVES:
-                other = Solver(
-                    pods, nodes, nodeclaims, nodepools, nodeclasses, instance_types, daemonsets, volumes, below, depth
-                ).run()
+                other = Solver(*inputs, below, depth).run()
                 if _plan_rank(other) < _plan_rank(results):
                     results = other
         return results

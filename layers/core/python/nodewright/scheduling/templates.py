@@ -7,7 +7,8 @@ pods take) and, per requirement set asked of it, the merged requirements and the
 them, priced (`PoolCompat`). None of that depends on the cluster's nodes, pods or limits (those are the
 per-run `pools.PoolContext`), and preparing it for a full catalog costs far more than a provisioner batch
 takes to place: the consolidation planner solves many times a tick against the same NodePools and catalog,
-and a warm provisioner container solves batch after batch. So `template()` keeps them in a bounded cache.
+and a warm provisioner container solves batch after batch. So a `TemplateCache`, passed to `solve()` by the
+caller that solves repeatedly, keeps them within fixed bounds (the core keeps no state of its own).
 
 The cache is keyed by what a template is computed from, compared by content: the NodePool's requirements
 (template labels included) and taints, what allocatable depends on in the EC2NodeClass, the DaemonSets'
@@ -36,7 +37,7 @@ from nodewright.model.objects import HOSTNAME_LABEL, DaemonSet
 from nodewright.model.requirements import Requirements, ValueSet
 from nodewright.model.resources import CPU, MEMORY, PODS
 from nodewright.model.taints import Taint, untolerated
-from nodewright.scheduling.classes import EBS_VOLUMES, required_node_options
+from nodewright.scheduling.classes import EBS_VOLUMES
 
 # Labels an instance type (not the NodePool) defines; checked against the type's own labels.
 OFFERING_KEYS = frozenset({ZONE, CAPACITY_TYPE, CAPACITY_RESERVATION_ID})
@@ -437,34 +438,39 @@ class _Prepared:
         return found
 
 
-_prepared: OrderedDict[tuple[object, ...], _Prepared] = OrderedDict()
+class TemplateCache:
+    """NodePools prepared against catalogs, kept across `solve()` calls: pass one cache to every solve of the
+    same cluster (the disruption planner's simulations of one tick, a warm provisioner's batches).
 
+    Entries are keyed by what a template is computed from (see the module), so a changed NodePool, EC2NodeClass,
+    DaemonSet or instance type gets its own entry and a stale one is never served; the oldest entries are
+    dropped past fixed bounds. Not thread-safe: one cache per thread.
+    """
 
-def template(
-    pool: NodePool,
-    node_class: EC2NodeClass,
-    instance_types: Sequence[InstanceType],
-    daemonsets: DaemonSetOptions,
-    type_ids: tuple[int, ...],
-) -> Template:
-    """The NodePool prepared against these instance types (`type_ids`: their ids, in order) with this
-    EC2NodeClass and these DaemonSets (each with its pods' ORed required node requirements), from the cache
-    when it was prepared before."""
-    requirements = pool.node_requirements()
-    key = (req_key(requirements), pool.taints, allocatable_key(node_class), _daemonsets_key(daemonsets))
-    prepared = _prepared.get(key)
-    if prepared is None:
-        prepared = _prepared[key] = _Prepared(pool, requirements, node_class, daemonsets)
-        if len(_prepared) > _PREPARED_LIMIT:
-            _prepared.popitem(last=False)
-    else:
-        _prepared.move_to_end(key)
-    return prepared.template(instance_types, type_ids)
+    def __init__(self) -> None:
+        self._prepared: OrderedDict[tuple[object, ...], _Prepared] = OrderedDict()
 
-
-def clear_templates() -> None:
-    """Forget every prepared NodePool (tests; a long-lived process keeps them within their bounds)."""
-    _prepared.clear()
+    def template(
+        self,
+        pool: NodePool,
+        node_class: EC2NodeClass,
+        instance_types: Sequence[InstanceType],
+        daemonsets: DaemonSetOptions,
+        type_ids: tuple[int, ...],
+    ) -> Template:
+        """The NodePool prepared against these instance types (`type_ids`: their ids, in order) with this
+        EC2NodeClass and these DaemonSets (each with its pods' ORed required node requirements), from the cache
+        when it was prepared before."""
+        requirements = pool.node_requirements()
+        key = (req_key(requirements), pool.taints, allocatable_key(node_class), _daemonsets_key(daemonsets))
+        prepared = self._prepared.get(key)
+        if prepared is None:
+            prepared = self._prepared[key] = _Prepared(pool, requirements, node_class, daemonsets)
+            if len(self._prepared) > _PREPARED_LIMIT:
+                self._prepared.popitem(last=False)
+        else:
+            self._prepared.move_to_end(key)
+        return prepared.template(instance_types, type_ids)
 
 
 def _daemonsets_key(daemonsets: DaemonSetOptions) -> tuple[object, ...]:

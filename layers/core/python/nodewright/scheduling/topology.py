@@ -19,8 +19,8 @@ from nodewright.model.requirements import Requirements, ValueSet
 from nodewright.model.taints import Taint, untolerated
 from nodewright.scheduling.classes import NO_FILTER, PodClass, TopologyTerm, pod_terms
 from nodewright.scheduling.pools import Pools, ReqKey
-from nodewright.scheduling.templates import PoolCompat, pool_domains
 from nodewright.scheduling.preferences import Variant
+from nodewright.scheduling.templates import PoolCompat, pool_domains
 
 if TYPE_CHECKING:
     from nodewright.scheduling.claims import Bin

@@ -76,7 +76,7 @@ from nodewright.ports import (
     StateStore,
     Throttled,
 )
-from nodewright.scheduling import PlannedNodeClaim, Results, Unschedulable, solve
+from nodewright.scheduling import PlannedNodeClaim, Results, TemplateCache, Unschedulable, solve
 from nodewright.service.batch import Batch
 
 UNAVAILABLE_TTL_SECONDS = 180
@@ -715,6 +715,7 @@ def provision(
     templates: LaunchTemplateStore | None = None,
     plan_filter: Callable[[Results], Results | str] | None = None,
     one_claim_in: str = "",
+    nodepool_templates: TemplateCache | None = None,
 ) -> ProvisionResult:
     """Turn a batch of pending pods into NodeClaims and instances; see the module docstring.
 
@@ -732,7 +733,9 @@ def provision(
     string it returns refuses the plan: nothing launches and the new NodeClaims' pods are unschedulable for
     that reason. `one_claim_in`: at most one
     new NodeClaim, in this NodePool (a consolidation's replacement: the solver grows one claim rather than opening
-    a second, exactly as the consolidation's own simulation did).
+    a second, exactly as the consolidation's own simulation did). `nodepool_templates`: the NodePools prepared
+    against the catalog by earlier batches (a warm container keeps one cache: `solve()` then skips preparing
+    every NodePool's instance types again).
     """
     started = timer()
     now = clock.now()
@@ -894,6 +897,7 @@ def provision(
         pvcs=inputs.pvcs,
         pvs=inputs.pvs,
         storage_classes=inputs.storage_classes,
+        templates=nodepool_templates,
     )
     result.timings["solve"] = timer() - solved_at
     if plan_filter is not None:
