@@ -45,24 +45,45 @@ def choose(ctx: PoolContext, compat: PoolCompat, cls: PodClass, rkey: ReqKey, ca
 
     Ties go to the type that holds more pods (fewer, larger nodes), then the cheaper, then the name.
     Types that would break the NodePool's limits are skipped; bare metal and accelerated types are
-    considered only when no other type fits (Karpenter's exotic rule).
+    considered only when no other type fits (Karpenter's exotic rule). `rkey` numbers `compat`'s
+    requirements (kept for the callers' symmetry; the answer is the compat's).
     """
-    request_key = cls.request_key
-    remaining = ctx.remaining
-    key = (rkey, request_key, cap)
-    if remaining is None and key in ctx.choices:
-        return ctx.choices[key]
-    chosen: tuple[Candidate, int] | None = None
-    # No type holds more of the class than the per-resource largest allocatable does: with that bound
-    # the scan also stops early when `cap` is effectively unbounded (as for `own_rate`).
+    # No type holds more of the class than the per-resource largest allocatable does, so every `cap` above
+    # that gives the same answer: one cache entry serves them all.
     most = min(cap, res.max_copies(cls.requests, compat.largest))
+    key = (cls.request_key, most)
+    if key in compat.choices:
+        chosen = compat.choices[key]
+    else:
+        chosen = compat.choices[key] = _cheapest_per_pod(compat, cls, most, None)
+    remaining = ctx.remaining
+    if remaining is None or chosen is None or within(chosen[0].capacity, remaining):
+        # The best type of all, when the limits allow it, is the best of those they allow.
+        return chosen
+    if all(key == "nodes" for key in remaining):
+        return None  # a limit on the node count alone leaves every type out alike
+    return _cheapest_per_pod(compat, cls, most, remaining)
+
+
+def _cheapest_per_pod(
+    compat: PoolCompat, cls: PodClass, most: int, remaining: Mapping[str, int] | None
+) -> tuple[Candidate, int] | None:
+    """`choose` for at most `most` pods (at most what the largest type holds), within `remaining` limits."""
+    request_key = cls.request_key
+    chosen: tuple[Candidate, int] | None = None
     # Pods usually request exactly cpu, memory and pods: then a type's copies are three divisions of its
-    # `basics` (the same count as res.max_copies, since the pods term keeps it far below its cap).
+    # `basics` (the same count as res.max_copies, since the pods term keeps it far below its cap), and a
+    # type another one no dearer beats on all three holds no more pods at no lower price: only the
+    # frontier can win (ties too, as the frontier keeps the earlier of equals). Limits can leave a larger
+    # type out and a dominated one in, so with limits every type is looked at.
     cpu_each, memory_each, pods_each = (cls.requests.get(name, 0) for name in (CPU, MEMORY, PODS))
     basic = cpu_each > 0 and memory_each > 0 and pods_each > 0 and len(cls.requests) == 3
+    candidates = compat.candidates
     for exotic in (False, True) if most > 0 else ():
+        order = compat.frontier if basic and remaining is None and not exotic else range(len(candidates))
         best: Score | None = None
-        for price, candidate in compat.candidates:
+        for index in order:
+            price, candidate = candidates[index]
             # Cheapest first: no later type can beat price / most, so the scan usually stops early.
             if best is not None and price / most > best[0]:
                 break
@@ -75,7 +96,7 @@ def choose(ctx: PoolContext, compat: PoolCompat, cls: PodClass, rkey: ReqKey, ca
                 copies = min(cpu // cpu_each, memory // memory_each, slots // pods_each)
             else:
                 copies = candidate.copies_of(request_key, cls.requests)
-            k = min(cap, copies)
+            k = min(most, copies)
             if k <= 0:
                 continue
             # The price per pod decides unless it ties: most types lose on it without building a score.
@@ -86,8 +107,6 @@ def choose(ctx: PoolContext, compat: PoolCompat, cls: PodClass, rkey: ReqKey, ca
                 best, chosen = score, (candidate, k)
         if chosen is not None:
             break
-    if remaining is None:
-        ctx.choices[key] = chosen
     return chosen
 
 

@@ -43,7 +43,6 @@ class PoolContext:
     template: Template | None = None  # None when the EC2NodeClass is missing (`error`)
     error: str = ""
     compat: dict[ReqKey, PoolCompat | str] = field(default_factory=dict)
-    choices: dict[tuple[object, ...], tuple[Candidate, int] | None] = field(default_factory=dict)
 
 
 class Pools:

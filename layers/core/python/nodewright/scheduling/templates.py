@@ -204,6 +204,8 @@ class PoolCompat:
     _cpu_steps: list[int] | None = None  # the distinct cpu values of `basics`, ascending
     _by_cpu: dict[int, list[int]] = field(default_factory=dict)  # per cpu step, see `with_cpu`
     _domains: dict[str, frozenset[str]] = field(default_factory=dict)
+    # `choice.choose`'s answers without limits, per (pod request, most pods): kept as long as the template.
+    choices: dict[tuple[object, ...], tuple[Candidate, int] | None] = field(default_factory=dict)
 
     def domains_of(self, key: str) -> frozenset[str]:
         """The values of a topology key that nodes launched for this answer can carry."""
