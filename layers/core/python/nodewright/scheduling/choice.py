@@ -147,8 +147,10 @@ class LookAhead:
     ) -> None:
         self.mix_below = mix_below
         self.mix_depth = mix_depth
-        # Whether a look-ahead was skipped because the class holds `mix_below` or more pods per node.
-        self.mix_skipped = False
+        # Whether a look-ahead was skipped because the class holds `mix_below` or more pods per node, and
+        # whether a mix was weighed or skipped with free pods to come (where other settings may choose otherwise).
+        self.skipped = False
+        self.varies = False
         # Per group of node constraints, the free classes in placement order with their positions.
         self.placing = 0
         self.free_groups: dict[tuple[object, ...], list[tuple[int, PodClass]]] = {}
@@ -164,6 +166,12 @@ class LookAhead:
             )
             self.free_key[id(cls)] = free
             self.free_groups.setdefault(free, []).append((index, cls))
+
+    @property
+    def mix_skipped(self) -> bool:
+        """Whether `solve` should also plan with its other look-ahead settings: a look-ahead was skipped, and
+        the run made a choice they may make differently (otherwise, class by class, they choose alike)."""
+        return self.skipped and self.varies
 
     def mixed_choice(
         self,
@@ -189,12 +197,15 @@ class LookAhead:
         rate, per_node = own_rate(ctx, compat, cls, rkey)
         if rate == float("inf"):
             return choice
-        if per_node >= self.mix_below:
-            self.mix_skipped = True
-            return choice
         others = self._pending(ctx, compat, cls, rkey)
+        if per_node >= self.mix_below:
+            self.skipped = True
+            # Without free pods to come the mix would be this choice too, whatever the settings.
+            self.varies = self.varies or bool(others)
+            return choice
         if not others:
             return choice
+        self.varies = True
         chosen, fill = self._best_mix(compat, cls, cap, rate, others, choice)
         self._promise(fill)
         return chosen
@@ -323,7 +334,6 @@ def no_fit_reason(ctx: PoolContext, compat: PoolCompat, cls: PodClass) -> str:
         fitting = [c for _, c in compat.candidates if res.fits(cls.requests, c.allocatable)]
         if fitting and not any(within(c.capacity, ctx.remaining) for c in fitting):
             return "limits leave no room for an instance type large enough for the pod"
-    largest = max(compat.candidates, key=lambda pc: sorted(pc[1].allocatable.items()))[1]
-    short = res.first_shortfall(cls.requests, largest.allocatable)
+    short = res.first_shortfall(cls.requests, compat.roomiest.allocatable)
     need = cls.requests.get(short or "cpu", 0)
     return f"no instance type has enough {short} (the pod needs {need}, after DaemonSet overhead)"

@@ -53,7 +53,6 @@ class Solver:
 
     def __init__(
         self,
-        pods: Sequence[Pod],
         nodes: Sequence[Node],
         nodeclaims: Sequence[NodeClaim],
         nodepools: Sequence[NodePool],
@@ -62,14 +61,15 @@ class Solver:
         daemonsets: Sequence[DaemonSet],
         volumes: VolumeIndex,
         templates: TemplateCache,
+        classes: list[PodClass],
         mix_below: int = MIX_BELOW_PODS,
         mix_depth: int = MIX_DEPTH,
     ) -> None:
         self.pools = Pools(nodepools, nodeclasses, instance_types, daemonsets, nodes, nodeclaims, templates)
         claims_by_name = {c.name: c for c in nodeclaims}
-        existing_pods = [p for n in nodes for p in n.pods] + [p for c in nodeclaims for p in c.nominated_pods]
-        relevant = selector_keys([*pods, *existing_pods])
-        self.classes = build_classes(pods, volumes, relevant)
+        existing_pods = _existing_pods(nodes, nodeclaims)
+        # The pending pods' classes (`pod_classes`): the runs of one solve share them, and set alike what they set.
+        self.classes = classes
         self.topology = Topology(self.pools, self.classes, existing_pods)
         self.look_ahead = LookAhead(self.classes, mix_below, mix_depth)
         self.claims = Claims(self.pools, self.topology, self.look_ahead)
@@ -374,7 +374,8 @@ def solve(
     with paused_cycle_collector():
         volumes = VolumeIndex(pvcs, pvs, storage_classes)
         templates = templates if templates is not None else TemplateCache()
-        inputs = (pods, nodes, nodeclaims, nodepools, nodeclasses, instance_types, daemonsets, volumes, templates)
+        classes = pod_classes(pods, nodes, nodeclaims, volumes)
+        inputs = (nodes, nodeclaims, nodepools, nodeclasses, instance_types, daemonsets, volumes, templates, classes)
         solver = Solver(*inputs)
         results = solver.run()
         if solver.look_ahead.mix_skipped:
@@ -386,6 +387,17 @@ def solve(
                 if _plan_rank(other) < _plan_rank(results):
                     results = other
         return results
+
+
+def pod_classes(
+    pods: Sequence[Pod], nodes: Sequence[Node], nodeclaims: Sequence[NodeClaim], volumes: VolumeIndex
+) -> list[PodClass]:
+    """The pending pods' classes, with the label keys any selector (theirs or running pods') refers to."""
+    return build_classes(pods, volumes, selector_keys([*pods, *_existing_pods(nodes, nodeclaims)]))
+
+
+def _existing_pods(nodes: Sequence[Node], nodeclaims: Sequence[NodeClaim]) -> list[Pod]:
+    return [p for n in nodes for p in n.pods] + [p for c in nodeclaims for p in c.nominated_pods]
 
 
 def _plan_rank(results: Results) -> tuple[int, float, int]:

@@ -200,6 +200,7 @@ class PoolCompat:
     basics: list[tuple[int, int, int]] = field(default_factory=list)
     prices: list[float] = field(default_factory=list)
     _largest: dict[str, int] | None = None
+    _roomiest: Candidate | None = None
     _frontier: list[int] | None = None
     _cpu_steps: list[int] | None = None  # the distinct cpu values of `basics`, ascending
     _by_cpu: dict[int, list[int]] = field(default_factory=dict)  # per cpu step, see `with_cpu`
@@ -250,6 +251,14 @@ class PoolCompat:
                     kept.append(index)
             self._frontier = kept
         return self._frontier
+
+    @property
+    def roomiest(self) -> Candidate:
+        """The candidate with the most allocatable, compared resource by resource in name order: the one a
+        refusal for size names (computed once; a refusal is asked for at every pod that does not fit)."""
+        if self._roomiest is None:
+            self._roomiest = max(self.candidates, key=lambda pc: sorted(pc[1].allocatable.items()))[1]
+        return self._roomiest
 
     @property
     def largest(self) -> Mapping[str, int]:

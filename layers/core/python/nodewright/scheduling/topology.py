@@ -47,18 +47,13 @@ class Topology:
             for term in (*cls.terms, *cls.preferred_terms):
                 self.term_groups[id(term)] = self.add(term)
         for pod in existing_pods:
-            for term in pod_terms(pod)[0]:
-                if term.kind == "anti":
-                    self.add(term)
-        # Classes differ mostly in requests and terms, rarely in labels: match each label set once.
-        members: dict[tuple[str, tuple[tuple[str, str], ...]], list[int]] = {}
+            for term in _anti_terms(pod):
+                self.add(term)
+        # Classes differ mostly in requests and terms, and running pods are mostly replicas: match each
+        # (namespace, label set) once. Every group exists by now, so an answer never goes stale.
+        self.members: dict[tuple[str, tuple[tuple[str, str], ...]], list[int]] = {}
         for cls in classes:
-            label_key = (cls.namespace, tuple(sorted(cls.labels.items())))
-            member_of = members.get(label_key)
-            if member_of is None:
-                terms = enumerate(self.terms)
-                member_of = members[label_key] = [g for g, t in terms if t.selects(cls.namespace, cls.labels)]
-            cls.member_of = list(member_of)
+            cls.member_of = list(self.selecting(cls.namespace, cls.labels))
         # Existing nodes and claims in flight: their domains are topology domains even without a NodePool.
         # Per topology key: the domains NodePools can create, existing domains, and per (key, requirement
         # set) the domains a node may have; per (group, requirements) a spread's domains.
@@ -83,18 +78,20 @@ class Topology:
         """Pods counted in group g over all its domains."""
         return sum(self.counts[g].values())
 
+    def selecting(self, namespace: str, labels: Mapping[str, str]) -> list[int]:
+        """The groups whose selector matches pods of this namespace and labels (callers do not modify it)."""
+        key = (namespace, tuple(sorted(labels.items())))
+        found = self.members.get(key)
+        if found is None:
+            found = self.members[key] = [g for g, t in enumerate(self.terms) if t.selects(namespace, labels)]
+        return found
+
     def record(self, b: Bin, pod: Pod) -> None:
         """Count a pod already on b (an existing node or a claim in flight), with its anti-affinity."""
-        self.count(b, pod.namespace, pod.labels, 1)
-        for term in pod_terms(pod)[0]:
-            if term.kind == "anti":
-                self.carry(b, self.index[term.group], term.topology_key, 1)
-
-    def count(self, b: Bin, namespace: str, labels: Mapping[str, str], k: int) -> None:
-        """Count k pods of this namespace and labels on b in every group whose selector matches them."""
-        for g, term in enumerate(self.terms):
-            if term.selects(namespace, labels):
-                self.add_count(b, g, k)
+        for g in self.selecting(pod.namespace, pod.labels):
+            self.add_count(b, g, 1)
+        for term in _anti_terms(pod):
+            self.carry(b, self.index[term.group], term.topology_key, 1)
 
     def add_count(self, b: Bin, g: int, k: int) -> None:
         """Count k selected pods on bin b for group g (Karpenter's Topology.Record).
@@ -345,3 +342,10 @@ def water_fill(counts: Mapping[str, int], n: int, max_skew: int, minimum: int, f
             break
         share[domain] += 1
     return share
+
+
+def _anti_terms(pod: Pod) -> list[TopologyTerm]:
+    """The pod's required anti-affinity terms (most running pods have none: their terms are not built)."""
+    if not pod.pod_anti_affinity:
+        return []
+    return [term for term in pod_terms(pod)[0] if term.kind == "anti"]
