@@ -8,7 +8,8 @@ for the pods that do not fit, as Karpenter does (`preferences`).
 This module is the run loop (Karpenter's scheduler.go): per class and per form of its constraints,
 the domains of its topology keys are decided one key at a time (`topology`), then the class fills the
 places that have room in placement order, and the rest opens new NodeClaims (`claims`, sized by
-`choice`). The other modules: `pools` (NodePools and their instance types, per requirement set),
+`choice`). The other modules: `templates` (NodePools and their instance types, per requirement set, kept
+across solves in a `TemplateCache`), `pools` (the NodePools of one run and their limits left),
 `existing` (existing nodes and NodeClaims in flight), `finalize` (a finished NodeClaim's instance
 types and launch options).
 """
