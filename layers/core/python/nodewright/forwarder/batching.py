@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodewright.model.pending import is_pending
+from nodewright.service.batch import PodHint
 
 # AWS Lambda's limit for a synchronous invocation's request is 6 MB; stay well below it by default.
 LAMBDA_SYNC_PAYLOAD_LIMIT = 6 * 1024 * 1024
@@ -63,29 +64,6 @@ class BatchPolicy:
         # The exponent is capped before it is used, so a pod stuck for days does not overflow a float.
         exponent = min(max(deliveries - 1, 0), 32)
         return float(min(self.resend_max_seconds, self.resend_initial_seconds * 2**exponent))
-
-
-@dataclass(frozen=True, slots=True)
-class PodHint:
-    """What the forwarder sends of a pending pod: where to read it, and the version it saw.
-
-    `delivery` (1-based) is the number of the delivery this send is for this pod; it goes into the batch id,
-    not into the payload.
-    """
-
-    namespace: str
-    name: str
-    uid: str
-    resource_version: str
-    delivery: int = 1
-
-    def to_json(self) -> dict[str, str]:
-        return {
-            "namespace": self.namespace,
-            "name": self.name,
-            "uid": self.uid,
-            "resourceVersion": self.resource_version,
-        }
 
 
 def _metadata(pod: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -41,3 +41,5 @@ class NodeClaim:
     initialized: bool = False
     nominated_pods: tuple[Pod, ...] = ()
     node_class: str = ""
+    # status.conditions: type -> (status, reason), so a writer can tell whether a condition needs writing.
+    conditions: Mapping[str, tuple[str, str]] = field(default_factory=dict)

@@ -3,11 +3,13 @@
 On each tick (EventBridge Scheduler, every minute):
 1. Read the cluster (NodePools, EC2NodeClasses, NodeClaims, Nodes, Pods, DaemonSets, PodDisruptionBudgets, volumes),
    the locks of the workflows in flight, the offerings refused for capacity, and the instance catalog.
-2. Registrations: NodeClaims whose node has joined are marked Registered and lose karpenter.sh/unregistered;
-   NodeClaims with no node 15 minutes after creation are terminated and deleted.
-3. Drift: what each EC2NodeClass selects now (images, subnets, security groups) and what each instance was launched
-   with, compared by `disruption.drift`. NodeClaims get Karpenter's `Drifted` and `Consolidatable` conditions
-   (written only when they change), and stamps of an older hash version are replaced.
+2. Registrations: NodeClaims whose node has joined are marked Registered (then Initialized and Ready) and lose
+   karpenter.sh/unregistered; NodeClaims with no node 15 minutes after creation are terminated and deleted.
+3. Each EC2NodeClass is resolved once; NodePool and EC2NodeClass status is written from it (`service.status`),
+   so a cluster without pending pods has status too. Drift: what each EC2NodeClass selects now (images,
+   subnets, security groups) and what each instance was launched with, compared by `disruption.drift`.
+   NodeClaims get Karpenter's `Drifted` and `Consolidatable` conditions (written only when they change), and
+   stamps of an older hash version are replaced.
 4. `disruption.plan` decides (expiration, emptiness, drift, multi-node, single-node consolidation, under budgets).
    Each voluntary decision takes its nodes' locks (owned by the execution it is about to start, so no later tick
    and no other workflow takes them meanwhile) and starts the disruption workflow under its derived name.
@@ -36,8 +38,9 @@ from nodewright.disruption.plan import DEFAULT_METHODS, Plan, plan
 from nodewright.disruption.state import ClusterState, DisruptionSettings, PodFactsCache, cluster_state
 from nodewright.model.conditions import TRUE, Condition
 from nodewright.model.loader import ParsedPods, load_documents
-from nodewright.ports import Clock, Cloud, Cluster, NodeClassError, NodeEvent, StateStore, Workflows
+from nodewright.ports import Clock, Cloud, Cluster, NodeEvent, StateStore, Workflows
 from nodewright.service import provision as provisioning
+from nodewright.service.status import NodeClassState, resolve_node_classes, write_status
 from nodewright.service.workflow import lock_name
 
 # The planner takes a decision's locks for this long; IdentifyCandidate takes them again for the whole workflow. A
@@ -62,6 +65,7 @@ class TickResult:
     conditions_written: int = 0
     blocked: int = 0
     unconsolidatable: int = 0
+    status: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -75,6 +79,7 @@ class TickResult:
             "conditions_written": self.conditions_written,
             "blocked": self.blocked,
             "unconsolidatable": self.unconsolidatable,
+            "status": self.status,
         }
 
 
@@ -119,7 +124,10 @@ def tick(
     locked = frozenset(name.removeprefix("nodeclaim/") for name in locks if name.startswith("nodeclaim/"))
     unavailable = ports.state.unavailable_offerings(now)
     types = Catalog(ports.catalog.instance_types()).with_unavailable(unavailable).instance_types
-    facts, zones = _class_facts(ports.cloud, inputs.nodeclasses, out.problems)
+    version = ports.cloud.cluster_info().version if inputs.nodeclasses else ""
+    classes = resolve_node_classes(inputs.nodeclasses, ports.cloud, version)
+    facts, zones = _class_facts(classes, out.problems)
+    out.status = _write_status(ports.cluster, view.documents, classes, out.problems)
     state, _ = cluster_state(
         documents, types, now, locked, ports.settings, class_zones=zones, loaded=loaded, known_facts=ports.pod_facts
     )
@@ -142,28 +150,48 @@ def tick(
 
 
 def _class_facts(
-    cloud: Cloud, nodeclasses: Sequence[Any], problems: list[str]
+    classes: Mapping[str, NodeClassState], problems: list[str]
 ) -> tuple[dict[str, ClassFacts], dict[str, tuple[str, ...]]]:
     """What each EC2NodeClass selects now, and the zones its subnets are in; a class that cannot be resolved is
     reported and its nodes are checked without the cloud's facts."""
     facts: dict[str, ClassFacts] = {}
     zones: dict[str, tuple[str, ...]] = {}
-    if not nodeclasses:
-        return facts, zones
-    version = cloud.cluster_info().version
-    for node_class in nodeclasses:
-        try:
-            resolved = cloud.resolve_node_class(node_class, version)
-        except NodeClassError as error:
-            problems.append(f"ec2nodeclass/{node_class.name}: {error}")
+    for name, resolution in sorted(classes.items()):
+        resolved = resolution.resolved
+        if not resolution.ready or resolved is None:
+            problems.append(f"ec2nodeclass/{name}: {resolution.problem}")
             continue
-        facts[node_class.name] = ClassFacts(
+        facts[name] = ClassFacts(
             images={variant: image.id for variant, image in resolved.images.items()},
             subnet_ids=resolved.matching_subnet_ids or frozenset(s.id for s in resolved.subnets),
             security_group_ids=frozenset(resolved.security_group_ids),
         )
-        zones[node_class.name] = resolved.zones
+        zones[name] = resolved.zones
     return facts, zones
+
+
+def _write_status(
+    cluster: Cluster,
+    documents: Sequence[Mapping[str, Any]],
+    classes: Mapping[str, NodeClassState],
+    problems: list[str],
+) -> dict[str, Any]:
+    """NodePool and EC2NodeClass status (`service.status`), so a cluster without pending pods has it too."""
+    by_kind: dict[str, list[Mapping[str, Any]]] = {}
+    for doc in documents:
+        by_kind.setdefault(str(doc.get("kind", "")), []).append(doc)
+    try:
+        return write_status(
+            cluster,
+            by_kind.get("NodePool", []),
+            by_kind.get("EC2NodeClass", []),
+            by_kind.get("NodeClaim", []),
+            by_kind.get("Node", []),
+            classes,
+        ).to_json()
+    except Exception as error:  # status is for people: failing to write it must not stop disruption
+        problems.append(f"status: {type(error).__name__}: {error}")
+        return {}
 
 
 def _instance_facts(cloud: Cloud, fleet: Sequence[FleetNode]) -> dict[str, InstanceFacts]:
