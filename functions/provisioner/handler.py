@@ -138,13 +138,14 @@ def build_runtime(cluster: Any = None) -> _Runtime:
     )
     catalog = _RefreshingCatalog(source, CATALOG_TTL_SECONDS)
     clock = _SystemClock()
+    parsed_pods: dict[Any, Any] = {}  # pods parsed by earlier calls of this container (see model.loader)
 
     def run(batch: Any) -> dict[str, Any]:
         replayed = delivery.recall(state, batch.batch_id, clock.now())
         if replayed is not None:
             logger.info("delivery answered from its record", extra={"batch_id": batch.batch_id})
             return replayed
-        result = provision(batch, cluster, cloud, state, clock, catalog, templates=cloud)
+        result = provision(batch, cluster, cloud, state, clock, catalog, templates=cloud, parsed_pods=parsed_pods)
         answer = {"cluster": settings.cluster, **result.to_json()}
         delivery.remember(state, result, answer, clock.now())
         _emit(answer)

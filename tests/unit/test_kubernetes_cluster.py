@@ -191,3 +191,27 @@ def test_status_writes_merge_conditions_by_type_with_the_version_they_read(serve
     assert [c["type"] for c in patch["body"]["status"]["conditions"]] == ["Other", "Ready"]
     with pytest.raises(ValueError, match="NodeClaim"):
         _cluster(server, ["t"]).set_status("NodeClaim", "x", {})
+
+
+def test_a_taint_change_that_meets_a_newer_node_reads_it_again_and_keeps_the_other_taints(server: _Server) -> None:
+    path = "/api/v1/nodes/n1"
+    taints = [{"key": "karpenter.sh/unregistered", "effect": "NoExecute"}, {"key": "other", "effect": "NoSchedule"}]
+    server.routes[("GET", path)] = (
+        200,
+        {"metadata": {"name": "n1", "resourceVersion": "7"}, "spec": {"taints": taints}},
+    )
+    server.routes[("PATCH", path)] = (409, {"reason": "Conflict"})
+    cluster = _cluster(server, ["t"])
+    with pytest.raises(ApiError, match="kept changing"):
+        cluster.remove_node_taint("n1", "karpenter.sh/unregistered")
+    patches = [r for r in server.requests if r["method"] == "PATCH"]
+    gets = [r for r in server.requests if r["method"] == "GET"]
+    assert len(patches) == len(gets) == 5  # read again before every attempt
+    assert patches[0]["body"] == {
+        "metadata": {"resourceVersion": "7"},
+        "spec": {"taints": [{"key": "other", "effect": "NoSchedule"}]},
+    }
+    server.requests.clear()
+    server.routes[("PATCH", path)] = (200, {})
+    cluster.remove_node_taint("n1", "karpenter.sh/unregistered")
+    assert [r["method"] for r in server.requests] == ["GET", "PATCH"]

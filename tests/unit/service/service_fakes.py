@@ -134,9 +134,10 @@ class FakeCloud:
         return {"Errors": errors, "Instances": []}
 
     def instances_of_nodeclaim(self, nodeclaim: str) -> Sequence[Instance]:
+        # Claims launch in threads: a copy, so another claim's launch does not change the dict mid-iteration.
         return [
             i
-            for i in self.instances.values()
+            for i in list(self.instances.values())
             if i.tags.get("karpenter.sh/nodeclaim") == nodeclaim and i.state != "terminated"
         ]
 

@@ -248,12 +248,14 @@ def test_only_a_delivery_that_launched_is_remembered_and_only_for_its_window() -
 
 
 class BoundMeanwhile(InMemoryCluster):
-    """The watch cache still shows `late` pending; by the time its node's pods are read it is bound."""
+    """The watch cache still shows `late` pending, at the version the forwarder saw; by the time its node's pods
+    are read it is bound (a newer version)."""
 
     def read_for_provisioning(self) -> ProvisioningView:
         view = super().read_for_provisioning()
         late = self.objects[("Pod", "web", "late-0")]
-        return replace(view, pending={**view.pending, "web/late-0": {**late, "spec": {**late["spec"], "nodeName": ""}}})
+        seen = {**late, "metadata": {**late["metadata"], "resourceVersion": "1"}}
+        return replace(view, pending={**view.pending, "web/late-0": {**seen, "spec": {**late["spec"], "nodeName": ""}}})
 
 
 def test_a_pod_bound_since_the_cached_read_is_skipped_and_not_counted_twice_on_its_node() -> None:
@@ -268,8 +270,9 @@ def test_a_pod_bound_since_the_cached_read_is_skipped_and_not_counted_twice_on_i
     node = node_for(cloud.instances[claim.instance_id], "ip-10-0-0-1.ec2.internal")
     node["status"]["allocatable"] = {"cpu": "15", "memory": "60Gi", "pods": "110"}
     cluster.put(node)
-    cluster.objects[("Pod", "web", "late-0")]["spec"]["nodeName"] = "ip-10-0-0-1.ec2.internal"
     batch = Batch("b2", "demo", [hint(cluster.objects[("Pod", "web", n)]) for n in ("late-0", "next-0")])
+    cluster.objects[("Pod", "web", "late-0")]["spec"]["nodeName"] = "ip-10-0-0-1.ec2.internal"
+    cluster.objects[("Pod", "web", "late-0")]["metadata"]["resourceVersion"] = "2"
     again = provision(batch, cluster, cloud, state, clock, CATALOG)
     assert not again.launched
     assert [d.subject for d in actions(again, "skipped")] == ["pod/web/late-0"]

@@ -398,16 +398,38 @@ class KubernetesCluster:
 
     # -------------------------------------------------------------------------------- nodes, events
 
+    def _change_taints(self, node: str, change: Callable[[list[dict[str, Any]]], list[dict[str, Any]] | None]) -> bool:
+        """Apply `change` to the node's taints (None: nothing to change); False when the node is gone or nothing
+        changed. A merge patch replaces the whole list, so it carries the resourceVersion it was computed from:
+        a node updated in between (a heartbeat, another taint) makes it fail with 409, and it is read again."""
+        for _ in range(_CONFLICT_RETRIES):
+            current = self._node(node)
+            if current is None:
+                return False
+            taints = (current.get("spec") or {}).get("taints") or []
+            changed = change(list(taints))
+            if changed is None:
+                return False
+            body = {
+                "metadata": {"resourceVersion": current["metadata"]["resourceVersion"]},
+                "spec": {"taints": changed},
+            }
+            try:
+                self._call("PATCH", f"/api/v1/nodes/{node}", body=body, content_type=MERGE_PATCH)
+                return True
+            except ApiError as error:
+                if error.status == 404:
+                    return False
+                if error.status != 409:
+                    raise
+        raise ApiError(409, "PATCH", f"/api/v1/nodes/{node}", "the node's taints kept changing under us")
+
     def remove_node_taint(self, node: str, taint_key: str) -> None:
-        current = self._call("GET", f"/api/v1/nodes/{node}")
-        taints = (current.get("spec") or {}).get("taints") or []
-        kept = [t for t in taints if t.get("key") != taint_key]
-        if len(kept) == len(taints):
-            return
-        # A merge patch replaces the whole list; resourceVersion makes it fail rather than drop a taint
-        # someone else added in between.
-        body = {"metadata": {"resourceVersion": current["metadata"]["resourceVersion"]}, "spec": {"taints": kept}}
-        self._call("PATCH", f"/api/v1/nodes/{node}", body=body, content_type=MERGE_PATCH)
+        def without(taints: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+            kept = [t for t in taints if t.get("key") != taint_key]
+            return kept if len(kept) != len(taints) else None
+
+        self._change_taints(node, without)
 
     def _node(self, node: str) -> dict[str, Any] | None:
         return self._get(f"/api/v1/nodes/{node}")
@@ -421,19 +443,12 @@ class KubernetesCluster:
                 raise
 
     def add_node_taint(self, node: str, key: str, value: str, effect: str) -> bool:
-        current = self._node(node)
-        if current is None:
-            return False
-        taints = (current.get("spec") or {}).get("taints") or []
-        if any(t.get("key") == key and t.get("effect") == effect for t in taints):
-            return False
-        taint = {"key": key, "effect": effect, **({"value": value} if value else {})}
-        body = {
-            "metadata": {"resourceVersion": current["metadata"]["resourceVersion"]},
-            "spec": {"taints": [*taints, taint]},
-        }
-        self._call("PATCH", f"/api/v1/nodes/{node}", body=body, content_type=MERGE_PATCH)
-        return True
+        def with_taint(taints: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+            if any(t.get("key") == key and t.get("effect") == effect for t in taints):
+                return None
+            return [*taints, {"key": key, "effect": effect, **({"value": value} if value else {})}]
+
+        return self._change_taints(node, with_taint)
 
     def set_unschedulable(self, node: str, unschedulable: bool) -> None:
         try:

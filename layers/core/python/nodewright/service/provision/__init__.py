@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from nodewright.catalog.types import InstanceTypeSource
-from nodewright.model.loader import load_documents
+from nodewright.model.loader import ParsedPods, load_documents
 from nodewright.ports import Clock, Cloud, Cluster, LaunchTemplateStore, StateStore
 from nodewright.scheduling import PlannedNodeClaim, Results
 from nodewright.service.batch import Batch
@@ -43,6 +43,7 @@ from nodewright.service.provision.lifecycle import (
     cleanup,
     cleanup_unregistered,
     finish_registrations,
+    nodes_of,
 )
 from nodewright.service.provision.nodeclaim import (
     BATCH_ANNOTATION,
@@ -109,6 +110,7 @@ def provision(
     templates: LaunchTemplateStore | None = None,
     plan_filter: Callable[[Results], Results | str] | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    parsed_pods: ParsedPods | None = None,
 ) -> ProvisionResult:
     """Turn a batch of pending pods into NodeClaims and instances; see the module docstring.
 
@@ -116,9 +118,10 @@ def provision(
     the planner lock), the instance type source, `timer` (monotonic seconds, only for the timings reported),
     `templates` (when given, a batch without pods also garbage-collects launch templates: off the launch
     path, and run whenever nodes register, i.e. after launches, which is when templates are made) and `sleep`
-    (waiting for the planner lock). Output: every decision with its reason, the claims launched (or found
-    launched), and timings. Raises nothing for expected failures (invalid objects, unusable node classes,
-    capacity, throttling, a busy planner): they are decisions.
+    (waiting for the planner lock), and `parsed_pods` (a warm container's pods parsed by earlier calls, by
+    uid and resourceVersion: pods sent again every window are parsed once). Output: every decision with its
+    reason, the claims launched (or found launched), and timings. Raises nothing for expected failures (invalid
+    objects, unusable node classes, capacity, throttling, a busy planner): they are decisions.
 
     `displaced_nodes`: the disruption workflow's replacement. The nodes are left out of the capacity, and the
     pods that must leave them (not DaemonSet, mirror or disrupted-tolerating pods) are planned as pending.
@@ -138,27 +141,32 @@ def provision(
             result.decide("busy", "planner", f"{holder} is planning new capacity; evaluated again in the next window")
             result.timings["total"] = timer() - started
             return result
-        snapshot = read_cluster(batch, cluster, result)
+        snapshot = read_cluster(batch, cluster, result, parsed_pods)
         result.timings["read_cluster"] = timer() - started
-        registered = finish_registrations(snapshot.base.nodeclaims, snapshot.base.nodes, cluster, now, result)
+        # Which claims' nodes have joined decides the plan; writing their registration can wait until the
+        # launches are under way (finish_registrations below).
+        registered = nodes_of(snapshot.base.nodeclaims, snapshot.base.nodes)
         removed = cleanup_unregistered(snapshot.base.nodeclaims, registered, cluster, cloud, now, result)
         recent = recent_nodes(snapshot, registered, now)
-        if not read_pods(batch, snapshot, cluster, recent, set(displaced_nodes), result):
-            result.timings["total"] = timer() - started
-            return result
-        capacity = capacity_in_flight(snapshot, registered, recent, removed, now, result)
-        planned = plan(
-            batch.batch_id, snapshot.inputs, capacity, cloud, state, catalog_source, now, result, timer, plan_filter
-        )
-        result.timings["prepare"] = planned.prepared_at - started
-        # What is created here is what launches: `plan_filter` has narrowed the plan already.
-        classes = {name: rc.node_class for name, rc in planned.resolved.items()}
-        created = create_nodeclaims(planned.claims, planned.pools, classes, batch.batch_id, cluster)
+        planned: Plan | None = None
+        if read_pods(batch, snapshot, cluster, recent, set(displaced_nodes), result):
+            capacity = capacity_in_flight(snapshot, registered, recent, removed, now, result)
+            planned = plan(
+                batch.batch_id, snapshot.inputs, capacity, cloud, state, catalog_source, now, result, timer, plan_filter
+            )
+            result.timings["prepare"] = planned.prepared_at - started
+            # What is created here is what launches: `plan_filter` has narrowed the plan already.
+            classes = {name: rc.node_class for name, rc in planned.resolved.items()}
+            created = create_nodeclaims(planned.claims, planned.pools, classes, batch.batch_id, cluster)
     # The planner lock is released: the NodeClaims exist, so whoever plans next counts them in flight.
-    _launch(created, planned, cluster, cloud, state, now, result, started, timer)
-    if not displaced_nodes:  # the workflow's replacement leaves status to the provisioner and the planner
-        _status(snapshot, planned, cluster, result)
-    explain.record(cluster, result, list(planned.pools.values()), planned.catalog, now)
+    if planned is not None:
+        _launch(created, planned, cluster, cloud, state, now, result, started, timer)
+    live = [c for c in snapshot.base.nodeclaims if c.name not in removed]
+    finish_registrations(live, snapshot.base.nodes, cluster, now, result)
+    if planned is not None:
+        if not displaced_nodes:  # the workflow's replacement leaves status to the provisioner and the planner
+            _status(snapshot, planned, cluster, result)
+        explain.record(cluster, result, list(planned.pools.values()), planned.catalog, now)
     result.timings["total"] = timer() - started
     return result
 
@@ -178,7 +186,7 @@ def _lifecycle_only(
     view = cluster.read_fleet()
     documents = [*view.nodepools, *view.nodeclasses, *view.nodeclaims, *view.nodes]
     result.timings["read_cluster"] = timer() - started
-    inputs, _ = load_documents(documents, "cluster")
+    inputs, _ = load_documents(documents, "cluster", summaries=False)
     registered = finish_registrations(inputs.nodeclaims, inputs.nodes, cluster, now, result)
     cleanup_unregistered(inputs.nodeclaims, registered, cluster, cloud, now, result)
     matched = set(registered.values())

@@ -14,14 +14,15 @@ Karpenter's lifecycle controller (v1.9.1 `pkg/controllers/nodeclaim/lifecycle`),
 - Ready: True when Launched, Registered and Initialized are; otherwise Unknown, naming what is not yet True.
 
 Who runs it: every provisioner invocation (registration payloads from the forwarder's node watch arrive as a
-node joins, is Ready, or loses a startup taint), the planner's one-minute tick, and the disruption workflow's
-replacement check. Each writes only the condition types it owns, merged by type (`set_nodeclaim_conditions`),
-and only when something changed.
+node joins, is Ready, or loses a startup taint; a batch of pods does it after launching, off the path to its
+first CreateFleet), the planner's one-minute tick, and the disruption workflow's replacement check. Each writes
+only the condition types it owns, merged by type (`set_nodeclaim_conditions`), and only when something changed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 from nodewright.launch.userdata import UNREGISTERED_TAINT
@@ -32,12 +33,14 @@ from nodewright.model.objects import Node
 from nodewright.model.taints import Taint
 from nodewright.ports import Clock, Cloud, Cluster, LaunchTemplateStore
 from nodewright.service.provision.nodeclaim import INITIALIZED, LAUNCHED, READY, REGISTERED
-from nodewright.service.provision.result import ProvisionResult
+from nodewright.service.provision.result import Decision, ProvisionResult
 from nodewright.service.provision.templates import collect_launch_templates
 
 REGISTRATION_TIMEOUT_SECONDS = 15 * 60
 # A claim is created moments before its CreateFleet; one still without an instance after this was abandoned.
 LAUNCH_TIMEOUT_SECONDS = 120
+# Claims whose lifecycle writes go side by side.
+LIFECYCLE_CONCURRENCY = 8
 REGISTERED_LABEL = "karpenter.sh/registered"
 INITIALIZED_LABEL = "karpenter.sh/initialized"
 # (key, effect) of the taints a node carries while it starts (Karpenter's scheduling.KnownEphemeralTaints).
@@ -96,52 +99,68 @@ def _current(claim: NodeClaim, kind: str) -> tuple[str, str]:
     return claim.conditions.get(kind, ("", ""))
 
 
+def nodes_of(claims: Sequence[NodeClaim], nodes: Sequence[Node]) -> dict[str, str]:
+    """Claim name -> node name, for every launched claim whose node exists (matched by providerID). Pure."""
+    by_provider = {n.provider_id: n.name for n in nodes if n.provider_id}
+    return {c.name: by_provider[c.provider_id] for c in claims if c.provider_id and c.provider_id in by_provider}
+
+
 def finish_registrations(
     claims: Sequence[NodeClaim], nodes: Sequence[Node], cluster: Cluster, now: float, result: ProvisionResult
 ) -> dict[str, str]:
     """Move launched NodeClaims whose node has appeared through Registered and Initialized (module doc);
     returns claim name -> node name for every claim whose node exists.
 
-    Writes only what changed: a registered, initialized claim costs nothing. `now` is kept for the callers'
-    signature; the conditions' times come from the cluster port's clock.
+    Writes only what changed: a registered, initialized claim costs nothing. Claims are independent, so their
+    writes go side by side (a provisioner that was away finds dozens of nodes to register); decisions come
+    back in claim order. `now` is kept for the callers' signature; the conditions' times come from the
+    cluster port's clock.
     """
     del now
-    by_provider = {n.provider_id: n for n in nodes if n.provider_id}
-    done: dict[str, str] = {}
-    for claim in claims:
-        node = by_provider.get(claim.provider_id) if claim.provider_id else None
-        if node is None:
-            continue
-        done[claim.name] = node.name
-        statuses = {kind: status for kind, (status, _) in claim.conditions.items()}
-        updates: list[Condition] = []
-        if not claim.registered or any(t.key == UNREGISTERED_TAINT.key for t in node.taints):
-            cluster.remove_node_taint(node.name, UNREGISTERED_TAINT.key)
-            cluster.label_node(node.name, {REGISTERED_LABEL: "true"})
-            cluster.update_nodeclaim(claim.name, {}, {}, {"nodeName": node.name})
-            updates.append(Condition(REGISTERED, TRUE, REGISTERED, f"node {node.name} registered"))
-            if statuses.get(LAUNCHED) != TRUE:
-                updates.append(Condition(LAUNCHED, TRUE, LAUNCHED))
-            node = _without_taint(node, UNREGISTERED_TAINT.key)
-            result.decide(
-                "registered", f"nodeclaim/{claim.name}", f"node {node.name} registered with {claim.provider_id}"
-            )
-        if not claim.initialized:
-            check = initialization(claim, node)
-            if check.done:
-                cluster.label_node(node.name, {INITIALIZED_LABEL: "true"})
-                updates.append(Condition(INITIALIZED, TRUE, INITIALIZED))
-                result.decide("initialized", f"nodeclaim/{claim.name}", f"node {node.name} is initialized")
-            elif updates or _current(claim, INITIALIZED) != (UNKNOWN, check.reason):
-                updates.append(Condition(INITIALIZED, UNKNOWN, check.reason, check.message))
-        if not updates:
-            continue
-        statuses.update({c.type: c.status for c in updates})
-        ready = ready_condition(statuses)
-        if _current(claim, READY) != (ready.status, ready.reason) or ready.status == TRUE:
-            updates.append(ready)
-        cluster.set_nodeclaim_conditions(claim.name, updates)
+    done = nodes_of(claims, nodes)
+    by_name = {n.name: n for n in nodes}
+    work = [(c, by_name[done[c.name]]) for c in claims if c.name in done]
+    if len(work) <= 1:
+        outcomes = [_advance(claim, node, cluster) for claim, node in work]
+    else:
+        with ThreadPoolExecutor(max_workers=min(LIFECYCLE_CONCURRENCY, len(work))) as executor:
+            outcomes = list(executor.map(lambda item: _advance(item[0], item[1], cluster), work))
+    for decisions in outcomes:
+        result.decisions.extend(decisions)
     return done
+
+
+def _advance(claim: NodeClaim, node: Node, cluster: Cluster) -> list[Decision]:
+    """The lifecycle writes of one claim whose node exists; returns its decisions."""
+    decisions: list[Decision] = []
+    statuses = {kind: status for kind, (status, _) in claim.conditions.items()}
+    updates: list[Condition] = []
+    if not claim.registered or any(t.key == UNREGISTERED_TAINT.key for t in node.taints):
+        cluster.remove_node_taint(node.name, UNREGISTERED_TAINT.key)
+        cluster.label_node(node.name, {REGISTERED_LABEL: "true"})
+        cluster.update_nodeclaim(claim.name, {}, {}, {"nodeName": node.name})
+        updates.append(Condition(REGISTERED, TRUE, REGISTERED, f"node {node.name} registered"))
+        if statuses.get(LAUNCHED) != TRUE:
+            updates.append(Condition(LAUNCHED, TRUE, LAUNCHED))
+        node = _without_taint(node, UNREGISTERED_TAINT.key)
+        reason = f"node {node.name} registered with {claim.provider_id}"
+        decisions.append(Decision("registered", f"nodeclaim/{claim.name}", reason))
+    if not claim.initialized:
+        check = initialization(claim, node)
+        if check.done:
+            cluster.label_node(node.name, {INITIALIZED_LABEL: "true"})
+            updates.append(Condition(INITIALIZED, TRUE, INITIALIZED))
+            decisions.append(Decision("initialized", f"nodeclaim/{claim.name}", f"node {node.name} is initialized"))
+        elif updates or _current(claim, INITIALIZED) != (UNKNOWN, check.reason):
+            updates.append(Condition(INITIALIZED, UNKNOWN, check.reason, check.message))
+    if not updates:
+        return decisions
+    statuses.update({c.type: c.status for c in updates})
+    ready = ready_condition(statuses)
+    if _current(claim, READY) != (ready.status, ready.reason) or ready.status == TRUE:
+        updates.append(ready)
+    cluster.set_nodeclaim_conditions(claim.name, updates)
+    return decisions
 
 
 def _without_taint(node: Node, key: str) -> Node:

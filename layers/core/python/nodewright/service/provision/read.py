@@ -32,15 +32,17 @@ so it reads every bound pod, once per disruption.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from nodewright.disruption.drain import drain_pod
 from nodewright.model.conditions import condition_of
 from nodewright.model.inputs import ClusterInputs
-from nodewright.model.loader import load_documents
+from nodewright.model.loader import ParsedPods, load_documents
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.objects import LabelSelector, Node, Pod
 from nodewright.model.pending import not_pending_reason
@@ -52,6 +54,7 @@ from nodewright.service.provision.result import ProvisionResult
 
 # How long pods nominated to a freshly registered node are left to the kube-scheduler before being planned again.
 NOMINATION_GRACE_SECONDS = 120
+READ_CONCURRENCY = 8
 
 
 def pod_key(doc: Mapping[str, Any]) -> str:
@@ -98,22 +101,27 @@ class Snapshot:
 
     view: ProvisioningView
     base: ClusterInputs
+    # Pods parsed once per (uid, resourceVersion), for every load of this decision (and of a warm container's).
+    parsed_pods: ParsedPods = field(default_factory=dict)
     inputs: ClusterInputs = field(default_factory=ClusterInputs)
     nominated: dict[str, Pod] = field(default_factory=dict)
     room_known: set[str] = field(default_factory=set)
 
 
-def read_cluster(batch: Batch, cluster: Cluster, result: ProvisionResult) -> Snapshot:
-    """Step 1 (see the module doc): the cached read, verified against the batch's hints."""
+def read_cluster(
+    batch: Batch, cluster: Cluster, result: ProvisionResult, parsed_pods: ParsedPods | None = None
+) -> Snapshot:
+    """Step 1 (see the module doc): the cached read, verified against the batch's hints. `parsed_pods`: a
+    container's cache of parsed pods (see `model.loader`), kept across calls."""
     view = cluster.read_for_provisioning()
     stale = [h for h in batch.pods if (found := view.pending.get(h.key)) is None or not h.matches(found)]
     if stale:
         # The watch cache is behind the forwarder (or the pod moved on): the consistent read decides.
         view = replace(view, pending=cluster.pending_pods())
-    base, errors = load_documents(view.documents, "cluster")
+    base, errors = load_documents(view.documents, "cluster", summaries=False)
     for error in errors:
         result.decide("invalid", f"{error.kind or 'object'}/{error.name}", f"{error.path}: {error.message}")
-    return Snapshot(view, base)
+    return Snapshot(view, base, parsed_pods if parsed_pods is not None else {})
 
 
 def pods_to_plan(batch: Batch, snapshot: Snapshot, result: ProvisionResult) -> list[Mapping[str, Any]]:
@@ -163,12 +171,21 @@ def selected_pods(cluster: Cluster, pods: Iterable[Pod]) -> list[Mapping[str, An
         for term in (*required, *preferred):
             for namespace in sorted(term.namespaces) if term.namespaces is not None else [None]:
                 lists.setdefault((namespace or "", repr(term.selector)), (namespace, term.selector))
+    reads = [partial(cluster.bound_pods, *lists[k]) for k in sorted(lists)]
     out: dict[str, Mapping[str, Any]] = {}
-    for key in sorted(lists):
-        namespace, selector = lists[key]
-        for doc in cluster.bound_pods(namespace, selector):
+    for docs in side_by_side(reads):
+        for doc in docs:
             out.setdefault(pod_key(doc), doc)
     return list(out.values())
+
+
+def side_by_side(reads: Sequence[Callable[[], Sequence[Mapping[str, Any]]]]) -> list[Sequence[Mapping[str, Any]]]:
+    """Independent reads of the API server at once (a provisioner that was away may find dozens of freshly
+    registered nodes); results in the order of `reads`."""
+    if len(reads) <= 1:
+        return [read() for read in reads]
+    with ThreadPoolExecutor(max_workers=min(READ_CONCURRENCY, len(reads))) as executor:
+        return list(executor.map(lambda read: read(), reads))
 
 
 def assemble(
@@ -197,11 +214,12 @@ def assemble(
         for k in sorted({k for c in snapshot.base.nodeclaims for k in nominated(c)})
         if k in snapshot.view.pending and k not in planned and k not in placed
     ]
-    loaded, _ = load_documents([*to_plan, *elsewhere], "cluster")
+    loaded, _ = load_documents([*to_plan, *elsewhere], "cluster", False, snapshot.parsed_pods)
     snapshot.nominated = {p.key: p for p in loaded.pending_pods if p.key not in planned}
     claims = sorted({(p.namespace, name) for p in loaded.pending_pods if p.key in planned for name in p.pvc_names})
     pvcs, pvs = cluster.volumes(claims) if claims else ((), ())
-    inputs, errors = load_documents([*snapshot.view.documents, *pvcs, *pvs, *placed.values(), *to_plan], "cluster")
+    documents = [*snapshot.view.documents, *pvcs, *pvs, *placed.values(), *to_plan]
+    inputs, errors = load_documents(documents, "cluster", False, snapshot.parsed_pods)
     for error in errors:
         if error.kind == "Pod" and error.name in planned:
             result.decide("invalid", f"pod/{error.name}", f"{error.path}: {error.message}")
@@ -225,8 +243,9 @@ def read_pods(
         room_known: set[str] = {n.name for n in snapshot.base.nodes}
     else:
         to_plan = pods_to_plan(batch, snapshot, result)
-        pods, _ = load_documents(to_plan, "cluster")
-        bound = [p for node in sorted(recent) for p in cluster.pods_on_node(node)]
+        pods, _ = load_documents(to_plan, "cluster", False, snapshot.parsed_pods)
+        on_recent = side_by_side([partial(cluster.pods_on_node, node) for node in sorted(recent)])
+        bound = [p for docs in on_recent for p in docs]
         bound += selected_pods(cluster, pods.pending_pods)
         room_known = set(recent)
     if not to_plan:
@@ -258,5 +277,9 @@ def displace(
         if spec.get("nodeName") not in nodes:
             bound.append(doc)
         elif not drain_pod(doc).stays:
-            moving.append(_pod({**doc, "spec": {k: v for k, v in spec.items() if k != "nodeName"}}))
+            # As it will be once evicted: unbound, and no longer the version parsed (and cached) as bound.
+            metadata = {k: v for k, v in (doc.get("metadata") or {}).items() if k != "resourceVersion"}
+            moving.append(
+                _pod({**doc, "metadata": metadata, "spec": {k: v for k, v in spec.items() if k != "nodeName"}})
+            )
     return moving, bound
