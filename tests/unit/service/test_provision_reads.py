@@ -126,6 +126,29 @@ def test_a_zone_spread_reads_the_pods_its_selector_counts_and_balances_against_t
     assert [r for r in cluster.reads if r.startswith("bound_pods")] == ["bound_pods web"]
 
 
+def test_the_pods_of_a_node_being_disrupted_are_planned_with_the_batch_and_its_room_is_not_counted() -> None:
+    leaving = node("leaving", "us-east-1a")
+    leaving["spec"] = {"taints": [{"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}]}
+    deleting = node("deleting", "us-east-1b")
+    deleting["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    cluster, cloud, state, clock = world(
+        leaving,
+        deleting,
+        node("staying", "us-east-1c"),
+        bound("db-0", "leaving", {"app": "db"}),
+        bound("db-1", "deleting", {"app": "db"}),
+        bound("db-2", "staying", {"app": "db"}),
+        pod("web-0"),
+    )
+    result = provision(batch_of(cluster), cluster, cloud, state, clock, CATALOG)
+    # As Karpenter's provisioner does with deleting nodes: their pods need a place too; the others are left.
+    assert sorted(p for c in result.launched for p in c.pods) == ["web/db-0", "web/db-1", "web/web-0"]
+    assert sorted(r for r in cluster.reads if r.startswith("pods_on_node")) == [
+        "pods_on_node deleting",
+        "pods_on_node leaving",
+    ]
+
+
 # ------------------------------------------------------------------------------------- one planner
 
 

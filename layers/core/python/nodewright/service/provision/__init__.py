@@ -111,6 +111,7 @@ def provision(
     plan_filter: Callable[[Results], Results | str] | None = None,
     sleep: Callable[[float], None] = time.sleep,
     parsed_pods: ParsedPods | None = None,
+    one_claim_in: str = "",
 ) -> ProvisionResult:
     """Turn a batch of pending pods into NodeClaims and instances; see the module docstring.
 
@@ -123,11 +124,14 @@ def provision(
     reason, the claims launched (or found launched), and timings. Raises nothing for expected failures (invalid
     objects, unusable node classes, capacity, throttling, a busy planner): they are decisions.
 
-    `displaced_nodes`: the disruption workflow's replacement. The nodes are left out of the capacity, and the
-    pods that must leave them (not DaemonSet, mirror or disrupted-tolerating pods) are planned as pending.
-    `plan_filter`: applied to the simulation's plan before any NodeClaim is created (a consolidation narrows
-    its replacement to the cheaper offerings it decided); a string it returns refuses the plan: nothing
-    launches and the new NodeClaims' pods are unschedulable for that reason.
+    `displaced_nodes`: the disruption workflow's replacement. The nodes, and every node `being_disrupted`, are
+    left out of the capacity, and the pods that must leave them (not DaemonSet, mirror or disrupted-tolerating
+    pods) are planned as pending; a batch displaces the nodes `being_disrupted` too. `plan_filter`: applied to
+    the simulation's plan before any NodeClaim is created (a consolidation narrows its replacement to the
+    cheaper offerings it decided); a string it returns refuses the plan: nothing launches and the new
+    NodeClaims' pods are unschedulable for that reason. `one_claim_in`: at most one new NodeClaim, in this
+    NodePool (a consolidation's replacement: the solver grows one claim rather than opening a second, exactly
+    as the consolidation's own simulation did).
     """
     started = timer()
     now = clock.now()
@@ -152,7 +156,17 @@ def provision(
         if read_pods(batch, snapshot, cluster, recent, set(displaced_nodes), result):
             capacity = capacity_in_flight(snapshot, registered, recent, removed, now, result)
             planned = plan(
-                batch.batch_id, snapshot.inputs, capacity, cloud, state, catalog_source, now, result, timer, plan_filter
+                batch.batch_id,
+                snapshot.inputs,
+                capacity,
+                cloud,
+                state,
+                catalog_source,
+                now,
+                result,
+                timer,
+                plan_filter,
+                one_claim_in,
             )
             result.timings["prepare"] = planned.prepared_at - started
             # What is created here is what launches: `plan_filter` has narrowed the plan already.

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from nodewright.catalog.catalog import CapacityReservation, Catalog
 from nodewright.catalog.labels import ZONE
 from nodewright.catalog.types import InstanceTypeSource
+from nodewright.disruption.simulate import one_new_node
 from nodewright.launch.template import ResolvedNodeClass
 from nodewright.launch.userdata import ClusterInfo
 from nodewright.model.inputs import ClusterInputs
@@ -75,10 +76,12 @@ def plan(
     result: ProvisionResult,
     timer: Callable[[], float] = time.perf_counter,
     plan_filter: Callable[[Results], Results | str] | None = None,
+    one_claim_in: str = "",
 ) -> Plan:
     """Resolve, build the catalog, solve; every refusal and every skipped NodePool is a decision in `result`.
     The simulation's own time goes into `result.timings["solve"]`. `plan_filter` narrows the simulation's plan
-    before anything is named or created (see `filtered`)."""
+    before anything is named or created (see `filtered`); `one_claim_in` allows at most one new NodeClaim, in
+    that NodePool (see `disruption.simulate.one_new_node`)."""
     info = cloud.cluster_info()
     node_classes = resolve_node_classes(inputs.nodeclasses, cloud, info.version)
     resolved = {name: s.resolved for name, s in node_classes.items() if s.ready and s.resolved is not None}
@@ -101,6 +104,8 @@ def plan(
         if rc.node_class.capacity_reservation_selector_terms:
             reservations.extend(cloud.capacity_reservations(rc))
     catalog = Catalog(catalog_source.instance_types()).with_reservations(reservations).with_unavailable(unavailable)
+    if one_claim_in:
+        pools = one_new_node(pools, capacity.nodes, capacity.inflight, one_claim_in)
     prepared_at = timer()
     results = solve(
         capacity.pending,

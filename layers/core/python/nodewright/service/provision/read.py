@@ -39,7 +39,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from nodewright.disruption.drain import drain_pod
+from nodewright.disruption.drain import DISRUPTED_TAINT_KEY, drain_pod
 from nodewright.model.conditions import condition_of
 from nodewright.model.inputs import ClusterInputs
 from nodewright.model.loader import ParsedPods, load_documents
@@ -227,6 +227,20 @@ def assemble(
     snapshot.room_known = set(room_known) & names
 
 
+def being_disrupted(nodes: Iterable[Mapping[str, Any]]) -> set[str]:
+    """Nodes a disruption is taking away: tainted karpenter.sh/disrupted:NoSchedule or being deleted. As
+    Karpenter's provisioner does with deleting nodes, their pods are planned as pending and their room is not
+    counted, so a replacement in flight for one disruption is not taken by the pods of another, or by a batch."""
+    out = set()
+    for doc in nodes:
+        metadata, spec = doc.get("metadata") or {}, doc.get("spec") or {}
+        taints = spec.get("taints") or []
+        tainted = any(t.get("key") == DISRUPTED_TAINT_KEY and t.get("effect") == "NoSchedule" for t in taints)
+        if tainted or metadata.get("deletionTimestamp"):
+            out.add(str(metadata.get("name")))
+    return out
+
+
 def read_pods(
     batch: Batch,
     snapshot: Snapshot,
@@ -236,18 +250,26 @@ def read_pods(
     result: ProvisionResult,
 ) -> bool:
     """Step 2 (see the module doc): read the pods the decision needs and load everything into `snapshot`.
-    `recent`: the nodes that registered within the nomination grace period. Returns False when there is
-    nothing to plan."""
+    `recent`: the nodes that registered within the nomination grace period; `displaced_nodes`: the workflow's
+    replacement (see `displace`). Nodes `being_disrupted` are displaced on every call: their pods that must
+    move are planned with the batch's. Returns False when there is nothing to plan."""
+    disrupted = being_disrupted(snapshot.view.nodes)
     if displaced_nodes:
-        to_plan, bound = displace(snapshot, cluster, displaced_nodes)
+        to_plan, bound = displace(snapshot, cluster, {*displaced_nodes, *disrupted})
         room_known: set[str] = {n.name for n in snapshot.base.nodes}
     else:
         to_plan = pods_to_plan(batch, snapshot, result)
         pods, _ = load_documents(to_plan, "cluster", False, snapshot.parsed_pods)
-        on_recent = side_by_side([partial(cluster.pods_on_node, node) for node in sorted(recent)])
-        bound = [p for docs in on_recent for p in docs]
+        leaving = sorted(disrupted)
+        on_nodes = side_by_side([partial(cluster.pods_on_node, node) for node in (*sorted(recent), *leaving)])
+        bound = [p for docs in on_nodes[: len(recent)] for p in docs]
         bound += selected_pods(cluster, pods.pending_pods)
-        room_known = set(recent)
+        if leaving:
+            _drop_nodes(snapshot, disrupted)
+            moving, _ = split_moving([p for docs in on_nodes[len(recent) :] for p in docs], disrupted)
+            planned = {pod_key(d) for d in to_plan}
+            to_plan = [*to_plan, *(d for d in moving if pod_key(d) not in planned)]
+        room_known = set(recent) - disrupted
     if not to_plan:
         return False
     assemble(snapshot, cluster, to_plan, bound, room_known, result)
@@ -266,18 +288,30 @@ def displace(
     """For the disruption workflow's replacement: `nodes` leave the snapshot, their pods that must move are the
     pods to plan (unbound), and every other bound pod is read, since here existing room matters. Returns
     (pods to plan, bound pods)."""
+    _drop_nodes(snapshot, nodes)
+    return split_moving(cluster.bound_pods(None, None), nodes)
+
+
+def _drop_nodes(snapshot: Snapshot, nodes: Collection[str]) -> None:
     snapshot.view = replace(
         snapshot.view, nodes=[d for d in snapshot.view.nodes if (d.get("metadata") or {}).get("name") not in nodes]
     )
     snapshot.base = replace(snapshot.base, nodes=tuple(n for n in snapshot.base.nodes if n.name not in nodes))
+
+
+def split_moving(
+    docs: Iterable[Mapping[str, Any]], nodes: Collection[str]
+) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
+    """(the pods on `nodes` that must move, as they will be once evicted; the pods bound elsewhere). DaemonSet,
+    mirror and disrupted-tolerating pods stay with their node and are in neither."""
     moving: list[Mapping[str, Any]] = []
     bound: list[Mapping[str, Any]] = []
-    for doc in cluster.bound_pods(None, None):
+    for doc in docs:
         spec = doc.get("spec") or {}
         if spec.get("nodeName") not in nodes:
             bound.append(doc)
         elif not drain_pod(doc).stays:
-            # As it will be once evicted: unbound, and no longer the version parsed (and cached) as bound.
+            # Unbound, and no longer the version parsed (and cached) as bound.
             metadata = {k: v for k, v in (doc.get("metadata") or {}).items() if k != "resourceVersion"}
             moving.append(
                 _pod({**doc, "metadata": metadata, "spec": {k: v for k, v in spec.items() if k != "nodeName"}})
