@@ -208,6 +208,7 @@ def test_the_handler_launches_tagged_instances_with_bootstrap_user_data_and_reco
         assert tags["karpenter.sh/nodeclaim"] == claim["name"]
         assert tags["karpenter.sh/nodepool"] == "general"
         assert tags["eks:eks-cluster-name"] == CLUSTER
+        assert tags["nodewright.io/cluster"] == CLUSTER  # what instance garbage collection lists
         assert tags["cost-center"] == "42"
         assert instance["InstanceType"] == claim["instance_type"]
         assert instance["Placement"]["AvailabilityZone"] == claim["zone"]

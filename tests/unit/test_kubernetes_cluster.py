@@ -93,11 +93,11 @@ def test_lists_follow_continue_tokens_and_fill_in_kind_and_drop_managed_fields(s
 
 
 def test_every_request_carries_the_current_token(server: _Server) -> None:
-    server.routes[("DELETE", "/api/v1/nodes/a")] = (200, {})
+    server.routes[("PATCH", "/api/v1/nodes/a")] = (200, {})
     cluster = _cluster(server, ["first", "second"])
 
-    cluster.delete_node("a")
-    cluster.delete_node("a")
+    cluster.label_node("a", {"x": "1"})
+    cluster.label_node("a", {"x": "1"})
 
     assert [r["headers"]["Authorization"] for r in server.requests] == ["Bearer first", "Bearer second"]
 
@@ -215,3 +215,30 @@ def test_a_taint_change_that_meets_a_newer_node_reads_it_again_and_keeps_the_oth
     server.routes[("PATCH", path)] = (200, {})
     cluster.remove_node_taint("n1", "karpenter.sh/unregistered")
     assert [r["method"] for r in server.requests] == ["GET", "PATCH"]
+
+
+def test_nodewrights_own_delete_takes_its_finalizer_off_first_and_keeps_the_others(server: _Server) -> None:
+    path = "/apis/nodewright.io/v1/nodeclaims/c1"
+    finalizers = ["example.com/keep", "nodewright.io/termination"]
+    server.routes[("GET", path)] = (200, {"metadata": {"name": "c1", "resourceVersion": "3", "finalizers": finalizers}})
+    server.routes[("PATCH", path)] = (200, {})
+    server.routes[("DELETE", path)] = (200, {})
+    _cluster(server, ["t"]).delete_nodeclaim("c1")
+    assert [r["method"] for r in server.requests] == ["GET", "PATCH", "DELETE"]
+    assert server.requests[1]["body"] == {"metadata": {"resourceVersion": "3", "finalizers": ["example.com/keep"]}}
+
+
+def test_a_registered_node_gets_the_finalizer_once_and_a_deleting_one_none(server: _Server) -> None:
+    path = "/api/v1/nodes/n1"
+    server.routes[("GET", path)] = (200, {"metadata": {"name": "n1", "resourceVersion": "9"}})
+    server.routes[("PATCH", path)] = (200, {})
+    cluster = _cluster(server, ["t"])
+    cluster.add_node_finalizer("n1")
+    assert server.requests[-1]["body"] == {
+        "metadata": {"resourceVersion": "9", "finalizers": ["nodewright.io/termination"]}
+    }
+    server.requests.clear()
+    deleting = {"name": "n1", "resourceVersion": "9", "deletionTimestamp": "2026-01-01T00:00:00Z"}
+    server.routes[("GET", path)] = (200, {"metadata": deleting})
+    cluster.add_node_finalizer("n1")
+    assert [r["method"] for r in server.requests] == ["GET"]

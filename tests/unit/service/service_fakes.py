@@ -12,6 +12,7 @@ from nodewright.catalog.snapshot import SnapshotSource
 from nodewright.catalog.types import InstanceType
 from nodewright.launch.template import Image, LaunchTemplateSpec, ResolvedNodeClass, Subnet
 from nodewright.launch.userdata import ClusterInfo
+from nodewright.model.nodeclaim import CAPACITY_TAG
 from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.ports import Instance, LaunchError, NodeClassError, Throttled
 
@@ -143,6 +144,10 @@ class FakeCloud:
 
     def describe_instances(self, instance_ids: Iterable[str]) -> Sequence[Instance]:
         return [self.instances[i] for i in sorted(set(instance_ids)) if i in self.instances]
+
+    def capacity_instances(self) -> Sequence[Instance]:
+        live = [i for i in list(self.instances.values()) if i.state not in ("terminated", "shutting-down")]
+        return [i for i in live if i.tags.get(CAPACITY_TAG) == self.cluster_info().name]
 
     def terminate(self, instance_ids: Iterable[str]) -> None:
         from dataclasses import replace

@@ -104,6 +104,11 @@ class Cloud(Protocol):
         """Terminate instances (already terminated ones are fine)."""
         ...
 
+    def capacity_instances(self) -> Sequence[Instance]:
+        """Every instance (not terminated or shutting down) tagged as this cluster's nodewright capacity, for
+        garbage collection."""
+        ...
+
     def describe_instances(self, instance_ids: Iterable[str]) -> Sequence[Instance]:
         """The instances among these ids that EC2 still knows (any state, terminated included); unknown
         ids are left out rather than raising."""
@@ -237,7 +242,8 @@ class Cluster(Protocol):
         ...
 
     def delete_nodeclaim(self, name: str) -> None:
-        """Delete a NodeClaim (absent is fine)."""
+        """Delete a NodeClaim nodewright has finished with (its instance is terminated, or was never launched):
+        the termination finalizer is removed first, so it goes at once. Absent is fine."""
         ...
 
     def get_nodeclaim(self, name: str) -> Mapping[str, Any] | None:
@@ -292,7 +298,13 @@ class Cluster(Protocol):
         ...
 
     def delete_node(self, name: str) -> None:
-        """Delete the Node object; absent is fine."""
+        """Delete the Node object of a terminated instance, its termination finalizer removed first; absent is
+        fine."""
+        ...
+
+    def add_node_finalizer(self, name: str) -> None:
+        """Put the termination finalizer on a Node nodewright registered, so deleting it drains and terminates
+        through nodewright; a missing or deleting node is not an error."""
         ...
 
     def record_node_events(self, events: Sequence[NodeEvent]) -> None:

@@ -25,6 +25,7 @@ from nodewright.launch.amis import VARIANTS, alias_parameter, image_queries, new
 from nodewright.launch.fleet import THROTTLING_ERRORS
 from nodewright.launch.template import TEMPLATE_PREFIX, Image, LaunchTemplateSpec, ResolvedNodeClass, Subnet
 from nodewright.launch.userdata import ClusterInfo
+from nodewright.model.nodeclaim import CAPACITY_TAG
 from nodewright.model.nodeclass import AMISelectorTerm, EC2NodeClass, SelectorTerm
 from nodewright.ports import Instance, LaunchError, LaunchTemplateRecord, NodeClassError, Throttled
 
@@ -368,6 +369,19 @@ class Ec2Cloud:
                 for i in reservation.get("Instances", ()):
                     out.append(_instance(i))
         return out
+
+    def capacity_instances(self) -> Sequence[Instance]:
+        filters = [
+            {"Name": f"tag:{CAPACITY_TAG}", "Values": [self.cluster_name]},
+            {"Name": "tag-key", "Values": [f"kubernetes.io/cluster/{self.cluster_name}"]},
+            {"Name": "instance-state-name", "Values": _LIVE_STATES},
+        ]
+        return [
+            _instance(i)
+            for page in self.ec2.get_paginator("describe_instances").paginate(Filters=filters)
+            for reservation in page.get("Reservations", ())
+            for i in reservation.get("Instances", ())
+        ]
 
     def terminate(self, instance_ids: Iterable[str]) -> None:
         ids = sorted(set(instance_ids))

@@ -35,6 +35,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from nodewright.model.conditions import Condition, merge_conditions
+from nodewright.model.nodeclaim import TERMINATION_FINALIZER
 from nodewright.model.objects import LabelSelector
 from nodewright.model.requirements import Operator
 from nodewright.ports import BLOCKED, EVICTED, GONE, ClusterView, FleetView, NodeEvent, PodEvent, ProvisioningView
@@ -390,8 +391,38 @@ class KubernetesCluster:
         return _strip(found, "Node", "v1") if found is not None else None
 
     def delete_nodeclaim(self, name: str) -> None:
+        self._release(self._nodeclaims(name))
+
+    def _finalizer(self, path: str, present: bool) -> None:
+        """Put the termination finalizer on the object at `path` (present) or take it off. The list is patched
+        whole, with the resourceVersion it was read at (409: read again); an object that is gone, already so,
+        or (when adding) being deleted is left alone."""
+        for _ in range(_CONFLICT_RETRIES):
+            current = self._get(path)
+            metadata = (current or {}).get("metadata") or {}
+            finalizers = list(metadata.get("finalizers") or [])
+            if current is None or (TERMINATION_FINALIZER in finalizers) == present:
+                return
+            if present and metadata.get("deletionTimestamp"):
+                return  # the API server refuses new finalizers on an object being deleted
+            others = [f for f in finalizers if f != TERMINATION_FINALIZER]
+            changed = [*finalizers, TERMINATION_FINALIZER] if present else others
+            body = {"metadata": {"resourceVersion": metadata["resourceVersion"], "finalizers": changed}}
+            try:
+                self._call("PATCH", path, body=body, content_type=MERGE_PATCH)
+                return
+            except ApiError as error:
+                if error.status == 404:
+                    return
+                if error.status != 409:
+                    raise
+        raise ApiError(409, "PATCH", path, "the object's finalizers kept changing under us")
+
+    def _release(self, path: str) -> None:
+        """nodewright's own deletion: its finalizer off, then the object deleted (absent is fine)."""
+        self._finalizer(path, present=False)
         try:
-            self._call("DELETE", self._nodeclaims(name))
+            self._call("DELETE", path)
         except ApiError as error:
             if error.status != 404:
                 raise
@@ -478,11 +509,10 @@ class KubernetesCluster:
                 raise
 
     def delete_node(self, name: str) -> None:
-        try:
-            self._call("DELETE", f"/api/v1/nodes/{name}")
-        except ApiError as error:
-            if error.status != 404:
-                raise
+        self._release(f"/api/v1/nodes/{name}")
+
+    def add_node_finalizer(self, name: str) -> None:
+        self._finalizer(f"/api/v1/nodes/{name}", present=True)
 
     def _event_body(
         self, kind: str, namespace: str, name: str, event: PodEvent | NodeEvent, now: str

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from nodewright.model.conditions import Condition, merge_conditions
+from nodewright.model.nodeclaim import TERMINATION_FINALIZER
 from nodewright.model.objects import LabelSelector
 from nodewright.ports import (
     BLOCKED,
@@ -268,6 +269,25 @@ class InMemoryCluster:
     def delete_node(self, name: str) -> None:
         if self.objects.pop(("Node", "", name), None) is not None:
             self.log.append(f"delete node/{name}")
+
+    def add_node_finalizer(self, name: str) -> None:
+        metadata = (self.objects.get(("Node", "", name)) or {}).get("metadata")
+        if metadata is None or metadata.get("deletionTimestamp"):
+            return
+        finalizers = metadata.setdefault("finalizers", [])
+        if TERMINATION_FINALIZER not in finalizers:
+            finalizers.append(TERMINATION_FINALIZER)
+
+    def request_delete(self, kind: str, name: str, at: str = "2026-01-01T00:00:00Z") -> None:
+        """What `kubectl delete` does to a cluster-scoped object: gone at once without finalizers, else marked
+        with a deletionTimestamp until its finalizers are removed."""
+        doc = self.objects.get((kind, "", name))
+        if doc is None:
+            return
+        if (doc.get("metadata") or {}).get("finalizers"):
+            doc["metadata"].setdefault("deletionTimestamp", at)
+        else:
+            del self.objects[(kind, "", name)]
 
     def record_node_events(self, events: Sequence[NodeEvent]) -> None:
         for event in events:

@@ -174,6 +174,7 @@ def nodepool_from(ctx: Collector, doc: Mapping[str, Any]) -> NodePool | None:
         weight=weight or 0,
         api_version=api_version,
         source=ctx.source,
+        uid=str((doc.get("metadata") or {}).get("uid") or ""),
     )
 
 

@@ -13,7 +13,10 @@ On each tick (EventBridge Scheduler, every minute):
 4. `disruption.plan` decides (expiration, emptiness, drift, multi-node, single-node consolidation, under budgets).
    Each voluntary decision takes its nodes' locks (owned by the execution it is about to start, so no later tick
    and no other workflow takes them meanwhile) and starts the disruption workflow under its derived name.
-5. Events as Karpenter records them: `DisruptionBlocked` (a budget, a do-not-disrupt pod or node, a budget of the
+5. Termination (`disruption.termination`): a NodeClaim or Node being deleted gets a forceful `Deleted` workflow
+   (drain, terminate, then the finalizer comes off); instances tagged as this cluster's nodewright capacity that
+   no NodeClaim accounts for 30 s after launch are terminated, with their Node.
+6. Events as Karpenter records them: `DisruptionBlocked` (a budget, a do-not-disrupt pod or node, a budget of the
    pods) and `Unconsolidatable` (why consolidation found no move), on the node and its NodeClaim, at most once per
    15 minutes each.
 """
@@ -36,6 +39,8 @@ from nodewright.disruption.fleet import CONSOLIDATABLE, DRIFTED, FleetNode
 from nodewright.disruption.methods import Method
 from nodewright.disruption.plan import DEFAULT_METHODS, Plan, plan
 from nodewright.disruption.state import ClusterState, DisruptionSettings, PodFactsCache, cluster_state
+from nodewright.disruption.termination import deletions, leaked
+from nodewright.interruption.ownership import parse_provider_id
 from nodewright.model.conditions import TRUE, Condition
 from nodewright.model.loader import ParsedPods, load_documents
 from nodewright.ports import Clock, Cloud, Cluster, NodeEvent, StateStore, Workflows
@@ -62,6 +67,7 @@ class TickResult:
     problems: list[str] = field(default_factory=list)
     decisions: dict[str, Any] = field(default_factory=dict)
     methods: list[dict[str, Any]] = field(default_factory=list)
+    collected: list[str] = field(default_factory=list)
     conditions_written: int = 0
     blocked: int = 0
     unconsolidatable: int = 0
@@ -76,6 +82,7 @@ class TickResult:
             "problems": self.problems,
             "decisions": self.decisions,
             "methods": self.methods,
+            "collected": self.collected,
             "conditions_written": self.conditions_written,
             "blocked": self.blocked,
             "unconsolidatable": self.unconsolidatable,
@@ -143,8 +150,9 @@ def tick(
         {"method": m.method, "reason": m.reason, "eligible": m.eligible, "decisions": m.decisions, "seconds": m.seconds}
         for m in decided.methods
     ]
-    for command in decided.commands(now):
+    for command in [*decided.commands(now), *deletions(state.fleet, locked, now)]:
         _start(ports, command, now, out)
+    out.collected = _collect_instances(ports, view.documents, now, out.problems)
     out.blocked, out.unconsolidatable = _record_events(ports.cluster, state, decided, now)
     return out
 
@@ -296,6 +304,27 @@ def _start(ports: PlannerPorts, command: DisruptionCommand, now: float, out: Tic
         out.started.append(entry)
     else:
         out.already_running.append(name)
+
+
+def _collect_instances(
+    ports: PlannerPorts, documents: Sequence[Mapping[str, Any]], now: float, problems: list[str]
+) -> list[str]:
+    """Instance garbage collection (`disruption.termination.leaked`): terminate, then delete the Node that
+    names the instance. Returns the instance ids terminated."""
+    claims = [d for d in documents if d.get("kind") == "NodeClaim"]
+    try:
+        found = leaked(ports.cloud.capacity_instances(), claims, now)
+        if found:
+            ports.cloud.terminate([i.id for i in found])
+    except Exception as error:  # a later tick tries again; disruption must not stop for it
+        problems.append(f"instance garbage collection: {type(error).__name__}: {error}")
+        return []
+    ids = {i.id for i in found}
+    for doc in documents:
+        parsed = parse_provider_id(str((doc.get("spec") or {}).get("providerID") or ""))
+        if doc.get("kind") == "Node" and parsed is not None and parsed[1] in ids:
+            ports.cluster.delete_node(str((doc.get("metadata") or {}).get("name")))
+    return sorted(ids)
 
 
 def _record_events(cluster: Cluster, state: ClusterState, decided: Plan, now: float) -> tuple[int, int]:

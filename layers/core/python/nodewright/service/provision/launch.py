@@ -24,6 +24,7 @@ from nodewright.launch.amis import variant_of
 from nodewright.launch.fleet import FleetAttempt, classify_response, fleet_request, plan_attempts
 from nodewright.launch.template import LaunchTemplateSpec, ResolvedNodeClass, block_devices
 from nodewright.launch.userdata import ClusterInfo, NodeBootstrap, UserDataError, user_data
+from nodewright.model.nodeclaim import CAPACITY_TAG
 from nodewright.model.nodepool import NodePool
 from nodewright.ports import Cloud, Cluster, LaunchError, OfferingKey, StateStore, Throttled
 from nodewright.scheduling import PlannedNodeClaim
@@ -142,6 +143,7 @@ class Launcher:
             **extra,
             f"kubernetes.io/cluster/{self.info.name}": "owned",
             "eks:eks-cluster-name": self.info.name,
+            CAPACITY_TAG: self.info.name,
             NODEPOOL_LABEL: pool.name,
             "karpenter.k8s.aws/ec2nodeclass": pool.node_class_ref.name,
         }

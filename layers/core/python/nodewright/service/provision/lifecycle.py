@@ -3,8 +3,9 @@ never came.
 
 Karpenter's lifecycle controller (v1.9.1 `pkg/controllers/nodeclaim/lifecycle`), reproduced:
 
-- Registered: a node with the claim's providerID exists. Its `karpenter.sh/unregistered` taint comes off, it
-  is labelled `karpenter.sh/registered=true`, and the claim records `status.nodeName`.
+- Registered: a node with the claim's providerID exists. It gets the termination finalizer (`model.nodeclaim`),
+  its `karpenter.sh/unregistered` taint comes off, it is labelled `karpenter.sh/registered=true`, and the claim
+  records `status.nodeName`.
 - Initialized (`initialization.go`): the node is registered and Ready, none of the claim's startup taints is
   left on it, none of the known ephemeral taints (not-ready, unreachable, the cloud provider's
   uninitialized, `karpenter.sh/unregistered`), and every resource the claim requested is in the node's
@@ -136,6 +137,8 @@ def _advance(claim: NodeClaim, node: Node, cluster: Cluster) -> list[Decision]:
     statuses = {kind: status for kind, (status, _) in claim.conditions.items()}
     updates: list[Condition] = []
     if not claim.registered or any(t.key == UNREGISTERED_TAINT.key for t in node.taints):
+        # As Karpenter's registration: the node is nodewright's to terminate before any pod can land on it.
+        cluster.add_node_finalizer(node.name)
         cluster.remove_node_taint(node.name, UNREGISTERED_TAINT.key)
         cluster.label_node(node.name, {REGISTERED_LABEL: "true"})
         cluster.update_nodeclaim(claim.name, {}, {}, {"nodeName": node.name})

@@ -24,6 +24,7 @@ from nodewright.disruption.drift import hash_annotations
 from nodewright.disruption.fleet import NOMINATED_PODS_ANNOTATION
 from nodewright.model.conditions import TRUE, UNKNOWN, Condition
 from nodewright.model.durations import format_duration
+from nodewright.model.nodeclaim import TERMINATION_FINALIZER
 from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.model.nodepool import NodePool
 from nodewright.model.quantity import format_canonical
@@ -81,6 +82,10 @@ def nodeclaim_document(
             "name": name,
             "labels": {**claim.labels, NODEPOOL_LABEL: claim.nodepool},
             "annotations": annotations,
+            # Deleting the claim (or, through the owner reference, its NodePool) drains and terminates through
+            # nodewright before the object goes, as Karpenter's termination finalizer and owner reference do.
+            "finalizers": [TERMINATION_FINALIZER],
+            **({"ownerReferences": [_owner(pool)]} if pool.uid else {}),
         },
         "spec": {
             "requirements": [_requirement_json(r) for r in claim.requirements],
@@ -102,6 +107,10 @@ def nodeclaim_document(
             ),
         },
     }
+
+
+def _owner(pool: NodePool) -> dict[str, Any]:
+    return {"apiVersion": pool.api_version, "kind": "NodePool", "name": pool.name, "uid": pool.uid}
 
 
 def node_resources(it: InstanceType, node_class: EC2NodeClass) -> dict[str, dict[str, str]]:
