@@ -393,30 +393,42 @@ class KubernetesCluster:
     def delete_nodeclaim(self, name: str) -> None:
         self._release(self._nodeclaims(name))
 
-    def _finalizer(self, path: str, present: bool) -> None:
-        """Put the termination finalizer on the object at `path` (present) or take it off. The list is patched
-        whole, with the resourceVersion it was read at (409: read again); an object that is gone, already so,
-        or (when adding) being deleted is left alone."""
+    def _read_modify_write(self, path: str, change: Callable[[dict[str, Any]], dict[str, Any] | None]) -> bool:
+        """Read the object at `path`, turn it into a merge-patch body with `change` (None: nothing to change) and
+        patch it with the resourceVersion it was read at: a merge patch replaces whole lists (taints,
+        finalizers), so an object written in between (a heartbeat, another taint) fails with 409 and is read
+        again. False when the object is gone or nothing changed."""
         for _ in range(_CONFLICT_RETRIES):
             current = self._get(path)
-            metadata = (current or {}).get("metadata") or {}
-            finalizers = list(metadata.get("finalizers") or [])
-            if current is None or (TERMINATION_FINALIZER in finalizers) == present:
-                return
-            if present and metadata.get("deletionTimestamp"):
-                return  # the API server refuses new finalizers on an object being deleted
-            others = [f for f in finalizers if f != TERMINATION_FINALIZER]
-            changed = [*finalizers, TERMINATION_FINALIZER] if present else others
-            body = {"metadata": {"resourceVersion": metadata["resourceVersion"], "finalizers": changed}}
+            body = change(current) if current is not None else None
+            if current is None or body is None:
+                return False
+            metadata = {**(body.get("metadata") or {}), "resourceVersion": current["metadata"]["resourceVersion"]}
             try:
-                self._call("PATCH", path, body=body, content_type=MERGE_PATCH)
-                return
+                self._call("PATCH", path, body={**body, "metadata": metadata}, content_type=MERGE_PATCH)
+                return True
             except ApiError as error:
                 if error.status == 404:
-                    return
+                    return False
                 if error.status != 409:
                     raise
-        raise ApiError(409, "PATCH", path, "the object's finalizers kept changing under us")
+        raise ApiError(409, "PATCH", path, "the object kept changing under us")
+
+    def _finalizer(self, path: str, present: bool) -> None:
+        """Put the termination finalizer on the object at `path` (present) or take it off; an object that is
+        gone, already so, or (when adding) being deleted is left alone."""
+
+        def change(current: dict[str, Any]) -> dict[str, Any] | None:
+            metadata = current.get("metadata") or {}
+            finalizers = list(metadata.get("finalizers") or [])
+            if (TERMINATION_FINALIZER in finalizers) == present:
+                return None
+            if present and metadata.get("deletionTimestamp"):
+                return None  # the API server refuses new finalizers on an object being deleted
+            others = [f for f in finalizers if f != TERMINATION_FINALIZER]
+            return {"metadata": {"finalizers": [*finalizers, TERMINATION_FINALIZER] if present else others}}
+
+        self._read_modify_write(path, change)
 
     def _release(self, path: str) -> None:
         """nodewright's own deletion: its finalizer off, then the object deleted (absent is fine)."""
@@ -431,29 +443,13 @@ class KubernetesCluster:
 
     def _change_taints(self, node: str, change: Callable[[list[dict[str, Any]]], list[dict[str, Any]] | None]) -> bool:
         """Apply `change` to the node's taints (None: nothing to change); False when the node is gone or nothing
-        changed. A merge patch replaces the whole list, so it carries the resourceVersion it was computed from:
-        a node updated in between (a heartbeat, another taint) makes it fail with 409, and it is read again."""
-        for _ in range(_CONFLICT_RETRIES):
-            current = self._node(node)
-            if current is None:
-                return False
-            taints = (current.get("spec") or {}).get("taints") or []
-            changed = change(list(taints))
-            if changed is None:
-                return False
-            body = {
-                "metadata": {"resourceVersion": current["metadata"]["resourceVersion"]},
-                "spec": {"taints": changed},
-            }
-            try:
-                self._call("PATCH", f"/api/v1/nodes/{node}", body=body, content_type=MERGE_PATCH)
-                return True
-            except ApiError as error:
-                if error.status == 404:
-                    return False
-                if error.status != 409:
-                    raise
-        raise ApiError(409, "PATCH", f"/api/v1/nodes/{node}", "the node's taints kept changing under us")
+        changed (see `_read_modify_write`)."""
+
+        def body(current: dict[str, Any]) -> dict[str, Any] | None:
+            changed = change(list((current.get("spec") or {}).get("taints") or []))
+            return {"spec": {"taints": changed}} if changed is not None else None
+
+        return self._read_modify_write(f"/api/v1/nodes/{node}", body)
 
     def remove_node_taint(self, node: str, taint_key: str) -> None:
         def without(taints: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
@@ -461,9 +457,6 @@ class KubernetesCluster:
             return kept if len(kept) != len(taints) else None
 
         self._change_taints(node, without)
-
-    def _node(self, node: str) -> dict[str, Any] | None:
-        return self._get(f"/api/v1/nodes/{node}")
 
     def label_node(self, node: str, labels: Mapping[str, str]) -> None:
         try:
