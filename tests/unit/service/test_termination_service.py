@@ -138,3 +138,13 @@ def test_instances_no_nodeclaim_accounts_for_are_terminated_30_seconds_after_lau
     assert result.collected == ["i-leaked"] and cloud.terminated == ["i-leaked"]
     assert ("Node", "", "ip-10-0-0-9.ec2.internal") not in cluster.objects
     assert GC_GRACE_SECONDS == 30  # Karpenter AWS's garbage collection
+
+
+def test_a_nodeclaim_being_deleted_is_not_capacity_on_its_way_and_its_pods_are_planned_again() -> None:
+    clock = FixedClock()
+    cluster = InMemoryCluster([nodepool(), nodeclass(), pod("web-0")], clock=clock.now)
+    cloud, state = FakeCloud(cluster_log=cluster.log), InMemoryState()
+    [first] = provision(batch_of(cluster, "b1"), cluster, cloud, state, clock, CATALOG).launched
+    cluster.request_delete("NodeClaim", first.name)  # before its node registered
+    again = provision(batch_of(cluster, "b2"), cluster, cloud, state, clock, CATALOG)
+    assert [c.pods for c in again.launched if c.name != first.name] == [("web/web-0",)]

@@ -58,6 +58,7 @@ from nodewright.service.provision.plan import Plan, plan
 from nodewright.service.provision.read import (
     NOMINATION_GRACE_SECONDS,
     Snapshot,
+    deleting,
     pod_key,
     read_cluster,
     read_pods,
@@ -154,7 +155,9 @@ def provision(
         recent = recent_nodes(snapshot, registered, now)
         planned: Plan | None = None
         if read_pods(batch, snapshot, cluster, recent, set(displaced_nodes), result):
-            capacity = capacity_in_flight(snapshot, registered, recent, removed, now, result)
+            # A NodeClaim being deleted is not capacity on its way (Karpenter leaves deleting claims out too).
+            gone = removed | deleting(snapshot.view.nodeclaims)
+            capacity = capacity_in_flight(snapshot, registered, recent, gone, now, result)
             planned = plan(
                 batch.batch_id,
                 snapshot.inputs,

@@ -40,7 +40,8 @@ def capacity_in_flight(
     """Existing nodes, NodeClaims in flight with their nominated pods, and the pods left to plan (module doc).
 
     `registered`: claim -> node for claims whose node exists; `registered_at`: node -> when its claim
-    registered, for those within the grace period; `removed`: claims deleted by the registration timeout.
+    registered, for those within the grace period; `removed`: claims deleted by the registration timeout or being
+    deleted.
     """
     inputs = snapshot.inputs
     pending_by_key = {p.key: p for p in inputs.pending_pods}

@@ -227,18 +227,26 @@ def assemble(
     snapshot.room_known = set(room_known) & names
 
 
+def deleting(docs: Iterable[Mapping[str, Any]]) -> set[str]:
+    """The names of the objects among `docs` that are being deleted (held by a finalizer)."""
+    metadata = [d.get("metadata") or {} for d in docs]
+    return {str(m.get("name")) for m in metadata if m.get("deletionTimestamp")}
+
+
 def being_disrupted(nodes: Iterable[Mapping[str, Any]]) -> set[str]:
     """Nodes a disruption is taking away: tainted karpenter.sh/disrupted:NoSchedule or being deleted. As
     Karpenter's provisioner does with deleting nodes, their pods are planned as pending and their room is not
     counted, so a replacement in flight for one disruption is not taken by the pods of another, or by a batch."""
-    out = set()
-    for doc in nodes:
-        metadata, spec = doc.get("metadata") or {}, doc.get("spec") or {}
-        taints = spec.get("taints") or []
-        tainted = any(t.get("key") == DISRUPTED_TAINT_KEY and t.get("effect") == "NoSchedule" for t in taints)
-        if tainted or metadata.get("deletionTimestamp"):
-            out.add(str(metadata.get("name")))
-    return out
+    nodes = list(nodes)
+    tainted = {
+        str((doc.get("metadata") or {}).get("name"))
+        for doc in nodes
+        if any(
+            t.get("key") == DISRUPTED_TAINT_KEY and t.get("effect") == "NoSchedule"
+            for t in (doc.get("spec") or {}).get("taints") or []
+        )
+    }
+    return tainted | deleting(nodes)
 
 
 def read_pods(
