@@ -1,5 +1,12 @@
 """The in-cluster forwarder's AWS identity: an IAM role for EKS Pod Identity that may invoke the
-provisioner and nothing else, associated with the forwarder's service account."""
+provisioner and nothing else, associated with the forwarder's service account, and the provisioner's
+resource-based policy, which names that role as the one principal allowed to invoke it.
+
+A resource-based policy grants; it cannot take away what an identity policy of the same account grants (an
+administrator with `lambda:*` can still invoke the function). So the real guard is that the payload is a
+hint: whoever invokes the function can only make it look at pods that are pending in the API server, and it
+sizes capacity from those pods, never from the payload.
+"""
 
 from __future__ import annotations
 
@@ -51,6 +58,15 @@ class ForwarderAccess(Construct):
                     ]
                 )
             },
+        )
+        # Only this role, through the function's own policy: no other account or service can be granted it by
+        # an identity policy alone.
+        self.permission = lambda_.CfnPermission(
+            self,
+            "InvokedOnlyByTheForwarder",
+            action="lambda:InvokeFunction",
+            function_name=provisioner.function_arn,
+            principal=self.role.role_arn,
         )
         self.association = eks.CfnPodIdentityAssociation(
             self,

@@ -252,13 +252,20 @@ def nodepool() -> dict[str, Any]:
         },
         required=["template"],
     )
-    status = obj({"conditions": conditions(), "resources": quantity_map()})
+    status = obj(
+        {
+            "conditions": conditions(),
+            "resources": quantity_map(),
+            "nodes": integer(format="int64"),
+        }
+    )
+    # Karpenter v1.9.1's columns (pkg/apis/v1/nodepool.go), filled by nodewright.service.status.
     columns = [
         column("NodeClass", ".spec.template.spec.nodeClassRef.name"),
-        column("Nodes", ".status.resources.nodes"),
+        column("Nodes", ".status.nodes"),
         column("Ready", READY),
         AGE,
-        column("Weight", ".spec.weight", "integer"),
+        column("Weight", ".spec.weight", "integer", priority=1),
         column("CPU", ".status.resources.cpu", priority=1),
         column("Memory", ".status.resources.memory", priority=1),
     ]
@@ -417,9 +424,11 @@ def nodeclaim() -> dict[str, Any]:
         column("Node", ".status.nodeName"),
         column("Ready", READY),
         AGE,
+        column("ImageID", ".status.imageID", priority=1),
         column("ID", ".status.providerID", priority=1),
         column("NodePool", label.format(r"karpenter\.sh/nodepool"), priority=1),
         column("NodeClass", ".spec.nodeClassRef.name", priority=1),
+        column("Drifted", '.status.conditions[?(@.type=="Drifted")].status', priority=1),
     ]
     return crd("NodeClaim", "nodeclaims", ["nc"], spec, status, columns)
 

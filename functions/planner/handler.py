@@ -91,6 +91,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     metrics.add_metric("DisruptionsBlocked", MetricUnit.Count, result["blocked"])
     metrics.add_metric("Unconsolidatable", MetricUnit.Count, result["unconsolidatable"])
     metrics.add_metric("PlannerProblems", MetricUnit.Count, len(result["problems"]))
+    metrics.add_metric("InstancesCollected", MetricUnit.Count, len(result["collected"]))
     decisions = result["decisions"]
     metrics.add_metric("CostPerHourBefore", MetricUnit.Count, decisions.get("cost_per_hour_before", 0.0))
     for figures in result["methods"]:
@@ -99,6 +100,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         logger.warning("invalid object", extra={"problem": problem})
     for entry in decisions.get("commands", []):
         logger.info("disruption decided", extra=entry)
+    for instance in result["collected"]:
+        logger.warning("terminated an instance no NodeClaim accounts for", extra={"instance_id": instance})
     logger.info("tick", extra={k: v for k, v in result.items() if k != "decisions"})
     return result
 

@@ -1,8 +1,9 @@
 """Provisioner Lambda: a batch of pending pods in, every provisioning decision with its reason out.
 
 Thin by design: validate the forwarder's payload at the edge (`service.batch.parse_batch`), check it is
-for this cluster, run `nodewright.service.provision.provision` once per batch id (Powertools idempotency on the
-stack's DynamoDB table), and map the result to the response, logs and metrics.
+for this cluster, answer a retried delivery that launched from its record (`service.provision.delivery`, in
+the stack's DynamoDB table), otherwise run `nodewright.service.provision.provision`, and map the result to the
+response, one structured log line per launch and per pod that could not be placed, and metrics.
 
 Nothing reads settings at import time: clients and adapters are built on the first invocation and kept in
 this module for the container's life (warm invocations reuse the EKS token, resolved EC2NodeClasses,
@@ -90,10 +91,9 @@ class _Runtime:
     (and the local world's seam) may load this file without registering it in sys.modules, which
     dataclasses need."""
 
-    def __init__(self, cluster_name: str, run: Any, config: Any) -> None:
+    def __init__(self, cluster_name: str, run: Any) -> None:
         self.cluster_name = cluster_name
-        self.run = run  # the idempotent provisioning function
-        self.config = config  # IdempotencyConfig, which needs each invocation's context
+        self.run = run  # batch payload -> response
 
 
 _RUNTIME: "_Runtime | None" = None
@@ -109,17 +109,11 @@ def _runtime() -> _Runtime:
 
 
 def build_runtime(cluster: Any = None) -> _Runtime:
-    """Build settings, clients, adapters and the idempotent service call (once per container).
+    """Build settings, clients, adapters and the service call (once per container).
 
     `cluster` replaces the Kubernetes adapter (a dry run against an in-memory cluster, or a test's fake
     Cluster port); by default the cluster is reached through its EKS endpoint with an EKS token.
     """
-    from aws_lambda_powertools.utilities.idempotency import (
-        DynamoDBPersistenceLayer,
-        IdempotencyConfig,
-        idempotent_function,
-    )
-
     from nodewright.adapters import aws_sdk
     from nodewright.adapters.dynamodb_state import DynamoDBState
     from nodewright.adapters.ec2_catalog import live_source
@@ -128,13 +122,8 @@ def build_runtime(cluster: Any = None) -> _Runtime:
     from nodewright.adapters.kubernetes_cluster import KubernetesCluster
     from nodewright.catalog.snapshot import SnapshotSource
     from nodewright.scheduling import TemplateCache
-    from nodewright.service.provision import provision
-    from nodewright.settings import (
-        TABLE_PARTITION_KEY,
-        TABLE_SORT_KEY,
-        TABLE_TTL_ATTRIBUTE,
-        ProvisionerSettings,
-    )
+    from nodewright.service.provision import delivery, provision
+    from nodewright.settings import ProvisionerSettings
 
     settings = ProvisionerSettings.from_env()
     session = aws_sdk.session(settings.region)
@@ -143,44 +132,45 @@ def build_runtime(cluster: Any = None) -> _Runtime:
         cluster = KubernetesCluster.from_eks(
             settings.cluster, cloud.eks, EksTokenSource(settings.cluster, session.client("sts"), settings.region)
         )
-    dynamodb = session.client("dynamodb")
-    state = DynamoDBState(settings.table, dynamodb)
+    state = DynamoDBState(settings.table, session.client("dynamodb"))
     mode = os.environ.get(CATALOG_MODE, "live").strip().lower()
     source: Any = (
         SnapshotSource(settings.region) if mode == "snapshot" else live_source(settings.region, cloud.ec2, session)
     )
     catalog = _RefreshingCatalog(source, CATALOG_TTL_SECONDS)
     clock = _SystemClock()
-    persistence = DynamoDBPersistenceLayer(
-        table_name=settings.table,
-        key_attr=TABLE_PARTITION_KEY,
-        sort_key_attr=TABLE_SORT_KEY,
-        expiry_attr=TABLE_TTL_ATTRIBUTE,
-        boto3_client=dynamodb,
-    )
-    config = IdempotencyConfig(event_key_jmespath="batch_id", expires_after_seconds=3600)
-    nodepool_templates = TemplateCache()  # kept by the warm container, batch after batch
+    parsed_pods: dict[Any, Any] = {}  # pods parsed by earlier calls of this container (see model.loader)
+    nodepool_templates = TemplateCache()  # NodePools prepared against the catalog, kept batch after batch
 
-    @idempotent_function(data_keyword_argument="batch", persistence_store=persistence, config=config)  # type: ignore[untyped-decorator]
-    def run(batch: dict[str, Any]) -> dict[str, Any]:
+    def run(batch: Any) -> dict[str, Any]:
+        replayed = delivery.recall(state, batch.batch_id, clock.now())
+        if replayed is not None:
+            logger.info("delivery answered from its record", extra={"batch_id": batch.batch_id})
+            return replayed
         result = provision(
-            parse_batch(batch),
+            batch,
             cluster,
             cloud,
             state,
             clock,
             catalog,
             templates=cloud,
+            parsed_pods=parsed_pods,
             nodepool_templates=nodepool_templates,
         )
-        _emit_metrics(result.to_json())
-        return {"cluster": settings.cluster, **result.to_json()}
+        answer = {"cluster": settings.cluster, **result.to_json()}
+        delivery.remember(state, result, answer, clock.now())
+        _emit(answer)
+        return answer
 
     logger.info("provisioner ready", extra={"cluster": settings.cluster, "catalog": mode})
-    return _Runtime(settings.cluster, run, config)
+    return _Runtime(settings.cluster, run)
 
 
-def _emit_metrics(result: dict[str, Any]) -> None:
+def _emit(result: dict[str, Any]) -> None:
+    """Metrics, one log line per launch and per pod that could not be placed, and the batch's summary."""
+    from nodewright.service.provision.explain import log_lines
+
     summary = result.get("summary", {})
     metrics.add_metric(
         "NodeClaimsLaunched", MetricUnit.Count, len([c for c in result["nodeclaims"] if not c["reused"]])
@@ -192,6 +182,8 @@ def _emit_metrics(result: dict[str, Any]) -> None:
     timings = result.get("timings", {})
     if "first_create_fleet" in timings:
         metrics.add_metric("DecisionLatency", MetricUnit.Milliseconds, timings["first_create_fleet"] * 1000)
+    for level, message, fields in log_lines(result):
+        getattr(logger, level)(message, extra=fields)
     logger.info(
         "batch provisioned",
         extra={"batch_id": result["batch_id"], "summary": summary, "timings": timings},
@@ -210,15 +202,14 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             f"batch {batch.batch_id} is for cluster {batch.cluster!r}, but this provisioner serves "
             f"{runtime.cluster_name!r}; check the forwarder's NODEWRIGHT_CLUSTER"
         )
-    runtime.config.register_lambda_context(context)
     logger.append_keys(batch_id=batch.batch_id)
     tracer = _tracer()
     if tracer is None:
-        result: dict[str, Any] = runtime.run(batch=event)
+        result: dict[str, Any] = runtime.run(batch)
         return result
     with tracer.provider.in_subsegment("## provision") as subsegment:
         subsegment.put_annotation("batch_id", batch.batch_id)
         subsegment.put_annotation("pods", len(batch.pods))
         subsegment.put_annotation("nodes", len(batch.nodes))
-        result = runtime.run(batch=event)
+        result = runtime.run(batch)
     return result

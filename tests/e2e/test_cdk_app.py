@@ -84,16 +84,15 @@ def test_the_stack_function_runs_the_provisioner_handler_from_its_asset(
     assert refused["errorType"] == "WrongClusterError", refused
     assert local_world.state.cluster in refused["errorMessage"]
 
-    # An empty batch for this cluster goes through the service and is recorded for idempotency.
+    # An empty batch for this cluster goes through the service. Having launched nothing it leaves no delivery
+    # record: a retry of it is evaluated afresh, as Karpenter's loop looks at pending pods again.
     batch = {"batch_id": f"b-empty-{deployed['TableName'][-6:]}", "cluster": local_world.state.cluster, "pods": []}
     result, error = invoke(local_world, function, batch)
     assert error is None, result
-    assert (result["cluster"], result["batch_id"], result["decisions"]) == (
+    assert (result["cluster"], result["batch_id"], result["nodeclaims"]) == (
         local_world.state.cluster,
         batch["batch_id"],
         [],
     )
     items = local_world.aws("dynamodb").scan(TableName=deployed["TableName"])["Items"]
-    records = [i for i in items if i["pk"]["S"].startswith("idempotency#") and batch["batch_id"] in i["data"]["S"]]
-    assert [r["status"]["S"] for r in records] == ["COMPLETED"], items
-    assert settings.TABLE_TTL_ATTRIBUTE in records[0]
+    assert not [i for i in items if batch["batch_id"] in json.dumps(i)], items

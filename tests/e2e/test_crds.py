@@ -127,7 +127,11 @@ def test_printer_columns_and_round_trip_of_karpenter_examples(
         }
         crds.replace_cluster_custom_object_status(GROUP, VERSION, "nodeclaims", claim_name, current)
         current = crds.get_cluster_custom_object(GROUP, VERSION, "nodepools", pool_name)
-        current["status"] = {"conditions": [ready], "resources": {"nodes": "1", "cpu": "2", "memory": "8Gi"}}
+        current["status"] = {
+            "conditions": [ready],
+            "resources": {"nodes": "1", "cpu": "2", "memory": "8Gi"},
+            "nodes": 1,
+        }
         crds.replace_cluster_custom_object_status(GROUP, VERSION, "nodepools", pool_name, current)
         current = crds.get_cluster_custom_object(GROUP, VERSION, "ec2nodeclasses", class_name)
         current["status"] = {"conditions": [ready]}
@@ -140,11 +144,11 @@ def test_printer_columns_and_round_trip_of_karpenter_examples(
             ("Nodes", 0),
             ("Ready", 0),
             ("Age", 0),
-            ("Weight", 0),
+            ("Weight", 1),
             ("CPU", 1),
             ("Memory", 1),
         ]
-        assert cells[:4] == [pool_name, class_name, "1", "True"] and cells[5:] == [10, "2", "8Gi"]
+        assert [str(c) for c in cells[:4]] == [pool_name, class_name, "1", "True"] and cells[5:] == [10, "2", "8Gi"]
         assert isinstance(cells[4], str) and cells[4]  # the age, e.g. "3s"
 
         columns, cells = table(local_world, "nodeclaims", claim_name)
@@ -156,12 +160,14 @@ def test_printer_columns_and_round_trip_of_karpenter_examples(
             ("Node", 0),
             ("Ready", 0),
             ("Age", 0),
+            ("ImageID", 1),
             ("ID", 1),
             ("NodePool", 1),
             ("NodeClass", 1),
+            ("Drifted", 1),
         ]
         assert cells[:6] == [claim_name, "m5.large", "spot", "us-east-1a", "ip-10-0-1-23.ec2.internal", "True"]
-        assert cells[7:] == ["aws:///us-east-1a/i-0123456789abcdef0", pool_name, class_name]
+        assert cells[8:11] == ["aws:///us-east-1a/i-0123456789abcdef0", pool_name, class_name]
 
         columns, cells = table(local_world, "ec2nodeclasses", class_name)
         assert columns == [("Name", 0), ("Ready", 0), ("Age", 0), ("Role", 1)]

@@ -3,8 +3,8 @@
 The provisioner Lambda is the one the CDK stack defines: the app is synthesized with `cdk synth` and deployed
 through moto's CloudFormation (`nodewright.localworld.deploy`), with its role, table, node role and instance
 profile. It is invoked with payloads the forwarder's own code builds
-(`forwarder.projection` and `forwarder.batching`) from the pods the real kube-scheduler marked
-Unschedulable. Its handler runs in the moto server's process, reaches the API server with an EKS token as
+(`model.pending` and `forwarder.batching`: hints naming the pods the real kube-scheduler marked
+Unschedulable). Its handler runs in the moto server's process, reaches the API server with an EKS token as
 its role, launches with CreateFleet in moto, and the registrar turns the instances into KWOK nodes from the
 user data it wrote. Most tests send the forwarder's batches themselves, so a later batch finishes the
 registration there (the NodeClaim is marked Registered and `karpenter.sh/unregistered` comes off the node);
@@ -29,10 +29,10 @@ from kubernetes import client
 from test_forwarder import ForwarderProcess
 from worldkit import World, wait_for
 
-from nodewright.forwarder.batching import build_payloads
-from nodewright.forwarder.projection import is_pending, project_pod
+from nodewright.forwarder.batching import build_payloads, hint_of
 from nodewright.localworld import deploy
 from nodewright.localworld import world as lw
+from nodewright.model.pending import is_pending
 from nodewright.service.provision import NOMINATION_GRACE_SECONDS
 
 
@@ -45,14 +45,14 @@ class Provisioner:
         self.table = outputs["TableName"]
         self.node_role = outputs["NodeRoleName"]
         self.lambda_ = world.aws("lambda")
+        self.deliveries = 0
 
     def pending_payloads(self, namespace: str) -> list[bytes]:
+        """What the forwarder would send for the namespace's pending pods, each send a new delivery."""
+        self.deliveries += 1
         pods = self.world.api_client.sanitize_for_serialization(self.world.core.list_namespaced_pod(namespace).items)
-        projections = [project_pod(p) for p in pods if is_pending(p)]
-        if not projections:
-            return []
-        payloads, oversized = build_payloads(projections, self.world.state.cluster, time.strftime("%Y-%m-%dT%H:%M:%SZ"))
-        assert not oversized
+        hints = [hint_of(p, self.deliveries) for p in pods if is_pending(p)]
+        payloads = build_payloads(hints, self.world.state.cluster, time.strftime("%Y-%m-%dT%H:%M:%SZ"))
         return [p.body for p in payloads]
 
     def invoke(self, body: bytes) -> dict[str, Any]:
@@ -80,7 +80,8 @@ def provisioner(local_world: World) -> Provisioner:
 
 
 class Pool:
-    """A NodePool + EC2NodeClass for one test, its taint, and teardown of what it launched."""
+    """A NodePool + EC2NodeClass for one test, its taint, and teardown of what it launched. With
+    `nodepool=False` only the EC2NodeClass exists until `create_nodepool()`."""
 
     def __init__(
         self,
@@ -90,12 +91,13 @@ class Pool:
         requirements: list[dict[str, Any]],
         limits: dict[str, str] | None,
         disruption: dict[str, Any] | None = None,
+        nodepool: bool = True,
     ):
         self.world = world
         self.name = f"{namespace}-pool"
         self.taint = {"key": "nodewright.io/e2e", "value": namespace, "effect": "NoSchedule"}
-        custom = client.CustomObjectsApi(world.api_client)
-        custom.create_cluster_custom_object(
+        self.custom = client.CustomObjectsApi(world.api_client)
+        self.custom.create_cluster_custom_object(
             "nodewright.io",
             "v1",
             "ec2nodeclasses",
@@ -111,7 +113,7 @@ class Pool:
                 },
             },
         )
-        spec: dict[str, Any] = {
+        self.spec: dict[str, Any] = {
             "template": {
                 "spec": {
                     "nodeClassRef": {"group": "nodewright.io", "kind": "EC2NodeClass", "name": self.name},
@@ -121,15 +123,19 @@ class Pool:
             }
         }
         if limits:
-            spec["limits"] = limits
+            self.spec["limits"] = limits
         # Every test's pool shares the world (and the planner's ticks): only a test about consolidation opts in,
         # so a tick another test triggers never consolidates this one's nodes.
-        spec["disruption"] = disruption or {"consolidateAfter": "Never"}
-        custom.create_cluster_custom_object(
+        self.spec["disruption"] = disruption or {"consolidateAfter": "Never"}
+        if nodepool:
+            self.create_nodepool()
+
+    def create_nodepool(self) -> None:
+        self.custom.create_cluster_custom_object(
             "nodewright.io",
             "v1",
             "nodepools",
-            {"apiVersion": "nodewright.io/v1", "kind": "NodePool", "metadata": {"name": self.name}, "spec": spec},
+            {"apiVersion": "nodewright.io/v1", "kind": "NodePool", "metadata": {"name": self.name}, "spec": self.spec},
         )
 
     def instances(self) -> list[dict[str, Any]]:
@@ -150,22 +156,39 @@ class Pool:
         return found
 
     def teardown(self) -> None:
+        """Everything the test launched goes at once: instances terminated, and NodeClaims and Nodes deleted with
+        nodewright's termination finalizer taken off (no later planner tick drains what a finished test left)."""
         ids = [i["InstanceId"] for i in self.instances()]
         if ids:
             self.world.aws("ec2").terminate_instances(InstanceIds=ids)
-        for node in self.world.core.list_node(label_selector=f"karpenter.sh/nodepool={self.name}").items:
+        released = {"metadata": {"finalizers": None}}
+        selector = f"karpenter.sh/nodepool={self.name}"
+        claims = self.custom.list_cluster_custom_object("nodewright.io", "v1", "nodeclaims", label_selector=selector)
+        for claim in claims["items"]:
+            name = claim["metadata"]["name"]
+            try:
+                self.custom.patch_cluster_custom_object("nodewright.io", "v1", "nodeclaims", name, released)
+                self.custom.delete_cluster_custom_object("nodewright.io", "v1", "nodeclaims", name)
+            except client.ApiException as error:
+                if error.status != 404:
+                    raise
+        for node in self.world.core.list_node(label_selector=selector).items:
+            self.world.core.patch_node(node.metadata.name, released)
             self.world.core.delete_node(node.metadata.name)
-        custom = client.CustomObjectsApi(self.world.api_client)
-        custom.delete_cluster_custom_object("nodewright.io", "v1", "nodepools", self.name)
-        custom.delete_cluster_custom_object("nodewright.io", "v1", "ec2nodeclasses", self.name)
+        for plural in ("nodepools", "ec2nodeclasses"):
+            try:
+                self.custom.delete_cluster_custom_object("nodewright.io", "v1", plural, self.name)
+            except client.ApiException as error:
+                if error.status != 404:
+                    raise
 
 
 @pytest.fixture
 def make_pool(local_world: World, namespace: str, provisioner: Provisioner) -> Iterator[Any]:
     made: list[Pool] = []
 
-    def make(requirements: list[dict[str, Any]], limits: dict[str, str] | None = None) -> Pool:
-        pool = Pool(local_world, provisioner.node_role, namespace, requirements, limits)
+    def make(requirements: list[dict[str, Any]], limits: dict[str, str] | None = None, nodepool: bool = True) -> Pool:
+        pool = Pool(local_world, provisioner.node_role, namespace, requirements, limits, nodepool=nodepool)
         made.append(pool)
         return pool
 
@@ -287,16 +310,19 @@ def test_pending_deployments_become_running_on_right_sized_nodes_and_a_repeat_la
         f"{namespace}/{p.metadata.name}" for p in pods(world, namespace)
     )
 
-    # Proof 2: the same batch again returns the recorded answer and launches nothing; so does a new batch
-    # id for the same pods (a restarted forwarder): they are nominated to NodeClaims in flight.
+    # Proof 2: the same delivery again (a retried Invoke) returns the recorded answer and launches nothing; so
+    # does a new batch id for the same pods (the next window): they are nominated to NodeClaims in flight.
     instances = {i["InstanceId"]: i for i in pool.instances()}
     assert set(instances) == {c["instance_id"] for c in launched}
-    assert provisioner.invoke(body) == first
+    replayed = provisioner.invoke(body)
+    assert replayed["replayed"] is True and replayed["nodeclaims"] == first["nodeclaims"]
     restarted = json.loads(body)
     restarted["batch_id"] = uuid.uuid4().hex
     again = provisioner.invoke(json.dumps(restarted).encode())
     # Each pod waits for its claim, or fits on its node if that registered meanwhile (the boot delay is 1 s).
-    assert again["nodeclaims"] == [], json.dumps(again, indent=1)[:6000]
+    assert again["nodeclaims"] == [], json.dumps(
+        [d for d in again["decisions"] if d["action"] not in ("registered", "initialized", "skipped")], indent=1
+    )[:8000]
     assert again["summary"].get("waiting", 0) + again["summary"].get("existing", 0) == 49
     assert {i["InstanceId"] for i in pool.instances()} == set(instances)
 

@@ -3,7 +3,8 @@ queue, the received messages become a Lambda SQS event, and the real handler sta
 machine in moto and marks offerings in a DynamoDB table shaped like the stack's.
 
 The Cluster port is in memory (the end-to-end tests use the real API server); everything else is the
-handler's own boto3 clients and adapters, EC2 included (the tag lookup of a NodeClaim not recorded yet).
+handler's own boto3 clients and adapters, EC2 included: ownership is decided by the instances' tags before the
+cluster is read, so the NodeClaims' instances are real moto instances with nodewright's tags.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ from nodewright.interruption.rules import EVENT_PATTERNS
 REGION = "us-east-1"
 CLUSTER = "func"
 TABLE = "nodewright"
-MINE = "i-0123456789abcdef0"
 FOREIGN = "i-0fedcba9876543210"
 
 
@@ -42,6 +42,24 @@ class World:
     sfn: Any
     dynamodb: Any
     ec2: Any
+    mine: str  # an instance launched for the NodeClaim default-abc12, tagged as nodewright tags it
+
+
+def launch(ec2: Any, nodeclaim: str, zone: str = "us-east-1a", instance_type: str = "m5.large") -> str:
+    image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    tags = [
+        {"Key": f"kubernetes.io/cluster/{CLUSTER}", "Value": "owned"},
+        {"Key": "karpenter.sh/nodeclaim", "Value": nodeclaim},
+    ]
+    instance: str = ec2.run_instances(
+        ImageId=image,
+        MinCount=1,
+        MaxCount=1,
+        InstanceType=instance_type,
+        Placement={"AvailabilityZone": zone},
+        TagSpecifications=[{"ResourceType": "instance", "Tags": tags}],
+    )["Instances"][0]["InstanceId"]
+    return instance
 
 
 @pytest.fixture
@@ -90,12 +108,12 @@ def world(monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
         for name, pattern in EVENT_PATTERNS.items():
             events.put_rule(Name=name, EventPattern=json.dumps(pattern))
             events.put_targets(Rule=name, Targets=[{"Id": "queue", "Arn": queue_arn}])
-        yield World(
-            queue_url, queue_arn, state_machine, sqs, events, sfn, dynamodb, boto3.client("ec2", region_name=REGION)
-        )
+        ec2 = boto3.client("ec2", region_name=REGION)
+        yield World(queue_url, queue_arn, state_machine, sqs, events, sfn, dynamodb, ec2, launch(ec2, "default-abc12"))
 
 
-def cluster(*extra: dict[str, Any]) -> InMemoryCluster:
+def cluster(world: World, *extra: dict[str, Any]) -> InMemoryCluster:
+    mine = world.mine
     return InMemoryCluster(
         [
             {
@@ -110,13 +128,13 @@ def cluster(*extra: dict[str, Any]) -> InMemoryCluster:
                         "karpenter.sh/capacity-type": "spot",
                     },
                 },
-                "status": {"providerID": f"aws:///us-east-1a/{MINE}", "nodeName": "ip-10-0-1-5"},
+                "status": {"providerID": f"aws:///us-east-1a/{mine}", "nodeName": "ip-10-0-1-5"},
             },
             {
                 "apiVersion": "v1",
                 "kind": "Node",
                 "metadata": {"name": "ip-10-0-1-5"},
-                "spec": {"providerID": f"aws:///us-east-1a/{MINE}"},
+                "spec": {"providerID": f"aws:///us-east-1a/{mine}"},
             },
             *extra,
         ]
@@ -179,9 +197,9 @@ def handler_with(memory: InMemoryCluster) -> Any:
 
 
 def test_spot_warning_from_eventbridge_starts_the_workflow_and_marks_the_offering(world: World) -> None:
-    memory = cluster()
+    memory = cluster(world)
     handler = handler_with(memory)
-    put(world, "EC2 Spot Instance Interruption Warning", {"instance-id": MINE, "instance-action": "terminate"})
+    put(world, "EC2 Spot Instance Interruption Warning", {"instance-id": world.mine, "instance-action": "terminate"})
     records = received(world)
     assert len(records) == 1
 
@@ -191,7 +209,7 @@ def test_spot_warning_from_eventbridge_starts_the_workflow_and_marks_the_offerin
     command = DisruptionCommand.from_input(json.loads(execution["input"]))
     event = json.loads(records[0]["body"])
     assert execution["name"] == command.execution_name()
-    assert (command.nodeclaim, command.node, command.instance_id) == ("default-abc12", "ip-10-0-1-5", MINE)
+    assert (command.nodeclaim, command.node, command.instance_id) == ("default-abc12", "ip-10-0-1-5", world.mine)
     assert (command.reason, command.forceful, command.trigger) == (SPOT_INTERRUPTION, True, event["id"])
     assert command.deadline is not None and command.deadline - command.requested_at <= 120
     marked = DynamoDBState(TABLE, world.dynamodb).unavailable_offerings(command.requested_at)
@@ -200,8 +218,8 @@ def test_spot_warning_from_eventbridge_starts_the_workflow_and_marks_the_offerin
 
 
 def test_a_redelivered_record_starts_no_second_execution(world: World) -> None:
-    handler = handler_with(cluster())
-    put(world, "EC2 Instance State-change Notification", {"instance-id": MINE, "state": "shutting-down"})
+    handler = handler_with(cluster(world))
+    put(world, "EC2 Instance State-change Notification", {"instance-id": world.mine, "state": "shutting-down"})
     records = received(world)
     assert run(handler, records) == {"batchItemFailures": []}
     assert run(handler, records) == {"batchItemFailures": []}  # SQS delivers at least once
@@ -209,9 +227,9 @@ def test_a_redelivered_record_starts_no_second_execution(world: World) -> None:
 
 
 def test_a_malformed_message_fails_only_its_record_and_a_foreign_instance_is_acknowledged(world: World) -> None:
-    handler = handler_with(cluster())
+    handler = handler_with(cluster(world))
     put(world, "EC2 Spot Instance Interruption Warning", {"instance-id": FOREIGN, "instance-action": "terminate"})
-    put(world, "EC2 Capacity Reservation Instance Interruption Warning", {"instance-id": MINE})
+    put(world, "EC2 Capacity Reservation Instance Interruption Warning", {"instance-id": world.mine})
     good = received(world)
     malformed = sqs_record(
         world,
@@ -232,13 +250,13 @@ def test_a_malformed_message_fails_only_its_record_and_a_foreign_instance_is_ack
     assert sorted(f["itemIdentifier"] for f in result["batchItemFailures"]) == sorted(
         [malformed["messageId"], not_json["messageId"]]
     )
-    [execution] = executions(world)  # the reservation warning for MINE; nothing for the foreign instance
+    [execution] = executions(world)  # the reservation warning for ours; nothing for the foreign instance
     assert json.loads(execution["input"])["reason"] == "CapacityReservationInterruption"
 
 
 def test_rules_keep_events_nodewright_ignores_off_the_queue(world: World) -> None:
-    put(world, "EC2 Instance State-change Notification", {"instance-id": MINE, "state": "running"})
-    put(world, "EC2 Instance State-change Notification", {"instance-id": MINE, "state": "pending"})
+    put(world, "EC2 Instance State-change Notification", {"instance-id": world.mine, "state": "running"})
+    put(world, "EC2 Instance State-change Notification", {"instance-id": world.mine, "state": "pending"})
     put(
         world,
         "AWS Health Event",
@@ -248,10 +266,10 @@ def test_rules_keep_events_nodewright_ignores_off_the_queue(world: World) -> Non
     put(
         world,
         "AWS Health Event",
-        {"service": "EC2", "eventTypeCategory": "issue", "affectedEntities": [{"entityValue": MINE}]},
+        {"service": "EC2", "eventTypeCategory": "issue", "affectedEntities": [{"entityValue": world.mine}]},
         source="aws.health",
     )
-    put(world, "EC2 Instance Launch Successful", {"instance-id": MINE})
+    put(world, "EC2 Instance Launch Successful", {"instance-id": world.mine})
     assert received(world) == []
     put(
         world,
@@ -260,29 +278,18 @@ def test_rules_keep_events_nodewright_ignores_off_the_queue(world: World) -> Non
             "service": "EC2",
             "eventTypeCategory": "scheduledChange",
             "eventTypeCode": "AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED",
-            "affectedEntities": [{"entityValue": MINE}],
+            "affectedEntities": [{"entityValue": world.mine}],
         },
         source="aws.health",
     )
-    put(world, "EC2 Instance Rebalance Recommendation", {"instance-id": MINE})
+    put(world, "EC2 Instance Rebalance Recommendation", {"instance-id": world.mine})
     assert len(received(world)) == 2
 
 
-def test_an_instance_known_only_by_its_ec2_tags_is_interrupted(world: World) -> None:
-    image = world.ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
-    tags = [
-        {"Key": f"kubernetes.io/cluster/{CLUSTER}", "Value": "owned"},
-        {"Key": "karpenter.sh/nodeclaim", "Value": "default-late9"},
-    ]
-    instance = world.ec2.run_instances(
-        ImageId=image,
-        MinCount=1,
-        MaxCount=1,
-        InstanceType="c6g.xlarge",
-        TagSpecifications=[{"ResourceType": "instance", "Tags": tags}],
-    )["Instances"][0]["InstanceId"]
+def test_an_instance_whose_nodeclaim_status_is_not_written_yet_is_owned_by_its_ec2_tags(world: World) -> None:
+    instance = launch(world.ec2, "default-late9", instance_type="c6g.xlarge")
     late_claim = {"apiVersion": "nodewright.io/v1", "kind": "NodeClaim", "metadata": {"name": "default-late9"}}
-    handler = handler_with(cluster(late_claim))
+    handler = handler_with(cluster(world, late_claim))
     put(world, "EC2 Spot Instance Interruption Warning", {"instance-id": instance, "instance-action": "stop"})
 
     assert run(handler, received(world)) == {"batchItemFailures": []}
@@ -291,12 +298,28 @@ def test_an_instance_known_only_by_its_ec2_tags_is_interrupted(world: World) -> 
     assert json.loads(execution["input"])["nodeclaim"] == "default-late9"
 
 
+def test_state_changes_of_the_regions_other_instances_are_decided_without_reading_the_cluster(world: World) -> None:
+    memory = cluster(world)
+    handler = handler_with(memory)
+    untagged = world.ec2.run_instances(
+        ImageId=world.ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"], MinCount=3, MaxCount=3
+    )["Instances"]
+    for instance in untagged:
+        put(
+            world,
+            "EC2 Instance State-change Notification",
+            {"instance-id": instance["InstanceId"], "state": "stopping"},
+        )
+    assert run(handler, received(world)) == {"batchItemFailures": []}
+    assert executions(world) == [] and memory.reads == []
+
+
 def test_missing_settings_fail_the_invocation_naming_the_variable(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv(settings.STATE_MACHINE)
     handler = load_handler("interruption")
-    put(world, "EC2 Instance Rebalance Recommendation", {"instance-id": MINE})
+    put(world, "EC2 Instance Rebalance Recommendation", {"instance-id": world.mine})
     with pytest.raises(settings.SettingsError, match=settings.STATE_MACHINE):
         run(handler, received(world))
 
@@ -304,4 +327,4 @@ def test_missing_settings_fail_the_invocation_naming_the_variable(
 def test_a_bad_rebalance_mode_is_named(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(settings.REBALANCE, "sometimes")
     with pytest.raises(settings.SettingsError, match=f"{settings.REBALANCE} is 'sometimes'"):
-        load_handler("interruption").build_runtime(cluster=cluster())
+        load_handler("interruption").build_runtime(cluster=cluster(world))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,6 +26,7 @@ from nodewright.service.batch import PayloadError
 
 REGION = "us-east-1"
 CLUSTER = "func"
+UNSCHEDULABLE = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
 K8S = "1.31"
 
 
@@ -150,15 +152,26 @@ def pod(name: str, cpu: str = "1", **spec: Any) -> dict[str, Any]:
         "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "web", "effect": "NoSchedule"}],
     }
     body.update(spec)
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "web"}, "spec": body}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "web", "uid": f"uid-{name}", "resourceVersion": "1"},
+        "spec": body,
+        "status": {"phase": "Pending", "conditions": [UNSCHEDULABLE]},
+    }
 
 
 def event(cluster: InMemoryCluster, batch_id: str = "batch-1", name: str = CLUSTER) -> dict[str, Any]:
+    """The forwarder's payload for what is pending: hints, not pods."""
     return {
         "batch_id": batch_id,
         "cluster": name,
         "sent_at": "2026-12-02T11:00:00Z",
-        "pods": [d for d in cluster.of_kind("Pod") if not d["spec"].get("nodeName")],
+        "pods": [
+            {k: d["metadata"][k] for k in ("namespace", "name", "uid", "resourceVersion")}
+            for d in cluster.of_kind("Pod")
+            if not d["spec"].get("nodeName")
+        ],
     }
 
 
@@ -195,6 +208,7 @@ def test_the_handler_launches_tagged_instances_with_bootstrap_user_data_and_reco
         assert tags["karpenter.sh/nodeclaim"] == claim["name"]
         assert tags["karpenter.sh/nodepool"] == "general"
         assert tags["eks:eks-cluster-name"] == CLUSTER
+        assert tags["nodewright.io/cluster"] == CLUSTER  # what instance garbage collection lists
         assert tags["cost-center"] == "42"
         assert instance["InstanceType"] == claim["instance_type"]
         assert instance["Placement"]["AvailabilityZone"] == claim["zone"]
@@ -221,22 +235,68 @@ def test_the_handler_launches_tagged_instances_with_bootstrap_user_data_and_reco
     assert {e.reason for e in cluster.events} == {"Nominated"}
 
 
-def test_the_same_batch_twice_returns_the_recorded_answer_and_launches_nothing_more(account: dict[str, Any]) -> None:
+def test_a_retried_delivery_that_launched_is_answered_from_its_record_and_launches_nothing_more(
+    account: dict[str, Any],
+) -> None:
     handler = load_handler("provisioner")
     cluster = InMemoryCluster(manifests(*(pod(f"web-{i}") for i in range(5))))
     handler._RUNTIME = handler.build_runtime(cluster=cluster)
     first = handler.handler(event(cluster), Context())
     count = len(instances(account["ec2"]))
     second = handler.handler(event(cluster), Context())
-    assert second == first
+    assert second["replayed"] is True
+    assert second["nodeclaims"] == first["nodeclaims"] and second["summary"] == first["summary"]
     assert len(instances(account["ec2"])) == count == len(first["nodeclaims"])
-    # The idempotency record is in the stack's table, keyed as the settings say.
-    items = account["dynamodb"].scan(TableName="nodewright")["Items"]
-    assert any(i["pk"]["S"].startswith("idempotency#") for i in items)
-    # A new batch id with the same pods still launches nothing: they are nominated to claims in flight.
+    # The record is in the stack's table, for a short window only.
+    [item] = [i for i in account["dynamodb"].scan(TableName="nodewright")["Items"] if i["pk"]["S"] == "delivery"]
+    assert item["sk"]["S"] == "batch-1"
+    assert 0 < int(item["expires_at"]["N"]) - time.time() <= 15 * 60
+    # The next delivery of the same pods (a new id) is evaluated: they wait for the claims in flight.
     third = handler.handler(event(cluster, "batch-2"), Context())
+    assert "replayed" not in third
     assert third["nodeclaims"] == [] and third["summary"]["waiting"] == 5
     assert len(instances(account["ec2"])) == count
+
+
+def test_a_delivery_that_launched_nothing_is_evaluated_again_when_retried(account: dict[str, Any]) -> None:
+    handler = load_handler("provisioner")
+    pool, node_class, pending = manifests(pod("web-0"))
+    cluster = InMemoryCluster([node_class, pending])
+    handler._RUNTIME = handler.build_runtime(cluster=cluster)
+    first = handler.handler(event(cluster), Context())
+    [refused] = [d for d in first["decisions"] if d["action"] == "unschedulable"]
+    assert "no NodePool" in refused["reason"]
+    assert not [i for i in account["dynamodb"].scan(TableName="nodewright")["Items"] if i["pk"]["S"] == "delivery"]
+    # The NodePool arrives; the same delivery, retried, launches.
+    cluster.put(pool)
+    again = handler.handler(event(cluster), Context())
+    assert "replayed" not in again and [c["pods"] for c in again["nodeclaims"]] == [["web/web-0"]]
+
+
+def test_a_forged_payload_launches_only_what_the_pods_in_the_api_server_need(account: dict[str, Any]) -> None:
+    handler = load_handler("provisioner")
+    cluster = InMemoryCluster(manifests(pod("web-0", cpu="100m"), pod("gone", cpu="1")))
+    cluster.objects.pop(("Pod", "web", "gone"))
+    handler._RUNTIME = handler.build_runtime(cluster=cluster)
+    forged = {
+        "batch_id": "forged",
+        "cluster": CLUSTER,
+        "pods": [
+            # A pod object with a forged spec: only its name is read.
+            {
+                "metadata": {"name": "web-0", "namespace": "web"},
+                "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "60", "memory": "200Gi"}}}]},
+            },
+            {"namespace": "web", "name": "gone"},
+            {"namespace": "kube-system", "name": "made-up"},
+        ],
+    }
+    response = handler.handler(forged, Context())
+    [claim] = response["nodeclaims"]
+    types = account["ec2"].describe_instance_types(InstanceTypes=[claim["instance_type"]])["InstanceTypes"]
+    assert types[0]["VCpuInfo"]["DefaultVCpus"] <= 2
+    skipped = {d["subject"] for d in response["decisions"] if d["action"] == "skipped"}
+    assert {"pod/web/gone", "pod/kube-system/made-up"} <= skipped
 
 
 def test_unavailable_offerings_from_the_table_are_not_launched(account: dict[str, Any]) -> None:
@@ -330,7 +390,7 @@ def test_a_registration_payload_from_the_forwarder_takes_the_unregistered_taint_
     payload = registration_payload(registrations.take(0.0), CLUSTER, "2026-12-02T11:00:05.000000Z")
     response = handler.handler(json.loads(payload.body), Context())
     assert response["batch_id"] == payload.batch_id
-    assert response["summary"] == {"registered": 1} and response["nodeclaims"] == []
+    assert response["summary"] == {"initialized": 1, "registered": 1} and response["nodeclaims"] == []
     assert cluster.objects[("Node", "", "ip-10-0-0-9.ec2.internal")]["spec"]["taints"] == []
     record = cluster.nodeclaim(claim["name"])
     assert record is not None and record["status"]["nodeName"] == "ip-10-0-0-9.ec2.internal"

@@ -404,6 +404,19 @@ def test_the_forwarder_may_only_invoke_the_provisioner(default_synth: Synth) -> 
             "RoleArn": {"Fn::GetAtt": [forwarder, "Arn"]},
         },
     )
+    # The provisioner's own policy names the forwarder's role, and only it.
+    permissions = [
+        p["Properties"]
+        for p in default_synth.resources("AWS::Lambda::Permission").values()
+        if p["Properties"]["FunctionName"] == {"Fn::GetAtt": [function, "Arn"]}
+    ]
+    assert permissions == [
+        {
+            "Action": "lambda:InvokeFunction",
+            "FunctionName": {"Fn::GetAtt": [function, "Arn"]},
+            "Principal": {"Fn::GetAtt": [forwarder, "Arn"]},
+        }
+    ]
 
 
 def test_vpc_attachment_places_the_function_and_scopes_its_interfaces(synth_root: Path) -> None:

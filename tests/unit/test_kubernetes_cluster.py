@@ -93,11 +93,11 @@ def test_lists_follow_continue_tokens_and_fill_in_kind_and_drop_managed_fields(s
 
 
 def test_every_request_carries_the_current_token(server: _Server) -> None:
-    server.routes[("DELETE", "/api/v1/nodes/a")] = (200, {})
+    server.routes[("PATCH", "/api/v1/nodes/a")] = (200, {})
     cluster = _cluster(server, ["first", "second"])
 
-    cluster.delete_node("a")
-    cluster.delete_node("a")
+    cluster.label_node("a", {"x": "1"})
+    cluster.label_node("a", {"x": "1"})
 
     assert [r["headers"]["Authorization"] for r in server.requests] == ["Bearer first", "Bearer second"]
 
@@ -126,3 +126,119 @@ def test_an_error_status_raises_with_the_method_path_and_body(server: _Server) -
     with pytest.raises(ApiError, match=r"GET /api/v1/nodes: HTTP 403: .*nodes is forbidden") as raised:
         _cluster(server, ["t"]).read_fleet()
     assert raised.value.status == 403
+
+
+def test_a_provisioning_read_is_served_from_the_watch_cache_and_lists_only_pending_pods(server: _Server) -> None:
+    pending = {"metadata": {"name": "web-0", "namespace": "web"}, "spec": {}}
+    server.routes[("GET", "/api/v1/pods")] = (200, {"items": [pending], "metadata": {}})
+    server.routes[("GET", "/api/v1/nodes")] = (200, {"items": [{"metadata": {"name": "n1"}}], "metadata": {}})
+    for path in ("/apis/apps/v1/daemonsets", "/apis/storage.k8s.io/v1/storageclasses"):
+        server.routes[("GET", path)] = (200, {"items": [], "metadata": {}})
+    cluster = _cluster(server, ["t"])
+
+    view = cluster.read_for_provisioning()
+
+    assert list(view.pending) == ["web/web-0"] and [n["metadata"]["name"] for n in view.nodes] == ["n1"]
+    # Every list of the read, from the cache; pods only through the field selector for unbound, live pods.
+    assert {tuple(r["query"].get("resourceVersion", [])) for r in server.requests} == {("0",)}
+    [pods] = [r for r in server.requests if r["path"] == "/api/v1/pods"]
+    assert pods["query"]["fieldSelector"] == ["spec.nodeName=,status.phase!=Succeeded,status.phase!=Failed"]
+    assert not [r for r in server.requests if r["path"].endswith(("persistentvolumeclaims", "persistentvolumes"))]
+    # The consistent read of the pending set: the same selector, not from the cache.
+    server.requests.clear()
+    assert list(cluster.pending_pods()) == ["web/web-0"]
+    assert "resourceVersion" not in server.requests[0]["query"]
+
+
+def test_bound_pods_are_read_with_the_label_selector_of_a_topology_term(server: _Server) -> None:
+    from nodewright.model.objects import LabelSelector
+    from nodewright.model.requirements import Operator, Requirement
+
+    server.routes[("GET", "/api/v1/namespaces/web/pods")] = (200, {"items": [], "metadata": {}})
+    selector = LabelSelector(
+        (("app", "web"),),
+        (
+            Requirement("tier", Operator.IN, ("b", "a")),
+            Requirement("legacy", Operator.DOES_NOT_EXIST, ()),
+            Requirement("track", Operator.EXISTS, ()),
+        ),
+    )
+    _cluster(server, ["t"]).bound_pods("web", selector)
+    [request] = server.requests
+    assert request["query"]["labelSelector"] == ["app=web,tier in (a,b),!legacy,track"]
+    assert request["query"]["fieldSelector"] == ["spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"]
+    assert request["query"]["resourceVersion"] == ["0"]
+
+
+def test_status_writes_merge_conditions_by_type_with_the_version_they_read(server: _Server) -> None:
+    from nodewright.model.conditions import TRUE, Condition
+
+    path = "/apis/nodewright.io/v1/nodepools/general"
+    current = {
+        "metadata": {"name": "general", "resourceVersion": "41"},
+        "status": {
+            "conditions": [
+                {"type": "Other", "status": "True", "reason": "Theirs", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+            ]
+        },
+    }
+    server.routes[("GET", path)] = (200, current)
+    server.routes[("PATCH", path + "/status")] = (200, {})
+    _cluster(server, ["t"]).set_status("NodePool", "general", {"nodes": 2}, [Condition("Ready", TRUE, "Ready")])
+    patch = server.requests[-1]
+    assert patch["body"]["metadata"] == {"resourceVersion": "41"}
+    assert patch["body"]["status"]["nodes"] == 2
+    assert [c["type"] for c in patch["body"]["status"]["conditions"]] == ["Other", "Ready"]
+    with pytest.raises(ValueError, match="NodeClaim"):
+        _cluster(server, ["t"]).set_status("NodeClaim", "x", {})
+
+
+def test_a_taint_change_that_meets_a_newer_node_reads_it_again_and_keeps_the_other_taints(server: _Server) -> None:
+    path = "/api/v1/nodes/n1"
+    taints = [{"key": "karpenter.sh/unregistered", "effect": "NoExecute"}, {"key": "other", "effect": "NoSchedule"}]
+    server.routes[("GET", path)] = (
+        200,
+        {"metadata": {"name": "n1", "resourceVersion": "7"}, "spec": {"taints": taints}},
+    )
+    server.routes[("PATCH", path)] = (409, {"reason": "Conflict"})
+    cluster = _cluster(server, ["t"])
+    with pytest.raises(ApiError, match="kept changing"):
+        cluster.remove_node_taint("n1", "karpenter.sh/unregistered")
+    patches = [r for r in server.requests if r["method"] == "PATCH"]
+    gets = [r for r in server.requests if r["method"] == "GET"]
+    assert len(patches) == len(gets) == 5  # read again before every attempt
+    assert patches[0]["body"] == {
+        "metadata": {"resourceVersion": "7"},
+        "spec": {"taints": [{"key": "other", "effect": "NoSchedule"}]},
+    }
+    server.requests.clear()
+    server.routes[("PATCH", path)] = (200, {})
+    cluster.remove_node_taint("n1", "karpenter.sh/unregistered")
+    assert [r["method"] for r in server.requests] == ["GET", "PATCH"]
+
+
+def test_nodewrights_own_delete_takes_its_finalizer_off_first_and_keeps_the_others(server: _Server) -> None:
+    path = "/apis/nodewright.io/v1/nodeclaims/c1"
+    finalizers = ["example.com/keep", "nodewright.io/termination"]
+    server.routes[("GET", path)] = (200, {"metadata": {"name": "c1", "resourceVersion": "3", "finalizers": finalizers}})
+    server.routes[("PATCH", path)] = (200, {})
+    server.routes[("DELETE", path)] = (200, {})
+    _cluster(server, ["t"]).delete_nodeclaim("c1")
+    assert [r["method"] for r in server.requests] == ["GET", "PATCH", "DELETE"]
+    assert server.requests[1]["body"] == {"metadata": {"resourceVersion": "3", "finalizers": ["example.com/keep"]}}
+
+
+def test_a_registered_node_gets_the_finalizer_once_and_a_deleting_one_none(server: _Server) -> None:
+    path = "/api/v1/nodes/n1"
+    server.routes[("GET", path)] = (200, {"metadata": {"name": "n1", "resourceVersion": "9"}})
+    server.routes[("PATCH", path)] = (200, {})
+    cluster = _cluster(server, ["t"])
+    cluster.add_node_finalizer("n1")
+    assert server.requests[-1]["body"] == {
+        "metadata": {"resourceVersion": "9", "finalizers": ["nodewright.io/termination"]}
+    }
+    server.requests.clear()
+    deleting = {"name": "n1", "resourceVersion": "9", "deletionTimestamp": "2026-01-01T00:00:00Z"}
+    server.routes[("GET", path)] = (200, {"metadata": deleting})
+    cluster.add_node_finalizer("n1")
+    assert [r["method"] for r in server.requests] == ["GET"]

@@ -103,7 +103,10 @@ class Pods:
 def config(identity: str = "a", **batch: float) -> ForwarderConfig:
     return ForwarderConfig(
         settings=ForwarderSettings("demo", "provisioner", "us-east-1"),
-        batch=BatchPolicy(**{"idle_seconds": 1.0, "max_seconds": 10.0, "resend_initial_seconds": 30.0, **batch}),
+        batch=BatchPolicy(
+            **{"idle_seconds": 1.0, "max_seconds": 10.0, "resend_initial_seconds": 30.0, "resend_max_seconds": 60.0}
+            | batch
+        ),
         lease=LeasePolicy(lease_seconds=15, renew_deadline_seconds=10, retry_seconds=2),
         payload_limit=5 * 1024 * 1024,
         invoke_attempts=5,
@@ -140,7 +143,13 @@ def test_only_the_leader_sends_and_a_standby_sends_everything_pending_when_it_ta
     b.step(0)
     assert sink.payloads == []  # the standby's window closed, but it does not lead
     a.step(0)
-    assert len(sink.payloads) == 1 and {p["metadata"]["name"] for p in sink.payloads[0]["pods"]} == {"p1", "p2"}
+    assert len(sink.payloads) == 1 and {p["name"] for p in sink.payloads[0]["pods"]} == {"p1", "p2"}
+    assert sink.payloads[0]["pods"][0] == {
+        "namespace": "default",
+        "name": "p1",
+        "uid": "uid-p1",
+        "resourceVersion": "1",
+    }
     assert sink.payloads[0]["cluster"] == "demo" and sink.payloads[0]["sent_at"] == "2026-01-01T00:00:00.000000Z"
     assert a.metrics.batches.value(("ok",)) == 1 and a.metrics.batch_size.count == 1
 
@@ -150,7 +159,7 @@ def test_only_the_leader_sends_and_a_standby_sends_everything_pending_when_it_ta
     b.elect_once()
     assert b.is_leader()
     b.step(0)
-    assert len(sink.payloads) == 2 and {p["metadata"]["name"] for p in sink.payloads[1]["pods"]} == {"p1", "p2"}
+    assert len(sink.payloads) == 2 and {p["name"] for p in sink.payloads[1]["pods"]} == {"p1", "p2"}
 
 
 def test_a_dead_leaders_lease_is_taken_after_its_duration() -> None:
@@ -181,7 +190,7 @@ def test_events_keep_the_pending_set_and_metrics() -> None:
     assert a.metrics.pending_pods_seen.value() == 2 and a.metrics.pending_pods.value() == 1
 
 
-def test_an_undelivered_batch_is_counted_and_its_pods_wait_for_their_backoff() -> None:
+def test_an_undelivered_batch_is_sent_again_shortly_and_only_deliveries_grow_the_backoff() -> None:
     clock, leases, sink = Clock(), Leases(), Sink(fail=True)
     a = replica("a", leases, sink, clock)
     a.elect_once()
@@ -189,23 +198,44 @@ def test_an_undelivered_batch_is_counted_and_its_pods_wait_for_their_backoff() -
     clock.now += 1.0
     a.step(0)
     assert a.metrics.batches.value(("error",)) == 1 and a.metrics.errors.value(("invoke",)) == 1
-    clock.now += 29.0
+    assert a.batcher.deliveries("uid-p1") == 0
+    # The failed Invoke does not count: the pod goes out again after the undelivered retry (5 s), not after
+    # the re-send back-off (30 s), and under the same batch id (the same delivery).
+    clock.now += 4.0
     a.step(0)
     assert len(sink.payloads) == 1
-    assert a.next_wait() <= 1.0
-
-
-def test_a_pod_over_the_payload_limit_is_reported_not_sent() -> None:
-    clock, leases, sink = Clock(), Leases(), Sink()
-    a = replica("a", leases, sink, clock)
-    a.config = replace(a.config, payload_limit=2000)
-    a.elect_once()
-    a.apply("ADDED", pod("small"))
-    a.apply("ADDED", pod("huge", nodeSelector={"pad": "x" * 5000}))
+    sink.fail = False
     clock.now += 1.0
     a.step(0)
-    assert [p["metadata"]["name"] for p in sink.payloads[0]["pods"]] == ["small"]
-    assert a.metrics.errors.value(("oversized",)) == 1
+    clock.now += 1.0
+    a.step(0)
+    assert len(sink.payloads) == 2 and sink.payloads[1]["batch_id"] == sink.payloads[0]["batch_id"]
+    assert a.batcher.deliveries("uid-p1") == 1
+    # Delivered: the next send waits the re-send back-off and is a new delivery, with a new batch id.
+    clock.now += 29.0
+    a.elect_once()  # renews, as its elector thread does every retry period
+    a.step(0)
+    assert len(sink.payloads) == 2
+    clock.now += 1.0
+    a.step(0)
+    clock.now += 1.0
+    a.step(0)
+    assert len(sink.payloads) == 3 and sink.payloads[2]["batch_id"] != sink.payloads[1]["batch_id"]
+
+
+def test_a_large_batch_is_split_and_each_part_settles_its_own_pods() -> None:
+    clock, leases, sink = Clock(), Leases(), Sink()
+    a = replica("a", leases, sink, clock)
+    a.config = replace(a.config, payload_limit=400)
+    a.elect_once()
+    for i in range(6):
+        a.apply("ADDED", pod(f"p{i}"))
+    clock.now += 1.0
+    a.step(0)
+    assert len(sink.payloads) > 1
+    assert sorted(p["name"] for body in sink.payloads for p in body["pods"]) == [f"p{i}" for i in range(6)]
+    assert all(len(json.dumps(body, separators=(",", ":"))) <= 400 for body in sink.payloads)
+    assert {a.batcher.deliveries(f"uid-p{i}") for i in range(6)} == {1}
 
 
 def test_watch_relists_on_gone_and_resumes_from_the_last_version_after_errors() -> None:

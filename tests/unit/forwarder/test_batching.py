@@ -1,4 +1,4 @@
-"""The batch window, the per-pod re-send back-off, batch ids and payload splitting, on an injected clock."""
+"""The batch window, the per-pod re-send cadence, batch ids and payload splitting, on an injected clock."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ import pytest
 from nodewright.forwarder.batching import (
     Batcher,
     BatchPolicy,
+    PodHint,
     batch_id,
     build_payloads,
+    hint_of,
 )
 
 UNSCHEDULABLE = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
@@ -27,8 +29,15 @@ def pod(name: str, rv: str = "1", pending: bool = True, **spec: Any) -> dict[str
     }
 
 
-def names(projections: list[dict[str, Any]]) -> list[str]:
-    return [p["metadata"]["name"] for p in projections]
+def names(hints: list[PodHint]) -> list[str]:
+    return [h.name for h in hints]
+
+
+def sent(batcher: Batcher, now: float) -> list[PodHint]:
+    """Take the window and deliver it, as the run loop does after a successful Invoke."""
+    hints = batcher.take(now)
+    batcher.delivered((h.uid for h in hints), now)
+    return hints
 
 
 POLICY = BatchPolicy(idle_seconds=1.0, max_seconds=10.0, resend_initial_seconds=30.0, resend_max_seconds=120.0)
@@ -65,7 +74,7 @@ def test_an_update_of_a_pod_already_in_the_window_does_not_extend_it() -> None:
     batcher.observe(pod("a", rv="2"), now=0.9)
     assert batcher.deadline() == 1.0
     # The newest version is what goes out.
-    assert batcher.take(1.0)[0]["metadata"]["resourceVersion"] == "2"
+    assert batcher.take(1.0)[0].resource_version == "2"
 
 
 def test_pods_that_stop_being_pending_leave_the_window() -> None:
@@ -99,10 +108,10 @@ def test_replace_all_forgets_pods_missing_from_a_relist() -> None:
 # ---------------------------------------------------------------------------------- re-send back-off
 
 
-def test_a_still_pending_pod_is_resent_only_after_its_backoff_which_doubles() -> None:
+def test_a_still_pending_pod_is_resent_only_after_its_backoff_which_doubles_per_delivery() -> None:
     batcher = Batcher(POLICY)
     batcher.observe(pod("a"), now=0.0)
-    assert names(batcher.take(1.0)) == ["a"]
+    assert names(sent(batcher, 1.0)) == ["a"]
     # Events for the same pod during the back-off do not open a window.
     batcher.observe(pod("a", rv="2"), now=5.0)
     batcher.tick(30.9)
@@ -110,27 +119,58 @@ def test_a_still_pending_pod_is_resent_only_after_its_backoff_which_doubles() ->
     assert batcher.next_wakeup() == 31.0
     batcher.tick(31.0)
     assert batcher.due(32.0)
-    assert names(batcher.take(32.0)) == ["a"]
-    assert batcher.sends("uid-a") == 2
+    [again] = sent(batcher, 32.0)
+    assert (again.name, again.delivery) == ("a", 2)
+    assert batcher.deliveries("uid-a") == 2
     # Second back-off is twice the first, and the cap holds from then on.
     batcher.tick(32.0 + 59.9)
     assert batcher.deadline() is None
     batcher.tick(32.0 + 60.0)
-    batcher.take(93.0)
+    sent(batcher, 93.0)
     batcher.tick(93.0 + 119.9)
     assert batcher.deadline() is None
     batcher.tick(93.0 + 120.0)
     assert batcher.deadline() is not None
 
 
+def test_the_default_cadence_is_karpenters_ten_second_requeue() -> None:
+    batcher = Batcher()
+    batcher.observe(pod("a"), now=0.0)
+    now = 1.0
+    for delivery in range(1, 5):
+        [hint] = sent(batcher, now)
+        assert hint.delivery == delivery
+        assert batcher.next_wakeup() == now + 10.0
+        batcher.tick(now + 10.0)
+        now += 11.0
+
+
+def test_an_undelivered_batch_comes_back_soon_without_counting() -> None:
+    batcher = Batcher(POLICY)
+    batcher.observe(pod("a"), now=0.0)
+    [first] = batcher.take(1.0)
+    batcher.undelivered([first.uid], 1.0)
+    assert batcher.deliveries("uid-a") == 0
+    batcher.tick(5.9)
+    assert batcher.deadline() is None
+    batcher.tick(6.0)
+    [retry] = batcher.take(7.0)
+    # The same delivery, so the same batch id: a retried Invoke of it, as far as the provisioner can tell.
+    assert retry.delivery == first.delivery == 1
+    assert batch_id([retry]) == batch_id([first])
+    # A take that is never settled counts as undelivered: the pod is not lost.
+    batcher.tick(12.0)
+    assert batcher.due(13.0)
+
+
 def test_a_pod_that_was_scheduled_and_becomes_pending_again_starts_afresh() -> None:
     batcher = Batcher(POLICY)
     batcher.observe(pod("a"), now=0.0)
-    batcher.take(1.0)
+    sent(batcher, 1.0)
     batcher.observe(pod("a", pending=False), now=2.0)
     batcher.observe(pod("a", rv="3"), now=3.0)
     assert batcher.deadline() == 4.0
-    assert batcher.sends("uid-a") == 0
+    assert batcher.deliveries("uid-a") == 0
 
 
 def test_resend_delay_is_capped_and_does_not_overflow() -> None:
@@ -140,7 +180,10 @@ def test_resend_delay_is_capped_and_does_not_overflow() -> None:
     assert POLICY.resend_delay(10_000) == 120.0
 
 
-@pytest.mark.parametrize("kwargs", [{"idle_seconds": 0}, {"idle_seconds": 11}, {"resend_initial_seconds": 999}])
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"idle_seconds": 0}, {"idle_seconds": 11}, {"resend_initial_seconds": 999}, {"undelivered_retry_seconds": 0}],
+)
 def test_policy_rejects_inconsistent_timings(kwargs: dict[str, float]) -> None:
     with pytest.raises(ValueError):
         BatchPolicy(**kwargs)
@@ -149,64 +192,66 @@ def test_policy_rejects_inconsistent_timings(kwargs: dict[str, float]) -> None:
 # ------------------------------------------------------------------------------------------- batch id
 
 
-def test_batch_id_depends_on_uids_and_versions_not_order() -> None:
-    a, b = pod("a"), pod("b")
+def test_batch_id_depends_on_uids_versions_and_delivery_not_order() -> None:
+    a, b = hint_of(pod("a")), hint_of(pod("b"))
     assert batch_id([a, b]) == batch_id([b, a])
-    assert batch_id([a, b]) != batch_id([a, pod("b", rv="2")])
+    assert batch_id([a, b]) != batch_id([a, hint_of(pod("b", rv="2"))])
+    assert batch_id([a, b]) != batch_id([a, hint_of(pod("b"), delivery=2)])
     assert batch_id([a]) != batch_id([a, b])
     assert len(batch_id([a])) == 64 and int(batch_id([a]), 16) >= 0
 
 
-def test_batch_id_is_sha256_of_sorted_uid_version_lines() -> None:
+def test_batch_id_is_sha256_of_sorted_uid_version_delivery_lines() -> None:
     import hashlib
 
-    expected = hashlib.sha256(b"uid-a:1\nuid-b:7").hexdigest()
-    assert batch_id([pod("b", rv="7"), pod("a")]) == expected
+    expected = hashlib.sha256(b"uid-a:1:1\nuid-b:7:3").hexdigest()
+    assert batch_id([hint_of(pod("b", rv="7"), delivery=3), hint_of(pod("a"))]) == expected
 
 
 # ------------------------------------------------------------------------------------------ splitting
 
 
-def test_one_payload_when_the_batch_fits() -> None:
-    projections = [pod(f"p{i}") for i in range(3)]
-    payloads, oversized = build_payloads(projections, "demo", "2026-01-01T00:00:00Z")
-    assert oversized == [] and len(payloads) == 1
-    body = json.loads(payloads[0].body)
+def test_one_payload_when_the_batch_fits_and_it_carries_hints_only() -> None:
+    hints = [hint_of(pod(f"p{i}", labels={"app": "web"})) for i in range(3)]
+    [payload] = build_payloads(hints, "demo", "2026-01-01T00:00:00Z")
+    body = json.loads(payload.body)
     assert body == {
-        "batch_id": batch_id(projections),
+        "batch_id": batch_id(hints),
         "cluster": "demo",
         "sent_at": "2026-01-01T00:00:00Z",
-        "pods": projections,
+        "pods": [
+            {"namespace": "default", "name": f"p{i}", "uid": f"uid-p{i}", "resourceVersion": "1"} for i in range(3)
+        ],
     }
-    assert payloads[0].batch_id == body["batch_id"] and payloads[0].pod_count == 3
+    assert payload.batch_id == body["batch_id"] and payload.pod_count == 3
+    assert payload.uids == ("uid-p0", "uid-p1", "uid-p2")
 
 
 def test_large_batches_split_under_the_limit_keeping_order_and_every_pod() -> None:
-    projections = [pod(f"p{i:03d}", labels={"pad": "x" * 300}) for i in range(200)]
-    one = len(json.dumps(projections[0], separators=(",", ":")))
+    hints = [hint_of(pod(f"p{i:03d}")) for i in range(200)]
+    one = len(json.dumps(hints[0].to_json(), separators=(",", ":")))
     limit = 20 * one  # about 20 pods per payload
-    payloads, oversized = build_payloads(projections, "demo", "2026-01-01T00:00:00Z", limit=limit)
-    assert oversized == []
+    payloads = build_payloads(hints, "demo", "2026-01-01T00:00:00Z", limit=limit)
     assert len(payloads) > 5
-    sent = []
+    out = []
     for payload in payloads:
         assert len(payload.body) <= limit
         body = json.loads(payload.body)
-        assert body["batch_id"] == batch_id(body["pods"]) == payload.batch_id
-        sent.extend(body["pods"])
-    assert sent == projections
+        assert body["batch_id"] == payload.batch_id
+        out.extend(body["pods"])
+    assert [p["name"] for p in out] == [h.name for h in hints]
+    assert [u for p in payloads for u in p.uids] == [h.uid for h in hints]
     # Greedy packing: no payload could have taken the next payload's first pod.
     for current, following in itertools.pairwise(payloads):
         first = json.dumps(json.loads(following.body)["pods"][0], separators=(",", ":"))
         assert len(current.body) + 1 + len(first.encode()) > limit
 
 
-def test_a_pod_larger_than_the_limit_is_reported_not_sent() -> None:
-    huge = pod("huge", labels={"pad": "x" * 5000})
-    payloads, oversized = build_payloads([pod("a"), huge, pod("b")], "demo", "t", limit=3000)
-    assert oversized == [huge]
-    assert [p["metadata"]["name"] for p in json.loads(payloads[0].body)["pods"]] == ["a", "b"]
+def test_a_thousand_pods_fit_in_one_small_payload() -> None:
+    hints = [hint_of(pod(f"web-7d4b9-{i:05d}")) for i in range(1000)]
+    [payload] = build_payloads(hints, "demo", "t")
+    assert len(payload.body) < 100_000
 
 
 def test_no_pods_no_payloads() -> None:
-    assert build_payloads([], "demo", "t") == ([], [])
+    assert build_payloads([], "demo", "t") == []

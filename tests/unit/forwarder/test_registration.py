@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from nodewright.forwarder.batching import batch_id
+from nodewright.forwarder.batching import batch_id, hint_of
 from nodewright.forwarder.registration import (
     RegistrationPolicy,
     Registrations,
@@ -27,30 +27,46 @@ def node(name: str, rv: str = "1", tainted: bool = True, provider: str = "aws://
     return {"metadata": {"name": name, "uid": f"uid-{name}", "resourceVersion": rv}, "spec": spec}
 
 
-def test_only_a_joined_node_still_carrying_the_unregistered_taint_awaits_registration() -> None:
+def test_a_joined_node_still_carrying_the_unregistered_taint_or_ready_but_uninitialized_awaits() -> None:
     assert awaits_registration(node("n1"))
     assert not awaits_registration(node("n1", tainted=False))
+    ready = node("n1", tainted=False)
+    ready["status"] = {"conditions": [{"type": "Ready", "status": "True"}]}
+    assert awaits_registration(ready)
+    ready["metadata"]["labels"] = {"karpenter.sh/initialized": "true"}
+    assert not awaits_registration(ready)
     assert not awaits_registration(node("n1", provider=""))  # not yet joined with its instance id
     other = node("n1")
     other["spec"]["taints"] = [{"key": "example.com/other", "effect": "NoExecute"}]
     assert not awaits_registration(other)
 
 
-def test_a_new_node_is_due_at_once_and_again_only_after_a_doubling_backoff() -> None:
+def delivered(regs: Registrations, now: float) -> list[Any]:
+    taken = regs.take(now)
+    regs.delivered((n.name for n in taken), now)
+    return taken
+
+
+def test_a_new_node_is_due_at_once_and_again_only_after_a_backoff_doubling_per_delivery() -> None:
     regs = Registrations(RegistrationPolicy(resend_initial_seconds=5, resend_max_seconds=12))
     assert regs.observe(node("n1"))
     assert regs.due(100.0)
-    [first] = regs.take(100.0)
+    [first] = delivered(regs, 100.0)
     assert (first.name, first.send) == ("n1", 1)
     # The node keeps changing (status updates) while it waits: no re-send before the back-off has passed.
     regs.observe(node("n1", rv="2"))
     assert not regs.due(104.9) and regs.take(104.9) == []
     assert regs.next_wakeup() == 105.0
-    [second] = regs.take(105.0)
+    [second] = delivered(regs, 105.0)
     assert (second.resource_version, second.send) == ("2", 2)
     assert regs.next_wakeup() == 115.0  # 5 * 2 = 10 s
-    [third] = regs.take(115.0)
+    [third] = delivered(regs, 115.0)
     assert regs.next_wakeup() == 127.0 and third.send == 3  # capped at 12 s
+    # A failed Invoke counts nothing: the same delivery again after the initial delay.
+    [fourth] = regs.take(127.0)
+    assert regs.next_wakeup() == 132.0
+    [retry] = regs.take(132.0)
+    assert fourth.send == retry.send == 4
 
 
 def test_a_node_that_lost_the_taint_or_was_deleted_is_forgotten() -> None:
@@ -66,7 +82,7 @@ def test_a_relist_drops_nodes_missing_from_it_and_a_recreated_node_starts_afresh
     regs = Registrations()
     regs.observe(node("n1"))
     regs.observe(node("n2"))
-    regs.take(0.0)
+    delivered(regs, 0.0)
     gone_and_back = node("n2", rv="9")
     gone_and_back["metadata"]["uid"] = "uid-n2-again"
     regs.replace_all([gone_and_back])
@@ -78,12 +94,12 @@ def test_a_relist_drops_nodes_missing_from_it_and_a_recreated_node_starts_afresh
 def test_every_registration_event_gets_its_own_batch_id_and_the_payload_carries_no_pods() -> None:
     regs = Registrations(RegistrationPolicy(resend_initial_seconds=1, resend_max_seconds=1))
     regs.observe(node("n1"))
-    first = regs.take(0.0)
-    second = regs.take(1.0)  # the same node in the same version, sent again
+    first = delivered(regs, 0.0)
+    second = delivered(regs, 1.0)  # the same node in the same version, sent again
     ids = {registration_batch_id(first), registration_batch_id(second)}
     assert len(ids) == 2
     # Never the id a pod batch of the same uid and version would get.
-    assert batch_id([node("n1")]) not in ids
+    assert batch_id([hint_of(node("n1"))]) not in ids
     payload = registration_payload(first, "demo", "2026-01-01T00:00:00.000000Z")
     body = json.loads(payload.body)
     assert body == {

@@ -157,38 +157,44 @@ def test_foreign_instance_is_acknowledged_with_nothing_started() -> None:
     assert workflows.executions == {} and state.marks == {} and cluster.events == []
 
 
-def test_an_instance_known_only_by_its_tags_is_owned() -> None:
-    cloud = TagCloud(
-        [
-            Instance(
-                LATE,
-                "c6g.xlarge",
-                "us-east-1b",
-                "running",
-                "spot",
-                tags={"kubernetes.io/cluster/demo": "owned", "karpenter.sh/nodeclaim": "default-late9"},
-            ),
-            Instance(
-                FOREIGN,
-                "c6g.xlarge",
-                "us-east-1b",
-                "running",
-                "spot",
-                tags={"kubernetes.io/cluster/other": "owned", "karpenter.sh/nodeclaim": "default-late9"},
-            ),
-        ]
-    )
-    workflows = RecordingWorkflows()
-    late = handle_message(spot(LATE), fleet(), InMemoryState(), workflows, Clock(), "replace", cloud, "demo")
-    assert late.plan.action == "interrupt"
-    assert DisruptionCommand.from_input(next(iter(workflows.executions.values()))).nodeclaim == "default-late9"
-    other = handle_message(spot(FOREIGN), fleet(), InMemoryState(), workflows, Clock(), "replace", cloud, "demo")
-    assert other.plan.action == "ignore"  # tagged for another cluster
-    owned = handle_message(
-        spot(MINE), fleet(), InMemoryState(), RecordingWorkflows(), Clock(), "replace", cloud, "demo"
-    )
+def tagged(instance_id: str, claim: str, cluster: str = "demo") -> Instance:
+    tags = {f"kubernetes.io/cluster/{cluster}": "owned", "karpenter.sh/nodeclaim": claim}
+    return Instance(instance_id, "c6g.xlarge", "us-east-1b", "running", "spot", tags=tags)
+
+
+def test_ownership_is_decided_by_tags_and_only_the_named_nodeclaim_and_node_are_read() -> None:
+    cloud = TagCloud([tagged(MINE, "default-abc12"), tagged(LATE, "default-late9")])
+    cluster, workflows = fleet(), RecordingWorkflows()
+    owned = handle_message(spot(MINE), cluster, InMemoryState(), workflows, Clock(), "replace", cloud, "demo")
     assert owned.plan.action == "interrupt"
-    assert cloud.asked == [[LATE], [FOREIGN]]  # an instance a NodeClaim records is not looked up
+    [decision] = owned.plan.decisions
+    assert (decision.nodeclaim, decision.node) == ("default-abc12", "ip-10-0-1-5")
+    assert cluster.reads == ["get nodeclaim/default-abc12", "get node/ip-10-0-1-5"]
+    # A launch whose NodeClaim status is not written yet: owned through the tag on the instance.
+    late = handle_message(spot(LATE, "evt-2"), cluster, InMemoryState(), workflows, Clock(), "replace", cloud, "demo")
+    assert late.plan.action == "interrupt"
+    assert DisruptionCommand.from_input(
+        workflows.executions[late.to_json()["decisions"][0]["execution"]]
+    ).nodeclaim == ("default-late9")
+
+
+def test_a_foreign_instance_is_decided_without_reading_the_cluster() -> None:
+    cloud = TagCloud([tagged(FOREIGN, "default-abc12", cluster="other")])
+    cluster, workflows = fleet(), RecordingWorkflows()
+    result = handle_message(spot(FOREIGN), cluster, InMemoryState(), workflows, Clock(), "replace", cloud, "demo")
+    assert result.plan.action == "ignore" and workflows.executions == {}
+    assert cluster.reads == [] and cloud.asked == [[FOREIGN]]
+    # Unknown to EC2 altogether (another account's id in a forged event): the same.
+    unknown = handle_message(spot(LATE), cluster, InMemoryState(), workflows, Clock(), "replace", cloud, "demo")
+    assert unknown.plan.action == "ignore" and cluster.reads == []
+
+
+def test_an_instance_tagged_for_a_nodeclaim_that_is_gone_is_not_ours() -> None:
+    cloud = TagCloud([tagged(FOREIGN, "deleted-claim")])
+    cluster, workflows = fleet(), RecordingWorkflows()
+    result = handle_message(spot(FOREIGN), cluster, InMemoryState(), workflows, Clock(), "replace", cloud, "demo")
+    assert result.plan.action == "ignore" and workflows.executions == {}
+    assert cluster.reads == ["get nodeclaim/deleted-claim"]
 
 
 def test_rebalance_replace_starts_a_prepare_workflow_without_marking() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from nodewright.catalog.catalog import CapacityReservation
@@ -12,10 +12,12 @@ from nodewright.catalog.snapshot import SnapshotSource
 from nodewright.catalog.types import InstanceType
 from nodewright.launch.template import Image, LaunchTemplateSpec, ResolvedNodeClass, Subnet
 from nodewright.launch.userdata import ClusterInfo
+from nodewright.model.nodeclaim import CAPACITY_TAG
 from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.ports import Instance, LaunchError, NodeClassError, Throttled
 
 ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
+UNSCHEDULABLE = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
 FAMILIES = ("m5", "m6g", "c5", "c6g", "r5")
 _SNAPSHOT = SnapshotSource()
 
@@ -64,18 +66,21 @@ class FakeCloud:
         return ClusterInfo("demo", "https://api.demo", "Q0EK", "10.100.0.0/16", "1.31")
 
     def resolve_node_class(self, node_class: EC2NodeClass, k8s_version: str) -> ResolvedNodeClass:
-        if node_class.role and node_class.role != "demo-node":
-            raise NodeClassError(f"role {node_class.role} is not the node role nodewright may pass (demo-node)")
-        return ResolvedNodeClass(
+        resolved = ResolvedNodeClass(
             node_class,
-            tuple(Subnet(f"subnet-{z[-1]}", z, 100) for z in ZONES),
+            tuple(Subnet(f"subnet-{z[-1]}", z, 100, f"use1-az{i + 1}") for i, z in enumerate(ZONES)),
             ("sg-1",),
             {
-                ("amd64", "standard"): Image("ami-x86", "amd64"),
-                ("arm64", "standard"): Image("ami-arm", "arm64"),
+                ("amd64", "standard"): Image("ami-x86", "amd64", "standard", "al2023-x86"),
+                ("arm64", "standard"): Image("ami-arm", "arm64", "standard", "al2023-arm"),
             },
             "demo-node-profile",
         )
+        if node_class.role and node_class.role != "demo-node":
+            message = f"role {node_class.role} is not the node role nodewright may pass (demo-node)"
+            failures = {"InstanceProfileReady": ("InstanceProfileNotAllowed", message)}
+            raise NodeClassError(message, failures, replace(resolved, instance_profile=""))
+        return resolved
 
     def capacity_reservations(self, resolved: ResolvedNodeClass) -> Sequence[CapacityReservation]:
         return []
@@ -130,14 +135,19 @@ class FakeCloud:
         return {"Errors": errors, "Instances": []}
 
     def instances_of_nodeclaim(self, nodeclaim: str) -> Sequence[Instance]:
+        # Claims launch in threads: a copy, so another claim's launch does not change the dict mid-iteration.
         return [
             i
-            for i in self.instances.values()
+            for i in list(self.instances.values())
             if i.tags.get("karpenter.sh/nodeclaim") == nodeclaim and i.state != "terminated"
         ]
 
     def describe_instances(self, instance_ids: Iterable[str]) -> Sequence[Instance]:
         return [self.instances[i] for i in sorted(set(instance_ids)) if i in self.instances]
+
+    def capacity_instances(self) -> Sequence[Instance]:
+        live = [i for i in list(self.instances.values()) if i.state not in ("terminated", "shutting-down")]
+        return [i for i in live if i.tags.get(CAPACITY_TAG) == self.cluster_info().name]
 
     def terminate(self, instance_ids: Iterable[str]) -> None:
         from dataclasses import replace
@@ -190,9 +200,16 @@ def pod(name: str, cpu: str = "1", memory: str = "1Gi", namespace: str = "web", 
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace, "labels": {"app": name.rsplit("-", 1)[0]}},
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": f"uid-{namespace}-{name}",
+            "resourceVersion": "1",
+            "labels": {"app": name.rsplit("-", 1)[0]},
+        },
         "spec": pod_spec,
-        "status": {"phase": "Pending"},
+        # As the kube-scheduler leaves a pod it found no node for.
+        "status": {"phase": "Pending", "conditions": [UNSCHEDULABLE]},
     }
 
 

@@ -6,19 +6,38 @@ from typing import Any
 
 import pytest
 
-from nodewright.service.batch import Batch, PayloadError, parse_batch
+from nodewright.service.batch import Batch, PayloadError, PodHint, parse_batch
 
-POD = {"metadata": {"name": "web-0", "namespace": "web"}, "spec": {"containers": []}}
+POD = {"namespace": "web", "name": "web-0", "uid": "u-1", "resourceVersion": "7"}
 
 
-def test_a_full_payload_becomes_a_batch_and_unknown_keys_are_ignored() -> None:
+def test_a_full_payload_becomes_a_batch_of_hints_and_unknown_keys_are_ignored() -> None:
     payload = {"batch_id": "b1", "cluster": "prod", "sent_at": "2026-12-02T10:00:00Z", "pods": [POD], "new": 1}
-    assert parse_batch(payload) == Batch("b1", "prod", [POD], "2026-12-02T10:00:00Z", ())
+    hint = PodHint("web", "web-0", "u-1", "7")
+    assert parse_batch(payload) == Batch("b1", "prod", (hint,), "2026-12-02T10:00:00Z", ())
+    assert hint.key == "web/web-0"
+
+
+def test_a_pod_object_from_an_older_forwarder_is_read_as_a_hint_and_its_spec_ignored() -> None:
+    pod = {
+        "metadata": {"name": "web-0", "namespace": "web", "uid": "u-1", "resourceVersion": "7"},
+        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "60"}}}]},
+    }
+    batch = parse_batch({"batch_id": "b1", "cluster": "prod", "pods": [pod]})
+    assert batch.pods == (PodHint("web", "web-0", "u-1", "7"),)
+
+
+def test_a_hint_matches_only_the_object_and_version_it_names() -> None:
+    hint = PodHint("web", "web-0", "u-1", "7")
+    assert hint.matches({"metadata": {"uid": "u-1", "resourceVersion": "7"}})
+    assert not hint.matches({"metadata": {"uid": "u-1", "resourceVersion": "8"}})
+    assert not hint.matches({"metadata": {"uid": "u-2", "resourceVersion": "7"}})
+    assert PodHint("web", "web-0").matches({"metadata": {"uid": "anything", "resourceVersion": "1"}})
 
 
 def test_a_registration_payload_has_no_pods_and_names_nodes() -> None:
     batch = parse_batch({"batch_id": "r1", "cluster": "prod", "pods": [], "nodes": ["ip-10-0-0-1"]})
-    assert batch.pods == [] and batch.nodes == ("ip-10-0-0-1",) and batch.sent_at == ""
+    assert batch.pods == () and batch.nodes == ("ip-10-0-0-1",) and batch.sent_at == ""
 
 
 @pytest.mark.parametrize(
@@ -30,8 +49,10 @@ def test_a_registration_payload_has_no_pods_and_names_nodes() -> None:
         ({"batch_id": "x" * 257}, "batch_id: 257 characters, at most 256 allowed"),
         ({"cluster": ""}, "cluster: missing or empty"),
         ({"sent_at": 5}, "sent_at: must be a string"),
-        ({"pods": None}, "pods: must be a list of pod objects"),
-        ({"pods": ["web-0"]}, "pods: must be a list of pod objects"),
+        ({"pods": None}, "pods: must be a list of pod hints"),
+        ({"pods": ["web-0"]}, r"pods\[0\]: must be an object with a non-empty string `name`"),
+        ({"pods": [{"namespace": "web"}]}, r"pods\[0\]: must be an object with a non-empty string `name`"),
+        ({"pods": [{"name": "a", "resourceVersion": 7}]}, r"pods\[0\]: must be an object"),
         ({"nodes": "ip-1"}, "nodes: must be a list of node names"),
     ],
 )
@@ -47,7 +68,7 @@ def test_every_bad_field_is_reported_at_once() -> None:
         parse_batch({"cluster": 3, "pods": {}})
     assert str(raised.value) == (
         "payload: batch_id: missing or empty; cluster: must be a string; "
-        "pods: must be a list of pod objects (an empty list for a registration payload)"
+        "pods: must be a list of pod hints (an empty list for a registration payload)"
     )
 
 

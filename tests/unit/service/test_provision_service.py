@@ -10,7 +10,7 @@ from nodewright.adapters.memory import InMemoryCluster, InMemoryState
 from nodewright.catalog.catalog import Catalog
 from nodewright.localworld.userdata import parse_user_data
 from nodewright.ports import LaunchTemplateRecord
-from nodewright.service.batch import Batch
+from nodewright.service.batch import Batch, PodHint
 from nodewright.service.provision import cleanup, provision
 
 CATALOG = SmallCatalog()
@@ -23,8 +23,13 @@ def world(*docs: dict[str, Any]) -> tuple[InMemoryCluster, FakeCloud, InMemorySt
     return cluster, cloud, InMemoryState(), clock
 
 
+def hint(doc: dict[str, Any]) -> PodHint:
+    metadata = doc["metadata"]
+    return PodHint(metadata["namespace"], metadata["name"], metadata["uid"], metadata["resourceVersion"])
+
+
 def batch_of(cluster: InMemoryCluster, batch_id: str = "b1") -> Batch:
-    return Batch(batch_id, "demo", [d for d in cluster.of_kind("Pod") if not d["spec"].get("nodeName")])
+    return Batch(batch_id, "demo", [hint(d) for d in cluster.of_kind("Pod") if not d["spec"].get("nodeName")])
 
 
 def run(cluster: InMemoryCluster, cloud: FakeCloud, state: InMemoryState, clock: FixedClock, batch_id: str = "b1"):  # type: ignore[no-untyped-def]
@@ -35,21 +40,25 @@ def actions(result: Any, action: str) -> list[Any]:
     return [d for d in result.decisions if d.action == action]
 
 
-def test_each_nodeclaim_is_created_before_its_launch_and_recorded_after() -> None:
+def test_every_nodeclaim_is_created_before_the_first_launch_and_each_recorded_after_its_own() -> None:
     cluster, cloud, state, clock = world(*(pod(f"web-{i}") for i in range(4)))
     result = run(cluster, cloud, state, clock)
     names = [c.name for c in result.launched]
     assert len(names) >= 2
-    # Claims launch side by side, so the log interleaves; per claim: create, fleet, update, conditions.
+    claim_log = [entry for entry in cluster.log if "nodeclaim/" in entry]
+    # All claims exist before any CreateFleet (the planner lock is released in between, so a concurrent plan
+    # counts them); then they launch side by side, each create -> fleet -> update -> conditions.
+    first_fleet = next(i for i, entry in enumerate(claim_log) if entry.startswith("fleet"))
+    assert sorted(claim_log[:first_fleet]) == sorted(f"create nodeclaim/{name}" for name in names)
     for name in names:
-        steps = [entry for entry in cluster.log if entry.endswith(f"nodeclaim/{name}")]
+        steps = [entry for entry in claim_log if entry.endswith(f"nodeclaim/{name}")]
         assert steps == [
             f"create nodeclaim/{name}",
             f"fleet nodeclaim/{name}",
             f"update nodeclaim/{name}",
             f"conditions nodeclaim/{name}",
         ]
-    assert len(cluster.log) == 4 * len(names)
+    assert len(claim_log) == 4 * len(names)
     assert sorted(p for c in result.launched for p in c.pods) == [f"web/web-{i}" for i in range(4)]
 
 
@@ -60,7 +69,13 @@ def test_a_launched_nodeclaim_records_the_instance_and_its_pods_are_nominated() 
     claim = cluster.nodeclaim(launched.name)
     assert claim is not None
     assert claim["status"]["providerID"] == f"aws:///{launched.zone}/{launched.instance_id}"
-    assert claim["status"]["conditions"][0]["type"] == "Launched"
+    conditions = {c["type"]: (c["status"], c["reason"]) for c in claim["status"]["conditions"]}
+    assert conditions == {
+        "Launched": ("True", "Launched"),
+        "Registered": ("Unknown", "NodeNotFound"),
+        "Initialized": ("Unknown", "NodeNotFound"),
+        "Ready": ("Unknown", "ReconcilingDependents"),
+    }
     labels = claim["metadata"]["labels"]
     assert labels["node.kubernetes.io/instance-type"] == launched.instance_type
     assert labels["karpenter.sh/capacity-type"] == launched.capacity_type == "spot"
@@ -202,20 +217,26 @@ def test_registration_marks_the_claim_and_removes_the_unregistered_taint() -> No
     assert [d.subject for d in actions(result, "registered")] == [f"nodeclaim/{launched.name}"]
     claim = cluster.nodeclaim(launched.name)
     assert claim is not None and claim["status"]["nodeName"] == "ip-10-0-0-1.ec2.internal"
-    assert {c["type"] for c in claim["status"]["conditions"]} == {"Launched", "Registered"}
-    assert cluster.objects[("Node", "", "ip-10-0-0-1.ec2.internal")]["spec"]["taints"] == []
+    # The node is Ready, has no startup taint and reports what the claim asked for: initialized at once.
+    assert {c["type"]: c["status"] for c in claim["status"]["conditions"]} == dict.fromkeys(
+        ("Launched", "Registered", "Initialized", "Ready"), "True"
+    )
+    node = cluster.objects[("Node", "", "ip-10-0-0-1.ec2.internal")]
+    assert node["spec"]["taints"] == []
+    assert node["metadata"]["labels"]["karpenter.sh/registered"] == "true"
+    assert node["metadata"]["labels"]["karpenter.sh/initialized"] == "true"
     # The pending pod is left to the kube-scheduler for a grace period; nothing new is launched.
     assert not result.launched
     assert [d.reason for d in actions(result, "waiting")] == [
         f"nominated to nodeclaim/{launched.name}, whose node ip-10-0-0-1.ec2.internal has registered"
     ]
-    # Still pending two minutes later: planned again, and it fits on the registered node.
+    # Still pending two minutes later: the kube-scheduler had the node all that time and did not bind the pod,
+    # so the node is no longer counted as room for it (existing nodes are the kube-scheduler's to fill), and the
+    # pod is planned on new capacity.
     clock.t += 121
     later = run(cluster, cloud, state, clock, batch_id="b3")
-    assert not later.launched
-    assert [d.reason for d in actions(later, "existing")] == [
-        "fits on ip-10-0-0-1.ec2.internal, which exists or is in flight"
-    ]
+    assert [c.pods for c in later.launched] == [("web/web-0",)]
+    assert not actions(later, "existing")
 
 
 def test_a_registration_payload_without_pods_registers_the_node_and_plans_nothing() -> None:
@@ -236,7 +257,7 @@ def test_a_registration_payload_without_pods_registers_the_node_and_plans_nothin
     assert [d.subject for d in actions(result, "registered")] == [f"nodeclaim/{launched.name}"]
     assert cluster.objects[("Node", "", "ip-10-0-0-1.ec2.internal")]["spec"]["taints"] == []
     claim = cluster.nodeclaim(launched.name)
-    assert claim is not None and {c["type"] for c in claim["status"]["conditions"]} == {"Launched", "Registered"}
+    assert claim is not None and {c["type"]: c["status"] for c in claim["status"]["conditions"]}["Ready"] == "True"
     # A node the payload names that matches no launched claim is reported, not silently dropped.
     assert [(d.subject, d.action) for d in actions(result, "skipped")] == [("node/ip-10-9-9-9.ec2.internal", "skipped")]
     assert not result.launched and len(cloud.fleets) == fleets and not quiet.fleets

@@ -17,12 +17,28 @@ from nodewright.launch.template import LaunchTemplateSpec, ResolvedNodeClass
 from nodewright.launch.userdata import ClusterInfo
 from nodewright.model.conditions import Condition
 from nodewright.model.nodeclass import EC2NodeClass
+from nodewright.model.objects import LabelSelector
 
 OfferingKey = tuple[str, str, str]  # (instance type, zone, capacity type)
 
 
 class NodeClassError(Exception):
-    """An EC2NodeClass cannot be used as written (no subnets, no AMI, a role nodewright may not pass)."""
+    """An EC2NodeClass cannot be used as written (no subnets, no AMI, a role nodewright may not pass).
+
+    `failures` maps each status condition that failed (`SubnetsReady`, `SecurityGroupsReady`, `AMIsReady`,
+    `InstanceProfileReady`) to Karpenter's reason and a message; `partial` holds what did resolve (empty
+    tuples and maps where a part failed), so the EC2NodeClass's status can show it.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        failures: Mapping[str, tuple[str, str]] | None = None,
+        partial: ResolvedNodeClass | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.failures: Mapping[str, tuple[str, str]] = failures or {"ValidationSucceeded": ("Invalid", message)}
+        self.partial = partial
 
 
 class LaunchError(Exception):
@@ -88,6 +104,11 @@ class Cloud(Protocol):
         """Terminate instances (already terminated ones are fine)."""
         ...
 
+    def capacity_instances(self) -> Sequence[Instance]:
+        """Every instance (not terminated or shutting down) tagged as this cluster's nodewright capacity, for
+        garbage collection."""
+        ...
+
     def describe_instances(self, instance_ids: Iterable[str]) -> Sequence[Instance]:
         """The instances among these ids that EC2 still knows (any state, terminated included); unknown
         ids are left out rather than raising."""
@@ -96,16 +117,47 @@ class Cloud(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class ClusterView:
-    """What the provisioner reads from the API server, as camelCase API objects.
+    """The whole cluster as the planner's simulation needs it, as camelCase API objects.
 
     `documents`: NodePools, EC2NodeClasses (nodewright.io/v1 and Karpenter v1), NodeClaims, Nodes, pods
-    bound to nodes, DaemonSets, PVCs, PVs and StorageClasses. `unbound_pods`: the live pods that have no
-    node yet, by key (`ns/name`), so a batch can drop pods that were bound or deleted since it was sent and
-    the capacity promised to pods nominated earlier (and not in this batch) is still counted.
+    bound to nodes, DaemonSets, PodDisruptionBudgets, PVCs, PVs and StorageClasses. `unbound_pods`: the live
+    pods that have no node yet, by key (`ns/name`).
     """
 
     documents: Sequence[Mapping[str, Any]]
     unbound_pods: Mapping[str, Mapping[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class ProvisioningView:
+    """What every provisioning decision reads from the API server, as camelCase API objects.
+
+    NodePools and EC2NodeClasses (nodewright.io/v1 and Karpenter v1), NodeClaims, Nodes, DaemonSets and
+    StorageClasses, and `pending`: the live pods that have no node yet, by key (`ns/name`). Pods bound to
+    nodes are not here: a decision reads the few it needs (`Cluster.bound_pods`, `Cluster.pods_on_node`).
+    Adapters serve this from the API server's watch cache (resourceVersion=0), so it may lag the newest
+    writes by a moment; `Cluster.pending_pods` is the consistent read of the pending set.
+    """
+
+    nodepools: Sequence[Mapping[str, Any]] = ()
+    nodeclasses: Sequence[Mapping[str, Any]] = ()
+    nodeclaims: Sequence[Mapping[str, Any]] = ()
+    nodes: Sequence[Mapping[str, Any]] = ()
+    daemonsets: Sequence[Mapping[str, Any]] = ()
+    storage_classes: Sequence[Mapping[str, Any]] = ()
+    pending: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    @property
+    def documents(self) -> list[Mapping[str, Any]]:
+        """Every object but the pending pods, for `model.loader.load_documents`."""
+        return [
+            *self.nodepools,
+            *self.nodeclasses,
+            *self.nodeclaims,
+            *self.nodes,
+            *self.daemonsets,
+            *self.storage_classes,
+        ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,16 +192,38 @@ EVICTED, BLOCKED, GONE = "evicted", "blocked", "gone"
 @dataclass(frozen=True, slots=True)
 class FleetView:
     """The objects disruption decisions read: NodePools (nodewright.io/v1 and karpenter.sh/v1), NodeClaims and
-    Nodes, as camelCase API objects."""
+    Nodes, as camelCase API objects; and the EC2NodeClasses (for their status)."""
 
     nodepools: Sequence[Mapping[str, Any]]
     nodeclaims: Sequence[Mapping[str, Any]]
     nodes: Sequence[Mapping[str, Any]]
+    nodeclasses: Sequence[Mapping[str, Any]] = ()
 
 
 class Cluster(Protocol):
     def read(self) -> ClusterView:
-        """The cluster as the simulation needs it."""
+        """The whole cluster (see `ClusterView`), from the watch cache: for the planner, once a minute."""
+        ...
+
+    def read_for_provisioning(self) -> ProvisioningView:
+        """NodePools, EC2NodeClasses, NodeClaims, Nodes, DaemonSets, StorageClasses and the pending pods, from
+        the watch cache (see `ProvisioningView`)."""
+        ...
+
+    def pending_pods(self) -> Mapping[str, Mapping[str, Any]]:
+        """The live pods without a node, by `ns/name`, read consistently (not from the watch cache)."""
+        ...
+
+    def bound_pods(self, namespace: str | None, selector: LabelSelector | None) -> Sequence[Mapping[str, Any]]:
+        """Live pods bound to a node, in `namespace` (None: every namespace) whose labels match `selector`
+        (None: every pod), from the watch cache."""
+        ...
+
+    def volumes(
+        self, claims: Sequence[tuple[str, str]]
+    ) -> tuple[Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]]]:
+        """The PersistentVolumeClaims among these (namespace, name) that exist, and the PersistentVolumes they
+        are bound to."""
         ...
 
     def create_nodeclaim(self, document: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -168,7 +242,22 @@ class Cluster(Protocol):
         ...
 
     def delete_nodeclaim(self, name: str) -> None:
-        """Delete a NodeClaim (absent is fine)."""
+        """Delete a NodeClaim nodewright has finished with (its instance is terminated, or was never launched):
+        the termination finalizer is removed first, so it goes at once. Absent is fine."""
+        ...
+
+    def get_nodeclaim(self, name: str) -> Mapping[str, Any] | None:
+        """One NodeClaim (None when it does not exist)."""
+        ...
+
+    def get_node(self, name: str) -> Mapping[str, Any] | None:
+        """One Node (None when it does not exist)."""
+        ...
+
+    def set_status(self, kind: str, name: str, fields: Mapping[str, Any], conditions: Sequence[Condition] = ()) -> None:
+        """Write a nodewright.io NodePool's or EC2NodeClass's status (`kind` "NodePool" or "EC2NodeClass"):
+        replace the given `fields` and merge `conditions` by type, as `set_nodeclaim_conditions` does. A missing
+        object is not an error."""
         ...
 
     def record_events(self, events: Sequence[PodEvent]) -> None:
@@ -177,6 +266,10 @@ class Cluster(Protocol):
 
     def remove_node_taint(self, node: str, taint_key: str) -> None:
         """Remove every taint with this key from the node."""
+        ...
+
+    def label_node(self, node: str, labels: Mapping[str, str]) -> None:
+        """Merge labels into the node's; a missing node is not an error."""
         ...
 
     def read_fleet(self) -> FleetView:
@@ -205,7 +298,13 @@ class Cluster(Protocol):
         ...
 
     def delete_node(self, name: str) -> None:
-        """Delete the Node object; absent is fine."""
+        """Delete the Node object of a terminated instance, its termination finalizer removed first; absent is
+        fine."""
+        ...
+
+    def add_node_finalizer(self, name: str) -> None:
+        """Put the termination finalizer on a Node nodewright registered, so deleting it drains and terminates
+        through nodewright; a missing or deleting node is not an error."""
         ...
 
     def record_node_events(self, events: Sequence[NodeEvent]) -> None:
@@ -251,6 +350,14 @@ class StateStore(Protocol):
 
     def held_locks(self, now: float) -> Mapping[str, str]:
         """Every lock held at `now` (expired ones left out): name -> owner. One consistent read."""
+        ...
+
+    def recall_delivery(self, batch_id: str, now: float) -> Mapping[str, Any] | None:
+        """What the delivery `batch_id` was answered with, while its record has not expired at `now`."""
+        ...
+
+    def remember_delivery(self, batch_id: str, answer: Mapping[str, Any], now: float, ttl_seconds: int) -> None:
+        """Keep the answer to the delivery `batch_id` (JSON-safe) until now + ttl."""
         ...
 
 

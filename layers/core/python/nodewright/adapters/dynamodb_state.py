@@ -1,5 +1,7 @@
-"""The StateStore port on DynamoDB: offerings recently refused for capacity, shared by every invocation, and
-the per-node locks of the disruption workflow (partition `lock`, sort key the lock name, attribute `owner`).
+"""The StateStore port on DynamoDB: offerings recently refused for capacity, shared by every invocation, the
+locks of the disruption workflow and of the one planner of new capacity (partition `lock`, sort key the lock
+name, attribute `owner`), and the answers to deliveries that launched (partition `delivery`, sort key the
+batch id, attribute `answer`, JSON).
 
 Items live in the stack's one table (partition `pk`, sort `sk`, TTL attribute `expires_at`). All marks
 share the partition `unavailable` with the offering as sort key (`<type>#<zone>#<capacity type>`), so one
@@ -10,6 +12,7 @@ passed.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -19,6 +22,7 @@ from nodewright.settings import TABLE_PARTITION_KEY, TABLE_SORT_KEY, TABLE_TTL_A
 
 UNAVAILABLE_PARTITION = "unavailable"
 LOCK_PARTITION = "lock"
+DELIVERY_PARTITION = "delivery"
 
 
 class DynamoDBState:
@@ -126,3 +130,22 @@ class DynamoDBState:
             )
         except self.dynamodb.exceptions.ConditionalCheckFailedException:
             return
+
+    def recall_delivery(self, batch_id: str, now: float) -> Mapping[str, Any] | None:
+        key = {TABLE_PARTITION_KEY: {"S": DELIVERY_PARTITION}, TABLE_SORT_KEY: {"S": batch_id}}
+        item = self.dynamodb.get_item(TableName=self.table, Key=key, ConsistentRead=True).get("Item")
+        if not item or float(item.get(TABLE_TTL_ATTRIBUTE, {}).get("N", "0")) <= now:
+            return None
+        answer: Mapping[str, Any] = json.loads(item["answer"]["S"])
+        return answer
+
+    def remember_delivery(self, batch_id: str, answer: Mapping[str, Any], now: float, ttl_seconds: int) -> None:
+        self.dynamodb.put_item(
+            TableName=self.table,
+            Item={
+                TABLE_PARTITION_KEY: {"S": DELIVERY_PARTITION},
+                TABLE_SORT_KEY: {"S": batch_id},
+                TABLE_TTL_ATTRIBUTE: {"N": str(int(now + ttl_seconds))},
+                "answer": {"S": json.dumps(answer, separators=(",", ":"))},
+            },
+        )

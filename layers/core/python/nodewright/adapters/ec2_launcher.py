@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from botocore.exceptions import ClientError
 
@@ -25,8 +25,11 @@ from nodewright.launch.amis import VARIANTS, alias_parameter, image_queries, new
 from nodewright.launch.fleet import THROTTLING_ERRORS
 from nodewright.launch.template import TEMPLATE_PREFIX, Image, LaunchTemplateSpec, ResolvedNodeClass, Subnet
 from nodewright.launch.userdata import ClusterInfo
+from nodewright.model.nodeclaim import CAPACITY_TAG
 from nodewright.model.nodeclass import AMISelectorTerm, EC2NodeClass, SelectorTerm
 from nodewright.ports import Instance, LaunchError, LaunchTemplateRecord, NodeClassError, Throttled
+
+T = TypeVar("T")
 
 NODE_CLASS_TAG = "karpenter.k8s.aws/ec2nodeclass"
 
@@ -106,15 +109,32 @@ class Ec2Cloud:
         cached = self._resolved.get(key)
         if cached is not None and now - cached[0] < self._resolve_ttl:
             return cached[1]
-        subnets, matching = self._subnets(node_class)
+        # Every part is resolved even when another fails, so the EC2NodeClass's status can say all that is wrong.
+        failures: dict[str, tuple[str, str]] = {}
+
+        def part(condition: str, reason: str, resolve: Callable[[], T], empty: T) -> T:
+            try:
+                return resolve()
+            except NodeClassError as error:
+                failures[condition] = (reason, str(error))
+                return empty
+
+        nothing: tuple[tuple[Subnet, ...], frozenset[str]] = ((), frozenset())
+        subnets, matching = part("SubnetsReady", "SubnetsNotFound", lambda: self._subnets(node_class), nothing)
         resolved = ResolvedNodeClass(
             node_class=node_class,
             subnets=subnets,
             matching_subnet_ids=matching,
-            security_group_ids=self._security_groups(node_class),
-            images=self._images(node_class, k8s_version),
-            instance_profile=self._instance_profile(node_class),
+            security_group_ids=part(
+                "SecurityGroupsReady", "SecurityGroupsNotFound", lambda: self._security_groups(node_class), ()
+            ),
+            images=part("AMIsReady", "AMINotFound", lambda: self._images(node_class, k8s_version), {}),
+            instance_profile=part(
+                "InstanceProfileReady", "InstanceProfileNotAllowed", lambda: self._instance_profile(node_class), ""
+            ),
         )
+        if failures:
+            raise NodeClassError("; ".join(message for _, message in failures.values()), failures, resolved)
         self._resolved[key] = (now, resolved)
         return resolved
 
@@ -349,6 +369,19 @@ class Ec2Cloud:
                 for i in reservation.get("Instances", ()):
                     out.append(_instance(i))
         return out
+
+    def capacity_instances(self) -> Sequence[Instance]:
+        filters = [
+            {"Name": f"tag:{CAPACITY_TAG}", "Values": [self.cluster_name]},
+            {"Name": "tag-key", "Values": [f"kubernetes.io/cluster/{self.cluster_name}"]},
+            {"Name": "instance-state-name", "Values": _LIVE_STATES},
+        ]
+        return [
+            _instance(i)
+            for page in self.ec2.get_paginator("describe_instances").paginate(Filters=filters)
+            for reservation in page.get("Reservations", ())
+            for i in reservation.get("Instances", ())
+        ]
 
     def terminate(self, instance_ids: Iterable[str]) -> None:
         ids = sorted(set(instance_ids))

@@ -9,8 +9,13 @@ The transport is urllib3, which botocore has already loaded, speaking JSON to RE
 oauthlib, websocket and dateutil under them) took about 180 ms, the largest part of a Lambda cold start,
 for a dozen REST calls whose bodies we read as plain JSON anyway.
 
-Lists are read in pages of 500. List items carry no kind/apiVersion, so they are added. managedFields are
-dropped (large and never read).
+Reads take only what a decision needs. Lists a decision can take a moment old (NodePools, NodeClasses,
+NodeClaims, Nodes, DaemonSets, StorageClasses, pending pods, the pods a topology term selects) are served
+from the API server's watch cache (`resourceVersion=0`), which costs etcd nothing; the pending set is read
+consistently when the forwarder's hint shows the cache is behind. Pods are always read through field
+selectors (`spec.nodeName=` for pending pods, `spec.nodeName!=` plus a label selector for bound ones), never
+as the whole cluster. Lists are read in pages of 500 (the watch cache may answer in one). List items carry
+no kind/apiVersion, so they are added. managedFields are dropped (large and never read).
 
 Custom objects: NodePools from `nodewright.io/v1` and `karpenter.sh/v1`, EC2NodeClasses from
 `nodewright.io/v1` and `karpenter.k8s.aws/v1`, NodeClaims from `nodewright.io/v1`. A group whose CRD is
@@ -25,13 +30,28 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 from urllib.parse import urlencode
 
 from nodewright.model.conditions import Condition, merge_conditions
-from nodewright.ports import BLOCKED, EVICTED, GONE, ClusterView, FleetView, NodeEvent, PodEvent
+from nodewright.model.nodeclaim import TERMINATION_FINALIZER
+from nodewright.model.objects import LabelSelector
+from nodewright.model.requirements import Operator
+from nodewright.ports import BLOCKED, EVICTED, GONE, ClusterView, FleetView, NodeEvent, PodEvent, ProvisioningView
 
 NODECLAIMS = ("nodewright.io", "v1", "nodeclaims")
+# The objects whose status nodewright writes besides NodeClaims: its own group only, never Karpenter's.
+# Kinds of nodewright's own objects that events are recorded on, with their API version.
+CUSTOM_KINDS = {"NodeClaim": "nodewright.io/v1", "NodePool": "nodewright.io/v1"}
+STATUS_RESOURCES = {
+    "NodePool": "/apis/nodewright.io/v1/nodepools",
+    "EC2NodeClass": "/apis/nodewright.io/v1/ec2nodeclasses",
+}
+ACTIVE = "status.phase!=Succeeded,status.phase!=Failed"
+PENDING_PODS = f"spec.nodeName=,{ACTIVE}"
+BOUND_PODS = f"spec.nodeName!=,{ACTIVE}"
+_READ_WORKERS = 8
 NODEPOOLS = (("nodewright.io", "v1", "nodepools"), ("karpenter.sh", "v1", "nodepools"))
 NODECLASSES = (("nodewright.io", "v1", "ec2nodeclasses"), ("karpenter.k8s.aws", "v1", "ec2nodeclasses"))
 MERGE_PATCH = "application/merge-patch+json"
@@ -48,6 +68,28 @@ def _strip(doc: dict[str, Any], kind: str, api_version: str) -> dict[str, Any]:
     doc.setdefault("apiVersion", api_version)
     (doc.get("metadata") or {}).pop("managedFields", None)
     return doc
+
+
+def _pod_key(pod: Mapping[str, Any]) -> str:
+    metadata = pod.get("metadata") or {}
+    return f"{metadata.get('namespace') or 'default'}/{metadata.get('name', '')}"
+
+
+def selector_string(selector: LabelSelector) -> str:
+    """A LabelSelector in the API's `labelSelector` query syntax (`app=web,tier in (a,b),!legacy`)."""
+    parts = [f"{key}={value}" for key, value in selector.match_labels]
+    for r in selector.match_expressions:
+        if r.operator is Operator.IN:
+            parts.append(f"{r.key} in ({','.join(sorted(r.values))})")
+        elif r.operator is Operator.NOT_IN:
+            parts.append(f"{r.key} notin ({','.join(sorted(r.values))})")
+        elif r.operator is Operator.EXISTS:
+            parts.append(r.key)
+        elif r.operator is Operator.DOES_NOT_EXIST:
+            parts.append(f"!{r.key}")
+        else:
+            raise ValueError(f"label selectors have no operator {r.operator.value}")
+    return ",".join(parts)
 
 
 class ApiError(Exception):
@@ -135,54 +177,131 @@ class KubernetesCluster:
         return parsed
 
     def _list(
-        self, path: str, kind: str, api_version: str, query: Sequence[tuple[str, str]] = ()
+        self,
+        path: str,
+        kind: str,
+        api_version: str,
+        query: Sequence[tuple[str, str]] = (),
+        cached: bool = False,
     ) -> list[dict[str, Any]]:
-        """Every item of a list, following `continue` tokens, with kind and apiVersion filled in."""
+        """Every item of a list, following `continue` tokens, with kind and apiVersion filled in. `cached`
+        asks for the watch cache's copy (resourceVersion=0) on the first page; later pages follow the token."""
         items: list[dict[str, Any]] = []
         token = ""
         while True:
-            params = [*query, ("limit", "500")] + ([("continue", token)] if token else [])
+            params = [*query, ("limit", "500")]
+            if token:
+                params.append(("continue", token))
+            elif cached:
+                params.append(("resourceVersion", "0"))
             page = self._call("GET", path, params)
             items.extend(_strip(d, kind, api_version) for d in page.get("items", []))
             token = str((page.get("metadata") or {}).get("continue") or "")
             if not token:
                 return items
 
+    def _get(self, path: str) -> dict[str, Any] | None:
+        try:
+            return self._call("GET", path)
+        except ApiError as error:
+            if error.status == 404:
+                return None
+            raise
+
     # ------------------------------------------------------------------------------------- read
 
-    def _custom(self, group: str, version: str, plural: str) -> list[dict[str, Any]]:
+    def _custom(self, group: str, version: str, plural: str, cached: bool = False) -> list[dict[str, Any]]:
         try:
-            return self._list(f"/apis/{group}/{version}/{plural}", "", f"{group}/{version}")
+            return self._list(f"/apis/{group}/{version}/{plural}", "", f"{group}/{version}", cached=cached)
         except ApiError as error:
             if error.status == 404:
                 return []
             raise
 
     def read(self) -> ClusterView:
+        # The planner's whole-cluster read, once a minute: from the watch cache, as informers would hold it.
         documents: list[dict[str, Any]] = []
         for group, version, plural in (*NODEPOOLS, *NODECLASSES, NODECLAIMS):
-            documents.extend(self._custom(group, version, plural))
-        documents.extend(self._list("/api/v1/nodes", "Node", "v1"))
+            documents.extend(self._custom(group, version, plural, cached=True))
+        documents.extend(self._list("/api/v1/nodes", "Node", "v1", cached=True))
         unbound: dict[str, dict[str, Any]] = {}
-        active = [("fieldSelector", "status.phase!=Succeeded,status.phase!=Failed")]
-        for pod in self._list("/api/v1/pods", "Pod", "v1", active):
+        active = [("fieldSelector", ACTIVE)]
+        for pod in self._list("/api/v1/pods", "Pod", "v1", active, cached=True):
             metadata = pod.get("metadata") or {}
             if not (pod.get("spec") or {}).get("nodeName"):
                 unbound[f"{metadata.get('namespace', 'default')}/{metadata.get('name', '')}"] = pod
                 continue
             documents.append(pod)
-        documents.extend(self._list("/apis/apps/v1/daemonsets", "DaemonSet", "apps/v1"))
-        documents.extend(self._list("/apis/policy/v1/poddisruptionbudgets", "PodDisruptionBudget", "policy/v1"))
-        documents.extend(self._list("/api/v1/persistentvolumeclaims", "PersistentVolumeClaim", "v1"))
-        documents.extend(self._list("/api/v1/persistentvolumes", "PersistentVolume", "v1"))
-        documents.extend(self._list("/apis/storage.k8s.io/v1/storageclasses", "StorageClass", "storage.k8s.io/v1"))
+        for path, kind, api_version in (
+            ("/apis/apps/v1/daemonsets", "DaemonSet", "apps/v1"),
+            ("/apis/policy/v1/poddisruptionbudgets", "PodDisruptionBudget", "policy/v1"),
+            ("/api/v1/persistentvolumeclaims", "PersistentVolumeClaim", "v1"),
+            ("/api/v1/persistentvolumes", "PersistentVolume", "v1"),
+            ("/apis/storage.k8s.io/v1/storageclasses", "StorageClass", "storage.k8s.io/v1"),
+        ):
+            documents.extend(self._list(path, kind, api_version, cached=True))
         return ClusterView(documents, unbound)
 
+    def read_for_provisioning(self) -> ProvisioningView:
+        # Independent lists, asked side by side: the decision waits for the slowest, not for their sum.
+        lists: dict[str, Callable[[], list[dict[str, Any]]]] = {
+            "claims": lambda: self._custom(*NODECLAIMS, cached=True),
+            "nodes": lambda: self._list("/api/v1/nodes", "Node", "v1", cached=True),
+            "pending": lambda: self._pending(cached=True),
+            "daemonsets": lambda: self._list("/apis/apps/v1/daemonsets", "DaemonSet", "apps/v1", cached=True),
+            "classes": lambda: self._list(
+                "/apis/storage.k8s.io/v1/storageclasses", "StorageClass", "storage.k8s.io/v1", cached=True
+            ),
+        }
+        for kind, groups in (("pools", NODEPOOLS), ("nodeclasses", NODECLASSES)):
+            for group, version, plural in groups:
+                lists[f"{kind}/{group}"] = partial(self._custom, group, version, plural, True)
+        with ThreadPoolExecutor(max_workers=_READ_WORKERS) as pool:
+            futures = {name: pool.submit(read) for name, read in lists.items()}
+            got = {name: future.result() for name, future in futures.items()}
+        return ProvisioningView(
+            nodepools=[d for g, _, _ in NODEPOOLS for d in got[f"pools/{g}"]],
+            nodeclasses=[d for g, _, _ in NODECLASSES for d in got[f"nodeclasses/{g}"]],
+            nodeclaims=got["claims"],
+            nodes=got["nodes"],
+            daemonsets=got["daemonsets"],
+            storage_classes=got["classes"],
+            pending={_pod_key(p): p for p in got["pending"]},
+        )
+
+    def _pending(self, cached: bool) -> list[dict[str, Any]]:
+        return self._list("/api/v1/pods", "Pod", "v1", [("fieldSelector", PENDING_PODS)], cached=cached)
+
+    def pending_pods(self) -> Mapping[str, Mapping[str, Any]]:
+        return {_pod_key(p): p for p in self._pending(cached=False)}
+
+    def bound_pods(self, namespace: str | None, selector: LabelSelector | None) -> Sequence[Mapping[str, Any]]:
+        path = f"/api/v1/namespaces/{namespace}/pods" if namespace else "/api/v1/pods"
+        query = [("fieldSelector", BOUND_PODS)]
+        if selector is not None and not selector.is_empty():
+            query.append(("labelSelector", selector_string(selector)))
+        return self._list(path, "Pod", "v1", query, cached=True)
+
+    def volumes(
+        self, claims: Sequence[tuple[str, str]]
+    ) -> tuple[Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]]]:
+        pvcs = [
+            _strip(d, "PersistentVolumeClaim", "v1")
+            for namespace, name in sorted(set(claims))
+            if (d := self._get(f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/{name}")) is not None
+        ]
+        bound = sorted({str((c.get("spec") or {}).get("volumeName") or "") for c in pvcs} - {""})
+        pvs = [
+            _strip(d, "PersistentVolume", "v1")
+            for name in bound
+            if (d := self._get(f"/api/v1/persistentvolumes/{name}")) is not None
+        ]
+        return pvcs, pvs
+
     def read_fleet(self) -> FleetView:
-        pools: list[dict[str, Any]] = []
-        for group, version, plural in NODEPOOLS:
-            pools.extend(self._custom(group, version, plural))
-        return FleetView(pools, self._custom(*NODECLAIMS), self._list("/api/v1/nodes", "Node", "v1"))
+        pools = [d for group, version, plural in NODEPOOLS for d in self._custom(group, version, plural)]
+        classes = [d for group, version, plural in NODECLASSES for d in self._custom(group, version, plural)]
+        return FleetView(pools, self._custom(*NODECLAIMS), self._list("/api/v1/nodes", "Node", "v1"), classes)
 
     def pods_on_node(self, node: str) -> Sequence[Mapping[str, Any]]:
         selector = f"spec.nodeName={node},status.phase!=Succeeded,status.phase!=Failed"
@@ -216,85 +335,144 @@ class KubernetesCluster:
                 metadata["annotations"] = dict(annotations)
             self._call("PATCH", self._nodeclaims(name), body={"metadata": metadata}, content_type=MERGE_PATCH)
         if status:
-            self._patch_status(name, {"status": dict(status)})
+            self._patch_status(self._nodeclaims(name), {"status": dict(status)})
 
     def set_nodeclaim_conditions(self, name: str, conditions: Sequence[Condition], clear: Sequence[str] = ()) -> None:
-        # A merge patch replaces the whole list, so it carries the resourceVersion it was merged from: a writer
-        # that changed another condition in between makes it fail (409) and it merges again.
+        self._merge_status(self._nodeclaims(name), {}, conditions, clear)
+
+    def set_status(self, kind: str, name: str, fields: Mapping[str, Any], conditions: Sequence[Condition] = ()) -> None:
+        if kind not in STATUS_RESOURCES:
+            raise ValueError(f"set_status: kind {kind!r} is not one of {', '.join(STATUS_RESOURCES)}")
+        self._merge_status(f"{STATUS_RESOURCES[kind]}/{name}", fields, conditions, ())
+
+    def _merge_status(
+        self, path: str, fields: Mapping[str, Any], conditions: Sequence[Condition], clear: Sequence[str]
+    ) -> None:
+        # A merge patch replaces the whole conditions list, so it carries the resourceVersion it was merged
+        # from: a writer that changed another condition in between makes it fail (409) and it merges again.
         for _ in range(_CONFLICT_RETRIES):
-            try:
-                current = self._call("GET", self._nodeclaims(name))
-            except ApiError as error:
-                if error.status == 404:
-                    return
-                raise
+            current = self._get(path)
+            if current is None:
+                return
             status = current.get("status") or {}
-            merged = merge_conditions(status.get("conditions") or [], conditions, clear, self._clock())
-            body = {
+            body: dict[str, Any] = {
                 "metadata": {"resourceVersion": current["metadata"]["resourceVersion"]},
-                "status": {"conditions": merged},
+                "status": dict(fields),
             }
+            if conditions or clear:
+                body["status"]["conditions"] = merge_conditions(
+                    status.get("conditions") or [], conditions, clear, self._clock()
+                )
             try:
-                self._patch_status(name, body)
+                self._patch_status(path, body)
                 return
             except ApiError as error:
                 if error.status == 404:
                     return
                 if error.status != 409:
                     raise
-        raise ApiError(409, "PATCH", self._nodeclaims(name, "/status"), "conditions kept changing under us")
+        raise ApiError(409, "PATCH", f"{path}/status", "the status kept changing under us")
 
-    def _patch_status(self, name: str, body: Mapping[str, Any]) -> None:
+    def _patch_status(self, path: str, body: Mapping[str, Any]) -> None:
         try:
-            self._call("PATCH", self._nodeclaims(name, "/status"), body=dict(body), content_type=MERGE_PATCH)
+            self._call("PATCH", f"{path}/status", body=dict(body), content_type=MERGE_PATCH)
         except ApiError as error:
             # A CRD without the status subresource keeps status in the main resource.
             if error.status != 404:
                 raise
-            self._call("PATCH", self._nodeclaims(name), body=dict(body), content_type=MERGE_PATCH)
+            self._call("PATCH", path, body=dict(body), content_type=MERGE_PATCH)
+
+    def get_nodeclaim(self, name: str) -> Mapping[str, Any] | None:
+        found = self._get(self._nodeclaims(name))
+        return _strip(found, "NodeClaim", "/".join(NODECLAIMS[:2])) if found is not None else None
+
+    def get_node(self, name: str) -> Mapping[str, Any] | None:
+        found = self._get(f"/api/v1/nodes/{name}")
+        return _strip(found, "Node", "v1") if found is not None else None
 
     def delete_nodeclaim(self, name: str) -> None:
+        self._release(self._nodeclaims(name))
+
+    def _read_modify_write(self, path: str, change: Callable[[dict[str, Any]], dict[str, Any] | None]) -> bool:
+        """Read the object at `path`, turn it into a merge-patch body with `change` (None: nothing to change) and
+        patch it with the resourceVersion it was read at: a merge patch replaces whole lists (taints,
+        finalizers), so an object written in between (a heartbeat, another taint) fails with 409 and is read
+        again. False when the object is gone or nothing changed."""
+        for _ in range(_CONFLICT_RETRIES):
+            current = self._get(path)
+            body = change(current) if current is not None else None
+            if current is None or body is None:
+                return False
+            metadata = {**(body.get("metadata") or {}), "resourceVersion": current["metadata"]["resourceVersion"]}
+            try:
+                self._call("PATCH", path, body={**body, "metadata": metadata}, content_type=MERGE_PATCH)
+                return True
+            except ApiError as error:
+                if error.status == 404:
+                    return False
+                if error.status != 409:
+                    raise
+        raise ApiError(409, "PATCH", path, "the object kept changing under us")
+
+    def _finalizer(self, path: str, present: bool) -> None:
+        """Put the termination finalizer on the object at `path` (present) or take it off; an object that is
+        gone, already so, or (when adding) being deleted is left alone."""
+
+        def change(current: dict[str, Any]) -> dict[str, Any] | None:
+            metadata = current.get("metadata") or {}
+            finalizers = list(metadata.get("finalizers") or [])
+            if (TERMINATION_FINALIZER in finalizers) == present:
+                return None
+            if present and metadata.get("deletionTimestamp"):
+                return None  # the API server refuses new finalizers on an object being deleted
+            others = [f for f in finalizers if f != TERMINATION_FINALIZER]
+            return {"metadata": {"finalizers": [*finalizers, TERMINATION_FINALIZER] if present else others}}
+
+        self._read_modify_write(path, change)
+
+    def _release(self, path: str) -> None:
+        """nodewright's own deletion: its finalizer off, then the object deleted (absent is fine)."""
+        self._finalizer(path, present=False)
         try:
-            self._call("DELETE", self._nodeclaims(name))
+            self._call("DELETE", path)
         except ApiError as error:
             if error.status != 404:
                 raise
 
     # -------------------------------------------------------------------------------- nodes, events
 
-    def remove_node_taint(self, node: str, taint_key: str) -> None:
-        current = self._call("GET", f"/api/v1/nodes/{node}")
-        taints = (current.get("spec") or {}).get("taints") or []
-        kept = [t for t in taints if t.get("key") != taint_key]
-        if len(kept) == len(taints):
-            return
-        # A merge patch replaces the whole list; resourceVersion makes it fail rather than drop a taint
-        # someone else added in between.
-        body = {"metadata": {"resourceVersion": current["metadata"]["resourceVersion"]}, "spec": {"taints": kept}}
-        self._call("PATCH", f"/api/v1/nodes/{node}", body=body, content_type=MERGE_PATCH)
+    def _change_taints(self, node: str, change: Callable[[list[dict[str, Any]]], list[dict[str, Any]] | None]) -> bool:
+        """Apply `change` to the node's taints (None: nothing to change); False when the node is gone or nothing
+        changed (see `_read_modify_write`)."""
 
-    def _node(self, node: str) -> dict[str, Any] | None:
+        def body(current: dict[str, Any]) -> dict[str, Any] | None:
+            changed = change(list((current.get("spec") or {}).get("taints") or []))
+            return {"spec": {"taints": changed}} if changed is not None else None
+
+        return self._read_modify_write(f"/api/v1/nodes/{node}", body)
+
+    def remove_node_taint(self, node: str, taint_key: str) -> None:
+        def without(taints: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+            kept = [t for t in taints if t.get("key") != taint_key]
+            return kept if len(kept) != len(taints) else None
+
+        self._change_taints(node, without)
+
+    def label_node(self, node: str, labels: Mapping[str, str]) -> None:
         try:
-            return self._call("GET", f"/api/v1/nodes/{node}")
+            body = {"metadata": {"labels": dict(labels)}}
+            self._call("PATCH", f"/api/v1/nodes/{node}", body=body, content_type=MERGE_PATCH)
         except ApiError as error:
-            if error.status == 404:
-                return None
-            raise
+            if error.status != 404:
+                raise
 
     def add_node_taint(self, node: str, key: str, value: str, effect: str) -> bool:
-        current = self._node(node)
-        if current is None:
-            return False
-        taints = (current.get("spec") or {}).get("taints") or []
-        if any(t.get("key") == key and t.get("effect") == effect for t in taints):
-            return False
-        taint = {"key": key, "effect": effect, **({"value": value} if value else {})}
-        body = {
-            "metadata": {"resourceVersion": current["metadata"]["resourceVersion"]},
-            "spec": {"taints": [*taints, taint]},
-        }
-        self._call("PATCH", f"/api/v1/nodes/{node}", body=body, content_type=MERGE_PATCH)
-        return True
+        def with_taint(taints: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+            if any(t.get("key") == key and t.get("effect") == effect for t in taints):
+                return None
+            return [*taints, {"key": key, "effect": effect, **({"value": value} if value else {})}]
+
+        return self._change_taints(node, with_taint)
 
     def set_unschedulable(self, node: str, unschedulable: bool) -> None:
         try:
@@ -324,19 +502,18 @@ class KubernetesCluster:
                 raise
 
     def delete_node(self, name: str) -> None:
-        try:
-            self._call("DELETE", f"/api/v1/nodes/{name}")
-        except ApiError as error:
-            if error.status != 404:
-                raise
+        self._release(f"/api/v1/nodes/{name}")
+
+    def add_node_finalizer(self, name: str) -> None:
+        self._finalizer(f"/api/v1/nodes/{name}", present=True)
 
     def _event_body(
         self, kind: str, namespace: str, name: str, event: PodEvent | NodeEvent, now: str
     ) -> dict[str, Any]:
-        scope = f"{kind}|" if kind == "NodeClaim" else ""  # a NodeClaim's events never share a node's name
+        scope = f"{kind}|" if kind in CUSTOM_KINDS else ""  # a NodeClaim's events never share a node's name
         digest = hashlib.sha256(f"{scope}{event.reason}|{event.dedupe or event.message}".encode()).hexdigest()[:16]
         involved = {
-            "apiVersion": f"{NODECLAIMS[0]}/{NODECLAIMS[1]}" if kind == "NodeClaim" else "v1",
+            "apiVersion": CUSTOM_KINDS.get(kind, "v1"),
             "kind": kind,
             "name": name,
             **({"namespace": namespace} if kind == "Pod" else {}),
@@ -364,9 +541,9 @@ class KubernetesCluster:
     def record_node_events(self, events: Sequence[NodeEvent]) -> None:
         clock = self._clock()
         now = datetime.fromtimestamp(clock, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        # Node and NodeClaim events live in the default namespace, as the kubelet's and Karpenter's do. The planner
-        # repeats its events every tick; a warm process skips the ones it posted lately (the API server would
-        # answer 409 for them anyway, since an event's name derives from its reason and dedupe key).
+        # Node, NodeClaim and NodePool events live in the default namespace, as the kubelet's and Karpenter's do.
+        # The planner repeats its events every tick; a warm process skips the ones it posted lately (the API
+        # server would answer 409 for them anyway, since an event's name derives from its reason and dedupe key).
         bodies = []
         for event in events:
             body = self._event_body(event.kind, "default", event.node, event, now)

@@ -13,7 +13,19 @@ from datetime import UTC, datetime
 from typing import Any
 
 from nodewright.model.conditions import Condition, merge_conditions
-from nodewright.ports import BLOCKED, EVICTED, GONE, ClusterView, FleetView, NodeEvent, OfferingKey, PodEvent
+from nodewright.model.nodeclaim import TERMINATION_FINALIZER
+from nodewright.model.objects import LabelSelector
+from nodewright.ports import (
+    BLOCKED,
+    EVICTED,
+    GONE,
+    ClusterView,
+    FleetView,
+    NodeEvent,
+    OfferingKey,
+    PodEvent,
+    ProvisioningView,
+)
 
 
 def _key(doc: Mapping[str, Any]) -> tuple[str, str, str]:
@@ -38,6 +50,7 @@ class InMemoryCluster:
         self._event_keys: set[tuple[str, str, str]] = set()
         self._clock = clock or (lambda: 0.0)
         self.log: list[str] = []  # every write, in order, for tests that check sequencing
+        self.reads: list[str] = []  # every read, in order, for tests that check what a decision read
         self.eviction_blocked: set[str] = set()  # ns/name of pods whose eviction a PDB would refuse
         for doc in documents:
             self.put(doc)
@@ -52,7 +65,15 @@ class InMemoryCluster:
     def nodeclaim(self, name: str) -> dict[str, Any] | None:
         return self.objects.get(("NodeClaim", "", name))
 
+    def _live_pods(self) -> list[tuple[str, dict[str, Any]]]:
+        out = []
+        for (kind, namespace, name), doc in sorted(self.objects.items()):
+            if kind == "Pod" and (doc.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+                out.append((f"{namespace or 'default'}/{name}", doc))
+        return out
+
     def read(self) -> ClusterView:
+        self.reads.append("read")
         documents = []
         unbound: dict[str, dict[str, Any]] = {}
         for (kind, namespace, name), doc in sorted(self.objects.items()):
@@ -66,6 +87,82 @@ class InMemoryCluster:
                     continue
             documents.append(copy.deepcopy(doc))
         return ClusterView(documents, unbound)
+
+    def read_for_provisioning(self) -> ProvisioningView:
+        self.reads.append("read_for_provisioning")
+        return ProvisioningView(
+            nodepools=[copy.deepcopy(d) for d in self.of_kind("NodePool")],
+            nodeclasses=[copy.deepcopy(d) for d in self.of_kind("EC2NodeClass")],
+            nodeclaims=[copy.deepcopy(d) for d in self.of_kind("NodeClaim")],
+            nodes=[copy.deepcopy(d) for d in self.of_kind("Node")],
+            daemonsets=[copy.deepcopy(d) for d in self.of_kind("DaemonSet")],
+            storage_classes=[copy.deepcopy(d) for d in self.of_kind("StorageClass")],
+            pending=self._pending(),
+        )
+
+    def _pending(self) -> dict[str, dict[str, Any]]:
+        return {
+            key: copy.deepcopy(doc) for key, doc in self._live_pods() if not (doc.get("spec") or {}).get("nodeName")
+        }
+
+    def pending_pods(self) -> Mapping[str, Mapping[str, Any]]:
+        self.reads.append("pending_pods")
+        return self._pending()
+
+    def bound_pods(self, namespace: str | None, selector: LabelSelector | None) -> Sequence[Mapping[str, Any]]:
+        self.reads.append(f"bound_pods {namespace or '*'}")
+        out = []
+        for _, doc in self._live_pods():
+            metadata = doc.get("metadata") or {}
+            if not (doc.get("spec") or {}).get("nodeName"):
+                continue
+            if namespace is not None and (metadata.get("namespace") or "default") != namespace:
+                continue
+            if selector is not None and not selector.matches(metadata.get("labels") or {}):
+                continue
+            out.append(copy.deepcopy(doc))
+        return out
+
+    def volumes(
+        self, claims: Sequence[tuple[str, str]]
+    ) -> tuple[Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]]]:
+        self.reads.append("volumes")
+        pvcs = [
+            copy.deepcopy(d)
+            for namespace, name in sorted(set(claims))
+            if (d := self.objects.get(("PersistentVolumeClaim", namespace, name))) is not None
+        ]
+        names = {str((c.get("spec") or {}).get("volumeName") or "") for c in pvcs} - {""}
+        pvs = [copy.deepcopy(d) for n in sorted(names) if (d := self.objects.get(("PersistentVolume", "", n)))]
+        return pvcs, pvs
+
+    def get_nodeclaim(self, name: str) -> Mapping[str, Any] | None:
+        self.reads.append(f"get nodeclaim/{name}")
+        found = self.objects.get(("NodeClaim", "", name))
+        return copy.deepcopy(found) if found is not None else None
+
+    def get_node(self, name: str) -> Mapping[str, Any] | None:
+        self.reads.append(f"get node/{name}")
+        found = self.objects.get(("Node", "", name))
+        return copy.deepcopy(found) if found is not None else None
+
+    def set_status(self, kind: str, name: str, fields: Mapping[str, Any], conditions: Sequence[Condition] = ()) -> None:
+        doc = self.objects.get((kind, "", name))
+        # Only nodewright's own group: Karpenter's objects are Karpenter's to write.
+        if doc is None or not str(doc.get("apiVersion", "")).startswith("nodewright.io/"):
+            return
+        status = doc.setdefault("status", {})
+        status.update(copy.deepcopy(dict(fields)))
+        if conditions:
+            status["conditions"] = merge_conditions(status.get("conditions") or [], conditions, (), self._clock())
+        self.log.append(f"status {kind.lower()}/{name}")
+
+    def label_node(self, node: str, labels: Mapping[str, str]) -> None:
+        doc = self.objects.get(("Node", "", node))
+        if doc is None:
+            return
+        doc.setdefault("metadata", {}).setdefault("labels", {}).update(labels)
+        self.log.append(f"label node/{node} {','.join(f'{k}={v}' for k, v in sorted(labels.items()))}")
 
     def create_nodeclaim(self, document: Mapping[str, Any]) -> Mapping[str, Any] | None:
         key = _key(document)
@@ -115,13 +212,16 @@ class InMemoryCluster:
         self.log.append(f"untaint node/{node}")
 
     def read_fleet(self) -> FleetView:
+        self.reads.append("read_fleet")
         return FleetView(
             [copy.deepcopy(d) for d in self.of_kind("NodePool")],
             [copy.deepcopy(d) for d in self.of_kind("NodeClaim")],
             [copy.deepcopy(d) for d in self.of_kind("Node")],
+            [copy.deepcopy(d) for d in self.of_kind("EC2NodeClass")],
         )
 
     def pods_on_node(self, node: str) -> Sequence[Mapping[str, Any]]:
+        self.reads.append(f"pods_on_node {node}")
         return [
             copy.deepcopy(d)
             for d in self.of_kind("Pod")
@@ -170,6 +270,25 @@ class InMemoryCluster:
         if self.objects.pop(("Node", "", name), None) is not None:
             self.log.append(f"delete node/{name}")
 
+    def add_node_finalizer(self, name: str) -> None:
+        metadata = (self.objects.get(("Node", "", name)) or {}).get("metadata")
+        if metadata is None or metadata.get("deletionTimestamp"):
+            return
+        finalizers = metadata.setdefault("finalizers", [])
+        if TERMINATION_FINALIZER not in finalizers:
+            finalizers.append(TERMINATION_FINALIZER)
+
+    def request_delete(self, kind: str, name: str, at: str = "2026-01-01T00:00:00Z") -> None:
+        """What `kubectl delete` does to a cluster-scoped object: gone at once without finalizers, else marked
+        with a deletionTimestamp until its finalizers are removed."""
+        doc = self.objects.get((kind, "", name))
+        if doc is None:
+            return
+        if (doc.get("metadata") or {}).get("finalizers"):
+            doc["metadata"].setdefault("deletionTimestamp", at)
+        else:
+            del self.objects[(kind, "", name)]
+
     def record_node_events(self, events: Sequence[NodeEvent]) -> None:
         for event in events:
             subject = f"{event.kind.lower()}/{event.node}"
@@ -186,6 +305,14 @@ class InMemoryState:
 
     marks: dict[OfferingKey, tuple[float, str]] = field(default_factory=dict)
     locks: dict[str, tuple[str, float]] = field(default_factory=dict)
+    deliveries: dict[str, tuple[float, dict[str, Any]]] = field(default_factory=dict)
+
+    def recall_delivery(self, batch_id: str, now: float) -> Mapping[str, Any] | None:
+        expiry, answer = self.deliveries.get(batch_id, (0.0, {}))
+        return copy.deepcopy(answer) if expiry > now else None
+
+    def remember_delivery(self, batch_id: str, answer: Mapping[str, Any], now: float, ttl_seconds: int) -> None:
+        self.deliveries[batch_id] = (now + ttl_seconds, copy.deepcopy(dict(answer)))
 
     def acquire_lock(self, name: str, owner: str, now: float, ttl_seconds: int) -> str:
         holder, expiry = self.locks.get(name, ("", 0.0))

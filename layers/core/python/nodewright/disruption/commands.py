@@ -28,6 +28,7 @@ EXPIRED = "Expired"
 EMPTY = "Empty"
 DRIFTED = "Drifted"
 UNDERUTILIZED = "Underutilized"
+DELETED = "Deleted"  # a NodeClaim or Node deleted through the API server (kubectl, or its NodePool's deletion)
 REASONS = (
     SPOT_INTERRUPTION,
     REBALANCE,
@@ -38,6 +39,7 @@ REASONS = (
     EMPTY,
     DRIFTED,
     UNDERUTILIZED,
+    DELETED,
 )
 # Decisions IdentifyCandidate checks again against the cluster as it is when the execution runs (after Karpenter's
 # 15-second validation delay): pods may have landed on the nodes since the planner decided.

@@ -59,6 +59,7 @@ class FleetNode:
     do_not_disrupt: bool
     problems: tuple[str, ...] = ()
     deleting: bool = False
+    deleted_at: float = 0.0  # the earlier deletionTimestamp of the NodeClaim and its Node, when deleting
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
     initialized: bool = False
@@ -187,6 +188,10 @@ def _fleet_node(
         do_not_disrupt=str((node_meta.get("annotations") or {}).get(DO_NOT_DISRUPT, "")) == "true",
         problems=tuple(problems),
         deleting=bool(metadata.get("deletionTimestamp") or node_meta.get("deletionTimestamp")),
+        deleted_at=min(
+            (epoch(str(m["deletionTimestamp"])) for m in (metadata, node_meta) if m.get("deletionTimestamp")),
+            default=0.0,
+        ),
         labels={**claim_labels, **(node_meta.get("labels") or {})},
         annotations=dict(metadata.get("annotations") or {}),
         initialized=initialized,

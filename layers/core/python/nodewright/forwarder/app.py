@@ -15,7 +15,7 @@
 
 Only the leader sends. A standby keeps the same pending set (it watches too), so on take-over it sends
 every pending pod at once; pods the old leader had just sent may go out twice, which the provisioner
-tolerates (it counts NodeClaims in flight and is idempotent on batch ids).
+tolerates (pods nominated to NodeClaims in flight wait for them, and NodeClaim names derive from the batch).
 """
 
 from __future__ import annotations
@@ -297,7 +297,8 @@ class Forwarder:
             self.send_registrations(now)
 
     def send_registrations(self, now: float) -> None:
-        """Tell the provisioner which nodes have joined but still carry `karpenter.sh/unregistered`."""
+        """Tell the provisioner which nodes have joined but still carry `karpenter.sh/unregistered`, or await
+        initialization."""
         nodes = self.registrations.take(now)
         payload = registration_payload(nodes, self.config.settings.cluster, self._sent_at())
         self._sending = True
@@ -305,6 +306,8 @@ class Forwarder:
             result = self.invoker.invoke(payload)
         finally:
             self._sending = False
+        if result.ok:
+            self.registrations.delivered((n.name for n in nodes), self.clock())
         self.metrics.invoke_latency.observe(result.seconds)
         self.metrics.registrations.inc(labels=("ok" if result.ok else "error",))
         details = _fields(
@@ -320,31 +323,25 @@ class Forwarder:
         else:
             self.metrics.errors.inc(labels=("invoke",))
             details["fields"]["error"] = result.error
-            log.error("registration not delivered; sent again after the back-off", extra=details)
+            log.error("registration not delivered; sent again shortly", extra=details)
 
     def _sent_at(self) -> str:
         return self.wall().strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
     def send(self, now: float) -> None:
         opened, last = self.batcher.window_opened_at, self.batcher.window_last_joined_at
-        projections = self.batcher.take(now)
-        payloads, oversized = build_payloads(
-            projections,
-            self.config.settings.cluster,
-            self._sent_at(),
-            self.config.payload_limit,
-        )
-        for projection in oversized:
-            self.metrics.errors.inc(labels=("oversized",))
-            meta = projection.get("metadata") or {}
-            log.error(
-                "pod is larger than the payload limit on its own; not sent",
-                extra=_fields(pod=f"{meta.get('namespace')}/{meta.get('name')}", limit=self.config.payload_limit),
-            )
+        hints = self.batcher.take(now)
+        payloads = build_payloads(hints, self.config.settings.cluster, self._sent_at(), self.config.payload_limit)
         self._sending = True
         try:
             for payload in payloads:
                 result = self.invoker.invoke(payload)
+                # Only a delivered batch counts towards a pod's re-send back-off; the pods of a failed one go
+                # out again shortly, as if this send had not happened.
+                if result.ok:
+                    self.batcher.delivered(payload.uids, self.clock())
+                else:
+                    self.batcher.undelivered(payload.uids, self.clock())
                 self.metrics.invoke_latency.observe(result.seconds)
                 self.metrics.batch_size.observe(payload.pod_count)
                 self.metrics.batches.inc(labels=("ok" if result.ok else "error",))
@@ -364,7 +361,9 @@ class Forwarder:
                 else:
                     self.metrics.errors.inc(labels=("invoke",))
                     details["fields"]["error"] = result.error
-                    log.error("batch not delivered; its pods will be sent again after their back-off", extra=details)
+                    log.error(
+                        "batch not delivered; its pods go out again shortly, their back-off unchanged", extra=details
+                    )
         finally:
             self._sending = False
 

@@ -7,8 +7,9 @@ ForwarderSettings`; everything here has a default, so the Deployment only sets w
 |---|---|---|
 | NODEWRIGHT_FORWARDER_IDLE_SECONDS | 1 | the window closes this long after the last new pending pod |
 | NODEWRIGHT_FORWARDER_MAX_SECONDS | 10 | ... or this long after the first, whichever is first |
-| NODEWRIGHT_FORWARDER_RESEND_INITIAL_SECONDS | 30 | a sent, still pending pod waits this long before it is sent again |
-| NODEWRIGHT_FORWARDER_RESEND_MAX_SECONDS | 600 | ... doubling per send up to this |
+| NODEWRIGHT_FORWARDER_RESEND_INITIAL_SECONDS | 10 | a delivered, still pending pod goes again after this (Karpenter) |
+| NODEWRIGHT_FORWARDER_RESEND_MAX_SECONDS | 10 | ... doubling per delivered batch up to this (no growth by default) |
+| NODEWRIGHT_FORWARDER_UNDELIVERED_RETRY_SECONDS | 5 | the pods of a batch whose Invoke failed go again after this |
 | NODEWRIGHT_FORWARDER_REGISTRATION_RESEND_INITIAL_SECONDS | 5 | an unregistered node is sent again after this |
 | NODEWRIGHT_FORWARDER_REGISTRATION_RESEND_MAX_SECONDS | 60 | ... doubling per send up to this |
 | NODEWRIGHT_FORWARDER_PAYLOAD_LIMIT_BYTES | 5242880 | largest Invoke request body (Lambda's sync limit: 6 MB) |
@@ -32,7 +33,12 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from nodewright.forwarder.batching import DEFAULT_PAYLOAD_LIMIT, LAMBDA_SYNC_PAYLOAD_LIMIT, BatchPolicy
+from nodewright.forwarder.batching import (
+    DEFAULT_PAYLOAD_LIMIT,
+    KARPENTER_REQUEUE_SECONDS,
+    LAMBDA_SYNC_PAYLOAD_LIMIT,
+    BatchPolicy,
+)
 from nodewright.forwarder.leader import LeasePolicy
 from nodewright.forwarder.registration import RegistrationPolicy
 from nodewright.settings import ForwarderSettings, SettingsError
@@ -76,8 +82,9 @@ class ForwarderConfig:
             batch = BatchPolicy(
                 idle_seconds=_number(env, PREFIX + "IDLE_SECONDS", 1.0),
                 max_seconds=_number(env, PREFIX + "MAX_SECONDS", 10.0),
-                resend_initial_seconds=_number(env, PREFIX + "RESEND_INITIAL_SECONDS", 30.0),
-                resend_max_seconds=_number(env, PREFIX + "RESEND_MAX_SECONDS", 600.0),
+                resend_initial_seconds=_number(env, PREFIX + "RESEND_INITIAL_SECONDS", KARPENTER_REQUEUE_SECONDS),
+                resend_max_seconds=_number(env, PREFIX + "RESEND_MAX_SECONDS", KARPENTER_REQUEUE_SECONDS),
+                undelivered_retry_seconds=_number(env, PREFIX + "UNDELIVERED_RETRY_SECONDS", 5.0),
             )
             lease = LeasePolicy(
                 lease_seconds=_number(env, PREFIX + "LEASE_SECONDS", 15.0),

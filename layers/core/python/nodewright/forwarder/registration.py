@@ -9,12 +9,14 @@ of its own.
 
 Pure: time comes in as `now`; nothing here talks to Kubernetes or AWS.
 
-Re-sends: a node that still carries the taint after a registration was sent (the NodeClaim was not yet
-recorded with its providerID, or the Invoke failed) is sent again after `min(max, initial * 2**(n-1))`
-seconds, however often the node changes meanwhile, so a node whose claim never matches does not cause a
-storm. The batch id hashes each node's uid, resourceVersion and send count, so every registration event
-gets its own id (the provisioner's idempotency would otherwise answer a re-send from its cache), while a
-retried Invoke of the same payload keeps it.
+Re-sends: a node that still carries the taint after a registration was delivered (the NodeClaim was not yet
+recorded with its providerID) is sent again after `min(max, initial * 2**(n-1))` seconds, n counting
+delivered registrations, however often the node changes meanwhile, so a node whose claim never matches does
+not cause a storm. An Invoke that failed counts nothing: the node goes out again after `initial` seconds.
+The same holds for a node that has registered but is not yet initialized (no `karpenter.sh/initialized`
+label while it is Ready): the provisioner then checks its startup taints and resources and labels it.
+The batch id hashes each node's uid, resourceVersion and delivery number, so every registration event gets
+its own id, while a retried Invoke of the same payload keeps it.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from nodewright.launch.userdata import UNREGISTERED_TAINT
 # Only nodes Karpenter-style provisioners launched carry this label (nodewright writes it into the user data);
 # the node watch selects on it so a large cluster's other nodes never reach the forwarder.
 NODE_LABEL_SELECTOR = "karpenter.sh/nodepool"
+INITIALIZED_LABEL = "karpenter.sh/initialized"
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,18 +48,26 @@ class RegistrationPolicy:
             raise ValueError("the registration back-off needs 0 < resend_initial_seconds <= resend_max_seconds")
 
     def resend_delay(self, sends: int) -> float:
-        """Seconds a node waits after its `sends`-th registration (1-based) before it is sent again."""
+        """Seconds a node waits after its `sends`-th delivered registration (1-based) before it is sent again."""
         exponent = min(max(sends - 1, 0), 32)
         return float(min(self.resend_max_seconds, self.resend_initial_seconds * 2**exponent))
 
 
 def awaits_registration(node: Mapping[str, Any]) -> bool:
-    """True when the node has a providerID and still carries `karpenter.sh/unregistered`."""
+    """True when the node has a providerID and still carries `karpenter.sh/unregistered`, or is Ready and not
+    yet labelled `karpenter.sh/initialized` (the provisioner decides whether it is)."""
     spec = node.get("spec") if isinstance(node.get("spec"), Mapping) else {}
     if not (spec or {}).get("providerID"):
         return False
     taints = (spec or {}).get("taints") or []
-    return any(isinstance(t, Mapping) and t.get("key") == UNREGISTERED_TAINT.key for t in taints)
+    if any(isinstance(t, Mapping) and t.get("key") == UNREGISTERED_TAINT.key for t in taints):
+        return True
+    labels = _metadata(node).get("labels")
+    if isinstance(labels, Mapping) and labels.get(INITIALIZED_LABEL) == "true":
+        return False
+    status = node.get("status") if isinstance(node.get("status"), Mapping) else {}
+    conditions = (status or {}).get("conditions") or []
+    return any(isinstance(c, Mapping) and c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
 def _metadata(node: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -68,7 +79,7 @@ def _metadata(node: Mapping[str, Any]) -> Mapping[str, Any]:
 class _Waiting:
     uid: str
     resource_version: str
-    sends: int = 0
+    deliveries: int = 0
     eligible_at: float = 0.0
 
 
@@ -79,7 +90,7 @@ class NodeRegistration:
     name: str
     uid: str
     resource_version: str
-    send: int  # 1 for the first registration of this node, 2 for the first re-send, ...
+    send: int  # the delivery this is for: 1 for the first registration of this node, 2 for the first re-send, ...
 
 
 @dataclass(slots=True)
@@ -127,16 +138,24 @@ class Registrations:
         return min((entry.eligible_at for entry in self._waiting.values()), default=None)
 
     def take(self, now: float) -> list[NodeRegistration]:
-        """The nodes due now (by name), each with its back-off started."""
+        """The nodes due now (by name), held back until `delivered` or `undelivered` settles them (by default
+        as if undelivered)."""
         out = []
         for name in sorted(self._waiting):
             entry = self._waiting[name]
             if now < entry.eligible_at:
                 continue
-            entry.sends += 1
-            entry.eligible_at = now + self.policy.resend_delay(entry.sends)
-            out.append(NodeRegistration(name, entry.uid, entry.resource_version, entry.sends))
+            entry.eligible_at = now + self.policy.resend_initial_seconds
+            out.append(NodeRegistration(name, entry.uid, entry.resource_version, entry.deliveries + 1))
         return out
+
+    def delivered(self, names: Iterable[str], now: float) -> None:
+        """The provisioner received these nodes: count it and start each one's back-off."""
+        for name in names:
+            entry = self._waiting.get(name)
+            if entry is not None:
+                entry.deliveries += 1
+                entry.eligible_at = now + self.policy.resend_delay(entry.deliveries)
 
     @property
     def waiting_count(self) -> int:

@@ -84,6 +84,17 @@ def owned_instances(
     return owned
 
 
+def claimed_by_tags(instances: Sequence[Instance], cluster_name: str) -> dict[str, str]:
+    """Instance id -> the NodeClaim named in its tags, for instances tagged as this cluster's capacity (the
+    cluster tag `owned` and a NodeClaim tag). Anything else is not this cluster's, whatever the cluster holds."""
+    out: dict[str, str] = {}
+    for instance in instances:
+        claim = instance.tags.get(NODECLAIM_TAG, "")
+        if claim and instance.tags.get(f"kubernetes.io/cluster/{cluster_name}") == "owned":
+            out[instance.id] = claim
+    return out
+
+
 def owned_by_tags(
     instances: Sequence[Instance],
     cluster_name: str,

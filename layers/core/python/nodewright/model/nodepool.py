@@ -68,6 +68,7 @@ class NodePool:
     weight: int = 0
     api_version: str = "nodewright.io/v1"
     source: str = ""  # file (or API object) it came from, for messages
+    uid: str = ""  # metadata.uid of an API object: the owner its NodeClaims name
 
     def node_requirements(self) -> Requirements:
         """Requirements plus template labels plus the karpenter.sh/nodepool label: what every node has."""

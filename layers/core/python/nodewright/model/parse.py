@@ -174,6 +174,7 @@ def nodepool_from(ctx: Collector, doc: Mapping[str, Any]) -> NodePool | None:
         weight=weight or 0,
         api_version=api_version,
         source=ctx.source,
+        uid=str((doc.get("metadata") or {}).get("uid") or ""),
     )
 
 
@@ -335,7 +336,11 @@ def nodeclaim_from(ctx: Collector, doc: Mapping[str, Any]) -> NodeClaim | None:
     requests = get_resources(ctx, resources.get("requests"), "spec.resources.requests")
     status = doc.get("status") if isinstance(doc.get("status"), dict) else {}
     status = status or {}
-    conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or [] if isinstance(c, dict)}
+    conditions = {
+        str(c.get("type")): (str(c.get("status") or ""), str(c.get("reason") or ""))
+        for c in status.get("conditions") or []
+        if isinstance(c, dict) and c.get("type")
+    }
     provider_id = str(status.get("providerID") or "")
     nodepool = labels.get("karpenter.sh/nodepool", "")
     if not nodepool:
@@ -359,7 +364,8 @@ def nodeclaim_from(ctx: Collector, doc: Mapping[str, Any]) -> NodeClaim | None:
         provider_id=provider_id,
         node_name=str(status.get("nodeName") or ""),
         created_at=_timestamp(metadata.get("creationTimestamp")),
-        registered=conditions.get("Registered") == "True",
-        initialized=conditions.get("Initialized") == "True",
+        registered=conditions.get("Registered", ("", ""))[0] == "True",
+        initialized=conditions.get("Initialized", ("", ""))[0] == "True",
         node_class=ref.name,
+        conditions=conditions,
     )

@@ -1,7 +1,7 @@
 """The forwarder's payload as the provisioner receives it, and its validation.
 
 Kept apart from `service.provision` so that the provisioner's handler can check a payload without
-importing the whole core first.
+importing the whole core first, and so the forwarder can build hints without importing it either.
 """
 
 from __future__ import annotations
@@ -12,15 +12,51 @@ from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
-class Batch:
-    """The forwarder's payload: pending pods (camelCase projections) with an id for idempotency.
+class PodHint:
+    """A pod the forwarder saw pending: where to read it, and the version it saw.
 
-    A registration payload has no pods and names `nodes` that joined with `karpenter.sh/unregistered`.
+    The provisioner reads the pod itself from the API server and acts on what it reads; the hint only says
+    which pods to look at. `delivery` (1-based) numbers the forwarder's deliveries of this pod, for its batch
+    ids; it is not sent.
+    """
+
+    namespace: str
+    name: str
+    uid: str = ""
+    resource_version: str = ""
+    delivery: int = 1
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def matches(self, pod: Mapping[str, Any]) -> bool:
+        """True when `pod` (API JSON) is the very object and version the forwarder saw."""
+        metadata = pod.get("metadata") or {}
+        if self.uid and metadata.get("uid") != self.uid:
+            return False
+        return not self.resource_version or metadata.get("resourceVersion") == self.resource_version
+
+    def to_json(self) -> dict[str, str]:
+        return {
+            "namespace": self.namespace,
+            "name": self.name,
+            "uid": self.uid,
+            "resourceVersion": self.resource_version,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """The forwarder's payload: hints of pending pods, with an id for the delivery.
+
+    A registration payload has no pods and names `nodes` that joined with `karpenter.sh/unregistered` (or
+    await initialization).
     """
 
     batch_id: str
     cluster: str
-    pods: Sequence[Mapping[str, Any]]
+    pods: Sequence[PodHint]
     sent_at: str = ""
     nodes: Sequence[str] = ()
 
@@ -32,14 +68,27 @@ class PayloadError(ValueError):
 MAX_BATCH_ID = 256
 
 
+def _hint(item: Any) -> PodHint | None:
+    """A hint (`{"namespace", "name", "uid", "resourceVersion"}`), or a pod object as forwarders before
+    hints sent it (only its metadata is read); None when it is neither."""
+    if not isinstance(item, Mapping):
+        return None
+    metadata = item.get("metadata")
+    source: Mapping[str, Any] = metadata if isinstance(metadata, Mapping) else item
+    name, namespace = source.get("name"), source.get("namespace") or "default"
+    uid, version = source.get("uid") or "", source.get("resourceVersion") or ""
+    if not (isinstance(name, str) and name) or not all(isinstance(v, str) for v in (namespace, uid, version)):
+        return None
+    return PodHint(namespace, name, uid, version)
+
+
 def parse_batch(payload: Any) -> Batch:
     """Validate the forwarder's payload into a Batch.
 
     `payload` is the decoded JSON: `batch_id` (1-256 characters), `cluster` (non-empty), `pods` (a list of
-    pod projections, objects), optional `sent_at` (string) and `nodes` (a list of node names). Unknown keys
-    are ignored, so a newer forwarder can add some. Raises PayloadError naming every wrong field; the pods'
-    own contents are validated later, pod by pod, where a bad one becomes a decision instead of failing the
-    batch.
+    hints: objects with a non-empty `name` and optional `namespace`, `uid`, `resourceVersion`), optional
+    `sent_at` (string) and `nodes` (a list of node names). Unknown keys are ignored, so a newer forwarder can
+    add some. Raises PayloadError naming every wrong field.
     """
     if not isinstance(payload, Mapping):
         raise PayloadError(f"payload: expected a JSON object from the forwarder, got {type(payload).__name__}")
@@ -57,14 +106,24 @@ def parse_batch(payload: Any) -> Batch:
     batch_id = text("batch_id", True, MAX_BATCH_ID)
     cluster = text("cluster", True)
     sent_at = text("sent_at", False)
-    pods = payload.get("pods")
-    if not isinstance(pods, list) or not all(isinstance(p, Mapping) for p in pods):
-        problems.append("pods: must be a list of pod objects (an empty list for a registration payload)")
-        pods = []
+    raw = payload.get("pods")
+    hints: list[PodHint] = []
+    if not isinstance(raw, list):
+        problems.append("pods: must be a list of pod hints (an empty list for a registration payload)")
+    else:
+        for index, item in enumerate(raw):
+            hint = _hint(item)
+            if hint is None:
+                problems.append(
+                    f"pods[{index}]: must be an object with a non-empty string `name` and string `namespace`, "
+                    "`uid` and `resourceVersion`"
+                )
+            else:
+                hints.append(hint)
     nodes = payload.get("nodes", [])
     if not isinstance(nodes, list) or not all(isinstance(n, str) for n in nodes):
         problems.append("nodes: must be a list of node names")
         nodes = []
     if problems:
-        raise PayloadError("payload: " + "; ".join(problems))
-    return Batch(batch_id, cluster, pods, sent_at, tuple(nodes))
+        raise PayloadError("payload: " + "; ".join(problems[:20]))
+    return Batch(batch_id, cluster, tuple(hints), sent_at, tuple(nodes))

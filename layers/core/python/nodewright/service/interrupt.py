@@ -5,10 +5,13 @@
 1. Parse: the body must be JSON and an event of one of the five kinds (`interruption.messages`); anything
    else raises EventError naming the field, so the record fails and SQS redrives it to the dead-letter
    queue after its receives, where a person can read it.
-2. Own: only when the event is one nodewright acts on and names instances, read the fleet (NodeClaims and
-   Nodes) and map instance ids to NodeClaims by providerID; ids still unknown are looked up in EC2 by their
-   tags (a launch whose NodeClaim status has not been written yet), when a Cloud port is given. Instances of
-   no NodeClaim are acknowledged and ignored: retrying would never make them ours.
+2. Own: only when the event is one nodewright acts on and names instances. The instances' tags decide first
+   (one DescribeInstances call, whatever the cluster's size): an instance without this cluster's ownership tag
+   and a NodeClaim tag is not ours, and is decided without reading the cluster at all, which is what most
+   of a region's EC2 state changes are. For the instances that are tagged, only their NodeClaims are read
+   (by name), and their Nodes (by the name the claim recorded); a tagged instance whose NodeClaim is gone is
+   not ours either. Instances of no NodeClaim are acknowledged and ignored: retrying would never make them
+   ours. Without a Cloud port (tests, `explain-event`), the fleet is read and matched by providerID.
 3. Decide (`interruption.decide`), then act, each step safe to repeat when SQS redelivers the message:
    mark offerings unavailable (a Spot warning; the provisioner's TTL), start one workflow per command
    (execution names derive from the event id and NodeClaim, so a redelivery starts nothing: the port
@@ -20,14 +23,15 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from nodewright.interruption.decide import Plan, decide, ignored_reason
 from nodewright.interruption.messages import EventError, Message, parse_event
-from nodewright.interruption.ownership import OwnedInstance, owned_by_tags, owned_instances
+from nodewright.interruption.ownership import OwnedInstance, claimed_by_tags, owned_by_tags, owned_instances
 from nodewright.ports import Clock, Cloud, Cluster, NodeEvent, StateStore, Workflows
-from nodewright.service.provision import UNAVAILABLE_TTL_SECONDS
+from nodewright.service.provision.launch import UNAVAILABLE_TTL_SECONDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +91,23 @@ def parse_body(body: str) -> Message:
     return parse_event(document)
 
 
+def _owned_by_tags_first(
+    instance_ids: Sequence[str], cluster: Cluster, cloud: Cloud, cluster_name: str
+) -> dict[str, OwnedInstance]:
+    """Ownership from the instances' tags, then only the NodeClaims (and Nodes) those tags name."""
+    instances = cloud.describe_instances(instance_ids)
+    named = claimed_by_tags(instances, cluster_name)
+    if not named:
+        return {}
+    claims = [c for name in sorted(set(named.values())) if (c := cluster.get_nodeclaim(name)) is not None]
+    node_names = sorted({str((c.get("status") or {}).get("nodeName") or "") for c in claims} - {""})
+    nodes = [n for name in node_names if (n := cluster.get_node(name)) is not None]
+    owned = owned_instances(claims, nodes)
+    tagged = [i for i in instances if i.id in named and i.id not in owned]
+    owned.update(owned_by_tags(tagged, cluster_name, claims, nodes))
+    return {i: o for i, o in owned.items() if i in named}
+
+
 def handle_message(
     body: str,
     cluster: Cluster,
@@ -97,18 +118,18 @@ def handle_message(
     cloud: Cloud | None = None,
     cluster_name: str = "",
 ) -> InterruptResult:
-    """Handle one message body. `cloud` and `cluster_name` enable the tag lookup for instances no NodeClaim
-    records yet. Raises EventError for a malformed message; errors of the ports (the API server, Step
-    Functions, DynamoDB) propagate so the record is retried."""
+    """Handle one message body. `cloud` and `cluster_name` decide ownership by the instances' tags before the
+    cluster is read (the Lambda always passes them). Raises EventError for a malformed message; errors of the
+    ports (EC2, the API server, Step Functions, DynamoDB) propagate so the record is retried."""
     message = parse_body(body)
     now = clock.now()
     owned: dict[str, OwnedInstance] = {}
     if message.instance_ids and ignored_reason(message) is None:
-        fleet = cluster.read_fleet()
-        owned = owned_instances(fleet.nodeclaims, fleet.nodes)
-        unknown = [i for i in message.instance_ids if i not in owned]
-        if unknown and cloud is not None and cluster_name:
-            owned.update(owned_by_tags(cloud.describe_instances(unknown), cluster_name, fleet.nodeclaims, fleet.nodes))
+        if cloud is not None and cluster_name:
+            owned = _owned_by_tags_first(message.instance_ids, cluster, cloud, cluster_name)
+        else:
+            fleet = cluster.read_fleet()
+            owned = owned_instances(fleet.nodeclaims, fleet.nodes)
     plan = decide(message, owned, rebalance_mode, now)
 
     if plan.unavailable:

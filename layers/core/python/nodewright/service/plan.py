@@ -3,15 +3,20 @@
 On each tick (EventBridge Scheduler, every minute):
 1. Read the cluster (NodePools, EC2NodeClasses, NodeClaims, Nodes, Pods, DaemonSets, PodDisruptionBudgets, volumes),
    the locks of the workflows in flight, the offerings refused for capacity, and the instance catalog.
-2. Registrations: NodeClaims whose node has joined are marked Registered and lose karpenter.sh/unregistered;
-   NodeClaims with no node 15 minutes after creation are terminated and deleted.
-3. Drift: what each EC2NodeClass selects now (images, subnets, security groups) and what each instance was launched
-   with, compared by `disruption.drift`. NodeClaims get Karpenter's `Drifted` and `Consolidatable` conditions
-   (written only when they change), and stamps of an older hash version are replaced.
+2. Registrations: NodeClaims whose node has joined are marked Registered (then Initialized and Ready) and lose
+   karpenter.sh/unregistered; NodeClaims with no node 15 minutes after creation are terminated and deleted.
+3. Each EC2NodeClass is resolved once; NodePool and EC2NodeClass status is written from it (`service.status`),
+   so a cluster without pending pods has status too. Drift: what each EC2NodeClass selects now (images,
+   subnets, security groups) and what each instance was launched with, compared by `disruption.drift`.
+   NodeClaims get Karpenter's `Drifted` and `Consolidatable` conditions (written only when they change), and
+   stamps of an older hash version are replaced.
 4. `disruption.plan` decides (expiration, emptiness, drift, multi-node, single-node consolidation, under budgets).
    Each voluntary decision takes its nodes' locks (owned by the execution it is about to start, so no later tick
    and no other workflow takes them meanwhile) and starts the disruption workflow under its derived name.
-5. Events as Karpenter records them: `DisruptionBlocked` (a budget, a do-not-disrupt pod or node, a budget of the
+5. Termination (`disruption.termination`): a NodeClaim or Node being deleted gets a forceful `Deleted` workflow
+   (drain, terminate, then the finalizer comes off); instances tagged as this cluster's nodewright capacity that
+   no NodeClaim accounts for 30 s after launch are terminated, with their Node.
+6. Events as Karpenter records them: `DisruptionBlocked` (a budget, a do-not-disrupt pod or node, a budget of the
    pods) and `Unconsolidatable` (why consolidation found no move), on the node and its NodeClaim, at most once per
    15 minutes each.
 """
@@ -34,10 +39,13 @@ from nodewright.disruption.fleet import CONSOLIDATABLE, DRIFTED, FleetNode
 from nodewright.disruption.methods import Method
 from nodewright.disruption.plan import DEFAULT_METHODS, Plan, plan
 from nodewright.disruption.state import ClusterState, DisruptionSettings, PodFactsCache, cluster_state
+from nodewright.disruption.termination import deletions, leaked
+from nodewright.interruption.ownership import parse_provider_id
 from nodewright.model.conditions import TRUE, Condition
 from nodewright.model.loader import ParsedPods, load_documents
-from nodewright.ports import Clock, Cloud, Cluster, NodeClassError, NodeEvent, StateStore, Workflows
+from nodewright.ports import Clock, Cloud, Cluster, NodeEvent, StateStore, Workflows
 from nodewright.service import provision as provisioning
+from nodewright.service.status import NodeClassState, resolve_node_classes, write_status
 from nodewright.service.workflow import lock_name
 
 # The planner takes a decision's locks for this long; IdentifyCandidate takes them again for the whole workflow. A
@@ -59,9 +67,11 @@ class TickResult:
     problems: list[str] = field(default_factory=list)
     decisions: dict[str, Any] = field(default_factory=dict)
     methods: list[dict[str, Any]] = field(default_factory=list)
+    collected: list[str] = field(default_factory=list)
     conditions_written: int = 0
     blocked: int = 0
     unconsolidatable: int = 0
+    status: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -72,9 +82,11 @@ class TickResult:
             "problems": self.problems,
             "decisions": self.decisions,
             "methods": self.methods,
+            "collected": self.collected,
             "conditions_written": self.conditions_written,
             "blocked": self.blocked,
             "unconsolidatable": self.unconsolidatable,
+            "status": self.status,
         }
 
 
@@ -119,7 +131,10 @@ def tick(
     locked = frozenset(name.removeprefix("nodeclaim/") for name in locks if name.startswith("nodeclaim/"))
     unavailable = ports.state.unavailable_offerings(now)
     types = Catalog(ports.catalog.instance_types()).with_unavailable(unavailable).instance_types
-    facts, zones = _class_facts(ports.cloud, inputs.nodeclasses, out.problems)
+    version = ports.cloud.cluster_info().version if inputs.nodeclasses else ""
+    classes = resolve_node_classes(inputs.nodeclasses, ports.cloud, version)
+    facts, zones = _class_facts(classes, out.problems)
+    out.status = _write_status(ports.cluster, view.documents, classes, out.problems)
     state, _ = cluster_state(
         documents, types, now, locked, ports.settings, class_zones=zones, loaded=loaded, known_facts=ports.pod_facts
     )
@@ -135,35 +150,56 @@ def tick(
         {"method": m.method, "reason": m.reason, "eligible": m.eligible, "decisions": m.decisions, "seconds": m.seconds}
         for m in decided.methods
     ]
-    for command in decided.commands(now):
+    for command in [*decided.commands(now), *deletions(state.fleet, locked, now)]:
         _start(ports, command, now, out)
+    out.collected = _collect_instances(ports, view.documents, now, out.problems)
     out.blocked, out.unconsolidatable = _record_events(ports.cluster, state, decided, now)
     return out
 
 
 def _class_facts(
-    cloud: Cloud, nodeclasses: Sequence[Any], problems: list[str]
+    classes: Mapping[str, NodeClassState], problems: list[str]
 ) -> tuple[dict[str, ClassFacts], dict[str, tuple[str, ...]]]:
     """What each EC2NodeClass selects now, and the zones its subnets are in; a class that cannot be resolved is
     reported and its nodes are checked without the cloud's facts."""
     facts: dict[str, ClassFacts] = {}
     zones: dict[str, tuple[str, ...]] = {}
-    if not nodeclasses:
-        return facts, zones
-    version = cloud.cluster_info().version
-    for node_class in nodeclasses:
-        try:
-            resolved = cloud.resolve_node_class(node_class, version)
-        except NodeClassError as error:
-            problems.append(f"ec2nodeclass/{node_class.name}: {error}")
+    for name, resolution in sorted(classes.items()):
+        resolved = resolution.resolved
+        if not resolution.ready or resolved is None:
+            problems.append(f"ec2nodeclass/{name}: {resolution.problem}")
             continue
-        facts[node_class.name] = ClassFacts(
+        facts[name] = ClassFacts(
             images={variant: image.id for variant, image in resolved.images.items()},
             subnet_ids=resolved.matching_subnet_ids or frozenset(s.id for s in resolved.subnets),
             security_group_ids=frozenset(resolved.security_group_ids),
         )
-        zones[node_class.name] = resolved.zones
+        zones[name] = resolved.zones
     return facts, zones
+
+
+def _write_status(
+    cluster: Cluster,
+    documents: Sequence[Mapping[str, Any]],
+    classes: Mapping[str, NodeClassState],
+    problems: list[str],
+) -> dict[str, Any]:
+    """NodePool and EC2NodeClass status (`service.status`), so a cluster without pending pods has it too."""
+    by_kind: dict[str, list[Mapping[str, Any]]] = {}
+    for doc in documents:
+        by_kind.setdefault(str(doc.get("kind", "")), []).append(doc)
+    try:
+        return write_status(
+            cluster,
+            by_kind.get("NodePool", []),
+            by_kind.get("EC2NodeClass", []),
+            by_kind.get("NodeClaim", []),
+            by_kind.get("Node", []),
+            classes,
+        ).to_json()
+    except Exception as error:  # status is for people: failing to write it must not stop disruption
+        problems.append(f"status: {type(error).__name__}: {error}")
+        return {}
 
 
 def _instance_facts(cloud: Cloud, fleet: Sequence[FleetNode]) -> dict[str, InstanceFacts]:
@@ -268,6 +304,27 @@ def _start(ports: PlannerPorts, command: DisruptionCommand, now: float, out: Tic
         out.started.append(entry)
     else:
         out.already_running.append(name)
+
+
+def _collect_instances(
+    ports: PlannerPorts, documents: Sequence[Mapping[str, Any]], now: float, problems: list[str]
+) -> list[str]:
+    """Instance garbage collection (`disruption.termination.leaked`): terminate, then delete the Node that
+    names the instance. Returns the instance ids terminated."""
+    claims = [d for d in documents if d.get("kind") == "NodeClaim"]
+    try:
+        found = leaked(ports.cloud.capacity_instances(), claims, now)
+        if found:
+            ports.cloud.terminate([i.id for i in found])
+    except Exception as error:  # a later tick tries again; disruption must not stop for it
+        problems.append(f"instance garbage collection: {type(error).__name__}: {error}")
+        return []
+    ids = {i.id for i in found}
+    for doc in documents:
+        parsed = parse_provider_id(str((doc.get("spec") or {}).get("providerID") or ""))
+        if doc.get("kind") == "Node" and parsed is not None and parsed[1] in ids:
+            ports.cluster.delete_node(str((doc.get("metadata") or {}).get("name")))
+    return sorted(ids)
 
 
 def _record_events(cluster: Cluster, state: ClusterState, decided: Plan, now: float) -> tuple[int, int]:

@@ -374,13 +374,17 @@ def drain(state: Mapping[str, Any], execution: str, ports: Ports) -> dict[str, A
 
 
 def terminate_instance(state: Mapping[str, Any], execution: str, ports: Ports) -> dict[str, Any]:
-    """TerminateInstance: terminate the instance, delete the Node and the NodeClaim, release the lock."""
+    """TerminateInstance: terminate the instance, delete the Node and the NodeClaim (their termination finalizers
+    come off: the instance is gone), release the lock. A claim that never recorded its instance has it found by
+    its tag (a launch may have been under way)."""
     command = DisruptionCommand.from_input(state)
     found = _identified(state)
     node = str(found.get("node") or "")
     instance = str(found.get("instance_id") or "")
-    if instance:
-        ports.cloud.terminate([instance])
+    ids = [instance] if instance else [i.id for i in ports.cloud.instances_of_nodeclaim(command.nodeclaim)]
+    if ids:
+        ports.cloud.terminate(ids)
+        instance = ", ".join(ids)
     _event(ports, node, "Terminated", f"{command.reason}: instance {instance or '-'} terminated", execution)
     if node:
         ports.cluster.delete_node(node)

@@ -1,18 +1,13 @@
-"""The pending filter and the projection: what the forwarder sends is what the provisioner's loader needs."""
+"""What "pending" means: the pods the forwarder sends and the provisioner plans (Karpenter's provisionable pods)."""
 
 from __future__ import annotations
 
-import copy
-import json
-from dataclasses import replace
 from typing import Any
 
 import pytest
 from kubernetes import client
 
-from nodewright.forwarder.projection import DO_NOT_DISRUPT, is_pending, not_pending_reason, project_pod
-from nodewright.model.loader import load_documents
-from nodewright.model.objects import Pod
+from nodewright.model.pending import is_pending, not_pending_reason
 
 UNSCHEDULABLE = {
     "type": "PodScheduled",
@@ -37,7 +32,11 @@ def full_pod() -> dict[str, Any]:
             resource_version="4242",
             generate_name="web-7d4b9-",
             labels={"app": "web", "pod-template-hash": "7d4b9"},
-            annotations={DO_NOT_DISRUPT: "true", "kubectl.kubernetes.io/restartedAt": "x", "big": "y" * 4000},
+            annotations={
+                "karpenter.sh/do-not-disrupt": "true",
+                "kubectl.kubernetes.io/restartedAt": "x",
+                "big": "y" * 4000,
+            },
             owner_references=[
                 client.V1OwnerReference(
                     api_version="apps/v1",
@@ -149,13 +148,6 @@ def _snake(condition: dict[str, str]) -> dict[str, str]:
     return {("last_transition_time" if k == "lastTransitionTime" else k): v for k, v in condition.items()}
 
 
-def load_pod(doc: dict[str, Any]) -> Pod:
-    inputs, errors = load_documents([doc], "test")
-    assert errors == [], [str(e) for e in errors]
-    assert len(inputs.pending_pods) == 1
-    return inputs.pending_pods[0]
-
-
 def pending(**changes: Any) -> dict[str, Any]:
     """A minimal pending pod; keyword arguments replace top-level sections (metadata, spec, status)."""
     doc: dict[str, Any] = {
@@ -167,104 +159,6 @@ def pending(**changes: Any) -> dict[str, Any]:
     }
     doc.update(changes)
     return doc
-
-
-# ------------------------------------------------------------------------------------------ projection
-
-
-def test_projection_loads_to_the_same_pod_as_the_full_pod() -> None:
-    full = full_pod()
-    from_full = load_pod(full)
-    from_projection = load_pod(json.loads(json.dumps(project_pod(full))))
-    # The only intended difference: annotations are reduced to the one the core reads.
-    assert from_projection == replace(from_full, annotations={DO_NOT_DISRUPT: "true"})
-    # And the pod really exercises the fields kept (so the equality above is not vacuous).
-    assert from_projection.requests == {"cpu": 2050, "memory": 1216 * 2**20, "pods": 1}
-    assert {(p.port, p.protocol) for p in from_projection.host_ports} == {(15000, "TCP"), (9090, "UDP")}
-    assert from_projection.pvc_names == ("data-0", "web-7d4b9-abcde-scratch")
-    assert from_projection.owner_kind == "ReplicaSet" and from_projection.priority == 1000
-    assert from_projection.tolerations and from_projection.topology_spread and from_projection.pod_anti_affinity
-    assert from_projection.required_node_terms and from_projection.node_selector
-    assert from_projection.do_not_disrupt
-
-
-def test_projection_keeps_only_the_scheduling_fields() -> None:
-    full = full_pod()
-    projected = project_pod(full)
-    assert set(projected) == {"apiVersion", "kind", "metadata", "spec", "status"}
-    assert projected["metadata"] == {
-        "name": "web-7d4b9-abcde",
-        "namespace": "shop",
-        "uid": "0b7c0c1e-1111-4222-8333-944455556666",
-        "resourceVersion": "4242",
-        "labels": {"app": "web", "pod-template-hash": "7d4b9"},
-        "annotations": {DO_NOT_DISRUPT: "true"},
-        "ownerReferences": [{"kind": "ReplicaSet", "name": "web-7d4b9", "controller": True}],
-    }
-    assert projected["spec"]["containers"] == [
-        {
-            "name": "app",
-            "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}},
-            "ports": [{"hostPort": 9090, "protocol": "UDP", "hostIP": "10.0.0.1"}],
-        }
-    ]
-    assert projected["spec"]["initContainers"][1]["restartPolicy"] == "Always"
-    assert [v["name"] for v in projected["spec"]["volumes"]] == ["data", "scratch"]
-    assert projected["spec"]["volumes"][0] == {"name": "data", "persistentVolumeClaim": {"claimName": "data-0"}}
-    assert set(projected["spec"]) == {
-        "nodeSelector",
-        "affinity",
-        "tolerations",
-        "topologySpreadConstraints",
-        "overhead",
-        "priority",
-        "priorityClassName",
-        "schedulerName",
-        "containers",
-        "initContainers",
-        "volumes",
-    }
-    scheduled = {k: v for k, v in full["status"]["conditions"][0].items() if k != "message"}
-    assert projected["status"] == {"conditions": [scheduled]}
-    assert scheduled["reason"] == "Unschedulable"
-    # Most of a real pod is not needed: the projection is a fraction of the full object.
-    assert len(json.dumps(projected)) * 4 < len(json.dumps(full))
-
-
-def test_projection_does_not_modify_its_input() -> None:
-    full = full_pod()
-    before = copy.deepcopy(full)
-    project_pod(full)
-    assert full == before
-
-
-def test_host_network_makes_container_ports_node_ports() -> None:
-    doc = pending(
-        spec={"hostNetwork": True, "containers": [{"name": "c", "ports": [{"containerPort": 53, "protocol": "UDP"}]}]}
-    )
-    projected = project_pod(doc)
-    assert projected["spec"]["containers"][0]["ports"] == [{"hostPort": 53, "protocol": "UDP"}]
-    assert [(p.port, p.protocol) for p in load_pod(projected).host_ports] == [(53, "UDP")]
-
-
-def test_list_items_without_kind_still_project_to_a_loadable_pod() -> None:
-    # Items of a list response carry no apiVersion/kind; the projection names them.
-    doc = pending()
-    del doc["apiVersion"], doc["kind"]
-    projected = project_pod(doc)
-    assert projected["apiVersion"] == "v1" and projected["kind"] == "Pod"
-    assert load_pod(projected).name == "p"
-
-
-def test_the_scheduler_message_is_left_out() -> None:
-    projected = project_pod(pending(status={"conditions": [dict(UNSCHEDULABLE, message="x" * 5000)]}))
-    assert projected["status"]["conditions"] == [{k: v for k, v in UNSCHEDULABLE.items() if k != "message"}]
-
-
-def test_pod_level_resources_are_kept_so_the_loader_reports_them() -> None:
-    doc = pending(spec={"resources": {"requests": {"cpu": "1"}}, "containers": [{"name": "c"}]})
-    _, errors = load_documents([project_pod(doc)], "test")
-    assert any("pod-level resources" in str(e) for e in errors)
 
 
 # ------------------------------------------------------------------------------------------ pending

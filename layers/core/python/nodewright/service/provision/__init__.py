@@ -1,0 +1,268 @@
+"""Provisioning: from a batch of pending pods to launched, recorded NodeClaims, with a reason for everything.
+
+`provision()` is the provisioner Lambda's one service call, and the disruption workflow's LaunchReplacement.
+It reads, plans, launches and records; each concept lives in its own module:
+
+- `read`: what the decision reads from the API server, the pods named by the payload's hints among them
+  (the payload is a hint, never trusted for a pod's spec).
+- `lifecycle`: launched NodeClaims whose node has appeared become Registered, then Initialized and Ready;
+  claims whose node never came are terminated.
+- `inflight`: NodeClaims in flight and the pods nominated to them, which wait instead of being planned again.
+- `plan`: the EC2NodeClasses resolved, the catalog, and `solve()`.
+- `serial`: one planner of new capacity at a time, so a batch and a replacement never plan the same pods.
+- `nodeclaim`: the NodeClaim documents created before launching, and what a launch records on them.
+- `launch`: CreateFleet attempts per NodeClaim, capacity errors, throttling, adoption of a launch that was
+  not recorded.
+- `explain`: events on pods, NodePools and NodeClaims under Karpenter's reasons, and log lines.
+- `delivery`: a retried delivery that launched is answered from its record.
+- `templates`: launch templates nobody needs any more.
+NodePool and EC2NodeClass status is `nodewright.service.status`, shared with the planner.
+
+A payload without pods (the forwarder's registration payload: nodes that joined or are ready) plans nothing:
+it moves NodeClaims through their lifecycle and garbage-collects launch templates, without the planner lock.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from nodewright.catalog.types import InstanceTypeSource
+from nodewright.model.loader import ParsedPods, load_documents
+from nodewright.ports import Clock, Cloud, Cluster, LaunchTemplateStore, StateStore
+from nodewright.scheduling import PlannedNodeClaim, Results, TemplateCache
+from nodewright.service.batch import Batch
+from nodewright.service.provision import explain
+from nodewright.service.provision.inflight import capacity_in_flight
+from nodewright.service.provision.launch import UNAVAILABLE_TTL_SECONDS, Launcher, kubelet_labels, launch_claims
+from nodewright.service.provision.lifecycle import (
+    LAUNCH_TIMEOUT_SECONDS,
+    REGISTRATION_TIMEOUT_SECONDS,
+    cleanup,
+    cleanup_unregistered,
+    finish_registrations,
+    nodes_of,
+)
+from nodewright.service.provision.nodeclaim import (
+    BATCH_ANNOTATION,
+    PODS_ANNOTATION,
+    TEMPLATE_ANNOTATION,
+    create_nodeclaims,
+    node_resources,
+    nodeclaim_document,
+    nodeclaim_name,
+)
+from nodewright.service.provision.plan import Plan, plan
+from nodewright.service.provision.read import (
+    NOMINATION_GRACE_SECONDS,
+    Snapshot,
+    deleting,
+    pod_key,
+    read_cluster,
+    read_pods,
+    recent_nodes,
+)
+from nodewright.service.provision.result import Decision, LaunchedClaim, ProvisionResult
+from nodewright.service.provision.serial import one_planner
+from nodewright.service.provision.templates import (
+    TEMPLATE_MIN_AGE_SECONDS,
+    collect_launch_templates,
+    stale_launch_templates,
+)
+from nodewright.service.status import write_status
+
+__all__ = [
+    "BATCH_ANNOTATION",
+    "LAUNCH_TIMEOUT_SECONDS",
+    "NOMINATION_GRACE_SECONDS",
+    "PODS_ANNOTATION",
+    "REGISTRATION_TIMEOUT_SECONDS",
+    "TEMPLATE_ANNOTATION",
+    "TEMPLATE_MIN_AGE_SECONDS",
+    "UNAVAILABLE_TTL_SECONDS",
+    "Decision",
+    "LaunchedClaim",
+    "ProvisionResult",
+    "cleanup",
+    "cleanup_unregistered",
+    "collect_launch_templates",
+    "finish_registrations",
+    "kubelet_labels",
+    "node_resources",
+    "nodeclaim_document",
+    "nodeclaim_name",
+    "pod_key",
+    "provision",
+    "stale_launch_templates",
+]
+
+
+def provision(
+    batch: Batch,
+    cluster: Cluster,
+    cloud: Cloud,
+    state: StateStore,
+    clock: Clock,
+    catalog_source: InstanceTypeSource,
+    timer: Callable[[], float] = time.perf_counter,
+    displaced_nodes: Sequence[str] = (),
+    templates: LaunchTemplateStore | None = None,
+    plan_filter: Callable[[Results], Results | str] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    parsed_pods: ParsedPods | None = None,
+    one_claim_in: str = "",
+    nodepool_templates: TemplateCache | None = None,
+) -> ProvisionResult:
+    """Turn a batch of pending pods into NodeClaims and instances; see the module docstring.
+
+    Inputs: the batch (hints of pending pods), the ports, `clock` (epoch seconds, for timestamps, TTLs and
+    the planner lock), the instance type source, `timer` (monotonic seconds, only for the timings reported),
+    `templates` (when given, a batch without pods also garbage-collects launch templates: off the launch
+    path, and run whenever nodes register, i.e. after launches, which is when templates are made) and `sleep`
+    (waiting for the planner lock), and `parsed_pods` (a warm container's pods parsed by earlier calls, by
+    uid and resourceVersion: pods sent again every window are parsed once). Output: every decision with its
+    reason, the claims launched (or found launched), and timings. Raises nothing for expected failures (invalid
+    objects, unusable node classes, capacity, throttling, a busy planner): they are decisions.
+
+    `displaced_nodes`: the disruption workflow's replacement. The nodes, and every node `being_disrupted`, are
+    left out of the capacity, and the pods that must leave them (not DaemonSet, mirror or disrupted-tolerating
+    pods) are planned as pending; a batch displaces the nodes `being_disrupted` too. `plan_filter`: applied to
+    the simulation's plan before any NodeClaim is created (a consolidation narrows its replacement to the
+    cheaper offerings it decided); a string it returns refuses the plan: nothing launches and the new
+    NodeClaims' pods are unschedulable for that reason. `one_claim_in`: at most one new NodeClaim, in this
+    NodePool (a consolidation's replacement: the solver grows one claim rather than opening a second, exactly
+    as the consolidation's own simulation did). `nodepool_templates`: the NodePools prepared against the catalog
+    by earlier batches (a warm container keeps one cache; `solve()` then skips preparing them again).
+    """
+    started = timer()
+    now = clock.now()
+    result = ProvisionResult(batch.batch_id)
+    if not batch.pods and not displaced_nodes:
+        return _lifecycle_only(batch, cluster, cloud, now, result, templates, started, timer)
+
+    owner = f"{batch.batch_id}/{uuid.uuid4().hex[:8]}"
+    with one_planner(state, owner, clock, sleep) as holder:
+        if holder:
+            result.decide("busy", "planner", f"{holder} is planning new capacity; evaluated again in the next window")
+            result.timings["total"] = timer() - started
+            return result
+        snapshot = read_cluster(batch, cluster, result, parsed_pods)
+        result.timings["read_cluster"] = timer() - started
+        # Which claims' nodes have joined decides the plan; writing their registration can wait until the
+        # launches are under way (finish_registrations below).
+        registered = nodes_of(snapshot.base.nodeclaims, snapshot.base.nodes)
+        removed = cleanup_unregistered(snapshot.base.nodeclaims, registered, cluster, cloud, now, result)
+        recent = recent_nodes(snapshot, registered, now)
+        planned: Plan | None = None
+        if read_pods(batch, snapshot, cluster, recent, set(displaced_nodes), result):
+            # A NodeClaim being deleted is not capacity on its way (Karpenter leaves deleting claims out too).
+            gone = removed | deleting(snapshot.view.nodeclaims)
+            capacity = capacity_in_flight(snapshot, registered, recent, gone, now, result)
+            planned = plan(
+                batch.batch_id,
+                snapshot.inputs,
+                capacity,
+                cloud,
+                state,
+                catalog_source,
+                now,
+                result,
+                timer,
+                plan_filter,
+                one_claim_in,
+                nodepool_templates,
+            )
+            result.timings["prepare"] = planned.prepared_at - started
+            # What is created here is what launches: `plan_filter` has narrowed the plan already.
+            classes = {name: rc.node_class for name, rc in planned.resolved.items()}
+            created = create_nodeclaims(planned.claims, planned.pools, classes, batch.batch_id, cluster)
+    # The planner lock is released: the NodeClaims exist, so whoever plans next counts them in flight.
+    if planned is not None:
+        _launch(created, planned, cluster, cloud, state, now, result, started, timer)
+    live = [c for c in snapshot.base.nodeclaims if c.name not in removed]
+    finish_registrations(live, snapshot.base.nodes, cluster, now, result)
+    if planned is not None:
+        if not displaced_nodes:  # the workflow's replacement leaves status to the provisioner and the planner
+            _status(snapshot, planned, cluster, result)
+        explain.record(cluster, result, list(planned.pools.values()), planned.catalog, now)
+    result.timings["total"] = timer() - started
+    return result
+
+
+def _lifecycle_only(
+    batch: Batch,
+    cluster: Cluster,
+    cloud: Cloud,
+    now: float,
+    result: ProvisionResult,
+    templates: LaunchTemplateStore | None,
+    started: float,
+    timer: Callable[[], float],
+) -> ProvisionResult:
+    """A registration payload: lifecycle of NodeClaims, the registration timeout, launch template GC. It
+    reads consistently (a node that has just joined must be seen) and only NodeClaims, Nodes and classes."""
+    view = cluster.read_fleet()
+    documents = [*view.nodepools, *view.nodeclasses, *view.nodeclaims, *view.nodes]
+    result.timings["read_cluster"] = timer() - started
+    inputs, _ = load_documents(documents, "cluster", summaries=False)
+    registered = finish_registrations(inputs.nodeclaims, inputs.nodes, cluster, now, result)
+    cleanup_unregistered(inputs.nodeclaims, registered, cluster, cloud, now, result)
+    matched = set(registered.values())
+    for reported in batch.nodes:
+        if reported not in matched:
+            result.decide(
+                "skipped",
+                f"node/{reported}",
+                "no launched NodeClaim has this node's providerID (yet); the forwarder sends it again",
+            )
+    if templates is not None:
+        collect_launch_templates(documents, templates, now, result)
+    result.timings["total"] = timer() - started
+    return result
+
+
+def _launch(
+    created: Sequence[tuple[str, PlannedNodeClaim, Mapping[str, Any] | None]],
+    planned: Plan,
+    cluster: Cluster,
+    cloud: Cloud,
+    state: StateStore,
+    now: float,
+    result: ProvisionResult,
+    started: float,
+    timer: Callable[[], float],
+) -> None:
+    launcher = Launcher(
+        cloud,
+        state,
+        planned.info,
+        planned.catalog,
+        planned.resolved,
+        planned.unavailable,
+        now,
+        result,
+        started,
+        timer,
+    )
+    for outcome in launch_claims(created, planned.pools, cluster, launcher):
+        result.merge(outcome)
+    result.timings["launch"] = timer() - started
+
+
+def _status(snapshot: Snapshot, planned: Plan, cluster: Cluster, result: ProvisionResult) -> None:
+    """Status of NodePools and EC2NodeClasses, this batch's launches counted."""
+    launched = [
+        {"metadata": {"labels": {"karpenter.sh/nodepool": c.nodepool}}, "status": {"capacity": dict(c.capacity)}}
+        for c in result.launched
+        if not c.reused
+    ]
+    view = snapshot.view
+    try:
+        write_status(
+            cluster, view.nodepools, view.nodeclasses, [*view.nodeclaims, *launched], view.nodes, planned.node_classes
+        )
+    except Exception as error:
+        # Status is for people; failing the batch for it would leave its launches unanswered.
+        result.decide("skipped", "status", f"could not write NodePool and EC2NodeClass status: {error}")

@@ -1,0 +1,98 @@
+"""Capacity already on its way: NodeClaims in flight and the pods nominated to them.
+
+A pod nominated to a NodeClaim in flight waits for it and is not planned again; the claim counts the pods
+nominated to it that are still pending (one bound elsewhere or deleted frees its room). A pod nominated to a
+claim whose node registered moments ago waits for the kube-scheduler to bind it there, and its requests are
+reserved on that node: planning it afresh could pack the new nodes in another order and launch capacity
+that is not needed. After `NOMINATION_GRACE_SECONDS` a pod still pending is planned like any other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, replace
+
+from nodewright.launch.userdata import UNREGISTERED_TAINT
+from nodewright.model import resources as res
+from nodewright.model.nodeclaim import NodeClaim
+from nodewright.model.objects import Node, Pod
+from nodewright.service.provision.read import NOMINATION_GRACE_SECONDS, Snapshot, full_nodes, nominated
+from nodewright.service.provision.result import ProvisionResult
+
+
+@dataclass(frozen=True, slots=True)
+class Capacity:
+    """What the simulation places pods on besides new NodeClaims, and the pods it must not plan."""
+
+    nodes: tuple[Node, ...]
+    inflight: tuple[NodeClaim, ...]
+    pending: tuple[Pod, ...]
+
+
+def capacity_in_flight(
+    snapshot: Snapshot,
+    registered: Mapping[str, str],
+    registered_at: Mapping[str, float],
+    removed: Collection[str],
+    now: float,
+    result: ProvisionResult,
+) -> Capacity:
+    """Existing nodes, NodeClaims in flight with their nominated pods, and the pods left to plan (module doc).
+
+    `registered`: claim -> node for claims whose node exists; `registered_at`: node -> when its claim
+    registered, for those within the grace period; `removed`: claims deleted by the registration timeout or being
+    deleted.
+    """
+    inputs = snapshot.inputs
+    pending_by_key = {p.key: p for p in inputs.pending_pods}
+    known = {**snapshot.nominated, **pending_by_key}
+    nodes_by_name = {n.name: n for n in inputs.nodes}
+    node_used = {n.name: res.total(p.requests for p in n.pods) for n in inputs.nodes}
+    inflight: list[NodeClaim] = []
+    waiting: set[str] = set()
+    reserved: dict[str, list[Pod]] = {}
+    for claim in inputs.nodeclaims:
+        if claim.name in removed:
+            continue
+        mine = [known[k] for k in nominated(claim) if k in known]
+        node_name = registered.get(claim.name)
+        if node_name is not None:
+            node = nodes_by_name.get(node_name)
+            if node is None or now - registered_at.get(node_name, now - NOMINATION_GRACE_SECONDS) >= (
+                NOMINATION_GRACE_SECONDS
+            ):
+                continue
+            for pod in mine:
+                # Only while the node still has room for it: the kube-scheduler may have filled it with
+                # other pods, and then this one must be planned now, not after the grace period.
+                used = res.add(node_used.get(node_name, {}), pod.requests)
+                if not res.fits(used, node.allocatable):
+                    continue
+                node_used[node_name] = used
+                reserved.setdefault(node_name, []).append(pod)
+                if pod.key in pending_by_key:
+                    waiting.add(pod.key)
+                    result.decide(
+                        "waiting",
+                        f"pod/{pod.key}",
+                        f"nominated to nodeclaim/{claim.name}, whose node {node_name} has registered",
+                    )
+            continue
+        if claim.registered:
+            continue
+        for pod in mine:
+            if pod.key in pending_by_key:
+                waiting.add(pod.key)
+                result.decide("waiting", f"pod/{pod.key}", f"nominated to nodeclaim/{claim.name}, which is in flight")
+        inflight.append(replace(claim, nominated_pods=tuple(mine), requests=res.total(p.requests for p in mine)))
+    # The nodes registered by this call have just lost karpenter.sh/unregistered; other nodes keep what they have.
+    just_registered = {node for node, since in registered_at.items() if since >= now}
+    nodes = tuple(
+        replace(
+            n,
+            taints=tuple(t for t in n.taints if n.name not in just_registered or t.key != UNREGISTERED_TAINT.key),
+            pods=(*n.pods, *reserved.get(n.name, ())),
+        )
+        for n in full_nodes(inputs.nodes, snapshot.room_known)
+    )
+    return Capacity(nodes, tuple(inflight), tuple(p for p in inputs.pending_pods if p.key not in waiting))
