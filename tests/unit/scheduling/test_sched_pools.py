@@ -250,3 +250,64 @@ def test_to_json_shape() -> None:
 
 def test_to_json_empty() -> None:
     assert run([]).to_json() == {"nodeclaims": [], "existing": {}, "unschedulable": [], "cost_per_hour": 0.0}
+
+
+# ----- price ceiling (consolidation's replacement) --------------------------------------------------------
+
+
+def test_price_ceiling_plans_only_types_with_an_offering_below_it() -> None:
+    # A 3-vCPU pod needs 4 vCPUs. Without a ceiling its claim may launch any type that large; below 0.20/h only
+    # those with an offering (of any capacity type, as the bound is loose) under it: m5.xlarge and m5.2xlarge
+    # (spot 0.070 and 0.140), not m5.4xlarge (0.280), the GPU or the metal type. Below 0.06 none fits.
+    big = [pod("big", cpu="3", memory="1Gi")]
+    [free] = run(big).nodeclaims
+    assert "m5.4xlarge" in free.instance_types
+    [capped] = run(big, price_ceiling=0.20).nodeclaims
+    assert set(capped.instance_types) == {"m5.xlarge", "m5.2xlarge"}
+    assert not run(big, price_ceiling=0.06).nodeclaims
+
+
+def test_price_ceiling_below_every_type_names_the_price() -> None:
+    results = run(pods("p", 1), price_ceiling=0.01)
+    [reason] = unschedulable(results).values()
+    assert "priced below 0.0100/hour" in reason
+
+
+def test_price_ceiling_leaves_existing_nodes_of_dearer_types_counted() -> None:
+    # The existing m5.4xlarge (0.768/h, spot 0.280) is dearer than the ceiling, yet its type is still known: it
+    # counts its capacity (63,565 MB), not its allocatable (62,523 MB), against the NodePool's memory limit.
+    # Under 63957Mi (67,064 MB) the smallest new node (c5.large, 3,972 MB) does not fit, which counting the
+    # allocatable would let it; under 64500Mi it does. The node's 15 pods leave no room for another 1-vCPU pod.
+    catalog = small_catalog()
+    big = node("big", by_name(catalog, "m5.4xlarge"), bound=pods("full", 15, cpu="1", memory="1Gi"))
+    one = pods("p", 1, cpu="1", memory="1Gi")
+    tight = run(one, pools=[pool("default", limits={"memory": "63957Mi"})], nodes=[big], price_ceiling=0.2)
+    [reason] = unschedulable(tight).values()
+    assert "limits" in reason
+    roomy = run(one, pools=[pool("default", limits={"memory": "64500Mi"})], nodes=[big], price_ceiling=0.2)
+    assert roomy.nodeclaims and not roomy.unschedulable
+
+
+def test_price_ceiling_cut_is_kept_and_recomputes_its_frontier() -> None:
+    from nodewright.scheduling.templates import PoolCompat, TemplateCache, req_key
+
+    cache = TemplateCache()
+    types = small_catalog()
+    template = cache.template(pool(), nodeclass(), types, (), tuple(map(id, types)))
+    full = template.compat(template.requirements, req_key(template.requirements))
+    assert isinstance(full, PoolCompat)
+    assert full.below(100.0) is full
+    cut = full.below(0.04)
+    assert isinstance(cut, PoolCompat) and full.below(0.038) is cut  # the same floors below: the same cut
+    names = [c.it.name for _, c in cut.candidates]
+    assert names and all(c.floor < 0.04 for _, c in cut.candidates) and "r5.large" not in names
+    # Its frontier is its own: no kept candidate is left out because a dropped one beat it.
+    for index, (_, candidate) in enumerate(cut.candidates):
+        if candidate.exotic:
+            continue
+        beaten = any(
+            all(a >= b for a, b in zip(cut.candidates[i][1].basics, candidate.basics, strict=True))
+            for i in cut.frontier
+            if i != index
+        )
+        assert index in cut.frontier or beaten

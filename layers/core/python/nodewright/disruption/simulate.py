@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from nodewright.catalog.types import InstanceType
 from nodewright.disruption.candidates import Candidate
 from nodewright.disruption.state import ClusterState
 from nodewright.model import resources as res
@@ -83,8 +82,8 @@ def simulate(
     small NodeClaims. With `one_claim`, such a plan is solved again once per NodePool with the NodePools' `nodes`
     limits allowing exactly one new node in that pool and none elsewhere (the solver then grows its claim into a
     larger type, as a Karpenter NodeClaim in flight does), and the cheapest plan that moves every pod is kept.
-    `ceiling`: only instance types with an offering cheaper than this may be planned (a consolidation can use
-    nothing dearer than the nodes it removes, so the solver need not weigh the rest of the catalog)."""
+    `ceiling`: new NodeClaims may only use instance types priced below this (a consolidation can use nothing dearer
+    than the nodes it removes, so the solver need not weigh the rest of the catalog)."""
     leaving = {c.name for c in candidates} | set(also_disrupting)
     gone = {m.node for m in state.fleet if m.node and (m.nodeclaim in leaving or state.disrupting(m))}
     moving = [p for c in candidates for p in movable(state, c)]
@@ -101,13 +100,12 @@ def simulate(
     nodes = _condensed(state, [n for n in state.inputs.nodes if n.name not in gone and n.ready], pods)
     pools = [_bounded(p, state.class_zones) for p in state.inputs.nodepools]
     keys = {p.key for p in moving}
-    types = state.catalog.instance_types if ceiling is None else state.types_below(ceiling)
-    best = _outcome(state, keys, pods, nodes, inflight, pools, types)
+    best = _outcome(state, keys, pods, nodes, inflight, pools, ceiling)
     if not one_claim or len(best.new_claims) <= 1:
         return best
     for pool in pools:
         limited = one_new_node(pools, nodes, inflight, pool.name)
-        found = _outcome(state, keys, pods, nodes, inflight, limited, types)
+        found = _outcome(state, keys, pods, nodes, inflight, limited, ceiling)
         if found.all_moved and len(found.new_claims) <= 1 and _cheaper(found, best):
             best = found
     return best
@@ -176,7 +174,7 @@ def _outcome(
     nodes: Sequence[Node],
     inflight: Sequence[NodeClaim],
     pools: Sequence[NodePool],
-    types: Sequence[InstanceType],
+    ceiling: float | None,
 ) -> Simulation:
     results = solve(
         pods,
@@ -184,12 +182,13 @@ def _outcome(
         nodeclaims=inflight,
         nodepools=pools,
         nodeclasses=state.inputs.nodeclasses,
-        instance_types=types,
+        instance_types=state.catalog.instance_types,
         daemonsets=state.inputs.daemonsets,
         pvcs=state.inputs.pvcs,
         pvs=state.inputs.pvs,
         storage_classes=state.inputs.storage_classes,
         templates=state.templates,
+        price_ceiling=ceiling,
     )
     errors = {u.pod: u.reason for u in results.unschedulable if u.pod in keys}
     starting = {m.node for m in state.fleet if m.node and not m.initialized}

@@ -101,14 +101,12 @@ class ClusterState:
     _nodes: Mapping[str, Node] = field(init=False, repr=False, compare=False)
     _pools: Mapping[str, NodePool] = field(init=False, repr=False, compare=False)
     _used: dict[str, Mapping[str, int]] = field(init=False, repr=False, compare=False)
-    _below: dict[float, tuple[InstanceType, ...]] = field(init=False, repr=False, compare=False)
     _room: dict[str, Node] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_nodes", {n.name: n for n in self.inputs.nodes})
         object.__setattr__(self, "_pools", {p.name: p for p in self.inputs.nodepools})
         object.__setattr__(self, "_used", {})
-        object.__setattr__(self, "_below", {})
         object.__setattr__(self, "_room", {})
 
     @property
@@ -149,16 +147,6 @@ class ClusterState:
         """Being taken away already: a workflow holds its lock, its node carries karpenter.sh/disrupted, or the
         NodeClaim or Node is being deleted."""
         return member.nodeclaim in self.locked or member.disrupting or member.deleting
-
-    def types_below(self, ceiling: float) -> tuple[InstanceType, ...]:
-        """The instance types with an available offering cheaper than `ceiling` (memoized per ceiling)."""
-        found = self._below.get(ceiling)
-        if found is None:
-            found = tuple(
-                it for it in self.catalog.instance_types if any(o.available and o.price < ceiling for o in it.offerings)
-            )
-            self._below[ceiling] = found
-        return found
 
     def instance_type(self, member: FleetNode) -> InstanceType | None:
         return self.catalog.get(member.instance_type) if member.instance_type else None

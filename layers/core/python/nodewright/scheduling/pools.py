@@ -60,8 +60,12 @@ class Pools:
         nodes: Sequence[Node],
         nodeclaims: Sequence[NodeClaim],
         templates: TemplateCache,
+        price_ceiling: float | None = None,
     ) -> None:
         self.templates = templates
+        # New NodeClaims may only use types priced below it (a consolidation's replacement); existing nodes and
+        # claims in flight keep their types whatever they cost.
+        self.price_ceiling = price_ceiling
         self.req_ids: dict[ContentKey, ReqKey] = {}  # see `req_id`
         self.req_keys: list[ContentKey] = []  # the content of each number
         self.instance_types = sorted(instance_types, key=lambda it: it.name)
@@ -139,6 +143,8 @@ class Pools:
             return cached
         assert ctx.template is not None  # callers skip NodePools with an error
         result = ctx.template.compat(requirements, self.req_keys[rkey])
+        if self.price_ceiling is not None and isinstance(result, PoolCompat):
+            result = result.below(self.price_ceiling)
         ctx.compat[rkey] = result
         if isinstance(result, PoolCompat):
             # Claims carry the merged requirements, and asking with those gives the same answer (the NodePool's

@@ -63,10 +63,13 @@ class Solver:
         volumes: VolumeIndex,
         templates: TemplateCache,
         classes: list[PodClass],
+        price_ceiling: float | None = None,
         mix_below: int = MIX_BELOW_PODS,
         mix_depth: int = MIX_DEPTH,
     ) -> None:
-        self.pools = Pools(nodepools, nodeclasses, instance_types, daemonsets, nodes, nodeclaims, templates)
+        self.pools = Pools(
+            nodepools, nodeclasses, instance_types, daemonsets, nodes, nodeclaims, templates, price_ceiling
+        )
         claims_by_name = {c.name: c for c in nodeclaims}
         existing_pods = _existing_pods(nodes, nodeclaims)
         # The pending pods' classes (`pod_classes`): the runs of one solve share them, and set alike what they set.
@@ -358,6 +361,7 @@ def solve(
     pvs: Sequence[PersistentVolume] = (),
     storage_classes: Sequence[StorageClass] = (),
     templates: TemplateCache | None = None,
+    price_ceiling: float | None = None,
 ) -> Results:
     """Decide where pending `pods` go.
 
@@ -366,6 +370,8 @@ def solve(
     DaemonSets (their pods count against every new node they would run on); volumes for topology.
     `templates`: NodePools prepared by earlier calls (see `templates.TemplateCache`); a caller that solves
     many times for one cluster passes the same cache to each call, which only saves time.
+    `price_ceiling`: new NodeClaims may only use instance types whose cheapest allowed offering is priced
+    below it (a consolidation's replacement must be cheaper than what it replaces); None: no bound.
     Output: `Results` in which every pending pod is placed exactly once or listed as unschedulable
     with a reason naming the constraint and the NodePools that failed it.
     Invariants: no node or NodeClaim is over its allocatable; every placement satisfies requirements,
@@ -377,14 +383,14 @@ def solve(
         templates = templates if templates is not None else TemplateCache()
         classes = pod_classes(pods, nodes, nodeclaims, volumes)
         inputs = (nodes, nodeclaims, nodepools, nodeclasses, instance_types, daemonsets, volumes, templates, classes)
-        solver = Solver(*inputs)
+        solver = Solver(*inputs, price_ceiling)
         results = solver.run()
         if solver.look_ahead.mix_skipped:
             # The look-ahead left out classes of many large pods per node; plans that include them are tried
             # too and the best kept: fewest unschedulable pods, then lowest price, then fewest NodeClaims (ties
             # keep the earlier plan, so the choice is as deterministic as each plan).
             for below, depth in MIX_ALTERNATIVES:
-                other = Solver(*inputs, below, depth).run()
+                other = Solver(*inputs, price_ceiling, below, depth).run()
                 if _plan_rank(other) < _plan_rank(results):
                     results = other
         return results

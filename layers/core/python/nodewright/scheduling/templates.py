@@ -121,8 +121,10 @@ class Candidate:
     # cpu, memory and pods of `allocatable`, for quick rejection in loops over candidates.
     basics: tuple[int, int, int] = (0, 0, 0)
     ports: frozenset[tuple[str, int]] = frozenset()  # host ports its DaemonSet pods take
+    floor: float = 0.0  # the lowest price of its available offerings
 
     def __post_init__(self) -> None:
+        self.floor = min((o.price for o in self.offerings), default=0.0)
         for o in self.offerings:
             self.by_zone.setdefault(o.zone, []).append(o)
         self.basics = (self.allocatable.get(CPU, 0), self.allocatable.get(MEMORY, 0), self.allocatable.get(PODS, 0))
@@ -207,6 +209,31 @@ class PoolCompat:
     _domains: dict[str, frozenset[str]] = field(default_factory=dict)
     # `choice.choose`'s answers without limits, per (pod request, most pods): kept as long as the template.
     choices: dict[tuple[object, ...], tuple[Candidate, int] | None] = field(default_factory=dict)
+    _floors: list[float] | None = None  # the distinct floor prices of the candidates, ascending (see `below`)
+    _below: dict[int, PoolCompat] = field(default_factory=dict)  # per count of floors below a ceiling
+
+    def below(self, ceiling: float) -> PoolCompat | str:
+        """This answer with only the candidates that have an available offering (any zone or capacity type)
+        priced below `ceiling`, or why there is none: a consolidation's replacement can use nothing dearer than
+        the nodes it removes. The bound is loose on purpose, as the type list it replaced was: the replacement's
+        offerings are filtered by price after the simulation (Karpenter's filterByPrice), so a plan that needs
+        a type no cheaper is refused for that reason, not for another one. Each cut is made once and kept with
+        this answer, so the simulations of a tick share it."""
+        if self._floors is None:
+            self._floors = sorted({c.floor for _, c in self.candidates})
+        cut = bisect.bisect_left(self._floors, ceiling)
+        if cut == len(self._floors):
+            return self
+        if cut == 0:
+            return f"no instance type it allows is priced below {ceiling:.4f}/hour (what the nodes it replaces cost)"
+        found = self._below.get(cut)
+        if found is None:
+            kept = [(price, c) for price, c in self.candidates if c.floor < ceiling]
+            offering_key = offering_key_of(self.requirements)
+            zones = frozenset(o.zone for _, c in kept for o in c.offerings_with(offering_key))
+            found = PoolCompat(self.requirements, kept, zones, [c.basics for _, c in kept], [p for p, _ in kept])
+            self._below[cut] = found
+        return found
 
     def domains_of(self, key: str) -> frozenset[str]:
         """The values of a topology key that nodes launched for this answer can carry."""
