@@ -311,3 +311,43 @@ def test_price_ceiling_cut_is_kept_and_recomputes_its_frontier() -> None:
             if i != index
         )
         assert index in cut.frontier or beaten
+
+
+# ----- what a TemplateCache keeps across solves -------------------------------------------------------------
+
+
+def test_a_shared_cache_plans_as_fresh_ones_do() -> None:
+    # The planner's simulations of a tick share one cache and the same node objects; each answer must be what a
+    # solve with nothing cached gives, whatever was asked before (other pods, other ceilings, other pools).
+    from nodewright.scheduling.templates import TemplateCache
+
+    catalog = small_catalog()
+    nodes = [
+        node("a", by_name(catalog, "m5.xlarge"), bound=pods("on-a", 3, cpu="1", memory="2Gi")),
+        node("b", by_name(catalog, "m5.2xlarge"), zone="us-east-1b", bound=pods("on-b", 2, cpu="2", memory="4Gi")),
+    ]
+    asks = [
+        (pods("p", 5, cpu="700m", memory="1Gi"), None, [pool()]),
+        (pods("q", 3, cpu="3", memory="6Gi"), 0.2, [pool()]),
+        (pods("q", 3, cpu="3", memory="6Gi"), 0.1, [pool()]),  # the same answer, cut lower
+        (pods("r", 8, cpu="500m", memory="3Gi"), 0.1, [pool("capped", limits={"nodes": 3})]),
+        (pods("p", 5, cpu="700m", memory="1Gi"), 0.15, [pool()]),
+    ]
+    shared = TemplateCache()
+    for pending, ceiling, pools in asks * 2:
+        cached = run(pending, pools=pools, nodes=nodes, price_ceiling=ceiling, templates=shared)
+        fresh = run(pending, pools=pools, nodes=nodes, price_ceiling=ceiling)
+        assert cached.to_json() == fresh.to_json()
+
+
+def test_node_labels_are_kept_per_node_object() -> None:
+    from nodewright.scheduling.templates import TemplateCache
+
+    cache = TemplateCache()
+    it = by_name(small_catalog(), "m5.large")
+    first = node("n1", it)
+    known = cache.node_labels(first)
+    assert cache.node_labels(first) is known
+    assert known.labels[HOSTNAME] == "n1" and known.requirements.get(INSTANCE_TYPE).matches("m5.large")
+    relabelled = dataclasses.replace(first, labels={**first.labels, INSTANCE_TYPE: "m5.xlarge"})
+    assert cache.node_labels(relabelled).requirements.get(INSTANCE_TYPE).matches("m5.xlarge")

@@ -64,9 +64,9 @@ def node_bin(node: Node, claim: NodeClaim | None, pools: Pools, volumes: VolumeI
     if it is not None and EBS_VOLUMES not in remaining:
         attached = sum(volumes.constraints(p)[1] for p in node.pods)
         remaining[EBS_VOLUMES] = it.ebs_volume_limit - attached
-    labels = {**node.labels, HOSTNAME_LABEL: node.labels.get(HOSTNAME_LABEL, node.name)}
-    requirements = Requirements.from_labels(labels)
-    return Bin(node.name, "node", labels, requirements, pools.req_id(requirements), taints, remaining)
+    known = pools.templates.node_labels(node)
+    labels = dict(known.labels)  # a Bin's labels are its own (topology may write them)
+    return Bin(node.name, "node", labels, known.requirements, pools.req_id_of(known.key), taints, remaining)
 
 
 def _daemonsets_to_come(node: Node, taints: tuple[Taint, ...], pools: Pools) -> dict[str, int]:

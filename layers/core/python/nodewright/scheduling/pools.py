@@ -82,7 +82,10 @@ class Pools:
 
     def req_id(self, requirements: Requirements) -> ReqKey:
         """The number of this requirement set in this run: equal sets get equal numbers."""
-        key = req_key(requirements)
+        return self.req_id_of(req_key(requirements))
+
+    def req_id_of(self, key: ContentKey) -> ReqKey:
+        """`req_id` for a requirement set's content key (`templates.req_key`), when the caller has it."""
         number = self.req_ids.get(key)
         if number is None:
             number = self.req_ids[key] = len(self.req_keys)

@@ -33,7 +33,7 @@ from nodewright.catalog.types import RESERVED, InstanceType, Offering
 from nodewright.model import resources as res
 from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.model.nodepool import NodePool
-from nodewright.model.objects import HOSTNAME_LABEL, DaemonSet
+from nodewright.model.objects import HOSTNAME_LABEL, DaemonSet, Node
 from nodewright.model.requirements import Requirements, ValueSet
 from nodewright.model.resources import CPU, MEMORY, PODS
 from nodewright.model.taints import Taint, untolerated
@@ -53,6 +53,7 @@ _LISTS_LIMIT = 8
 _TYPES_LIMIT = 20_000
 _ANSWERS_LIMIT = 4_096
 _SIZES_LIMIT = 4_096
+_NODES_LIMIT = 50_000
 
 
 def req_key(requirements: Requirements) -> ContentKey:
@@ -476,6 +477,15 @@ class _Prepared:
         return found
 
 
+@dataclass(frozen=True, slots=True)
+class NodeLabels:
+    """An existing node's labels (hostname filled in) and the same as requirements, with their content key."""
+
+    labels: Mapping[str, str]
+    requirements: Requirements
+    key: ContentKey
+
+
 class TemplateCache:
     """NodePools prepared against catalogs, kept across `solve()` calls: pass one cache to every solve of the
     same cluster (the disruption planner's simulations of one tick, a warm provisioner's batches).
@@ -487,6 +497,23 @@ class TemplateCache:
 
     def __init__(self) -> None:
         self._prepared: OrderedDict[tuple[object, ...], _Prepared] = OrderedDict()
+        self._nodes: dict[int, tuple[Node, NodeLabels]] = {}
+
+    def node_labels(self, node: Node) -> NodeLabels:
+        """The node's labels with its hostname filled in, as requirements and as their content key: what every
+        simulation of a tick asks of each existing node (the planner hands each solve the same node objects).
+        Kept by the node object's identity, the node referenced so its id is not reused while kept; Node is
+        frozen and its labels are not changed once loaded."""
+        found = self._nodes.get(id(node))
+        if found is not None and found[0] is node:
+            return found[1]
+        if len(self._nodes) >= _NODES_LIMIT:
+            self._nodes.clear()
+        labels = {**node.labels, HOSTNAME_LABEL: node.labels.get(HOSTNAME_LABEL, node.name)}
+        requirements = Requirements.from_labels(labels)
+        made = NodeLabels(labels, requirements, req_key(requirements))
+        self._nodes[id(node)] = (node, made)
+        return made
 
     def template(
         self,
