@@ -65,8 +65,15 @@ def node_bin(node: Node, claim: NodeClaim | None, pools: Pools, volumes: VolumeI
         attached = sum(volumes.constraints(p)[1] for p in node.pods)
         remaining[EBS_VOLUMES] = it.ebs_volume_limit - attached
     known = pools.templates.node_labels(node)
-    labels = dict(known.labels)  # a Bin's labels are its own (topology may write them)
-    return Bin(node.name, "node", labels, known.requirements, pools.req_id_of(known.key), taints, remaining)
+    return Bin(node.name, "node", dict(known.labels), known.requirements, pools.req_id_of(known.key), taints, remaining)
+
+
+def run_copy(node: Node, b: Bin, pools: Pools) -> Bin:
+    """A copy of `node`'s bin as `node_bin` made it, for one run of a solve: runs fill (and so change) their bins,
+    and the runs of one solve (its look-ahead alternatives) start from the same nodes. Its requirement-set
+    number is the run's own (`pools`)."""
+    rkey = pools.req_id_of(pools.templates.node_labels(node).key)
+    return Bin(b.name, b.kind, dict(b.labels), b.requirements, rkey, b.taints, dict(b.remaining))
 
 
 def _daemonsets_to_come(node: Node, taints: tuple[Taint, ...], pools: Pools) -> dict[str, int]:

@@ -40,7 +40,7 @@ from nodewright.model.taints import Toleration
 from nodewright.scheduling.choice import MIX_ALTERNATIVES, MIX_BELOW_PODS, MIX_DEPTH, LookAhead
 from nodewright.scheduling.claims import Bin, Claims
 from nodewright.scheduling.classes import PodClass, TopologyTerm, VolumeIndex, build_classes, selector_keys
-from nodewright.scheduling.existing import inflight_bin, initialized, node_bin
+from nodewright.scheduling.existing import inflight_bin, initialized, node_bin, run_copy
 from nodewright.scheduling.finalize import Finalizer
 from nodewright.scheduling.pools import Pools, ReqKey
 from nodewright.scheduling.preferences import PREFER_NO_SCHEDULE, Variant, untolerated, variants
@@ -66,11 +66,11 @@ class Solver:
         price_ceiling: float | None = None,
         mix_below: int = MIX_BELOW_PODS,
         mix_depth: int = MIX_DEPTH,
+        node_bins: list[tuple[Node, Bin]] | None = None,
     ) -> None:
         self.pools = Pools(
             nodepools, nodeclasses, instance_types, daemonsets, nodes, nodeclaims, templates, price_ceiling
         )
-        claims_by_name = {c.name: c for c in nodeclaims}
         existing_pods = _existing_pods(nodes, nodeclaims)
         # The pending pods' classes (`pod_classes`): the runs of one solve share them, and set alike what they set.
         self.classes = classes
@@ -78,20 +78,7 @@ class Solver:
         self.look_ahead = LookAhead(self.classes, mix_below, mix_depth)
         self.claims = Claims(self.pools, self.topology, self.look_ahead)
         self.bins = self.claims.bins  # every place pods can go, in placement order (shared, not copied)
-        # Initialized nodes first, as Karpenter orders existing nodes: a node still starting may not come up.
-        claim_of = {c.node_name: c for c in nodeclaims if c.node_name}
-        claim_of.update((n.name, c) for n in nodes if (c := claims_by_name.get(n.nodeclaim_name)) is not None)
-        for node in sorted(nodes, key=lambda n: (not initialized(n, claim_of.get(n.name)), n.name)):
-            b = node_bin(node, claim_of.get(node.name), self.pools, volumes)
-            if b is not None:
-                self.claims.register(b, node.pods)
-        node_names = {n.name for n in nodes}
-        for claim in sorted(nodeclaims, key=lambda c: c.name):
-            # A claim whose node has registered is that node: adding it again would count its room twice.
-            if not (claim.node_name and claim.node_name in node_names):
-                b = inflight_bin(claim, self.pools)
-                if b is not None:
-                    self.claims.register(b, claim.nominated_pods)
+        self.node_bins = self._register_existing(nodes, nodeclaims, volumes, node_bins)
         # Existing nodes and claims in flight come first in `bins`; their domains are topology domains.
         self.topology.existing = list(self.bins)
         # Per (group, request, closing): bins holding pods a hostname affinity term selects that may still
@@ -108,6 +95,37 @@ class Solver:
         self.prefer_no_schedule = any(t.effect == PREFER_NO_SCHEDULE for c in self.pools.contexts for t in c.taints)
         self.forms: dict[int, list[Variant]] = {}  # a class's variants (by id: classes live as long as the run)
         self.unschedulable: list[Unschedulable] = []
+
+    def _register_existing(
+        self,
+        nodes: Sequence[Node],
+        nodeclaims: Sequence[NodeClaim],
+        volumes: VolumeIndex,
+        node_bins: list[tuple[Node, Bin]] | None,
+    ) -> list[tuple[Node, Bin]]:
+        """Register the existing nodes (from `node_bins` when another run of the solve made them) and the claims
+        in flight; returns the nodes' bins as a run starts, for the solve's other runs (a run changes the bins it
+        fills)."""
+        claims_by_name = {c.name: c for c in nodeclaims}
+        # Initialized nodes first, as Karpenter orders existing nodes: a node still starting may not come up.
+        claim_of = {c.node_name: c for c in nodeclaims if c.node_name}
+        claim_of.update((n.name, c) for n in nodes if (c := claims_by_name.get(n.nodeclaim_name)) is not None)
+        if node_bins is None:
+            node_bins = []
+            for node in sorted(nodes, key=lambda n: (not initialized(n, claim_of.get(n.name)), n.name)):
+                b = node_bin(node, claim_of.get(node.name), self.pools, volumes)
+                if b is not None:
+                    node_bins.append((node, b))
+        for node, b in node_bins:
+            self.claims.register(run_copy(node, b, self.pools), node.pods)
+        node_names = {n.name for n in nodes}
+        for claim in sorted(nodeclaims, key=lambda c: c.name):
+            # A claim whose node has registered is that node: adding it again would count its room twice.
+            if not (claim.node_name and claim.node_name in node_names):
+                b = inflight_bin(claim, self.pools)
+                if b is not None:
+                    self.claims.register(b, claim.nominated_pods)
+        return node_bins
 
     # ----- placement ----------------------------------------------------------------------------------
 
@@ -390,7 +408,7 @@ def solve(
             # too and the best kept: fewest unschedulable pods, then lowest price, then fewest NodeClaims (ties
             # keep the earlier plan, so the choice is as deterministic as each plan).
             for below, depth in MIX_ALTERNATIVES:
-                other = Solver(*inputs, price_ceiling, below, depth).run()
+                other = Solver(*inputs, price_ceiling, below, depth, solver.node_bins).run()
                 if _plan_rank(other) < _plan_rank(results):
                     results = other
         return results
