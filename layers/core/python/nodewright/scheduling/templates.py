@@ -271,12 +271,19 @@ class PoolCompat:
         bare metal and accelerated types left out: the only types a node that needs those three picks."""
         if self._frontier is None:
             kept: list[int] = []
+            kept_basics: list[tuple[int, int, int]] = []
             for index, (_, candidate) in enumerate(self.candidates):
                 if candidate.exotic:
                     continue
                 cpu, memory, pods = candidate.basics
-                if not any(c >= cpu and m >= memory and p >= pods for c, m, p in (self.basics[i] for i in kept)):
+                # A plain loop, from the dearest kept (likeliest to be larger): this runs for every priced answer,
+                # over hundreds of candidates.
+                for c, m, p in reversed(kept_basics):
+                    if c >= cpu and m >= memory and p >= pods:
+                        break
+                else:
                     kept.append(index)
+                    kept_basics.append(candidate.basics)
             self._frontier = kept
         return self._frontier
 
