@@ -24,6 +24,7 @@ from nodewright.adapters.dynamodb_state import DynamoDBState
 from nodewright.adapters.memory import InMemoryCluster
 from nodewright.disruption.commands import SPOT_INTERRUPTION, DisruptionCommand
 from nodewright.interruption.rules import EVENT_PATTERNS
+from nodewright.tags import launch_tags
 
 REGION = "us-east-1"
 CLUSTER = "func"
@@ -270,10 +271,7 @@ def test_rules_keep_events_nodewright_ignores_off_the_queue(world: World) -> Non
 
 def test_an_instance_known_only_by_its_ec2_tags_is_interrupted(world: World) -> None:
     image = world.ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
-    tags = [
-        {"Key": f"kubernetes.io/cluster/{CLUSTER}", "Value": "owned"},
-        {"Key": "karpenter.sh/nodeclaim", "Value": "default-late9"},
-    ]
+    tags = [{"Key": k, "Value": v} for k, v in launch_tags(CLUSTER, "default", "default", "default-late9").items()]
     instance = world.ec2.run_instances(
         ImageId=image,
         MinCount=1,

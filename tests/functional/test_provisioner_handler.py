@@ -22,6 +22,7 @@ from nodewright.adapters.memory import InMemoryCluster
 from nodewright.localworld.motoserver import seed
 from nodewright.localworld.userdata import parse_user_data
 from nodewright.service.batch import PayloadError
+from nodewright.tags import KARPENTER_TAGS
 
 REGION = "us-east-1"
 CLUSTER = "func"
@@ -192,9 +193,11 @@ def test_the_handler_launches_tagged_instances_with_bootstrap_user_data_and_reco
     for claim in launched:
         instance = running[claim["instance_id"]]
         tags = {t["Key"]: t["Value"] for t in instance["Tags"]}
-        assert tags["karpenter.sh/nodeclaim"] == claim["name"]
-        assert tags["karpenter.sh/nodepool"] == "general"
-        assert tags["eks:eks-cluster-name"] == CLUSTER
+        assert tags["nodewright.io/nodeclaim"] == claim["name"]
+        assert tags["nodewright.io/nodepool"] == "general"
+        assert tags["nodewright.io/cluster"] == CLUSTER
+        # None of Karpenter's ownership tags: its garbage collection must never take this instance for its own.
+        assert not set(tags) & set(KARPENTER_TAGS)
         assert tags["cost-center"] == "42"
         assert instance["InstanceType"] == claim["instance_type"]
         assert instance["Placement"]["AvailabilityZone"] == claim["zone"]

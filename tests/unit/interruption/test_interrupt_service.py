@@ -16,6 +16,7 @@ from nodewright.interruption.messages import EventError
 from nodewright.ports import Instance, NodeEvent
 from nodewright.service.interrupt import handle_message
 from nodewright.service.provision import UNAVAILABLE_TTL_SECONDS
+from nodewright.tags import launch_tags
 
 NOW = 1_772_366_405.0
 MINE = "i-0123456789abcdef0"
@@ -166,7 +167,7 @@ def test_an_instance_known_only_by_its_tags_is_owned() -> None:
                 "us-east-1b",
                 "running",
                 "spot",
-                tags={"kubernetes.io/cluster/demo": "owned", "karpenter.sh/nodeclaim": "default-late9"},
+                tags=launch_tags("demo", "default", "default", "default-late9"),
             ),
             Instance(
                 FOREIGN,
@@ -174,7 +175,7 @@ def test_an_instance_known_only_by_its_tags_is_owned() -> None:
                 "us-east-1b",
                 "running",
                 "spot",
-                tags={"kubernetes.io/cluster/other": "owned", "karpenter.sh/nodeclaim": "default-late9"},
+                tags=launch_tags("other", "default", "default", "default-late9"),
             ),
         ]
     )

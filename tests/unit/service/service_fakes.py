@@ -14,6 +14,7 @@ from nodewright.launch.template import Image, LaunchTemplateSpec, ResolvedNodeCl
 from nodewright.launch.userdata import ClusterInfo
 from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.ports import Instance, LaunchError, NodeClassError, Throttled
+from nodewright.tags import NODECLAIM as NODECLAIM_TAG
 
 ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
 FAMILIES = ("m5", "m6g", "c5", "c6g", "r5")
@@ -86,7 +87,7 @@ class FakeCloud:
 
     def create_fleet(self, request: Mapping[str, Any]) -> Mapping[str, Any]:
         tags = {t["Key"]: t["Value"] for t in request["TagSpecifications"][0]["Tags"]}
-        self.cluster_log.append(f"fleet nodeclaim/{tags['karpenter.sh/nodeclaim']}")
+        self.cluster_log.append(f"fleet nodeclaim/{tags[NODECLAIM_TAG]}")
         self.fleets.append(request)
         if self.throttle:
             raise Throttled("RequestLimitExceeded")
@@ -131,9 +132,7 @@ class FakeCloud:
 
     def instances_of_nodeclaim(self, nodeclaim: str) -> Sequence[Instance]:
         return [
-            i
-            for i in self.instances.values()
-            if i.tags.get("karpenter.sh/nodeclaim") == nodeclaim and i.state != "terminated"
+            i for i in self.instances.values() if i.tags.get(NODECLAIM_TAG) == nodeclaim and i.state != "terminated"
         ]
 
     def describe_instances(self, instance_ids: Iterable[str]) -> Sequence[Instance]:

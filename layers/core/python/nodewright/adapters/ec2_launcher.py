@@ -20,6 +20,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from nodewright import tags as owned
 from nodewright.catalog.catalog import CapacityReservation
 from nodewright.launch.amis import VARIANTS, alias_parameter, image_queries, newest_per_architecture
 from nodewright.launch.fleet import THROTTLING_ERRORS
@@ -27,8 +28,6 @@ from nodewright.launch.template import TEMPLATE_PREFIX, Image, LaunchTemplateSpe
 from nodewright.launch.userdata import ClusterInfo
 from nodewright.model.nodeclass import AMISelectorTerm, EC2NodeClass, SelectorTerm
 from nodewright.ports import Instance, LaunchError, LaunchTemplateRecord, NodeClassError, Throttled
-
-NODE_CLASS_TAG = "karpenter.k8s.aws/ec2nodeclass"
 
 CLUSTER_INFO_TTL = 3600.0
 RESOLVE_TTL = 300.0
@@ -281,7 +280,7 @@ class Ec2Cloud:
             if "NotFound" not in _error_code(error):
                 raise
             tag_list = [
-                {"Key": k, "Value": v} for k, v in sorted({**tags, "nodewright.io/hash": spec.content_hash()}.items())
+                {"Key": k, "Value": v} for k, v in sorted({**tags, owned.TEMPLATE_HASH: spec.content_hash()}.items())
             ]
             try:
                 self.ec2.create_launch_template(
@@ -297,8 +296,8 @@ class Ec2Cloud:
         return name
 
     def launch_templates(self) -> Sequence[LaunchTemplateRecord]:
-        """The launch templates carrying this cluster's ownership tag (the ones nodewright created)."""
-        filters = [{"Name": f"tag:kubernetes.io/cluster/{self.cluster_name}", "Values": ["owned"]}]
+        """The launch templates nodewright created for this cluster (its own tags, never Karpenter's)."""
+        filters = owned.owned_filters(self.cluster_name)
         out = []
         for page in self.ec2.get_paginator("describe_launch_templates").paginate(Filters=filters):
             for template in page.get("LaunchTemplates", ()):
@@ -311,7 +310,7 @@ class Ec2Cloud:
                     LaunchTemplateRecord(
                         name=name,
                         created_at=float(created.timestamp()) if hasattr(created, "timestamp") else 0.0,
-                        node_class=tags.get(NODE_CLASS_TAG, ""),
+                        node_class=tags.get(owned.NODECLASS, ""),
                     )
                 )
         return out
@@ -339,8 +338,8 @@ class Ec2Cloud:
 
     def instances_of_nodeclaim(self, nodeclaim: str) -> Sequence[Instance]:
         filters = [
-            {"Name": "tag:karpenter.sh/nodeclaim", "Values": [nodeclaim]},
-            {"Name": "tag-key", "Values": [f"kubernetes.io/cluster/{self.cluster_name}"]},
+            {"Name": f"tag:{owned.NODECLAIM}", "Values": [nodeclaim]},
+            *owned.owned_filters(self.cluster_name),
             {"Name": "instance-state-name", "Values": _LIVE_STATES},
         ]
         out = []

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from nodewright import tags
 from nodewright.catalog.allocatable import allocatable as allocatable_of
 from nodewright.catalog.allocatable import capacity, root_volume_bytes
 from nodewright.catalog.catalog import CapacityReservation, Catalog
@@ -95,7 +96,6 @@ TEMPLATE_ANNOTATION = "nodewright.io/launch-template"
 # A launch template no NodeClaim names is deleted once it is this old: younger ones may be serving a launch
 # in flight, or sit in a warm container's template cache (which keeps names for less than this).
 TEMPLATE_MIN_AGE_SECONDS = 3600
-NODECLAIM_TAG = "karpenter.sh/nodeclaim"
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
 CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
@@ -515,23 +515,14 @@ class _Launcher:
             detailed_monitoring=node_class.detailed_monitoring,
             associate_public_ip_address=node_class.associate_public_ip_address,
             reservation_id=attempt.reservation_id,
+            spot=attempt.capacity_type == "spot",
         )
         name = self.cloud.ensure_launch_template(spec, self.tags(pool, node_class.tags, ""))
         self.templates[key] = name
         return name
 
     def tags(self, pool: NodePool, extra: Mapping[str, str], nodeclaim: str) -> dict[str, str]:
-        tags = {
-            **extra,
-            f"kubernetes.io/cluster/{self.info.name}": "owned",
-            "eks:eks-cluster-name": self.info.name,
-            NODEPOOL_LABEL: pool.name,
-            "karpenter.k8s.aws/ec2nodeclass": pool.node_class_ref.name,
-        }
-        if nodeclaim:
-            tags[NODECLAIM_TAG] = nodeclaim
-            tags["Name"] = nodeclaim
-        return tags
+        return tags.launch_tags(self.info.name, pool.name, pool.node_class_ref.name, nodeclaim, extra)
 
     def refused(self) -> frozenset[OfferingKey]:
         with self.lock:
