@@ -126,3 +126,26 @@ def test_an_error_status_raises_with_the_method_path_and_body(server: _Server) -
     with pytest.raises(ApiError, match=r"GET /api/v1/nodes: HTTP 403: .*nodes is forbidden") as raised:
         _cluster(server, ["t"]).read_fleet()
     assert raised.value.status == 403
+
+
+def test_only_nodewrights_own_objects_are_read_never_karpenters(server: _Server) -> None:
+    pool = {"metadata": {"name": "ours"}, "spec": {}}
+    karpenter_pool = {"metadata": {"name": "theirs"}, "spec": {}}
+    server.routes[("GET", "/apis/nodewright.io/v1/nodepools")] = (200, {"items": [pool]})
+    server.routes[("GET", "/apis/karpenter.sh/v1/nodepools")] = (200, {"items": [karpenter_pool]})
+    server.routes[("GET", "/apis/karpenter.k8s.aws/v1/ec2nodeclasses")] = (200, {"items": [karpenter_pool]})
+    for path in (
+        "/api/v1/nodes",
+        "/api/v1/pods",
+        "/apis/apps/v1/daemonsets",
+        "/api/v1/persistentvolumeclaims",
+        "/api/v1/persistentvolumes",
+        "/apis/storage.k8s.io/v1/storageclasses",
+    ):
+        server.routes[("GET", path)] = (200, {"items": []})
+    cluster = _cluster(server, ["t"])
+    documents = cluster.read().documents
+    assert [d["metadata"]["name"] for d in documents if d["metadata"]["name"] in ("ours", "theirs")] == ["ours"]
+    assert [p["metadata"]["name"] for p in cluster.read_fleet().nodepools] == ["ours"]
+    asked = {r["path"] for r in server.requests}
+    assert not {p for p in asked if "/apis/karpenter." in p}, asked

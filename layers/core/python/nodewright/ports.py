@@ -98,7 +98,7 @@ class Cloud(Protocol):
 class ClusterView:
     """What the provisioner reads from the API server, as camelCase API objects.
 
-    `documents`: NodePools, EC2NodeClasses (nodewright.io/v1 and Karpenter v1), NodeClaims, Nodes, pods
+    `documents`: nodewright.io/v1 NodePools, EC2NodeClasses and NodeClaims, Nodes, pods
     bound to nodes, DaemonSets, PVCs, PVs and StorageClasses. `unbound_pods`: the live pods that have no
     node yet, by key (`ns/name`), so a batch can drop pods that were bound or deleted since it was sent and
     the capacity promised to pods nominated earlier (and not in this batch) is still counted.
@@ -139,8 +139,8 @@ EVICTED, BLOCKED, GONE = "evicted", "blocked", "gone"
 
 @dataclass(frozen=True, slots=True)
 class FleetView:
-    """The objects disruption decisions read: NodePools (nodewright.io/v1 and karpenter.sh/v1), NodeClaims and
-    Nodes, as camelCase API objects."""
+    """The objects disruption decisions read: nodewright.io/v1 NodePools and NodeClaims, and Nodes, as camelCase
+    API objects."""
 
     nodepools: Sequence[Mapping[str, Any]]
     nodeclaims: Sequence[Mapping[str, Any]]

@@ -12,9 +12,10 @@ for a dozen REST calls whose bodies we read as plain JSON anyway.
 Lists are read in pages of 500. List items carry no kind/apiVersion, so they are added. managedFields are
 dropped (large and never read).
 
-Custom objects: NodePools from `nodewright.io/v1` and `karpenter.sh/v1`, EC2NodeClasses from
-`nodewright.io/v1` and `karpenter.k8s.aws/v1`, NodeClaims from `nodewright.io/v1`. A group whose CRD is
-not installed (HTTP 404) is simply empty.
+Custom objects: NodePools, EC2NodeClasses and NodeClaims of `nodewright.io/v1` only. Karpenter's
+`karpenter.sh/v1` and `karpenter.k8s.aws/v1` objects are never read in a cluster, so nodewright and Karpenter
+can run side by side without both acting on the same NodePool (the CLI still reads Karpenter's files, and
+`nodewright migrate` rewrites them). A group whose CRD is not installed (HTTP 404) is simply empty.
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ from nodewright.model.conditions import Condition, merge_conditions
 from nodewright.ports import BLOCKED, EVICTED, GONE, ClusterView, FleetView, NodeEvent, PodEvent
 
 NODECLAIMS = ("nodewright.io", "v1", "nodeclaims")
-NODEPOOLS = (("nodewright.io", "v1", "nodepools"), ("karpenter.sh", "v1", "nodepools"))
-NODECLASSES = (("nodewright.io", "v1", "ec2nodeclasses"), ("karpenter.k8s.aws", "v1", "ec2nodeclasses"))
+NODEPOOLS = (("nodewright.io", "v1", "nodepools"),)
+NODECLASSES = (("nodewright.io", "v1", "ec2nodeclasses"),)
 MERGE_PATCH = "application/merge-patch+json"
 COMPONENT = "nodewright"
 _EVENT_WORKERS = 8
