@@ -12,7 +12,7 @@ from typing import Any
 import boto3
 import pytest
 from handlers import REGION, Context, load_handler
-from test_provisioner_handler import event, manifests, pod
+from test_provisioner_handler import _role, event, manifests, pod
 
 from nodewright.adapters.memory import InMemoryCluster
 from nodewright.disruption.commands import EXPIRED, SPOT_INTERRUPTION, CommandError, DisruptionCommand
@@ -149,3 +149,25 @@ def test_the_planner_takes_an_empty_node_away_once_holding_its_lock(
     second = planner.handler({}, Context())
     assert second["started"] == []
     assert len(sfn.list_executions(stateMachineArn=machine)["executions"]) == 1
+
+
+def test_the_planner_resolves_a_node_class_naming_a_node_role_from_the_stack_context(
+    account: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Drift resolves every EC2NodeClass; one naming a role of the nodeRoles context is as valid to the planner
+    # as to the provisioner, so it is no problem and its nodes are checked against the cloud's facts.
+    _role("KarpenterNodeRole-func")
+    monkeypatch.setenv("NODEWRIGHT_NODE_ROLES", "KarpenterNodeRole-func")
+    machine = boto3.client("stepfunctions", region_name=REGION).create_state_machine(
+        name="disruption",
+        definition=json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Succeed"}}}),
+        roleArn="arn:aws:iam::123456789012:role/sfn",
+    )["stateMachineArn"]
+    monkeypatch.setenv("NODEWRIGHT_STATE_MACHINE", machine)
+    planner = load_handler("planner")
+    planner._PORTS = planner.build_ports(cluster=InMemoryCluster(manifests(role="KarpenterNodeRole-func")))
+    assert planner.handler({}, Context())["problems"] == []
+
+    planner._PORTS = planner.build_ports(cluster=InMemoryCluster(manifests(role="admin")))
+    [problem] = planner.handler({}, Context())["problems"]
+    assert problem.startswith("ec2nodeclass/") and "role admin is not a node role" in problem
