@@ -41,7 +41,7 @@ def test_a_token_of_an_unmapped_identity_is_refused(local_world: World) -> None:
 def test_a_token_signed_for_another_cluster_is_refused(local_world: World) -> None:
     world = local_world
     iam, sts = world.aws("iam"), world.aws("sts")
-    role = iam.create_role(RoleName="elsewhere", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    role = iam.create_role(RoleName="fn-elsewhere", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
     credentials = sts.assume_role(RoleArn=role, RoleSessionName="elsewhere")["Credentials"]
     session_sts = world.aws(
         "sts",
@@ -65,3 +65,25 @@ def test_a_token_signed_for_another_cluster_is_refused(local_world: World) -> No
     # The same role is admitted with a token for this cluster and refused with one for another.
     assert status_with(world.state.cluster) == 200
     assert status_with("some-other-cluster") == 401
+
+
+def test_a_role_no_access_entry_or_test_names_is_refused(local_world: World) -> None:
+    # In EKS a role without an access entry gets nothing; the world's webhook admits only mapped roles.
+    world = local_world
+    iam, sts = world.aws("iam"), world.aws("sts")
+    role = iam.create_role(RoleName="unmapped-role", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    credentials = sts.assume_role(RoleArn=role, RoleSessionName="x")["Credentials"]
+    session_sts = world.aws(
+        "sts",
+        aws_access_key_id=credentials["AccessKeyId"],
+        aws_secret_access_key=credentials["SecretAccessKey"],
+        aws_session_token=credentials["SessionToken"],
+    )
+    token = EksTokenSource(world.state.cluster, sts_client=session_sts).token()
+    request = urllib.request.Request(
+        f"{world.state.api_server}/api/v1/namespaces", headers={"Authorization": f"Bearer {token}"}
+    )
+    context = ssl.create_default_context(cafile=world.state.ca_file)
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(request, context=context, timeout=10)
+    assert caught.value.code == 401
