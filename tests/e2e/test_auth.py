@@ -72,7 +72,7 @@ def test_a_role_no_access_entry_or_test_names_is_refused(local_world: World) -> 
     world = local_world
     iam, sts = world.aws("iam"), world.aws("sts")
     role = iam.create_role(RoleName="unmapped-role", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
-    credentials = sts.assume_role(RoleArn=role, RoleSessionName="x")["Credentials"]
+    credentials = sts.assume_role(RoleArn=role, RoleSessionName="unmapped")["Credentials"]
     session_sts = world.aws(
         "sts",
         aws_access_key_id=credentials["AccessKeyId"],

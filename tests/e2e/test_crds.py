@@ -21,7 +21,7 @@ from worldkit import World, wait_for
 from nodewright.model.loader import load_documents
 
 ROOT = Path(__file__).resolve().parents[2]
-CRDS = sorted((ROOT / "cluster" / "crds").glob("*.yaml"))
+CRDS = sorted((ROOT / "charts" / "nodewright" / "crds").glob("*.yaml"))
 GROUP, VERSION = "nodewright.io", "v1"
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
 
