@@ -403,8 +403,7 @@ def _accept_cloudformation_key_tags() -> None:
         tags = kwargs.get("tags")
         if tags:
             kwargs["tags"] = [
-                {"TagKey": t.get("TagKey", t.get("Key")), "TagValue": t.get("TagValue", t.get("Value"))}
-                for t in tags
+                {"TagKey": t.get("TagKey", t.get("Key")), "TagValue": t.get("TagValue", t.get("Value"))} for t in tags
             ]
         return create_key(self, *args, **kwargs)
 
