@@ -13,11 +13,8 @@
 from __future__ import annotations
 
 import importlib.util
-import ssl
 import subprocess
 import sys
-import urllib.error
-import urllib.request
 import uuid
 from pathlib import Path
 from typing import Any
@@ -30,7 +27,6 @@ from test_provisioning import Provisioner
 from worldkit import World, wait_for
 
 from nodewright import tags
-from nodewright.adapters.eks_token import EksTokenSource
 from nodewright.localworld import deploy, image, procs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -142,30 +138,6 @@ def test_the_chart_installs_and_the_image_forwarder_runs_with_its_rbac_only(
     assert not _allowed(world, "update", "leases", "coordination.k8s.io", "kube-system", **account)
 
 
-def _as_role(world: World, role_arn: str) -> str:
-    """An EKS token for a session of `role_arn`, as the function's Lambda runtime would mint it."""
-    credentials = world.aws("sts").assume_role(RoleArn=role_arn, RoleSessionName="e2e")["Credentials"]
-    sts = world.aws(
-        "sts",
-        aws_access_key_id=credentials["AccessKeyId"],
-        aws_secret_access_key=credentials["SecretAccessKey"],
-        aws_session_token=credentials["SessionToken"],
-    )
-    return EksTokenSource(world.state.cluster, sts_client=sts).token()
-
-
-def _status(world: World, token: str, method: str, path: str) -> int:
-    request = urllib.request.Request(
-        f"{world.state.api_server}{path}", method=method, headers={"Authorization": f"Bearer {token}"}
-    )
-    context = ssl.create_default_context(cafile=world.state.ca_file)
-    try:
-        with urllib.request.urlopen(request, context=context, timeout=10) as response:
-            return int(response.status)
-    except urllib.error.HTTPError as exc:
-        return int(exc.code)
-
-
 def test_a_function_role_gets_its_access_entrys_group_and_nothing_more(
     local_world: World, installed: dict[str, str]
 ) -> None:
@@ -174,15 +146,15 @@ def test_a_function_role_gets_its_access_entrys_group_and_nothing_more(
     role = next(
         r["PhysicalResourceId"]
         for r in resources
-        if r["ResourceType"] == "AWS::IAM::Role" and r["LogicalResourceId"].startswith("InterruptionRole")
+        if r.get("ResourceType") == "AWS::IAM::Role" and r["LogicalResourceId"].startswith("InterruptionRole")
     )
-    token = _as_role(world, f"arn:aws:iam::123456789012:role/{role}")
+    token = world.role_token(f"arn:aws:iam::123456789012:role/{role}")
     # nodewright:interruption may list NodeClaims and nodes, and nothing else; no longer an admin.
-    assert _status(world, token, "GET", "/apis/nodewright.io/v1/nodeclaims") == 200
-    assert _status(world, token, "GET", "/api/v1/nodes") == 200
-    assert _status(world, token, "GET", "/api/v1/pods") == 403
-    assert _status(world, token, "GET", "/api/v1/namespaces/kube-system/secrets") == 403
-    assert _status(world, token, "DELETE", "/api/v1/nodes/system-a") == 403
+    assert world.api_status(token, "GET", "/apis/nodewright.io/v1/nodeclaims") == 200
+    assert world.api_status(token, "GET", "/api/v1/nodes") == 200
+    assert world.api_status(token, "GET", "/api/v1/pods") == 403
+    assert world.api_status(token, "GET", "/api/v1/namespaces/kube-system/secrets") == 403
+    assert world.api_status(token, "DELETE", "/api/v1/nodes/system-a") == 403
 
 
 @pytest.mark.parametrize(

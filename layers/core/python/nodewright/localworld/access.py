@@ -75,7 +75,7 @@ def record_stack(config_path: Path, template_path: Path, stack: str, cfn: Any, a
     roles = {
         str(r["LogicalResourceId"]): str(r["PhysicalResourceId"])
         for r in resources
-        if r["ResourceType"] == "AWS::IAM::Role"
+        if r.get("ResourceType") == "AWS::IAM::Role"
     }
     entries = access_entries(template, roles, account)
     add_mappings(config_path, entries)

@@ -149,7 +149,6 @@ def forwarder_environment(
 ) -> dict[str, str]:
     """What the forwarder's pod would have: the chart's ConfigMap, the Deployment's variables, a kubeconfig with
     the ServiceAccount's token, and the forwarder role's credentials (as Pod Identity hands them out)."""
-    import boto3
     from kubernetes import client
 
     # The client's typed signatures want its model objects; a plain dict body is what goes on the wire anyway.
@@ -171,14 +170,9 @@ def forwarder_environment(
             }
         )
     )
-    sts = boto3.client(
-        "sts",
-        endpoint_url=state.endpoint_url,
-        region_name=state.region,
-        aws_access_key_id=world.DUMMY_CREDENTIALS["AWS_ACCESS_KEY_ID"],
-        aws_secret_access_key=world.DUMMY_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
-    )
-    credentials = sts.assume_role(RoleArn=outputs["ForwarderRoleArn"], RoleSessionName=identity)["Credentials"]
+    credentials = state.client("sts").assume_role(RoleArn=outputs["ForwarderRoleArn"], RoleSessionName=identity)[
+        "Credentials"
+    ]
     return {
         **configmap,
         "KUBECONFIG": str(kubeconfig),
@@ -212,15 +206,7 @@ def start_forwarder(
 
 def deployed_outputs(state: world.WorldState) -> dict[str, str] | None:
     """The outputs of the stack when it is already deployed in this world, else None."""
-    import boto3
-
-    cfn = boto3.client(
-        "cloudformation",
-        endpoint_url=state.endpoint_url,
-        region_name=state.region,
-        aws_access_key_id=world.DUMMY_CREDENTIALS["AWS_ACCESS_KEY_ID"],
-        aws_secret_access_key=world.DUMMY_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
-    )
+    cfn = state.client("cloudformation")
     try:
         stacks = cfn.describe_stacks(StackName=STACK)["Stacks"]
     except cfn.exceptions.ClientError:

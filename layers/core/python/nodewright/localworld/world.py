@@ -97,6 +97,18 @@ class WorldState:
     ready_seconds: float
     short_waits: bool
 
+    def client(self, service: str) -> Any:
+        """A boto3 client for `service` against this world's moto server, with the world's credentials."""
+        import boto3
+
+        return boto3.client(  # type: ignore[call-overload]
+            service,
+            endpoint_url=self.endpoint_url,
+            region_name=self.region,
+            aws_access_key_id=DUMMY_CREDENTIALS["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=DUMMY_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+        )
+
     def env(self) -> dict[str, str]:
         """Environment for clients (boto3, kubernetes, nodewright) of this world."""
         return {
@@ -437,21 +449,11 @@ def deploy_stack(state: WorldState, cdk_out: Path, stack: str) -> dict[str, str]
     """Deploy a synthesized stack into the running world's moto; returns the stack outputs, which
     are also appended to the env file as NODEWRIGHT_STACK_<OUTPUT>. Its functions' access entries are mapped
     in the token webhook (nodewright.localworld.access)."""
-    import boto3
 
     from nodewright.localworld.access import record_stack
     from nodewright.localworld.stack import deploy_synthesized, stack_artifacts
 
-    clients = {
-        name: boto3.client(
-            name,
-            endpoint_url=state.endpoint_url,
-            region_name=state.region,
-            aws_access_key_id=DUMMY_CREDENTIALS["AWS_ACCESS_KEY_ID"],
-            aws_secret_access_key=DUMMY_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
-        )
-        for name in ("s3", "ssm", "cloudformation")
-    }
+    clients = {name: state.client(name) for name in ("s3", "ssm", "cloudformation")}
     outputs = deploy_synthesized(cdk_out, stack, clients, region=state.region)
     template, _ = stack_artifacts(cdk_out, stack)
     record_stack(Path(state.state_dir) / WEBHOOK_CONFIG, template, stack, clients["cloudformation"], ACCOUNT)
