@@ -199,12 +199,19 @@ def test_no_rule_reaches_karpenters_objects(render: Any) -> None:
         assert "*" not in str(role["rules"]), role["metadata"]["name"]
 
 
-def test_the_forwarder_only_reads_pods_and_nodes_cluster_wide(render: Any) -> None:
+def test_the_forwarder_only_reads_pods_and_nodes_and_stamps_nodeclaim_status(render: Any) -> None:
     rendered: Rendered = render()
     role = rendered.one("ClusterRole", "nodewright-forwarder")
-    # It watches nodes to report the ones that joined still tainted karpenter.sh/unregistered; the
-    # provisioner, not the forwarder, takes the taint off.
-    assert _rules(role) == {("", "pods", "list"), ("", "pods", "watch"), ("", "nodes", "list"), ("", "nodes", "watch")}
+    # It watches nodes to report the ones that joined still tainted karpenter.sh/unregistered (the provisioner,
+    # not the forwarder, takes the taint off), and stamps each NodeClaim's last pod event for consolidation.
+    assert _rules(role) == {
+        ("", "pods", "list"),
+        ("", "pods", "watch"),
+        ("", "nodes", "list"),
+        ("", "nodes", "watch"),
+        ("nodewright.io", "nodeclaims", "list"),
+        ("nodewright.io", "nodeclaims/status", "patch"),
+    }
 
 
 def test_only_the_workflow_evicts_and_deletes_pods_and_nodes(render: Any) -> None:
