@@ -75,15 +75,23 @@ def test_the_chart_installs_and_the_image_forwarder_runs_with_its_rbac_only(
     world = local_world
     apps = client.AppsV1Api(world.api_client)
     # The Deployment schedules as in EKS: two replicas on the two system nodes, none on nodewright's nodes.
-    wait_for(
-        lambda: (
-            (apps.read_namespaced_deployment("nodewright-forwarder", "nodewright").status.available_replicas or 0) == 2
-        ),
-        60,
-        "the chart's forwarder Deployment available",
-    )
-    placed = {p.spec.node_name for p in world.core.list_namespaced_pod("nodewright").items}
-    assert placed == set(deploy.SYSTEM_NODES)
+    deploy.add_system_nodes(world.core)
+    try:
+        wait_for(
+            lambda: (
+                (apps.read_namespaced_deployment("nodewright-forwarder", "nodewright").status.available_replicas or 0)
+                == 2
+            ),
+            60,
+            "the chart's forwarder Deployment available",
+        )
+        placed = {p.spec.node_name for p in world.core.list_namespaced_pod("nodewright").items}
+        assert placed == set(deploy.SYSTEM_NODES)
+    finally:
+        # The tests after this one send pending pods by hand, which relies on the scheduler requeueing them when
+        # a node joins; a node every pod's taints reject stops that (module doc of localworld.deploy).
+        for name in deploy.SYSTEM_NODES:
+            world.core.delete_node(name)
 
     python, target = image_python
     identity = f"nodewright-forwarder-{uuid.uuid4().hex[:5]}"

@@ -6,8 +6,10 @@
    what authorizes them.
 2. The chart (charts/nodewright) is installed with helm into the namespace `nodewright`, with the stack's
    outputs as values: CRDs, the forwarder's ServiceAccount, ConfigMap, Deployment and PDB, and the RBAC.
-   Two KWOK nodes stand in for a managed node group (tainted CriticalAddonsOnly, as system node groups
-   often are), so the Deployment's pods schedule as they would in EKS; KWOK runs no process for them.
+   For the demo, two KWOK nodes stand in for a managed node group (tainted CriticalAddonsOnly, as system node
+   groups often are), so the Deployment's pods schedule as they would in EKS; KWOK runs no process for them.
+   The end-to-end tests add them only where they check that (a node every pod's taints reject changes how
+   the scheduler requeues pending pods, which the tests' hand-sent batches depend on).
 3. The forwarder runs as a local process the way its pod runs it: with the Deployment's ServiceAccount
    token (so only the chart's RBAC lets it read pods and nodes), the chart's ConfigMap as environment, and
    the stack's forwarder role's credentials (what Pod Identity hands the pod). `localworld down` stops it.
@@ -216,7 +218,7 @@ def deployed_outputs(state: world.WorldState) -> dict[str, str] | None:
     return {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}
 
 
-def install(state: world.WorldState, log: Callable[[str], None] = print) -> dict[str, str]:
+def install(state: world.WorldState, log: Callable[[str], None] = print, system_nodes: bool = False) -> dict[str, str]:
     """Steps 1 and 2 of the module doc (each skipped or repeated harmlessly when done); returns the outputs."""
     from kubernetes import client, config
 
@@ -228,14 +230,15 @@ def install(state: world.WorldState, log: Callable[[str], None] = print) -> dict
         log(f"stack {STACK} already deployed: provisioner {outputs['ProvisionerFunctionName']}")
     api_client = config.new_client_from_config(config_file=state.kubeconfig)  # type: ignore[no-untyped-call]
     install_crds(api_client)
-    add_system_nodes(client.CoreV1Api(api_client))
+    if system_nodes:
+        add_system_nodes(client.CoreV1Api(api_client))
     install_chart(state, outputs, log)
     return outputs
 
 
 def deploy(state: world.WorldState, log: Callable[[str], None] = print) -> dict[str, str]:
     """Install (stack, CRDs, chart) and start the forwarder; a forwarder already running is left alone."""
-    outputs = install(state, log)
+    outputs = install(state, log, system_nodes=True)
     pid = state.pids.get(FORWARDER)
     if pid is None or not procs.alive(pid):
         forwarder = start_forwarder(state, outputs, identity=FORWARDER)
