@@ -69,6 +69,9 @@ def _allowed(world: World, verb: str, resource: str, group: str = "", namespace:
     return bool(review.status.allowed)
 
 
+# Building the image's package set (31 hash-checked wheels into a fresh environment) takes a minute with pip's
+# cache warm and several on a busy or cold machine: more than the 300 s each end-to-end test gets.
+@pytest.mark.timeout(1500)
 def test_the_chart_installs_and_the_image_forwarder_runs_with_its_rbac_only(
     local_world: World, installed: dict[str, str], image_python: tuple[str, Path], recorder: Recorder, namespace: str
 ) -> None:
