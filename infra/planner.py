@@ -38,7 +38,7 @@ from nodewright import settings as env
 TABLE_ACTIONS = ("dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:DeleteItem")
 
 SOURCE = build.REPO_ROOT / "functions" / "planner"
-KUBERNETES_GROUP = "nodewright:planner"  # bound to a ClusterRole by cluster/rbac/planner.yaml
+KUBERNETES_GROUP = "nodewright:planner"  # bound to a ClusterRole by the chart (rbac-functions.yaml)
 SCHEDULE = "rate(1 minute)"
 
 

@@ -52,7 +52,7 @@ from infra.provisioner import (
 )
 
 SOURCE = build.REPO_ROOT / "functions" / "workflow"
-KUBERNETES_GROUP = "nodewright:disruption"  # bound to a ClusterRole by cluster/rbac/disruption.yaml
+KUBERNETES_GROUP = "nodewright:disruption"  # bound to a ClusterRole by the chart (rbac-functions.yaml)
 POWERTOOLS_SERVICE_NAME = "nodewright-disruption"
 REPLACEMENT_POLL = Duration.seconds(15)
 DRAIN_POLL = Duration.seconds(10)
