@@ -230,3 +230,12 @@ def test_only_the_workflow_evicts_and_deletes_pods_and_nodes(render: Any) -> Non
         ("", "nodes", "list"),
         ("", "events", "create"),
     }
+
+
+def test_only_the_planner_writes_ec2nodeclass_status(render: Any) -> None:
+    rendered: Rendered = render()
+    writes = {("nodewright.io", "ec2nodeclasses", "get"), ("nodewright.io", "ec2nodeclasses/status", "patch")}
+    for name in ("provisioner", "disruption", "planner", "interruption"):
+        granted = _rules(rendered.one("ClusterRole", f"nodewright-{name}"))
+        assert (writes <= granted) is (name == "planner"), name
+        assert ("nodewright.io", "ec2nodeclasses", "patch") not in granted, name

@@ -8,11 +8,14 @@
   does), so the chart's ClusterRoles are exactly what the functions can do.
 - With Karpenter's CRDs and a Karpenter NodePool in the cluster, pods only that NodePool fits get nothing from
   nodewright: no NodeClaim, no instance.
+- The planner writes each EC2NodeClass's status (Ready, or why not: a role nodewright may not pass) through the
+  chart's RBAC.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import subprocess
 import sys
 import uuid
@@ -185,6 +188,8 @@ def test_a_function_role_gets_its_access_entrys_group_and_nothing_more(
         ("planner", "list", "pods", "", True),
         ("planner", "list", "poddisruptionbudgets", "policy", True),
         ("planner", "create", "pods/eviction", "", False),
+        ("planner", "patch", "ec2nodeclasses/status", "nodewright.io", True),
+        ("provisioner", "patch", "ec2nodeclasses/status", "nodewright.io", False),
         ("interruption", "list", "nodeclaims", "nodewright.io", True),
         ("interruption", "patch", "nodes", "", False),
         ("interruption", "list", "ec2nodeclasses", "karpenter.k8s.aws", False),
@@ -303,3 +308,42 @@ def test_pods_only_a_karpenter_nodepool_fits_get_nothing_from_nodewright(
     finally:
         custom.delete_cluster_custom_object("karpenter.sh", "v1", "nodepools", name)
         custom.delete_cluster_custom_object("karpenter.k8s.aws", "v1", "ec2nodeclasses", name)
+
+
+def test_the_planner_says_in_each_ec2nodeclass_status_whether_it_can_launch(
+    local_world: World, installed: dict[str, str], namespace: str
+) -> None:
+    # Through the planner's own access entry and the chart's RBAC, as deployed: a class naming the stack's node
+    # role is Ready with what it resolved to; one naming a role nodewright may not pass says so.
+    world = local_world
+    custom = client.CustomObjectsApi(world.api_client)
+    discovery = [{"tags": {"karpenter.sh/discovery": world.state.cluster}}]
+    ready, refused = f"ready-{namespace}", f"admin-{namespace}"
+    for name, role in ((ready, installed["NodeRoleName"]), (refused, "admin")):
+        spec = {
+            "role": role,
+            "amiSelectorTerms": [{"alias": "al2023@latest"}],
+            "subnetSelectorTerms": discovery,
+            "securityGroupSelectorTerms": discovery,
+        }
+        body = {"apiVersion": "nodewright.io/v1", "kind": "EC2NodeClass", "metadata": {"name": name}, "spec": spec}
+        custom.create_cluster_custom_object("nodewright.io", "v1", "ec2nodeclasses", body)
+    try:
+        response = world.aws("lambda").invoke(FunctionName=installed["PlannerFunctionName"], Payload=b"{}")
+        tick = json.loads(response["Payload"].read())
+        assert "FunctionError" not in response, tick
+
+        def status(name: str) -> dict[str, Any]:
+            found = custom.get_cluster_custom_object("nodewright.io", "v1", "ec2nodeclasses", name)
+            return dict(found.get("status") or {})
+
+        good = status(ready)
+        assert {c["type"]: c["status"] for c in good["conditions"]}["Ready"] == "True", good
+        assert good["instanceProfile"] == installed["InstanceProfileName"], good
+        assert good["subnets"] and good["securityGroups"], good
+        bad = {c["type"]: c for c in status(refused)["conditions"]}
+        assert bad["Ready"]["status"] == "False" and "role admin is not a node role" in bad["Ready"]["message"], bad
+        assert bad["InstanceProfileReady"]["reason"] == "InstanceProfileNotReady", bad
+    finally:
+        for name in (ready, refused):
+            custom.delete_cluster_custom_object("nodewright.io", "v1", "ec2nodeclasses", name)

@@ -12,8 +12,9 @@ from typing import Any
 import boto3
 import pytest
 from handlers import REGION, Context, load_handler
-from test_provisioner_handler import _role, event, manifests, pod
+from test_provisioner_handler import CLUSTER, _role, event, manifests, pod
 
+from nodewright.adapters.ec2_launcher import instance_profile_name
 from nodewright.adapters.memory import InMemoryCluster
 from nodewright.disruption.commands import EXPIRED, SPOT_INTERRUPTION, CommandError, DisruptionCommand
 
@@ -158,16 +159,32 @@ def test_the_planner_resolves_a_node_class_naming_a_node_role_from_the_stack_con
     # as to the provisioner, so it is no problem and its nodes are checked against the cloud's facts.
     _role("KarpenterNodeRole-func")
     monkeypatch.setenv("NODEWRIGHT_NODE_ROLES", "KarpenterNodeRole-func")
-    machine = boto3.client("stepfunctions", region_name=REGION).create_state_machine(
-        name="disruption",
-        definition=json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Succeed"}}}),
-        roleArn="arn:aws:iam::123456789012:role/sfn",
-    )["stateMachineArn"]
-    monkeypatch.setenv("NODEWRIGHT_STATE_MACHINE", machine)
-    planner = load_handler("planner")
-    planner._PORTS = planner.build_ports(cluster=InMemoryCluster(manifests(role="KarpenterNodeRole-func")))
-    assert planner.handler({}, Context())["problems"] == []
+    good = InMemoryCluster(manifests(role="KarpenterNodeRole-func"))
+    _, _, planner = planner_for(good, {"StartAt": "Done", "States": {"Done": {"Type": "Succeed"}}}, monkeypatch)
+    first = planner.handler({}, Context())
+    assert first["problems"] == [] and first["nodeclasses_written"] == 1
+    # The class's status says what it resolved to, as Karpenter's does; an unchanged status is not written again.
+    status = good.objects[("EC2NodeClass", "", "default")]["status"]
+    assert {c["type"]: c["status"] for c in status["conditions"]} == {
+        "AMIsReady": "True",
+        "InstanceProfileReady": "True",
+        "Ready": "True",
+        "SecurityGroupsReady": "True",
+        "SubnetsReady": "True",
+    }
+    assert status["instanceProfile"] == instance_profile_name(CLUSTER, "KarpenterNodeRole-func")
+    assert status["subnets"] and all(s["id"].startswith("subnet-") for s in status["subnets"])
+    assert status["securityGroups"] and all(g["id"].startswith("sg-") for g in status["securityGroups"])
+    assert planner.handler({}, Context())["nodeclasses_written"] == 0
 
-    planner._PORTS = planner.build_ports(cluster=InMemoryCluster(manifests(role="admin")))
+    bad = InMemoryCluster(manifests(role="admin"))
+    planner._PORTS = planner.build_ports(cluster=bad)
     [problem] = planner.handler({}, Context())["problems"]
     assert problem.startswith("ec2nodeclass/") and "role admin is not a node role" in problem
+    conditions = {c["type"]: c for c in bad.objects[("EC2NodeClass", "", "default")]["status"]["conditions"]}
+    assert (
+        conditions["Ready"]["status"] == "False" and "role admin is not a node role" in conditions["Ready"]["message"]
+    )
+    assert conditions["InstanceProfileReady"]["status"] == "False"
+    assert conditions["InstanceProfileReady"]["reason"] == "InstanceProfileNotReady"
+    assert [conditions[t]["status"] for t in ("SubnetsReady", "SecurityGroupsReady", "AMIsReady")] == ["True"] * 3

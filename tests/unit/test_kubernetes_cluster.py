@@ -13,6 +13,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from nodewright.adapters.kubernetes_cluster import MERGE_PATCH, ApiError, ApiServer, KubernetesCluster
+from nodewright.model.conditions import Condition
 from nodewright.ports import BLOCKED, EVICTED
 
 
@@ -138,6 +139,7 @@ def test_only_nodewrights_own_objects_are_read_never_karpenters(server: _Server)
         "/api/v1/nodes",
         "/api/v1/pods",
         "/apis/apps/v1/daemonsets",
+        "/apis/policy/v1/poddisruptionbudgets",
         "/api/v1/persistentvolumeclaims",
         "/api/v1/persistentvolumes",
         "/apis/storage.k8s.io/v1/storageclasses",
@@ -149,3 +151,22 @@ def test_only_nodewrights_own_objects_are_read_never_karpenters(server: _Server)
     assert [p["metadata"]["name"] for p in cluster.read_fleet().nodepools] == ["ours"]
     asked = {r["path"] for r in server.requests}
     assert not {p for p in asked if "/apis/karpenter." in p}, asked
+
+
+def test_a_nodeclass_status_merges_conditions_and_sets_fields_on_the_status_subresource(server: _Server) -> None:
+    path = "/apis/nodewright.io/v1/ec2nodeclasses/default"
+    kept = {"type": "ValidationSucceeded", "status": "True", "reason": "x", "message": "", "lastTransitionTime": "t"}
+    server.routes[("GET", path)] = (200, {"metadata": {"resourceVersion": "7"}, "status": {"conditions": [kept]}})
+    server.routes[("PATCH", path + "/status")] = (200, {})
+    _cluster(server, ["t"]).set_nodeclass_status(
+        "default", [Condition("Ready", "False", "UnhealthyDependents", "role admin")], {"instanceProfile": "p"}
+    )
+
+    patch = server.requests[-1]
+    assert (patch["method"], patch["path"]) == ("PATCH", path + "/status")
+    assert patch["body"]["metadata"] == {"resourceVersion": "7"}
+    assert patch["body"]["status"]["instanceProfile"] == "p"
+    assert [(c["type"], c["status"], c["message"]) for c in patch["body"]["status"]["conditions"]] == [
+        ("Ready", "False", "role admin"),
+        ("ValidationSucceeded", "True", ""),
+    ]

@@ -22,7 +22,14 @@ OfferingKey = tuple[str, str, str]  # (instance type, zone, capacity type)
 
 
 class NodeClassError(Exception):
-    """An EC2NodeClass cannot be used as written (no subnets, no AMI, a role nodewright may not pass)."""
+    """An EC2NodeClass cannot be used as written (no subnets, no AMI, a role nodewright may not pass).
+
+    `condition`: the EC2NodeClass status condition the failure belongs to, by Karpenter's names (SubnetsReady,
+    SecurityGroupsReady, AMIsReady, InstanceProfileReady); "" when no single one is to blame."""
+
+    def __init__(self, message: str, condition: str = "") -> None:
+        super().__init__(message)
+        self.condition = condition
 
 
 class LaunchError(Exception):
@@ -169,6 +176,11 @@ class Cluster(Protocol):
 
     def delete_nodeclaim(self, name: str) -> None:
         """Delete a NodeClaim (absent is fine)."""
+        ...
+
+    def set_nodeclass_status(self, name: str, conditions: Sequence[Condition], fields: Mapping[str, Any]) -> None:
+        """Merge `conditions` into the EC2NodeClass's status by type and set the status `fields` (subnets,
+        securityGroups, instanceProfile); other conditions and fields stay. A missing class is not an error."""
         ...
 
     def record_events(self, events: Sequence[PodEvent]) -> None:

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -29,12 +30,23 @@ from nodewright.launch.template import TEMPLATE_PREFIX, Image, LaunchTemplateSpe
 from nodewright.launch.userdata import ClusterInfo
 from nodewright.model import roles
 from nodewright.model.nodeclass import AMISelectorTerm, EC2NodeClass, SelectorTerm
+from nodewright.model.nodeclass_status import AMIS_READY, INSTANCE_PROFILE_READY, SECURITY_GROUPS_READY, SUBNETS_READY
 from nodewright.ports import Instance, LaunchError, LaunchTemplateRecord, NodeClassError, Throttled
 
 CLUSTER_INFO_TTL = 3600.0
 RESOLVE_TTL = 300.0
 TEMPLATE_CACHE_TTL = 600.0
 _LIVE_STATES = ["pending", "running", "stopping", "stopped"]
+
+
+@contextmanager
+def _blaming(condition: str) -> Iterator[None]:
+    """A NodeClassError raised inside belongs to this EC2NodeClass status condition (unless it names one)."""
+    try:
+        yield
+    except NodeClassError as error:
+        error.condition = error.condition or condition
+        raise
 
 
 def _tag_filters(tags: Mapping[str, str]) -> list[dict[str, Any]]:
@@ -116,14 +128,21 @@ class Ec2Cloud:
         cached = self._resolved.get(key)
         if cached is not None and now - cached[0] < self._resolve_ttl:
             return cached[1]
-        subnets, matching = self._subnets(node_class)
+        with _blaming(SUBNETS_READY):
+            subnets, matching = self._subnets(node_class)
+        with _blaming(SECURITY_GROUPS_READY):
+            security_groups = self._security_groups(node_class)
+        with _blaming(AMIS_READY):
+            images = self._images(node_class, k8s_version)
+        with _blaming(INSTANCE_PROFILE_READY):
+            instance_profile = self._instance_profile(node_class)
         resolved = ResolvedNodeClass(
             node_class=node_class,
             subnets=subnets,
             matching_subnet_ids=matching,
-            security_group_ids=self._security_groups(node_class),
-            images=self._images(node_class, k8s_version),
-            instance_profile=self._instance_profile(node_class),
+            security_group_ids=security_groups,
+            images=images,
+            instance_profile=instance_profile,
         )
         self._resolved[key] = (now, resolved)
         return resolved

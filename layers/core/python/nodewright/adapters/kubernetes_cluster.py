@@ -217,14 +217,23 @@ class KubernetesCluster:
                 metadata["annotations"] = dict(annotations)
             self._call("PATCH", self._nodeclaims(name), body={"metadata": metadata}, content_type=MERGE_PATCH)
         if status:
-            self._patch_status(name, {"status": dict(status)})
+            self._patch_status(self._nodeclaims(name), {"status": dict(status)})
 
     def set_nodeclaim_conditions(self, name: str, conditions: Sequence[Condition], clear: Sequence[str] = ()) -> None:
+        self._merge_status(self._nodeclaims(name), conditions, clear, {})
+
+    def set_nodeclass_status(self, name: str, conditions: Sequence[Condition], fields: Mapping[str, Any]) -> None:
+        group, version, plural = NODECLASSES[0]
+        self._merge_status(f"/apis/{group}/{version}/{plural}/{name}", conditions, (), fields)
+
+    def _merge_status(
+        self, path: str, conditions: Sequence[Condition], clear: Sequence[str], fields: Mapping[str, Any]
+    ) -> None:
         # A merge patch replaces the whole list, so it carries the resourceVersion it was merged from: a writer
         # that changed another condition in between makes it fail (409) and it merges again.
         for _ in range(_CONFLICT_RETRIES):
             try:
-                current = self._call("GET", self._nodeclaims(name))
+                current = self._call("GET", path)
             except ApiError as error:
                 if error.status == 404:
                     return
@@ -233,26 +242,26 @@ class KubernetesCluster:
             merged = merge_conditions(status.get("conditions") or [], conditions, clear, self._clock())
             body = {
                 "metadata": {"resourceVersion": current["metadata"]["resourceVersion"]},
-                "status": {"conditions": merged},
+                "status": {**fields, "conditions": merged},
             }
             try:
-                self._patch_status(name, body)
+                self._patch_status(path, body)
                 return
             except ApiError as error:
                 if error.status == 404:
                     return
                 if error.status != 409:
                     raise
-        raise ApiError(409, "PATCH", self._nodeclaims(name, "/status"), "conditions kept changing under us")
+        raise ApiError(409, "PATCH", f"{path}/status", "conditions kept changing under us")
 
-    def _patch_status(self, name: str, body: Mapping[str, Any]) -> None:
+    def _patch_status(self, path: str, body: Mapping[str, Any]) -> None:
         try:
-            self._call("PATCH", self._nodeclaims(name, "/status"), body=dict(body), content_type=MERGE_PATCH)
+            self._call("PATCH", f"{path}/status", body=dict(body), content_type=MERGE_PATCH)
         except ApiError as error:
             # A CRD without the status subresource keeps status in the main resource.
             if error.status != 404:
                 raise
-            self._call("PATCH", self._nodeclaims(name), body=dict(body), content_type=MERGE_PATCH)
+            self._call("PATCH", path, body=dict(body), content_type=MERGE_PATCH)
 
     def delete_nodeclaim(self, name: str) -> None:
         try:

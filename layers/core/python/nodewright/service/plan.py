@@ -7,7 +7,8 @@ On each tick (EventBridge Scheduler, every minute):
    NodeClaims with no node 15 minutes after creation are terminated and deleted.
 3. Drift: what each EC2NodeClass selects now (images, subnets, security groups) and what each instance was launched
    with, compared by `disruption.drift`. NodeClaims get Karpenter's `Drifted` and `Consolidatable` conditions
-   (written only when they change), and stamps of an older hash version are replaced.
+   (written only when they change), and stamps of an older hash version are replaced. Each EC2NodeClass's status
+   says what it resolved to, or why it cannot launch (`model.nodeclass_status`), also written only on a change.
 4. `disruption.plan` decides (expiration, emptiness, drift, multi-node, single-node consolidation, under budgets).
    Each voluntary decision takes its nodes' locks (owned by the execution it is about to start, so no later tick
    and no other workflow takes them meanwhile) and starts the disruption workflow under its derived name.
@@ -34,6 +35,7 @@ from nodewright.disruption.fleet import CONSOLIDATABLE, DRIFTED, FleetNode
 from nodewright.disruption.methods import Method
 from nodewright.disruption.plan import DEFAULT_METHODS, Plan, plan
 from nodewright.disruption.state import ClusterState, DisruptionSettings, PodFactsCache, cluster_state
+from nodewright.model import nodeclass_status
 from nodewright.model.conditions import TRUE, Condition
 from nodewright.model.loader import ParsedPods, load_documents
 from nodewright.ports import Clock, Cloud, Cluster, NodeClassError, NodeEvent, StateStore, Workflows
@@ -60,6 +62,7 @@ class TickResult:
     decisions: dict[str, Any] = field(default_factory=dict)
     methods: list[dict[str, Any]] = field(default_factory=list)
     conditions_written: int = 0
+    nodeclasses_written: int = 0
     blocked: int = 0
     unconsolidatable: int = 0
 
@@ -73,6 +76,7 @@ class TickResult:
             "decisions": self.decisions,
             "methods": self.methods,
             "conditions_written": self.conditions_written,
+            "nodeclasses_written": self.nodeclasses_written,
             "blocked": self.blocked,
             "unconsolidatable": self.unconsolidatable,
         }
@@ -119,7 +123,8 @@ def tick(
     locked = frozenset(name.removeprefix("nodeclaim/") for name in locks if name.startswith("nodeclaim/"))
     unavailable = ports.state.unavailable_offerings(now)
     types = Catalog(ports.catalog.instance_types()).with_unavailable(unavailable).instance_types
-    facts, zones = _class_facts(ports.cloud, inputs.nodeclasses, out.problems)
+    facts, zones, statuses = _class_facts(ports.cloud, inputs.nodeclasses, out.problems)
+    out.nodeclasses_written = _record_class_status(ports.cluster, view.documents, statuses)
     state, _ = cluster_state(
         documents, types, now, locked, ports.settings, class_zones=zones, loaded=loaded, known_facts=ports.pod_facts
     )
@@ -141,29 +146,49 @@ def tick(
     return out
 
 
+ClassStatus = tuple[list[Condition], dict[str, Any]]
+
+
 def _class_facts(
     cloud: Cloud, nodeclasses: Sequence[Any], problems: list[str]
-) -> tuple[dict[str, ClassFacts], dict[str, tuple[str, ...]]]:
-    """What each EC2NodeClass selects now, and the zones its subnets are in; a class that cannot be resolved is
-    reported and its nodes are checked without the cloud's facts."""
+) -> tuple[dict[str, ClassFacts], dict[str, tuple[str, ...]], dict[str, ClassStatus]]:
+    """What each EC2NodeClass selects now, the zones its subnets are in, and the status that says so; a class
+    that cannot be resolved is reported (in `problems` and its status) and its nodes are checked without the
+    cloud's facts."""
     facts: dict[str, ClassFacts] = {}
     zones: dict[str, tuple[str, ...]] = {}
+    statuses: dict[str, ClassStatus] = {}
     if not nodeclasses:
-        return facts, zones
+        return facts, zones, statuses
     version = cloud.cluster_info().version
     for node_class in nodeclasses:
         try:
             resolved = cloud.resolve_node_class(node_class, version)
         except NodeClassError as error:
             problems.append(f"ec2nodeclass/{node_class.name}: {error}")
+            statuses[node_class.name] = (nodeclass_status.failed_status(error.condition, str(error)), {})
             continue
+        statuses[node_class.name] = nodeclass_status.resolved_status(resolved)
         facts[node_class.name] = ClassFacts(
             images={variant: image.id for variant, image in resolved.images.items()},
             subnet_ids=resolved.matching_subnet_ids or frozenset(s.id for s in resolved.subnets),
             security_group_ids=frozenset(resolved.security_group_ids),
         )
         zones[node_class.name] = resolved.zones
-    return facts, zones
+    return facts, zones, statuses
+
+
+def _record_class_status(
+    cluster: Cluster, documents: Sequence[Mapping[str, Any]], statuses: Mapping[str, ClassStatus]
+) -> int:
+    """Each EC2NodeClass's status where it changed; returns the writes."""
+    current = {str((d.get("metadata") or {}).get("name")): d for d in documents if d.get("kind") == "EC2NodeClass"}
+    writes = 0
+    for name, (conditions, fields) in statuses.items():
+        if nodeclass_status.needs_write(current.get(name) or {}, conditions, fields):
+            cluster.set_nodeclass_status(name, conditions, fields)
+            writes += 1
+    return writes
 
 
 def _instance_facts(cloud: Cloud, fleet: Sequence[FleetNode]) -> dict[str, InstanceFacts]:
