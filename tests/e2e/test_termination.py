@@ -19,7 +19,8 @@ from test_scale_down import execution_arn, tick
 from worldkit import World, wait_for
 
 from nodewright.disruption.commands import DELETED
-from nodewright.model.nodeclaim import CAPACITY_TAG, TERMINATION_FINALIZER
+from nodewright.tags import CLUSTER as CAPACITY_TAG
+from nodewright.tags import FINALIZER as TERMINATION_FINALIZER
 
 
 @pytest.fixture

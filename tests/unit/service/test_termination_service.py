@@ -12,12 +12,13 @@ from test_provision_service import batch_of
 from nodewright.adapters.memory import InMemoryCluster, InMemoryState
 from nodewright.disruption.commands import DELETED
 from nodewright.disruption.termination import GC_GRACE_SECONDS
-from nodewright.model.nodeclaim import CAPACITY_TAG, TERMINATION_FINALIZER
 from nodewright.ports import Instance
 from nodewright.service import workflow
 from nodewright.service.plan import PlannerPorts, TickResult, tick
 from nodewright.service.provision import provision
 from nodewright.service.workflow import Ports
+from nodewright.tags import CLUSTER as CAPACITY_TAG
+from nodewright.tags import FINALIZER as TERMINATION_FINALIZER
 
 CATALOG = SmallCatalog()
 NODE = "ip-10-0-0-1.ec2.internal"

@@ -13,7 +13,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from nodewright.model.conditions import Condition, merge_conditions
-from nodewright.model.nodeclaim import TERMINATION_FINALIZER
 from nodewright.model.objects import LabelSelector
 from nodewright.ports import (
     BLOCKED,
@@ -26,6 +25,7 @@ from nodewright.ports import (
     PodEvent,
     ProvisioningView,
 )
+from nodewright.tags import FINALIZER as TERMINATION_FINALIZER
 
 
 def _key(doc: Mapping[str, Any]) -> tuple[str, str, str]:
@@ -192,6 +192,15 @@ class InMemoryCluster:
         status = doc.setdefault("status", {})
         status["conditions"] = merge_conditions(status.get("conditions") or [], conditions, clear, self._clock())
         self.log.append(f"conditions nodeclaim/{name}")
+
+    def set_nodeclass_status(self, name: str, conditions: Sequence[Condition], fields: Mapping[str, Any]) -> None:
+        doc = self.objects.get(("EC2NodeClass", "", name))
+        if doc is None:
+            return
+        status = doc.setdefault("status", {})
+        status.update(fields)
+        status["conditions"] = merge_conditions(status.get("conditions") or [], conditions, (), self._clock())
+        self.log.append(f"status ec2nodeclass/{name}")
 
     def delete_nodeclaim(self, name: str) -> None:
         self.objects.pop(("NodeClaim", "", name), None)
