@@ -214,28 +214,55 @@ def test_the_forwarder_only_reads_pods_and_nodes_and_stamps_nodeclaim_status(ren
     }
 
 
-def test_only_the_workflow_evicts_and_deletes_pods_and_nodes(render: Any) -> None:
+def test_only_the_workflow_evicts_and_deletes_pods_and_only_it_and_the_planner_delete_nodes(render: Any) -> None:
     rendered: Rendered = render()
     granted = {
         name: _rules(rendered.one("ClusterRole", f"nodewright-{name}"))
         for name in ("provisioner", "disruption", "planner", "interruption")
     }
-    destructive = {("", "pods/eviction", "create"), ("", "pods", "delete"), ("", "nodes", "delete")}
-    assert destructive <= granted["disruption"]
+    evicting = {("", "pods/eviction", "create"), ("", "pods", "delete")}
+    node_delete = ("", "nodes", "delete")
+    assert evicting | {node_delete} <= granted["disruption"]
     for name in ("provisioner", "planner", "interruption"):
-        assert not destructive & granted[name], name
+        assert not evicting & granted[name], name
+    # The planner's instance garbage collection deletes the Node of an instance it terminated (and takes
+    # nodewright.io/termination off it first); the provisioner and the interruption handler never delete a node.
+    assert node_delete in granted["planner"]
+    assert {("", "nodes", "get"), ("", "nodes", "patch")} <= granted["planner"]
+    assert node_delete not in granted["provisioner"] | granted["interruption"]
+    # It reads the NodeClaim and Node its instance's tags name; the lists are its fallback without EC2.
     assert granted["interruption"] == {
-        ("nodewright.io", "nodepools", "list"),
+        ("nodewright.io", "nodeclaims", "get"),
         ("nodewright.io", "nodeclaims", "list"),
+        ("nodewright.io", "nodepools", "list"),
+        ("nodewright.io", "ec2nodeclasses", "list"),
+        ("", "nodes", "get"),
         ("", "nodes", "list"),
         ("", "events", "create"),
     }
 
 
-def test_only_the_planner_writes_ec2nodeclass_status(render: Any) -> None:
+def test_the_provisioner_and_the_planner_write_nodepool_and_ec2nodeclass_status_and_no_one_else(render: Any) -> None:
     rendered: Rendered = render()
-    writes = {("nodewright.io", "ec2nodeclasses", "get"), ("nodewright.io", "ec2nodeclasses/status", "patch")}
+    # service.status: Cluster.set_status reads the object, then merge-patches its status subresource.
+    writes = {
+        ("nodewright.io", "ec2nodeclasses", "get"),
+        ("nodewright.io", "ec2nodeclasses/status", "patch"),
+        ("nodewright.io", "nodepools", "get"),
+        ("nodewright.io", "nodepools/status", "patch"),
+    }
     for name in ("provisioner", "disruption", "planner", "interruption"):
         granted = _rules(rendered.one("ClusterRole", f"nodewright-{name}"))
-        assert (writes <= granted) is (name == "planner"), name
-        assert ("nodewright.io", "ec2nodeclasses", "patch") not in granted, name
+        assert (writes <= granted) is (name in ("provisioner", "planner")), name
+        assert not {("nodewright.io", r, "patch") for r in ("ec2nodeclasses", "nodepools")} & granted, name
+
+
+def test_every_function_that_deletes_a_nodeclaim_or_node_can_take_the_termination_finalizer_off(render: Any) -> None:
+    rendered: Rendered = render()
+    for name in ("provisioner", "disruption", "planner"):
+        granted = _rules(rendered.one("ClusterRole", f"nodewright-{name}"))
+        for group, resource in (("nodewright.io", "nodeclaims"), ("", "nodes")):
+            if (group, resource, "delete") in granted:
+                assert {(group, resource, "get"), (group, resource, "patch")} <= granted, (name, resource)
+        # Finishing a registration puts the finalizer on the node: a read-modify-write of its metadata.
+        assert {("", "nodes", "get"), ("", "nodes", "patch")} <= granted, name

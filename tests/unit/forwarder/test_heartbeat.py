@@ -32,9 +32,7 @@ class Published:
 
 def test_the_oldest_wait_counts_from_when_the_scheduler_marked_the_pod_unschedulable() -> None:
     pods = [waiting_since("a", "2026-01-01T00:08:00Z"), waiting_since("b", "2026-01-01T00:00:30Z"), pod("c")]
-    from nodewright.forwarder.projection import project_pod
-
-    assert oldest_pending_seconds([project_pod(p) for p in pods], NOW) == 570.0
+    assert oldest_pending_seconds(pods, NOW) == 570.0
     assert oldest_pending_seconds([], NOW) == 0.0
 
 

@@ -14,8 +14,8 @@ from nodewright.launch.template import Image, LaunchTemplateSpec, ResolvedNodeCl
 from nodewright.launch.userdata import ClusterInfo
 from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.ports import Instance, LaunchError, NodeClassError, Throttled
-from nodewright.tags import CLUSTER as CAPACITY_TAG
 from nodewright.tags import NODECLAIM as NODECLAIM_TAG
+from nodewright.tags import is_owned
 
 ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
 UNSCHEDULABLE = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
@@ -146,7 +146,7 @@ class FakeCloud:
 
     def capacity_instances(self) -> Sequence[Instance]:
         live = [i for i in list(self.instances.values()) if i.state not in ("terminated", "shutting-down")]
-        return [i for i in live if i.tags.get(CAPACITY_TAG) == self.cluster_info().name]
+        return [i for i in live if is_owned(i.tags, self.cluster_info().name)]
 
     def terminate(self, instance_ids: Iterable[str]) -> None:
         from dataclasses import replace
