@@ -193,15 +193,6 @@ class InMemoryCluster:
         status["conditions"] = merge_conditions(status.get("conditions") or [], conditions, clear, self._clock())
         self.log.append(f"conditions nodeclaim/{name}")
 
-    def set_nodeclass_status(self, name: str, conditions: Sequence[Condition], fields: Mapping[str, Any]) -> None:
-        doc = self.objects.get(("EC2NodeClass", "", name))
-        if doc is None:
-            return
-        status = doc.setdefault("status", {})
-        status.update(fields)
-        status["conditions"] = merge_conditions(status.get("conditions") or [], conditions, (), self._clock())
-        self.log.append(f"status ec2nodeclass/{name}")
-
     def delete_nodeclaim(self, name: str) -> None:
         self.objects.pop(("NodeClaim", "", name), None)
         self.log.append(f"delete nodeclaim/{name}")
