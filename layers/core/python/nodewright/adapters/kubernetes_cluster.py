@@ -39,7 +39,7 @@ from nodewright.model.conditions import Condition, merge_conditions
 from nodewright.model.objects import LabelSelector
 from nodewright.model.requirements import Operator
 from nodewright.ports import BLOCKED, EVICTED, GONE, ClusterView, FleetView, NodeEvent, PodEvent, ProvisioningView
-from nodewright.tags import FINALIZER as TERMINATION_FINALIZER
+from nodewright.tags import FINALIZER
 
 NODECLAIMS = ("nodewright.io", "v1", "nodeclaims")
 # The objects whose status nodewright writes besides NodeClaims: its own group only, never Karpenter's.
@@ -422,12 +422,12 @@ class KubernetesCluster:
         def change(current: dict[str, Any]) -> dict[str, Any] | None:
             metadata = current.get("metadata") or {}
             finalizers = list(metadata.get("finalizers") or [])
-            if (TERMINATION_FINALIZER in finalizers) == present:
+            if (FINALIZER in finalizers) == present:
                 return None
             if present and metadata.get("deletionTimestamp"):
                 return None  # the API server refuses new finalizers on an object being deleted
-            others = [f for f in finalizers if f != TERMINATION_FINALIZER]
-            return {"metadata": {"finalizers": [*finalizers, TERMINATION_FINALIZER] if present else others}}
+            others = [f for f in finalizers if f != FINALIZER]
+            return {"metadata": {"finalizers": [*finalizers, FINALIZER] if present else others}}
 
         self._read_modify_write(path, change)
 

@@ -31,7 +31,7 @@ from nodewright.model.requirements import Operator, Requirement
 from nodewright.ports import Cluster
 from nodewright.scheduling import PlannedNodeClaim
 from nodewright.service.provision.result import LaunchedClaim
-from nodewright.tags import FINALIZER as TERMINATION_FINALIZER
+from nodewright.tags import FINALIZER
 
 NODECLAIM_API_VERSION = "nodewright.io/v1"
 PODS_ANNOTATION = NOMINATED_PODS_ANNOTATION
@@ -84,7 +84,7 @@ def nodeclaim_document(
             "annotations": annotations,
             # Deleting the claim (or, through the owner reference, its NodePool) drains and terminates through
             # nodewright before the object goes, as Karpenter's termination finalizer and owner reference do.
-            "finalizers": [TERMINATION_FINALIZER],
+            "finalizers": [FINALIZER],
             **({"ownerReferences": [_owner(pool)]} if pool.uid else {}),
         },
         "spec": {
