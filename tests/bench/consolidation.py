@@ -375,7 +375,7 @@ def tick_figure(pods: int = 20_000, runs: int = 3) -> str:
 def run(quick: bool, emit: Any, only: str = "") -> None:
     if only in ("", "tick"):
         emit(
-            "# tick: planner load + decision on ~500-1,000 nodes / 20,000 pods: cold_ms = a new container's first "
+            "# tick: planner load + decision on about 1,100 nodes / 20,000 pods: cold_ms = a new container's first "
             "tick; load/decide/total = warm ticks, median of 3; per method: ms/eligible"
         )
         emit(tick_figure(5_000 if quick else 20_000))
