@@ -345,7 +345,7 @@ def test_the_planner_says_in_each_ec2nodeclass_status_whether_it_can_launch(
         assert good["subnets"] and good["securityGroups"], good
         bad = {c["type"]: c for c in status(refused)["conditions"]}
         assert bad["Ready"]["status"] == "False" and "role admin is not a node role" in bad["Ready"]["message"], bad
-        assert bad["InstanceProfileReady"]["reason"] == "InstanceProfileNotReady", bad
+        assert bad["InstanceProfileReady"]["reason"] == "InstanceProfileNotAllowed", bad
     finally:
         for name in (ready, refused):
             custom.delete_cluster_custom_object("nodewright.io", "v1", "ec2nodeclasses", name)
