@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from nodewright import settings as env
+
 CLUSTER_NAME = "clusterName"
 KUBERNETES_VERSION = "kubernetesVersion"
 DISCOVERY_TAG = "discoveryTag"
@@ -20,6 +22,23 @@ SECURITY_GROUP_ID = "securityGroupId"
 STACK_NAME = "stackName"
 CATALOG = "catalog"
 CATALOG_MODES = ("live", "snapshot")
+NODE_ROLES = "nodeRoles"
+REBALANCE = "rebalance"
+REBALANCE_MODES = env.REBALANCE_MODES
+SPOT_TO_SPOT = "spotToSpotConsolidation"
+ALARM_TOPIC = "alarmTopicArn"
+LOG_RETENTION = "logRetentionDays"
+# What CloudWatch Logs accepts as a retention period, in days, and the CDK's name for each.
+LOG_RETENTION_DAYS = {
+    1: "ONE_DAY", 3: "THREE_DAYS", 5: "FIVE_DAYS", 7: "ONE_WEEK", 14: "TWO_WEEKS", 30: "ONE_MONTH",
+    60: "TWO_MONTHS", 90: "THREE_MONTHS", 120: "FOUR_MONTHS", 150: "FIVE_MONTHS", 180: "SIX_MONTHS",
+    365: "ONE_YEAR", 400: "THIRTEEN_MONTHS", 545: "EIGHTEEN_MONTHS", 731: "TWO_YEARS", 1096: "THREE_YEARS",
+    1827: "FIVE_YEARS", 2192: "SIX_YEARS", 2557: "SEVEN_YEARS", 2922: "EIGHT_YEARS", 3288: "NINE_YEARS",
+    3653: "TEN_YEARS",
+}  # fmt: skip
+DEFAULT_LOG_RETENTION_DAYS = 30
+RETAIN_TABLE = "retainTable"
+OIDC_ISSUER = "oidcIssuer"
 
 DEFAULT_STACK_NAME = "Nodewright"
 
@@ -31,6 +50,10 @@ _SECURITY_GROUP_ID = re.compile(r"^sg-[0-9a-f]{8,17}$")
 _VPC_ID = re.compile(r"^vpc-[0-9a-f]{8,17}$")
 # Tag values allow letters, digits, spaces and + - = . _ : / @ (up to 256 characters).
 _TAG_VALUE = re.compile(r"^[\w\s+\-=.:/@]{1,256}$")
+_ROLE_NAME = re.compile(r"^[\w+=,.@-]{1,64}$")
+_ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/([\w+=,.@/-]*/)?[\w+=,.@-]{1,64}$")
+_OIDC_ISSUER = re.compile(r"^(https://)?(oidc\.eks\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/id/[0-9A-Fa-f]{8,64})$")
+_TOPIC_ARN = re.compile(r"^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[\w-]{1,256}$")
 
 
 class ContextError(ValueError):
@@ -63,11 +86,21 @@ class Settings:
     # EC2 and Pricing APIs); "snapshot" pins the shipped table (accounts without Pricing API access, and
     # the local world, whose spot prices are placeholders).
     catalog: str | None = None
+    # IAM roles (names under path /, or ARNs) an EC2NodeClass may name besides the stack's own node role.
+    node_roles: tuple[str, ...] = ()
+    rebalance: str = "replace"
+    spot_to_spot: bool = False
+    # An SNS topic the alarms notify instead of the stack's own.
+    alarm_topic_arn: str | None = None
+    log_retention_days: int = DEFAULT_LOG_RETENTION_DAYS
+    retain_table: bool = True
+    # The cluster's OIDC issuer (host/path, no scheme): the forwarder's role also trusts it (IRSA).
+    oidc_issuer: str | None = None
 
     @property
-    def cluster_tag_key(self) -> str:
-        """The ownership tag every instance, volume, fleet and launch template nodewright creates carries."""
-        return f"kubernetes.io/cluster/{self.cluster_name}"
+    def node_role_names(self) -> tuple[str, ...]:
+        """The names of `node_roles` (an ARN's last path segment)."""
+        return tuple(role.rsplit("/", 1)[-1] for role in self.node_roles)
 
     @staticmethod
     def from_context(get: Callable[[str], Any]) -> Settings:
@@ -113,6 +146,12 @@ class Settings:
                 f"context value {CATALOG}={catalog!r} must be one of {', '.join(CATALOG_MODES)}; "
                 + _how(CATALOG, "snapshot")
             )
+        rebalance = (text(REBALANCE) or "replace").lower()
+        if rebalance not in REBALANCE_MODES:
+            raise ContextError(
+                f"context value {REBALANCE}={rebalance!r} must be one of {', '.join(REBALANCE_MODES)}; "
+                + _how(REBALANCE, "drain")
+            )
         return Settings(
             cluster_name=cluster,
             discovery_tag=discovery,
@@ -120,7 +159,67 @@ class Settings:
             vpc=_vpc_attachment(text(VPC_ID), text(PRIVATE_SUBNET_IDS), text(SECURITY_GROUP_ID)),
             stack_name=stack_name,
             catalog=catalog,
+            node_roles=_node_roles(text(NODE_ROLES)),
+            rebalance=rebalance,
+            spot_to_spot=_flag(text(SPOT_TO_SPOT), SPOT_TO_SPOT, default=False),
+            alarm_topic_arn=_topic(text(ALARM_TOPIC)),
+            log_retention_days=_retention(text(LOG_RETENTION)),
+            retain_table=_flag(text(RETAIN_TABLE), RETAIN_TABLE, default=True),
+            oidc_issuer=_oidc_issuer(text(OIDC_ISSUER)),
         )
+
+
+def _oidc_issuer(value: str | None) -> str | None:
+    if value is None:
+        return None
+    match = _OIDC_ISSUER.match(value)
+    if match is None:
+        raise ContextError(
+            f"context value {OIDC_ISSUER}={value!r} is not an EKS OIDC issuer; it is the cluster's "
+            "identity.oidc.issuer (aws eks describe-cluster), "
+            + _how(OIDC_ISSUER, "https://oidc.eks.us-east-1.amazonaws.com/id/0123456789ABCDEF0123456789ABCDEF")
+        )
+    return match.group(2)
+
+
+def _flag(value: str | None, key: str, *, default: bool) -> bool:
+    if value is None:
+        return default
+    if value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise ContextError(f"context value {key}={value!r} must be true or false; " + _how(key, str(not default).lower()))
+
+
+def _node_roles(value: str | None) -> tuple[str, ...]:
+    roles = tuple(r.strip() for r in (value or "").split(",") if r.strip())
+    bad = [r for r in roles if not (_ROLE_NAME.match(r) or _ROLE_ARN.match(r))]
+    if bad:
+        raise ContextError(
+            f"context value {NODE_ROLES}: {', '.join(bad)} is not an IAM role name or role ARN; give a "
+            "comma-separated list of the node roles EC2NodeClasses may name in spec.role, e.g. "
+            + _how(NODE_ROLES, "KarpenterNodeRole-my-cluster")
+        )
+    return roles
+
+
+def _topic(value: str | None) -> str | None:
+    if value is not None and not _TOPIC_ARN.match(value):
+        raise ContextError(
+            f"context value {ALARM_TOPIC}={value!r} is not an SNS topic ARN; "
+            + _how(ALARM_TOPIC, "arn:aws:sns:us-east-1:123456789012:on-call")
+        )
+    return value
+
+
+def _retention(value: str | None) -> int:
+    if value is None:
+        return DEFAULT_LOG_RETENTION_DAYS
+    if not value.isdigit() or int(value) not in LOG_RETENTION_DAYS:
+        raise ContextError(
+            f"context value {LOG_RETENTION}={value!r} must be a retention CloudWatch Logs accepts: "
+            f"{', '.join(map(str, LOG_RETENTION_DAYS))}; " + _how(LOG_RETENTION, "90")
+        )
+    return int(value)
 
 
 def _vpc_attachment(vpc_id: str | None, subnets: str | None, security_group: str | None) -> VpcAttachment | None:

@@ -1,6 +1,14 @@
-"""The in-cluster forwarder's AWS identity: an IAM role for EKS Pod Identity that may invoke the
-provisioner and nothing else, associated with the forwarder's service account, and the provisioner's
-resource-based policy, which names that role as the one principal allowed to invoke it.
+"""The in-cluster forwarder's AWS identity: an IAM role that may invoke the provisioner and publish the
+forwarder's two metrics, and nothing else, for the forwarder's service account `nodewright/nodewright-forwarder`,
+and the provisioner's resource-based policy, which names that role as the one principal allowed to invoke it.
+
+Two ways to hand the role to the pod, both from the chart (charts/nodewright):
+- EKS Pod Identity (default): the stack creates the association. The Pod Identity Agent runs on EC2 nodes only,
+  so the forwarder must run on a managed node group (or other EC2 nodes nodewright does not manage).
+- IRSA, for Fargate or clusters without the Pod Identity Agent: with `oidcIssuer` (the cluster's OIDC issuer)
+  the role also trusts that OIDC provider for this one service account; the chart then annotates the service
+  account with the role (`serviceAccount.roleArn`). The OIDC provider itself must exist in IAM (eksctl utils
+  associate-iam-oidc-provider, or the console's "Associate" on the cluster page).
 
 A resource-based policy grants; it cannot take away what an identity policy of the same account grants (an
 administrator with `lambda:*` can still invoke the function). So the real guard is that the payload is a
@@ -10,10 +18,15 @@ sizes capacity from those pods, never from the payload.
 
 from __future__ import annotations
 
+from aws_cdk import Stack
 from aws_cdk import aws_eks as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
+
+from infra import nag
+from infra.config import Settings
+from nodewright.settings import METRICS_NAMESPACE
 
 NAMESPACE = "nodewright"
 SERVICE_ACCOUNT = "nodewright-forwarder"
@@ -23,12 +36,13 @@ class ForwarderAccess(Construct):
     """`role` and the Pod Identity `association` for `nodewright/nodewright-forwarder`."""
 
     def __init__(
-        self, scope: Construct, construct_id: str, *, cluster_name: str, provisioner: lambda_.IFunction
+        self, scope: Construct, construct_id: str, *, settings: Settings, provisioner: lambda_.IFunction
     ) -> None:
         super().__init__(scope, construct_id)
+        cluster_name = settings.cluster_name
         # Pod Identity assumes the role with session tags naming the cluster, namespace and service account;
         # requiring them means no other association in the account can hand this role to its pods.
-        principal = (
+        principal: iam.IPrincipal = (
             iam.ServicePrincipal("pods.eks.amazonaws.com")
             .with_session_tags()
             .with_conditions(
@@ -41,6 +55,21 @@ class ForwarderAccess(Construct):
                 }
             )
         )
+        if settings.oidc_issuer is not None:
+            provider = Stack.of(self).format_arn(
+                service="iam", region="", resource="oidc-provider", resource_name=settings.oidc_issuer
+            )
+            irsa = iam.FederatedPrincipal(
+                provider,
+                {
+                    "StringEquals": {
+                        f"{settings.oidc_issuer}:sub": f"system:serviceaccount:{NAMESPACE}:{SERVICE_ACCOUNT}",
+                        f"{settings.oidc_issuer}:aud": "sts.amazonaws.com",
+                    }
+                },
+                "sts:AssumeRoleWithWebIdentity",
+            )
+            principal = iam.CompositePrincipal(principal, irsa)
         self.role = iam.Role(
             self,
             "Role",
@@ -54,10 +83,24 @@ class ForwarderAccess(Construct):
                             sid="InvokeTheProvisioner",
                             actions=["lambda:InvokeFunction"],
                             resources=[provisioner.function_arn],
-                        )
+                        ),
+                        # PutMetricData takes no resource ARN; the namespace condition is its only bound.
+                        iam.PolicyStatement(
+                            sid="PublishHeartbeatAndPendingAge",
+                            actions=["cloudwatch:PutMetricData"],
+                            resources=["*"],
+                            conditions={"StringEquals": {"cloudwatch:namespace": METRICS_NAMESPACE}},
+                        ),
                     ]
                 )
             },
+        )
+        nag.acknowledge(
+            self.role,
+            "AwsSolutions-IAM5",
+            "cloudwatch:PutMetricData supports no resource-level permissions; the statement is bound to the "
+            f"{METRICS_NAMESPACE} namespace by the cloudwatch:namespace condition.",
+            findings=["Resource::*"],
         )
         # Only this role, through the function's own policy: no other account or service can be granted it by
         # an identity policy alone.

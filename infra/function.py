@@ -1,11 +1,11 @@
 """One nodewright Lambda function, the way every component builds it.
 
-Each function gets its own role (nothing shared, so each holds only what it uses), its own log group kept 30
-days, one policy with exactly the statements its component grants (attached before the first invocation can
-run), Python 3.11 on arm64 with the core and dependencies layers, active X-Ray tracing, the VPC attachment
-when the settings ask for one, and an EKS access entry mapping its role to a Kubernetes group (bound by
-cluster/rbac/). The parts are created directly in the caller's scope as Role, Logs, Policy, Function and
-AccessEntry, so every component's resources are named alike.
+Each function gets its own role (nothing shared, so each holds only what it uses), its own log group kept for
+`logRetentionDays` (30 by default), one policy with exactly the statements its component grants (attached
+before the first invocation can run), Python 3.11 on arm64 with the core and dependencies layers, active X-Ray
+tracing, the VPC attachment when the settings ask for one, and an EKS access entry mapping its role to a
+Kubernetes group (bound by the chart's RBAC, charts/nodewright). The parts are created directly in the caller's
+scope as Role, Logs, Policy, Function and AccessEntry, so every component's resources are named alike.
 """
 
 from __future__ import annotations
@@ -21,12 +21,15 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from infra import build, nag
-from infra.config import Settings
+from infra.config import LOG_RETENTION_DAYS, Settings
 from infra.layers import ARCHITECTURE, RUNTIME, Layers
 from infra.network import attach_to_vpc
 from nodewright.adapters import aws_sdk
 
-LOG_RETENTION = logs.RetentionDays.ONE_MONTH
+
+def log_retention(settings: Settings) -> logs.RetentionDays:
+    """The `logRetentionDays` setting as CloudWatch Logs' retention."""
+    return logs.RetentionDays[LOG_RETENTION_DAYS[settings.log_retention_days]]
 
 
 def describe_cluster_statement(stack: Stack, settings: Settings) -> iam.PolicyStatement:
@@ -77,7 +80,7 @@ def nodewright_function(
         assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
         description=f"{description} (EKS cluster {settings.cluster_name})",
     )
-    log_group = logs.LogGroup(scope, "Logs", retention=LOG_RETENTION, removal_policy=RemovalPolicy.DESTROY)
+    log_group = logs.LogGroup(scope, "Logs", retention=log_retention(settings), removal_policy=RemovalPolicy.DESTROY)
     # Writes only to its own log group (no logs:CreateLogGroup, no other groups).
     log_group.grant_write(role)
     policy = iam.Policy(scope, "Policy", statements=list(statements))

@@ -53,7 +53,7 @@ BATCH_SIZE = 10
 MAX_RECEIVE_COUNT = 5
 QUEUE_RETENTION = Duration.days(4)
 DLQ_RETENTION = Duration.days(14)
-KUBERNETES_GROUP = "nodewright:interruption"  # bound to a ClusterRole by cluster/rbac/planner.yaml
+KUBERNETES_GROUP = "nodewright:interruption"  # bound to a ClusterRole by the chart (rbac-functions.yaml)
 POWERTOOLS_SERVICE_NAME = "nodewright-interruption"
 # Only what DynamoDBState.mark_unavailable calls: the function writes offering marks and reads nothing.
 TABLE_ACTIONS = ("dynamodb:BatchWriteItem", "dynamodb:PutItem")

@@ -1,26 +1,48 @@
-"""Alarms and one CloudWatch dashboard for the whole system.
+"""Alarms that reach someone, and one CloudWatch dashboard for the whole system.
 
-Alarms (the interruption construct owns the one on its dead-letter queue): failed disruption executions,
-throttled invocations of any nodewright function, and a planner schedule that could not deliver its tick.
+Every alarm notifies one SNS topic (the stack's own, or the one `alarmTopicArn` names) when it fires and when
+it recovers, so a pager can open and close the incident:
+- failed disruption executions, throttled invocations of any nodewright function, a planner schedule that could
+  not deliver its tick, interruption messages in the dead-letter queue (that alarm is the interruption
+  construct's);
+- errors of each function, one alarm per function so its name says where to look;
+- the oldest pending pod: the forwarder reports, every minute, how long the longest-waiting unschedulable pod
+  has been waiting (`OldestPendingPodSeconds`); above `PENDING_ALARM_SECONDS` for three of five minutes, pods
+  are not getting capacity;
+- a silent forwarder: the forwarder holding the Lease sends `ForwarderHeartbeat` every minute; no heartbeat for
+  `HEARTBEAT_ALARM_MINUTES` minutes (missing data counts as breaching) means nothing watches pending pods.
+
+The topic is encrypted with a customer managed key whose policy lets CloudWatch use it: CloudWatch cannot
+publish to a topic encrypted with the AWS managed key for SNS.
+
 The dashboard puts each behaviour on one row: provisioning, interruptions, the disruption workflow, the
-planner, and scale-down by method; the custom metrics are the ones the handlers emit with Powertools (EMF).
+planner, scale-down by method, and the forwarder; the custom metrics are the ones the handlers emit with
+Powertools (EMF) in the namespace POWERTOOLS_METRICS_NAMESPACE names, and the forwarder's two.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from aws_cdk import Duration
+from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from infra.config import Settings
+from nodewright.settings import FORWARDER_HEARTBEAT_METRIC, METRICS_NAMESPACE, OLDEST_PENDING_POD_METRIC
 
-NAMESPACE = "nodewright"  # the handlers' Powertools Metrics namespace
+NAMESPACE = METRICS_NAMESPACE  # the handlers' Powertools Metrics namespace (POWERTOOLS_METRICS_NAMESPACE)
 PERIOD = Duration.minutes(1)
+ERROR_PERIOD = Duration.minutes(5)
+PENDING_ALARM_SECONDS = 600  # a node boots and joins in 1-3 minutes; ten minutes pending is no longer normal
+HEARTBEAT_ALARM_MINUTES = 5
 
 
 # The planner's methods, as its per-method metrics name them (method, reason dimensions).
@@ -51,6 +73,17 @@ def _custom(
     )
 
 
+def _forwarder(name: str, cluster: str, statistic: str) -> cloudwatch.Metric:
+    """A metric the forwarder publishes (PutMetricData), per cluster so two clusters never mask each other."""
+    return cloudwatch.Metric(
+        namespace=NAMESPACE,
+        metric_name=name,
+        dimensions_map={"service": "forwarder", "cluster": cluster},
+        statistic=statistic,
+        period=PERIOD,
+    )
+
+
 class Observability(Construct):
     """`alarms` (by name) and the `dashboard`."""
 
@@ -67,11 +100,14 @@ class Observability(Construct):
         planner: lambda_.IFunction,
         missed_ticks: sqs.IQueue,
         state_machine: sfn.IStateMachine,
-        steps: Sequence[lambda_.IFunction],
+        steps: Mapping[str, lambda_.IFunction],
+        other_alarms: Sequence[cloudwatch.Alarm] = (),
     ) -> None:
         super().__init__(scope, construct_id)
         cluster = settings.cluster_name
-        functions = [provisioner, interruption, planner, *steps]
+        named = {"Provisioner": provisioner, "Interruption": interruption, "Planner": planner, **steps}
+        functions = list(named.values())
+        self.topic = self._topic(settings)
         throttles = cloudwatch.MathExpression(
             expression=" + ".join(f"FILL(t{i}, 0)" for i in range(len(functions))),
             using_metrics={
@@ -114,7 +150,48 @@ class Observability(Construct):
                 comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
                 treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
             ),
+            "OldestPendingPod": cloudwatch.Alarm(
+                self,
+                "OldestPendingPod",
+                alarm_description=f"nodewright ({cluster}): a pod has been pending for more than "
+                f"{PENDING_ALARM_SECONDS // 60} minutes; `kubectl get events -A --field-selector "
+                "reason=FailedScheduling` and the provisioner's log say why nothing launched for it",
+                metric=_forwarder(OLDEST_PENDING_POD_METRIC, cluster, "Maximum"),
+                threshold=PENDING_ALARM_SECONDS,
+                evaluation_periods=5,
+                datapoints_to_alarm=3,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            ),
+            "ForwarderSilent": cloudwatch.Alarm(
+                self,
+                "ForwarderSilent",
+                alarm_description=f"nodewright ({cluster}): no forwarder heartbeat for {HEARTBEAT_ALARM_MINUTES} "
+                "minutes, so nothing sends pending pods; `kubectl -n nodewright get pods,lease` and the "
+                "forwarder's logs",
+                metric=_forwarder(FORWARDER_HEARTBEAT_METRIC, cluster, "Sum"),
+                threshold=1,
+                evaluation_periods=HEARTBEAT_ALARM_MINUTES,
+                comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+                treat_missing_data=cloudwatch.TreatMissingData.BREACHING,
+            ),
         }
+        for name, function in named.items():
+            self.alarms[f"{name}Errors"] = cloudwatch.Alarm(
+                self,
+                f"{name}Errors",
+                alarm_description=f"nodewright ({cluster}): the {name} function failed; its log group has the "
+                "error (CloudWatch Logs Insights: filter level = 'ERROR')",
+                metric=function.metric_errors(period=ERROR_PERIOD, statistic="Sum"),
+                threshold=1,
+                evaluation_periods=1,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            )
+        action = actions.SnsAction(self.topic)
+        for alarm in [*self.alarms.values(), *other_alarms]:
+            alarm.add_alarm_action(action)
+            alarm.add_ok_action(action)
 
         def graph(title: str, metrics: Sequence[cloudwatch.IMetric], width: int = 8) -> cloudwatch.GraphWidget:
             return cloudwatch.GraphWidget(title=title, left=list(metrics), width=width, height=6)
@@ -127,8 +204,10 @@ class Observability(Construct):
         )
         self.dashboard.add_widgets(
             cloudwatch.TextWidget(
-                markdown=f"# nodewright: {cluster}\nProvisioning, interruptions, the disruption workflow and the "
-                "planner. Alarms: failed executions, throttles, interruption dead letters, missed planner ticks.",
+                markdown=f"# nodewright: {cluster}\nProvisioning, interruptions, the disruption workflow, the "
+                "planner and the forwarder. Alarms (topic in the stack outputs): failed executions, throttles, "
+                "function errors, interruption dead letters, missed planner ticks, pods pending too long, a "
+                "silent forwarder.",
                 width=24,
                 height=2,
             )
@@ -164,7 +243,7 @@ class Observability(Construct):
             ),
             # Errors of every step function (an alarm-status widget would reference the alarms' ARNs, which the
             # local world's CloudFormation cannot resolve; the alarms have their own console page).
-            graph("Workflow step errors", [f.metric_errors(period=PERIOD) for f in steps]),
+            graph("Workflow step errors", [f.metric_errors(period=PERIOD) for f in steps.values()]),
         )
         self.dashboard.add_widgets(
             graph(
@@ -224,4 +303,34 @@ class Observability(Construct):
                 ],
                 6,
             ),
+        )
+        self.dashboard.add_widgets(
+            graph(
+                "Forwarder: oldest pending pod (s), heartbeats",
+                [
+                    _forwarder(OLDEST_PENDING_POD_METRIC, cluster, "Maximum"),
+                    _forwarder(FORWARDER_HEARTBEAT_METRIC, cluster, "Sum"),
+                ],
+                width=24,
+            ),
+        )
+
+    def _topic(self, settings: Settings) -> sns.ITopic:
+        if settings.alarm_topic_arn is not None:
+            return sns.Topic.from_topic_arn(self, "AlarmTopic", settings.alarm_topic_arn)
+        key = kms.Key(
+            self,
+            "AlarmKey",
+            description=f"nodewright ({settings.cluster_name}): encrypts the alarm topic",
+            enable_key_rotation=True,
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        # CloudWatch encrypts what it publishes to the topic with this key.
+        key.grant(iam.ServicePrincipal("cloudwatch.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey*")
+        return sns.Topic(
+            self,
+            "AlarmTopic",
+            display_name=f"nodewright alarms ({settings.cluster_name})",
+            master_key=key,
+            enforce_ssl=True,
         )

@@ -24,11 +24,12 @@ from infra import build, nag
 from infra.config import Settings
 from infra.function import describe_cluster_statement, nodewright_function
 from infra.layers import Layers, code_from_bundle
+from infra.ownership import terminate_statement
 from infra.provisioner import (
-    OWNED,
     acknowledge_read_policy,
     ami_parameter_statement,
     catalog_statements,
+    instance_profile_statements,
     launch_environment,
 )
 from nodewright import settings as env
@@ -37,7 +38,7 @@ from nodewright import settings as env
 TABLE_ACTIONS = ("dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:DeleteItem")
 
 SOURCE = build.REPO_ROOT / "functions" / "planner"
-KUBERNETES_GROUP = "nodewright:planner"  # bound to a ClusterRole by cluster/rbac/planner.yaml
+KUBERNETES_GROUP = "nodewright:planner"  # bound to a ClusterRole by the chart (rbac-functions.yaml)
 SCHEDULE = "rate(1 minute)"
 
 
@@ -67,15 +68,13 @@ class Planner(Construct):
                 actions=["states:StartExecution"],
                 resources=[state_machine.state_machine_arn],
             ),
-            iam.PolicyStatement(
-                # NodeClaims that never registered: their instances are found by tag and terminated.
-                sid="TerminateOnlyClusterInstances",
-                actions=["ec2:TerminateInstances"],
-                resources=[stack.format_arn(service="ec2", resource="instance", resource_name="*")],
-                conditions={"StringEquals": {f"aws:ResourceTag/{settings.cluster_tag_key}": OWNED}},
-            ),
+            # NodeClaims that never registered: their instances are found by tag and terminated.
+            terminate_statement(stack, settings),
             *catalog_statements(),
+            # Drift resolves every EC2NodeClass as a launch would: AMI parameters, and the instance profile of the
+            # role or profile it names.
             ami_parameter_statement(stack, settings),
+            *instance_profile_statements(stack, settings),
         ]
         environment = launch_environment(settings, table, node_role, instance_profile, "nodewright-planner")
         parts = nodewright_function(

@@ -26,18 +26,19 @@ from infra import build, nag
 from infra.config import Settings
 from infra.function import describe_cluster_statement, nodewright_function
 from infra.layers import Layers, code_from_bundle
+from infra.ownership import ec2_arn, nag_ec2_arn, request_tagged, resource_tagged, terminate_statement
 from nodewright import settings as env
+from nodewright import tags
 
 SOURCE = build.REPO_ROOT / "functions" / "provisioner"
 HANDLER = "handler.handler"
 MEMORY_MB = 1769
 TIMEOUT = Duration.seconds(120)
 RESERVED_CONCURRENCY = 1
-KUBERNETES_GROUP = "nodewright:provisioner"  # bound to a ClusterRole by cluster/ (RBAC)
+KUBERNETES_GROUP = "nodewright:provisioner"  # bound to a ClusterRole by the chart (rbac-functions.yaml)
 POWERTOOLS_SERVICE_NAME = "nodewright-provisioner"
-POWERTOOLS_METRICS_NAMESPACE = "Nodewright"
+POWERTOOLS_METRICS_NAMESPACE = env.METRICS_NAMESPACE  # the metric namespace of every function and the dashboard
 CATALOG_VARIABLE = "NODEWRIGHT_CATALOG"  # read by functions/provisioner/handler.py (live | snapshot)
-OWNED = "owned"
 DISCOVERY_TAG_KEY = "karpenter.sh/discovery"
 TABLE_ACTIONS = (
     "dynamodb:GetItem",
@@ -100,15 +101,19 @@ def launch_environment(
     instance_profile: iam.IInstanceProfile,
     service_name: str,
 ) -> dict[str, str]:
-    """The settings of a function that launches capacity (the provisioner, the workflow's steps)."""
+    """The settings of a function that launches capacity (the provisioner, the workflow's steps; IdentifyCandidate
+    and LaunchReplacement read the spot-to-spot setting, as the planner does)."""
     environment = {
         env.CLUSTER: settings.cluster_name,
         env.TABLE: table.table_name,
         env.NODE_ROLE: node_role.role_name,
         env.INSTANCE_PROFILE: instance_profile.instance_profile_name,
+        env.SPOT_TO_SPOT: str(settings.spot_to_spot).lower(),
         "POWERTOOLS_SERVICE_NAME": service_name,
         "POWERTOOLS_METRICS_NAMESPACE": POWERTOOLS_METRICS_NAMESPACE,
     }
+    if settings.node_roles:
+        environment[env.NODE_ROLES] = ",".join(settings.node_role_names)
     if settings.catalog is not None:
         environment[CATALOG_VARIABLE] = settings.catalog
     return environment
@@ -131,13 +136,25 @@ def acknowledge_read_policy(policy: iam.Policy, settings: Settings, terminates: 
         "architecture; access is limited to the EKS optimized AMI and Bottlerocket subtrees.",
         findings=[f"Resource::{arn}" for arn in _ami_parameter_patterns(settings)],
     )
+    nag.acknowledge(
+        policy,
+        "AwsSolutions-IAM5",
+        "An EC2NodeClass may name any instance profile; reading it (iam:GetInstanceProfile) is how a function "
+        "that resolves EC2NodeClasses checks that its role is one nodewright may pass. Instance profiles "
+        f"nodewright creates for the node roles live under the path {INSTANCE_PROFILE_PATH} and are bounded by "
+        "its cluster tag.",
+        findings=[
+            f"Resource::arn:<AWS::Partition>:iam::<AWS::AccountId>:instance-profile{path}*"
+            for path in ("/", *([INSTANCE_PROFILE_PATH] if settings.node_roles else []))
+        ],
+    )
     if terminates:
         nag.acknowledge(
             policy,
             "AwsSolutions-IAM5",
-            "ec2:TerminateInstances is granted on instance/* only where the instance carries this cluster's "
-            "ownership tag (the instance ids come from NodeClaims and events).",
-            findings=[f"Resource::{_nag_ec2_arn('instance')}"],
+            "ec2:TerminateInstances is granted on instance/* only where the instance carries nodewright's cluster "
+            "and NodePool tags (the instance ids come from NodeClaims and events).",
+            findings=[f"Resource::{nag_ec2_arn('instance')}"],
         )
 
 
@@ -147,29 +164,26 @@ def acknowledge_launch_policy(policy: iam.Policy, settings: Settings) -> None:
     nag.acknowledge(
         policy,
         "AwsSolutions-IAM5",
-        "Instances, volumes, fleets and launch templates do not exist before they are created, so "
-        "their ARNs end in '*'; each statement is bounded by the cluster ownership tag "
-        f"({settings.cluster_tag_key}=owned) in the request or on the resource, or by the "
-        f"discovery tag ({DISCOVERY_TAG_KEY}) on subnets and security groups, or by "
-        "ec2:CreateAction for tagging.",
-        findings=[f"Resource::{_nag_ec2_arn(kind)}" for kind in _EC2_ACCOUNT_RESOURCES + _TAGGED_ON_CREATE]
-        + [f"Resource::{_nag_ec2_arn(kind, account=False)}" for kind in _EC2_ACCOUNTLESS_RESOURCES],
+        "Instances, volumes, network interfaces, fleets, spot requests and launch templates do not exist before "
+        "they are created, so their ARNs end in '*'; each statement is bounded by nodewright's own tags "
+        f"({tags.CLUSTER}={settings.cluster_name} and {tags.NODEPOOL}) in the request or on the resource, or by "
+        f"the discovery tag ({DISCOVERY_TAG_KEY}) on subnets and security groups, or by ec2:CreateAction for "
+        "tagging; images, snapshots and capacity reservations are only read by a launch.",
+        findings=[f"Resource::{nag_ec2_arn(kind)}" for kind in _EC2_ACCOUNT_RESOURCES + _TAGGED_ON_CREATE]
+        + [f"Resource::{nag_ec2_arn(kind, account=False)}" for kind in _EC2_ACCOUNTLESS_RESOURCES],
     )
 
 
-# EC2 resource types a launch creates and tags (instance, volume, fleet) or that nodewright creates
-# for itself (launch-template). Requests for them must carry the cluster tag.
-_TAGGED_ON_CREATE = ("fleet", "instance", "volume", "launch-template", "network-interface", "spot-instances-request")
-# Resource types a launch uses without creating them under the cluster tag (images and snapshots have
-# no account in their ARN); subnets and security groups are further bound by the discovery tag.
+# EC2 resource types a launch creates (instance, volume, network interface, fleet, spot request) or that
+# nodewright creates for itself (launch-template). Requests for them must carry nodewright's tags.
+_TAGGED_ON_CREATE = ("fleet", "instance", "volume", "network-interface", "spot-instances-request", "launch-template")
+_LAUNCHED = _TAGGED_ON_CREATE[:-1]
+# Resource types a launch uses without creating them (images and snapshots have no account in their ARN);
+# subnets and security groups are further bound by the discovery tag.
 _EC2_ACCOUNT_RESOURCES = ("subnet", "security-group", "capacity-reservation")
 _EC2_ACCOUNTLESS_RESOURCES = ("image", "snapshot")
-
-
-def _nag_ec2_arn(kind: str, account: bool = True) -> str:
-    """How cdk-nag prints `arn:<partition>:ec2:<region>:<account>:<kind>/*` (pseudo parameters in <>)."""
-    owner = "<AWS::AccountId>" if account else ""
-    return f"arn:<AWS::Partition>:ec2:<AWS::Region>:{owner}:{kind}/*"
+# Where the instance profiles nodewright creates for the extra node roles live (adapters/ec2_launcher).
+INSTANCE_PROFILE_PATH = tags.INSTANCE_PROFILE_PATH
 
 
 def _ami_parameter_patterns(settings: Settings) -> list[str]:
@@ -181,85 +195,113 @@ def _ami_parameter_patterns(settings: Settings) -> list[str]:
     return [f"arn:<AWS::Partition>:ssm:<AWS::Region>::parameter/{name}" for name in names]
 
 
+def node_role_arns(stack: Stack, settings: Settings, node_role_arn: str) -> list[str]:
+    """The stack's own node role and the ones the `nodeRoles` context names (ARNs, or names under path /)."""
+    extra = [
+        role
+        if role.startswith("arn:")
+        else stack.format_arn(service="iam", region="", resource="role", resource_name=role)
+        for role in settings.node_roles
+    ]
+    return [node_role_arn, *extra]
+
+
+def instance_profile_statements(stack: Stack, settings: Settings) -> list[iam.PolicyStatement]:
+    def profiles(path: str) -> str:
+        return stack.format_arn(service="iam", region="", resource="instance-profile", resource_name=f"{path[1:]}*")
+
+    statements = [
+        iam.PolicyStatement(sid="ReadInstanceProfiles", actions=["iam:GetInstanceProfile"], resources=[profiles("/")])
+    ]
+    if not settings.node_roles:
+        return statements
+    ours = profiles(INSTANCE_PROFILE_PATH)
+    cluster_request = {f"aws:RequestTag/{tags.CLUSTER}": settings.cluster_name}
+    cluster_resource = {f"aws:ResourceTag/{tags.CLUSTER}": settings.cluster_name}
+    return [
+        *statements,
+        iam.PolicyStatement(
+            sid="CreateOnlyTaggedInstanceProfiles",
+            actions=["iam:CreateInstanceProfile"],
+            resources=[ours],
+            conditions={"StringEquals": cluster_request},
+        ),
+        iam.PolicyStatement(
+            sid="TagOnlyOwnInstanceProfiles",
+            actions=["iam:TagInstanceProfile"],
+            resources=[ours],
+            conditions={"StringEquals": {**cluster_request, **cluster_resource}},
+        ),
+        iam.PolicyStatement(
+            sid="AddRolesToOwnInstanceProfiles",
+            actions=["iam:AddRoleToInstanceProfile"],
+            resources=[ours],
+            conditions={"StringEquals": cluster_resource},
+        ),
+    ]
+
+
 def provisioner_statements(stack: Stack, settings: Settings, node_role_arn: str) -> list[iam.PolicyStatement]:
     """Everything the provisioner may do in AWS, each statement as narrow as the API allows."""
-
-    def ec2(kind: str, account: bool = True) -> str:
-        return stack.format_arn(
-            service="ec2",
-            account=None if account else "",
-            resource=kind,
-            resource_name="*",
-            arn_format=ArnFormat.SLASH_RESOURCE_NAME,
-        )
-
-    request_tagged = {"StringEquals": {f"aws:RequestTag/{settings.cluster_tag_key}": OWNED}}
-    resource_tagged = {"StringEquals": {f"aws:ResourceTag/{settings.cluster_tag_key}": OWNED}}
     launch = ["ec2:RunInstances", "ec2:CreateFleet"]
     return [
         iam.PolicyStatement(
-            sid="LaunchOnlyClusterTaggedCapacity",
+            sid="LaunchOnlyNodewrightTaggedResources",
             actions=launch,
-            resources=[ec2("fleet"), ec2("instance"), ec2("volume")],
-            conditions=request_tagged,
+            resources=[ec2_arn(stack, kind) for kind in _LAUNCHED],
+            conditions=request_tagged(settings),
         ),
         iam.PolicyStatement(
-            sid="CreateOnlyClusterTaggedLaunchTemplates",
+            sid="CreateOnlyNodewrightTaggedLaunchTemplates",
             actions=["ec2:CreateLaunchTemplate"],
-            resources=[ec2("launch-template")],
-            conditions=request_tagged,
+            resources=[ec2_arn(stack, "launch-template")],
+            conditions=request_tagged(settings),
         ),
         iam.PolicyStatement(
             sid="LaunchFromOwnLaunchTemplates",
             actions=launch,
-            resources=[ec2("launch-template")],
-            conditions=resource_tagged,
+            resources=[ec2_arn(stack, "launch-template")],
+            conditions=resource_tagged(settings),
         ),
         iam.PolicyStatement(
             sid="LaunchIntoDiscoveredNetwork",
             actions=launch,
-            resources=[ec2("subnet"), ec2("security-group")],
+            resources=[ec2_arn(stack, "subnet"), ec2_arn(stack, "security-group")],
             conditions={"StringEquals": {f"aws:ResourceTag/{DISCOVERY_TAG_KEY}": settings.discovery_tag}},
         ),
         iam.PolicyStatement(
-            # Created only alongside an instance the first statement already requires to be tagged.
-            sid="LaunchWithImagesInterfacesAndReservations",
+            # Read by a launch, never created by it.
+            sid="LaunchWithImagesAndReservations",
             actions=launch,
             resources=[
-                ec2("image", account=False),
-                ec2("snapshot", account=False),
-                ec2("network-interface"),
-                ec2("spot-instances-request"),
-                ec2("capacity-reservation"),
+                ec2_arn(stack, "image", account=False),
+                ec2_arn(stack, "snapshot", account=False),
+                ec2_arn(stack, "capacity-reservation"),
             ],
         ),
         iam.PolicyStatement(
             sid="TagOnlyWhileCreating",
             actions=["ec2:CreateTags"],
-            resources=[ec2(kind) for kind in _TAGGED_ON_CREATE],
-            conditions={"StringEquals": {"ec2:CreateAction": list(CREATE_ACTIONS)}},
+            resources=[ec2_arn(stack, kind) for kind in _TAGGED_ON_CREATE],
+            conditions=request_tagged(settings, extra={"ec2:CreateAction": list(CREATE_ACTIONS)}),
         ),
+        terminate_statement(stack, settings),
         iam.PolicyStatement(
-            sid="TerminateOnlyClusterInstances",
-            actions=["ec2:TerminateInstances"],
-            resources=[ec2("instance")],
-            conditions=resource_tagged,
-        ),
-        iam.PolicyStatement(
-            sid="DeleteOnlyClusterLaunchTemplates",
+            sid="DeleteOnlyNodewrightLaunchTemplates",
             actions=["ec2:DeleteLaunchTemplate"],
-            resources=[ec2("launch-template")],
-            conditions=resource_tagged,
+            resources=[ec2_arn(stack, "launch-template")],
+            conditions=resource_tagged(settings),
         ),
         iam.PolicyStatement(
-            sid="PassOnlyTheNodeRoleToEC2",
+            sid="PassOnlyTheNodeRolesToEC2",
             actions=["iam:PassRole"],
-            resources=[node_role_arn],
+            resources=node_role_arns(stack, settings, node_role_arn),
             conditions={"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}},
         ),
         *catalog_statements(),
         ami_parameter_statement(stack, settings),
         describe_cluster_statement(stack, settings),
+        *instance_profile_statements(stack, settings),
     ]
 
 

@@ -42,7 +42,7 @@ class NodewrightStack(Stack):
         )
         Tags.of(self).add("nodewright:cluster", settings.cluster_name)
         layers = Layers(self, "Layers")
-        state = StateTable(self, "State")
+        state = StateTable(self, "State", retain=settings.retain_table)
         nodes = NodeIdentity(self, "Nodes", cluster_name=settings.cluster_name)
         provisioner = Provisioner(
             self,
@@ -54,9 +54,7 @@ class NodewrightStack(Stack):
             instance_profile=nodes.instance_profile,
             source=provisioner_source,
         )
-        forwarder = ForwarderAccess(
-            self, "Forwarder", cluster_name=settings.cluster_name, provisioner=provisioner.function
-        )
+        forwarder = ForwarderAccess(self, "Forwarder", settings=settings, provisioner=provisioner.function)
         workflow = DisruptionWorkflow(
             self,
             "Disruption",
@@ -83,6 +81,7 @@ class NodewrightStack(Stack):
             layers=layers,
             table=state.table,
             state_machine=workflow.state_machine,
+            rebalance=settings.rebalance,
         )
         observability = Observability(
             self,
@@ -95,7 +94,8 @@ class NodewrightStack(Stack):
             planner=planner.function,
             missed_ticks=planner.queue,
             state_machine=workflow.state_machine,
-            steps=list(workflow.functions.values()),
+            steps=workflow.functions,
+            other_alarms=[interruption.dlq_alarm],
         )
         self.layers, self.state, self.nodes = layers, state, nodes
         self.provisioner, self.forwarder = provisioner, forwarder
@@ -116,6 +116,7 @@ class NodewrightStack(Stack):
             "InterruptionQueueUrl": interruption.queue.queue_url,
             "InterruptionDeadLetterQueueUrl": interruption.dead_letter_queue.queue_url,
             "DashboardName": observability.dashboard.dashboard_name,
+            "AlarmTopicArn": observability.topic.topic_arn,
         }
         for name, value in outputs.items():
             CfnOutput(self, name, value=value)

@@ -11,9 +11,10 @@ Choices:
   CUSTOMER_MANAGED if your organisation requires it.
 - Point-in-time recovery: costs next to nothing for a table this small and undoes a bad write to
   lock items during an incident.
-- Destroyed with the stack: every item is a cache or an idempotency key with a TTL, and the cluster
-  (NodeClaims, Nodes) is the source of truth, so keeping the table after an uninstall would only leave
-  an orphan behind.
+- Retained when the stack is deleted (`retainTable`, true by default), like the state of any controller one
+  uninstalls by mistake: it holds the locks of disruptions in flight and the launch idempotency records, and
+  an empty on-demand table costs nothing. Every item expires by TTL, so a retained table empties itself;
+  `retainTable=false` deletes it with the stack (docs/uninstall.md).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from nodewright import settings
 class StateTable(Construct):
     """The table and nothing else; callers grant access to it."""
 
-    def __init__(self, scope: Construct, construct_id: str) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, retain: bool = True) -> None:
         super().__init__(scope, construct_id)
         self.table = dynamodb.Table(
             self,
@@ -41,5 +42,5 @@ class StateTable(Construct):
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
                 point_in_time_recovery_enabled=True
             ),
-            removal_policy=RemovalPolicy.DESTROY,
+            removal_policy=RemovalPolicy.RETAIN if retain else RemovalPolicy.DESTROY,
         )

@@ -40,12 +40,11 @@ from constructs import Construct
 
 from infra import build, nag
 from infra.config import Settings
-from infra.function import LOG_RETENTION, describe_cluster_statement, nodewright_function
+from infra.function import describe_cluster_statement, log_retention, nodewright_function
 from infra.layers import Layers, code_from_bundle
+from infra.ownership import nag_ec2_arn, terminate_statement
 from infra.provisioner import (
-    OWNED,
     TABLE_ACTIONS,
-    _nag_ec2_arn,
     acknowledge_launch_policy,
     catalog_statements,
     launch_environment,
@@ -53,7 +52,7 @@ from infra.provisioner import (
 )
 
 SOURCE = build.REPO_ROOT / "functions" / "workflow"
-KUBERNETES_GROUP = "nodewright:disruption"  # bound to a ClusterRole by cluster/rbac/disruption.yaml
+KUBERNETES_GROUP = "nodewright:disruption"  # bound to a ClusterRole by the chart (rbac-functions.yaml)
 POWERTOOLS_SERVICE_NAME = "nodewright-disruption"
 REPLACEMENT_POLL = Duration.seconds(15)
 DRAIN_POLL = Duration.seconds(10)
@@ -123,7 +122,7 @@ class DisruptionWorkflow(Construct):
             self._step_function(stack, step, settings, layers, table, node_role, code, environment)
 
         self.log_group = logs.LogGroup(
-            self, "ExecutionLogs", retention=LOG_RETENTION, removal_policy=RemovalPolicy.DESTROY
+            self, "ExecutionLogs", retention=log_retention(settings), removal_policy=RemovalPolicy.DESTROY
         )
         self.state_machine = sfn.StateMachine(
             self,
@@ -181,17 +180,9 @@ class DisruptionWorkflow(Construct):
     def _statements(stack: Stack, step: Step, settings: Settings, node_role: iam.IRole) -> list[iam.PolicyStatement]:
         if step.launches:
             return provisioner_statements(stack, settings, node_role.role_arn)
-        instance_arn = stack.format_arn(service="ec2", resource="instance", resource_name="*")
         statements = [describe_cluster_statement(stack, settings)]
         if step.terminates:
-            statements.append(
-                iam.PolicyStatement(
-                    sid="TerminateOnlyClusterInstances",
-                    actions=["ec2:TerminateInstances"],
-                    resources=[instance_arn],
-                    conditions={"StringEquals": {f"aws:ResourceTag/{settings.cluster_tag_key}": OWNED}},
-                )
-            )
+            statements.append(terminate_statement(stack, settings))
             # Finding a replacement's instance by its NodeClaim tag, and whether the node's instance still runs.
             statements.append(
                 iam.PolicyStatement(sid="DescribeInstances", actions=["ec2:DescribeInstances"], resources=["*"])
@@ -215,10 +206,10 @@ class DisruptionWorkflow(Construct):
             nag.acknowledge(
                 policy,
                 "AwsSolutions-IAM5",
-                "ec2:TerminateInstances is granted on instance/* only where the instance carries this "
-                "cluster's ownership tag (the instance ids come from events and NodeClaims); "
+                "ec2:TerminateInstances is granted on instance/* only where the instance carries nodewright's "
+                "cluster and NodePool tags (the instance ids come from events and NodeClaims); "
                 "ec2:DescribeInstances supports no resource-level permissions.",
-                findings=[f"Resource::{_nag_ec2_arn('instance')}", "Resource::*"],
+                findings=[f"Resource::{nag_ec2_arn('instance')}", "Resource::*"],
             )
 
     # ------------------------------------------------------------------------------------ definition

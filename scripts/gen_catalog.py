@@ -3,7 +3,7 @@
 Sources (all real data, no network):
 - EC2 instance type descriptions and per-availability-zone offerings shipped inside the installed moto
   package (moto/ec2/resources/instance_types.json.gz and instance_type_offerings/availability-zone/);
-- on-demand Linux prices, USD/hour, from ../shared/data/ec2-on-demand-prices-<region>.json (or --prices);
+- on-demand Linux prices, USD/hour, from scripts/data/ec2-on-demand-prices-<region>.json (or --prices);
 - zone ids (us-east-1a -> use1-az6) from moto's region table.
 
 Kept: types with an amd64/arm64 architecture, offered in at least one zone of the region, with an
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prices", type=Path, default=None)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
-    prices = args.prices or REPO.parent / "shared/data" / f"ec2-on-demand-prices-{args.region}.json"
+    prices = args.prices or REPO / "scripts" / "data" / f"ec2-on-demand-prices-{args.region}.json"
     out_path = args.out or DEFAULT_OUT_DIR / f"{args.region}.json.gz"
     types, zones, zone_ids, dropped = build(args.region, prices)
     import moto
@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     out_path.parent.mkdir(parents=True, exist_ok=True)
     out_path.write_bytes(data)
     offerings = sum(len(t.offerings) for t in types)
-    print(f"wrote {out_path.relative_to(REPO)}: {len(data)} bytes, {len(types)} types, {offerings} offerings")
+    print(f"wrote {out_path}: {len(data)} bytes, {len(types)} types, {offerings} offerings")
     print(f"zones: {', '.join(zones)}")
     for reason, count in sorted(dropped.items()):
         print(f"dropped {count}: {reason}")

@@ -35,10 +35,12 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from nodewright import tracing
 from nodewright.gcpause import paused_cycle_collector
 
-logger = Logger(service="nodewright-interruption")
-metrics = Metrics(namespace="nodewright", service="interruption")
+SERVICE = "nodewright-interruption"
+logger = Logger(service=SERVICE)
+metrics = Metrics(service="interruption")  # namespace: POWERTOOLS_METRICS_NAMESPACE
 # Reports failed records as batchItemFailures (the event source mapping needs ReportBatchItemFailures).
 processor = BatchProcessor(event_type=EventType.SQS)
 
@@ -115,7 +117,8 @@ def record_handler(record: SQSRecord) -> dict[str, Any]:
 
     runtime = _runtime()
     try:
-        result = runtime.handle(record.body)
+        with tracing.subsegment(SERVICE, "## interruption", message_id=record.message_id):
+            result = runtime.handle(record.body)
     except EventError as error:
         metrics.add_metric("MalformedMessages", MetricUnit.Count, 1)
         logger.error(

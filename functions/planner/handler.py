@@ -11,10 +11,12 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from nodewright import tracing
 from nodewright.gcpause import paused_cycle_collector
 
-logger = Logger(service="nodewright-planner")
-metrics = Metrics(namespace="nodewright", service="planner")
+SERVICE = "nodewright-planner"
+logger = Logger(service=SERVICE)
+metrics = Metrics(service="planner")  # namespace: POWERTOOLS_METRICS_NAMESPACE
 
 _PORTS: Any = None
 # EC2NodeClasses are resolved again on every tick (a tick is a minute apart), so a new AMI release, or a subnet or
@@ -53,6 +55,7 @@ def build_ports(cluster: Any = None) -> Any:
         settings.region,
         session,
         resolve_ttl=RESOLVE_SECONDS,
+        node_roles=settings.node_roles,
     )
     if cluster is None:
         tokens = EksTokenSource(settings.cluster, session.client("sts"), settings.region)
@@ -84,7 +87,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         with paused_cycle_collector():  # set-up allocates what lives as long as the container
             _PORTS = build_ports()
     started = time.perf_counter()
-    result = tick(_PORTS).to_json()
+    with tracing.subsegment(SERVICE, "## tick"):
+        result = tick(_PORTS).to_json()
     metrics.add_metric("TickDuration", MetricUnit.Milliseconds, (time.perf_counter() - started) * 1000)
     metrics.add_metric("DisruptionsStarted", MetricUnit.Count, len(result["started"]))
     metrics.add_metric("CandidatesSkipped", MetricUnit.Count, len(result["skipped"]))

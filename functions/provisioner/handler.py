@@ -26,6 +26,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from nodewright import tracing
 from nodewright.gcpause import paused_cycle_collector
 
 # The payload is validated by a plain function of the core, not a pydantic model through Powertools' parser:
@@ -34,25 +35,9 @@ from nodewright.gcpause import paused_cycle_collector
 # pod, by the core's model either way.
 from nodewright.service.batch import parse_batch
 
-logger = Logger(service="nodewright-provisioner")
-# The Tracer is built on the first traced call, not here: constructing one imports the X-Ray SDK (about a
-# quarter of a second) even when tracing is disabled, and most of this function's cold start is imports.
-_TRACER: Any = None
-
-
-def _tracer() -> Any:
-    """The Powertools Tracer, or None when tracing is disabled (POWERTOOLS_TRACE_DISABLED=true)."""
-    global _TRACER
-    if _TRACER is None and os.environ.get("POWERTOOLS_TRACE_DISABLED", "").lower() not in ("true", "1"):
-        from aws_lambda_powertools import Tracer
-
-        # Only the SDKs this function calls through: AWS (botocore) and the Kubernetes API (http.client, under
-        # urllib3). The default patches every library X-Ray knows, which costs about twice the time here.
-        _TRACER = Tracer(service="nodewright-provisioner", patch_modules=["botocore", "httplib"])
-    return _TRACER
-
-
-metrics = Metrics(namespace="nodewright", service="provisioner")
+SERVICE = "nodewright-provisioner"
+logger = Logger(service=SERVICE)
+metrics = Metrics(service="provisioner")  # namespace: POWERTOOLS_METRICS_NAMESPACE
 
 CATALOG_MODE = "NODEWRIGHT_CATALOG"
 CATALOG_TTL_SECONDS = 3600.0
@@ -127,7 +112,14 @@ def build_runtime(cluster: Any = None) -> _Runtime:
 
     settings = ProvisionerSettings.from_env()
     session = aws_sdk.session(settings.region)
-    cloud = ec2_cloud(settings.cluster, settings.node_role, settings.instance_profile, settings.region, session)
+    cloud = ec2_cloud(
+        settings.cluster,
+        settings.node_role,
+        settings.instance_profile,
+        settings.region,
+        session,
+        node_roles=settings.node_roles,
+    )
     if cluster is None:
         cluster = KubernetesCluster.from_eks(
             settings.cluster, cloud.eks, EksTokenSource(settings.cluster, session.client("sts"), settings.region)
@@ -203,13 +195,9 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             f"{runtime.cluster_name!r}; check the forwarder's NODEWRIGHT_CLUSTER"
         )
     logger.append_keys(batch_id=batch.batch_id)
-    tracer = _tracer()
-    if tracer is None:
+    # The Tracer is built on the first traced call (nodewright.tracing): its import is a quarter of a second.
+    with tracing.subsegment(
+        SERVICE, "## provision", batch_id=batch.batch_id, pods=len(batch.pods), nodes=len(batch.nodes)
+    ):
         result: dict[str, Any] = runtime.run(batch)
-        return result
-    with tracer.provider.in_subsegment("## provision") as subsegment:
-        subsegment.put_annotation("batch_id", batch.batch_id)
-        subsegment.put_annotation("pods", len(batch.pods))
-        subsegment.put_annotation("nodes", len(batch.nodes))
-        result = runtime.run(batch)
     return result

@@ -18,10 +18,12 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from nodewright import tracing
 from nodewright.gcpause import paused_cycle_collector
 
-logger = Logger(service="nodewright-disruption")
-metrics = Metrics(namespace="nodewright", service="disruption")
+SERVICE = "nodewright-disruption"
+logger = Logger(service=SERVICE)
+metrics = Metrics(service="disruption")  # namespace: POWERTOOLS_METRICS_NAMESPACE
 
 _PORTS: Any = None
 
@@ -50,7 +52,13 @@ def build_ports(cluster: Any = None) -> Any:
     # Resolved afresh for every step: LaunchReplacement must launch with what the planner judged drift against
     # (a new AMI release, a changed subnet), not with a resolution cached minutes earlier.
     cloud = ec2_cloud(
-        settings.cluster, settings.node_role, settings.instance_profile, settings.region, session, resolve_ttl=0.0
+        settings.cluster,
+        settings.node_role,
+        settings.instance_profile,
+        settings.region,
+        session,
+        resolve_ttl=0.0,
+        node_roles=settings.node_roles,
     )
     if cluster is None:
         tokens = EksTokenSource(settings.cluster, session.client("sts"), settings.region)
@@ -88,7 +96,8 @@ def _run(step: str, event: dict[str, Any]) -> dict[str, Any]:
     logger.append_keys(execution=execution, nodeclaim=state.get("nodeclaim"), step=step)
     started = time.perf_counter()
     try:
-        result: dict[str, Any] = STEPS[step](state, execution, _ports())
+        with tracing.subsegment(SERVICE, f"## {step}", step=step, nodeclaim=str(state.get("nodeclaim", ""))):
+            result: dict[str, Any] = STEPS[step](state, execution, _ports())
     except Exception as error:
         logger.exception("step failed", extra={"error": type(error).__name__})
         raise

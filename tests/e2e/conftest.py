@@ -71,13 +71,10 @@ def _clear_faults(request: pytest.FixtureRequest) -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def stack(local_world: World) -> Any:
-    """The synthesized stack deployed into the world (once per session; later modules find it deployed)."""
+    """The synthesized stack deployed into the world with the CRDs and the chart, whose RBAC is all the functions'
+    access entries grant them (once per session; later modules find it installed)."""
     from test_disruption import Stack
 
     from nodewright.localworld import deploy
 
-    outputs = deploy.deployed_outputs(local_world.state) or world.deploy_stack(
-        local_world.state, deploy.synthesize(local_world.state, print), deploy.STACK
-    )
-    deploy.install_crds(local_world.api_client)
-    return Stack(local_world, outputs)
+    return Stack(local_world, deploy.install(local_world.state))

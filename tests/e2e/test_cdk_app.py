@@ -20,7 +20,8 @@ from test_crds import install_crds
 from worldkit import World
 
 from nodewright import settings
-from nodewright.localworld.stack import deploy_synthesized
+from nodewright.localworld import deploy
+from nodewright.localworld import world as lw
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -42,8 +43,12 @@ def deployed(local_world: World, tmp_path_factory: pytest.TempPathFactory) -> di
     )
     stack = build_app(app)
     app.synth()
-    clients = {name: local_world.aws(name) for name in ("s3", "ssm", "cloudformation")}
-    return deploy_synthesized(outdir, stack.stack_name, clients, region=local_world.state.region)
+    # As a user would: the stack (its functions' access entries mapped in the token webhook), then the chart,
+    # whose RBAC is all the provisioner's group is granted.
+    outputs = lw.deploy_stack(local_world.state, outdir, stack.stack_name)
+    deploy.install_crds(local_world.api_client)
+    deploy.install_chart(local_world.state, outputs)
+    return outputs
 
 
 def invoke(world: World, function: str, payload: dict[str, Any]) -> tuple[dict[str, Any], str | None]:

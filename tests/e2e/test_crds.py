@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
 import uuid
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from worldkit import World, wait_for
 from nodewright.model.loader import load_documents
 
 ROOT = Path(__file__).resolve().parents[2]
-CRDS = sorted((ROOT / "cluster" / "crds").glob("*.yaml"))
+CRDS = sorted((ROOT / "charts" / "nodewright" / "crds").glob("*.yaml"))
 GROUP, VERSION = "nodewright.io", "v1"
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
 
@@ -255,39 +256,52 @@ def test_obviously_wrong_objects_are_refused(crds: client.CustomObjectsApi, chan
     assert caught.value.status in (400, 422), caught.value.body
 
 
-def test_every_cluster_manifest_is_accepted_and_the_forwarder_pod_meets_restricted_security(
+def test_every_chart_manifest_is_accepted_and_the_forwarder_pod_meets_restricted_security(
     local_world: World,
 ) -> None:
     from kubernetes import utils
 
-    kustomization = yaml.safe_load((ROOT / "cluster" / "kustomization.yaml").read_text())
-    docs = [d for path in kustomization["resources"] for d in yaml.safe_load_all((ROOT / "cluster" / path).read_text())]
-    # The namespace and the ServiceAccount are created for real: the pod check below needs both.
-    for real in [d for d in docs if d["kind"] in ("Namespace", "ServiceAccount")]:
-        try:
-            utils.create_from_dict(local_world.api_client, real)
-        except utils.FailToCreateError as exc:
-            assert all(e.status == 409 for e in exc.api_exceptions)
-    checked = 0
-    for doc in docs:
-        if doc["kind"] in ("Namespace", "CustomResourceDefinition"):
-            continue  # the namespace exists now; the CRDs are installed by the tests above
-        try:
-            utils.create_from_dict(local_world.api_client, doc, dry_run="All")
-        except utils.FailToCreateError as exc:
-            # Objects an earlier test created for real already exist; anything else is a defect.
-            assert all(e.status == 409 for e in exc.api_exceptions), [e.body for e in exc.api_exceptions]
-        checked += 1
-    assert checked == len(docs) - 4
-    # The namespace enforces Pod Security "restricted": a pod from the Deployment's template must pass it.
-    deployment = next(d for d in docs if d["kind"] == "Deployment")
-    template = deployment["spec"]["template"]
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "forwarder-check", **template["metadata"]}}
-    pod["spec"] = template["spec"]
-    local_world.core.create_namespaced_pod("nodewright", pod, dry_run="All")
-    # And a pod that breaks it is refused, so the check above means something.
-    broken = copy.deepcopy(pod)
-    broken["spec"]["containers"][0]["securityContext"]["allowPrivilegeEscalation"] = True
-    with pytest.raises(client.ApiException) as caught:
-        local_world.core.create_namespaced_pod("nodewright", broken, dry_run="All")
-    assert caught.value.status == 403 and "restricted" in caught.value.body
+    from nodewright.localworld import deploy
+
+    values = [
+        "clusterName=c",
+        "region=us-east-1",
+        "provisionerFunction=arn:aws:lambda:us-east-1:123456789012:function:p",
+    ]
+    argv = [str(deploy.helm_binary()), "template", "nodewright", str(deploy.chart_dir()), "-n", "nodewright"]
+    sets = [a for v in values for a in ("--set", v)]
+    rendered = subprocess.run([*argv, *sets], capture_output=True, text=True, check=False)
+    assert rendered.returncode == 0, rendered.stderr
+    docs = [d for d in yaml.safe_load_all(rendered.stdout) if d]
+    # A namespace enforcing Pod Security "restricted", as the README advises labelling `nodewright`.
+    namespace = f"restricted-{uuid.uuid4().hex[:6]}"
+    local_world.core.create_namespace(
+        {"metadata": {"name": namespace, "labels": {"pod-security.kubernetes.io/enforce": "restricted"}}}
+    )
+    try:
+        for doc in docs:
+            if doc["metadata"].get("namespace"):
+                doc["metadata"]["namespace"] = namespace
+            for subject in doc.get("subjects", []):
+                if subject.get("namespace"):
+                    subject["namespace"] = namespace
+            try:
+                utils.create_from_dict(local_world.api_client, doc, dry_run="All")
+            except utils.FailToCreateError as exc:
+                # Cluster-wide objects the chart installed earlier in the session already exist.
+                assert all(e.status == 409 for e in exc.api_exceptions), [e.body for e in exc.api_exceptions]
+        assert {d["kind"] for d in docs} >= {"Deployment", "PodDisruptionBudget", "ServiceAccount", "ClusterRole"}
+        # A pod from the Deployment's template must pass "restricted".
+        deployment = next(d for d in docs if d["kind"] == "Deployment")
+        template = deployment["spec"]["template"]
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "forwarder-check", **template["metadata"]}}
+        pod["spec"] = {**template["spec"], "serviceAccountName": "default"}  # the chart's lives in its namespace
+        local_world.core.create_namespaced_pod(namespace, pod, dry_run="All")
+        # And a pod that breaks it is refused, so the check above means something.
+        broken = copy.deepcopy(pod)
+        broken["spec"]["containers"][0]["securityContext"]["allowPrivilegeEscalation"] = True
+        with pytest.raises(client.ApiException) as caught:
+            local_world.core.create_namespaced_pod(namespace, broken, dry_run="All")
+        assert caught.value.status == 403 and "restricted" in caught.value.body
+    finally:
+        local_world.core.delete_namespace(namespace)

@@ -31,7 +31,6 @@ from worldkit import World, wait_for
 
 from nodewright.forwarder.batching import build_payloads, hint_of
 from nodewright.localworld import deploy
-from nodewright.localworld import world as lw
 from nodewright.model.pending import is_pending
 from nodewright.service.provision import NOMINATION_GRACE_SECONDS
 
@@ -72,11 +71,8 @@ def provisioner(local_world: World) -> Provisioner:
     """The stack deployed into the world (real `cdk synth`, moto's CloudFormation) and the CRDs, once per
     module. The forwarder is not started: the tests send its batches themselves, to control repeats."""
     world = local_world
-    outputs = deploy.deployed_outputs(world.state) or lw.deploy_stack(
-        world.state, deploy.synthesize(world.state, print), deploy.STACK
-    )
-    deploy.install_crds(world.api_client)
-    return Provisioner(world, outputs)
+    # The stack, the CRDs and the chart (whose RBAC is all the functions' access entries grant them).
+    return Provisioner(world, deploy.install(world.state))
 
 
 class Pool:
@@ -145,7 +141,7 @@ class Pool:
             .get_paginator("describe_instances")
             .paginate(
                 Filters=[
-                    {"Name": "tag:karpenter.sh/nodepool", "Values": [self.name]},
+                    {"Name": "tag:nodewright.io/nodepool", "Values": [self.name]},
                     {"Name": "instance-state-name", "Values": ["pending", "running"]},
                 ]
             )

@@ -19,7 +19,8 @@ from test_scale_down import execution_arn, tick
 from worldkit import World, wait_for
 
 from nodewright.disruption.commands import DELETED
-from nodewright.model.nodeclaim import CAPACITY_TAG, TERMINATION_FINALIZER
+from nodewright.tags import FINALIZER as TERMINATION_FINALIZER
+from nodewright.tags import launch_tags
 
 
 @pytest.fixture
@@ -107,13 +108,7 @@ def test_an_instance_with_nodewrights_tags_and_no_nodeclaim_is_terminated_after_
     ec2 = world.aws("ec2")
     cluster = world.state.cluster
     image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
-    tags = {
-        f"kubernetes.io/cluster/{cluster}": "owned",
-        "eks:eks-cluster-name": cluster,
-        CAPACITY_TAG: cluster,
-        "karpenter.sh/nodepool": "gone",
-        "karpenter.sh/nodeclaim": "gone-0123456789",
-    }
+    tags = launch_tags(cluster, "gone", "default", "gone-0123456789")
     spec = {"ResourceType": "instance", "Tags": [{"Key": k, "Value": v} for k, v in tags.items()]}
     [leaked] = ec2.run_instances(ImageId=image, MinCount=1, MaxCount=1, TagSpecifications=[spec])["Instances"]
     # Within Karpenter's 30 s after launch a NodeClaim may still be about to record it: left alone.

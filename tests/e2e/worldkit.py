@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import io
 import json
+import ssl
 import time
+import urllib.error
 import urllib.request
 import uuid
 import zipfile
@@ -59,6 +61,32 @@ class World:
         kwargs.update(overrides)
         # The service name is a runtime string, which the stubs' per-service overloads cannot type.
         return boto3.client(service, **kwargs)  # type: ignore[call-overload]
+
+    def role_token(self, role_arn: str, cluster: str | None = None) -> str:
+        """An EKS token for a session of `role_arn` (signed for `cluster`, by default the world's), as a Lambda
+        with that execution role would mint it."""
+        from nodewright.adapters.eks_token import EksTokenSource
+
+        credentials = self.aws("sts").assume_role(RoleArn=role_arn, RoleSessionName="e2e")["Credentials"]
+        sts = self.aws(
+            "sts",
+            aws_access_key_id=credentials["AccessKeyId"],
+            aws_secret_access_key=credentials["SecretAccessKey"],
+            aws_session_token=credentials["SessionToken"],
+        )
+        return EksTokenSource(cluster or self.state.cluster, sts_client=sts).token()
+
+    def api_status(self, token: str, method: str, path: str) -> int:
+        """The HTTP status the API server answers `method path` with, for a bearer `token`."""
+        request = urllib.request.Request(
+            f"{self.state.api_server}{path}", method=method, headers={"Authorization": f"Bearer {token}"}
+        )
+        context = ssl.create_default_context(cafile=self.state.ca_file)
+        try:
+            with urllib.request.urlopen(request, context=context, timeout=10) as response:
+                return int(response.status)
+        except urllib.error.HTTPError as exc:
+            return int(exc.code)
 
     def set_faults(self, doc: dict[str, Any]) -> dict[str, Any]:
         """Replace the moto server's fault rules (see nodewright.localworld.faults)."""

@@ -12,8 +12,9 @@ from typing import Any
 import boto3
 import pytest
 from handlers import REGION, Context, load_handler
-from test_provisioner_handler import event, manifests, pod
+from test_provisioner_handler import CLUSTER, _role, event, manifests, pod
 
+from nodewright.adapters.ec2_launcher import instance_profile_name
 from nodewright.adapters.memory import InMemoryCluster
 from nodewright.disruption.commands import EXPIRED, SPOT_INTERRUPTION, CommandError, DisruptionCommand
 
@@ -149,3 +150,53 @@ def test_the_planner_takes_an_empty_node_away_once_holding_its_lock(
     second = planner.handler({}, Context())
     assert second["started"] == []
     assert len(sfn.list_executions(stateMachineArn=machine)["executions"]) == 1
+
+
+def in_nodewrights_group(documents: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The fixtures as `nodewright migrate` writes them: status is written only to nodewright.io objects."""
+    for doc in documents:
+        if doc.get("apiVersion") in ("karpenter.sh/v1", "karpenter.k8s.aws/v1"):
+            doc["apiVersion"] = "nodewright.io/v1"
+            ref = ((doc["spec"].get("template") or {}).get("spec") or {}).get("nodeClassRef")
+            if ref is not None:
+                ref["group"] = "nodewright.io"
+    return documents
+
+
+def test_the_planner_resolves_a_node_class_naming_a_node_role_from_the_stack_context(
+    account: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Drift resolves every EC2NodeClass; one naming a role of the nodeRoles context is as valid to the planner
+    # as to the provisioner, so it is no problem and its nodes are checked against the cloud's facts.
+    _role("KarpenterNodeRole-func")
+    monkeypatch.setenv("NODEWRIGHT_NODE_ROLES", "KarpenterNodeRole-func")
+    good = InMemoryCluster(in_nodewrights_group(manifests(role="KarpenterNodeRole-func")))
+    _, _, planner = planner_for(good, {"StartAt": "Done", "States": {"Done": {"Type": "Succeed"}}}, monkeypatch)
+    first = planner.handler({}, Context())
+    assert first["problems"] == [] and "ec2nodeclass/default" in first["status"]["written"]
+    # The class's status says what it resolved to, as Karpenter's does; an unchanged status is not written again.
+    status = good.objects[("EC2NodeClass", "", "default")]["status"]
+    assert {c["type"]: c["status"] for c in status["conditions"]} == {
+        "AMIsReady": "True",
+        "InstanceProfileReady": "True",
+        "Ready": "True",
+        "SecurityGroupsReady": "True",
+        "SubnetsReady": "True",
+        "ValidationSucceeded": "True",
+    }
+    assert status["instanceProfile"] == instance_profile_name(CLUSTER, "KarpenterNodeRole-func")
+    assert status["subnets"] and all(s["id"].startswith("subnet-") for s in status["subnets"])
+    assert status["securityGroups"] and all(g["id"].startswith("sg-") for g in status["securityGroups"])
+    assert planner.handler({}, Context())["status"]["written"] == []
+
+    bad = InMemoryCluster(in_nodewrights_group(manifests(role="admin")))
+    planner._PORTS = planner.build_ports(cluster=bad)
+    [problem] = planner.handler({}, Context())["problems"]
+    assert problem.startswith("ec2nodeclass/") and "role admin is not a node role" in problem
+    conditions = {c["type"]: c for c in bad.objects[("EC2NodeClass", "", "default")]["status"]["conditions"]}
+    assert (
+        conditions["Ready"]["status"] == "False" and "role admin is not a node role" in conditions["Ready"]["message"]
+    )
+    assert conditions["InstanceProfileReady"]["status"] == "False"
+    assert conditions["InstanceProfileReady"]["reason"] == "InstanceProfileNotAllowed"
+    assert [conditions[t]["status"] for t in ("SubnetsReady", "SecurityGroupsReady", "AMIsReady")] == ["True"] * 3

@@ -25,6 +25,7 @@ from nodewright.adapters.dynamodb_state import DynamoDBState
 from nodewright.adapters.memory import InMemoryCluster
 from nodewright.disruption.commands import SPOT_INTERRUPTION, DisruptionCommand
 from nodewright.interruption.rules import EVENT_PATTERNS
+from nodewright.tags import launch_tags
 
 REGION = "us-east-1"
 CLUSTER = "func"
@@ -47,10 +48,8 @@ class World:
 
 def launch(ec2: Any, nodeclaim: str, zone: str = "us-east-1a", instance_type: str = "m5.large") -> str:
     image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
-    tags = [
-        {"Key": f"kubernetes.io/cluster/{CLUSTER}", "Value": "owned"},
-        {"Key": "karpenter.sh/nodeclaim", "Value": nodeclaim},
-    ]
+    pool = nodeclaim.rsplit("-", 1)[0]
+    tags = [{"Key": k, "Value": v} for k, v in launch_tags(CLUSTER, pool, "default", nodeclaim).items()]
     instance: str = ec2.run_instances(
         ImageId=image,
         MinCount=1,

@@ -23,6 +23,7 @@ from nodewright.adapters.memory import InMemoryCluster
 from nodewright.localworld.motoserver import seed
 from nodewright.localworld.userdata import parse_user_data
 from nodewright.service.batch import PayloadError
+from nodewright.tags import KARPENTER_TAGS
 
 REGION = "us-east-1"
 CLUSTER = "func"
@@ -205,10 +206,11 @@ def test_the_handler_launches_tagged_instances_with_bootstrap_user_data_and_reco
     for claim in launched:
         instance = running[claim["instance_id"]]
         tags = {t["Key"]: t["Value"] for t in instance["Tags"]}
-        assert tags["karpenter.sh/nodeclaim"] == claim["name"]
-        assert tags["karpenter.sh/nodepool"] == "general"
-        assert tags["eks:eks-cluster-name"] == CLUSTER
-        assert tags["nodewright.io/cluster"] == CLUSTER  # what instance garbage collection lists
+        assert tags["nodewright.io/nodeclaim"] == claim["name"]
+        assert tags["nodewright.io/nodepool"] == "general"
+        assert tags["nodewright.io/cluster"] == CLUSTER
+        # None of Karpenter's ownership tags: its garbage collection must never take this instance for its own.
+        assert not set(tags) & set(KARPENTER_TAGS)
         assert tags["cost-center"] == "42"
         assert instance["InstanceType"] == claim["instance_type"]
         assert instance["Placement"]["AvailabilityZone"] == claim["zone"]
@@ -351,8 +353,76 @@ def test_a_node_class_naming_another_role_gets_a_clear_decision(account: dict[st
     handler._RUNTIME = handler.build_runtime(cluster=cluster)
     response = handler.handler(event(cluster), Context())
     [invalid] = [d for d in response["decisions"] if d["action"] == "invalid"]
-    assert "role admin is not the node role" in invalid["reason"]
+    assert f"role admin is not a node role nodewright may pass to EC2 ({CLUSTER}-node)" in invalid["reason"]
+    assert "nodeRoles" in invalid["reason"]
     assert response["nodeclaims"] == [] and instances(account["ec2"]) == []
+
+
+def _role(name: str) -> None:
+    trust = {
+        "Statement": [{"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}]
+    }
+    boto3.client("iam", region_name=REGION).create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(trust))
+
+
+def test_a_node_role_from_the_stack_context_gets_a_tagged_instance_profile_of_its_own(
+    account: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _role("KarpenterNodeRole-func")
+    monkeypatch.setenv("NODEWRIGHT_NODE_ROLES", "KarpenterNodeRole-func")
+    handler = load_handler("provisioner")
+    cluster = InMemoryCluster(manifests(pod("web-0"), role="KarpenterNodeRole-func"))
+    handler._RUNTIME = handler.build_runtime(cluster=cluster)
+    response = handler.handler(event(cluster), Context())
+    assert len(response["nodeclaims"]) == 1
+
+    iam = boto3.client("iam", region_name=REGION)
+
+    def ours() -> list[dict[str, Any]]:
+        return [p for p in iam.list_instance_profiles()["InstanceProfiles"] if p["Path"] == "/nodewright/"]
+
+    [profile] = ours()
+    assert [r["RoleName"] for r in profile["Roles"]] == ["KarpenterNodeRole-func"]
+    described = iam.get_instance_profile(InstanceProfileName=profile["InstanceProfileName"])["InstanceProfile"]
+    tags = {t["Key"]: t["Value"] for t in described["Tags"]}
+    assert tags["nodewright.io/cluster"] == CLUSTER
+    # The launch template the instance came from names that profile (moto does not copy it onto the instance).
+    ec2 = account["ec2"]
+    templates = ec2.describe_launch_templates()["LaunchTemplates"]
+    assert templates
+    for template in templates:
+        versions = ec2.describe_launch_template_versions(LaunchTemplateId=template["LaunchTemplateId"])
+        for version in versions["LaunchTemplateVersions"]:
+            assert version["LaunchTemplateData"]["IamInstanceProfile"] == {"Name": profile["InstanceProfileName"]}
+
+    # A second batch (a warm container, or a cold one) reuses the profile instead of making another.
+    handler._RUNTIME = handler.build_runtime(cluster=cluster)
+    cluster.put(pod("web-1"))
+    handler.handler(event(cluster, batch_id="batch-2"), Context())
+    assert len(ours()) == 1
+
+
+def test_an_instance_profile_is_used_only_when_it_holds_a_node_role(account: dict[str, Any]) -> None:
+    iam = boto3.client("iam", region_name=REGION)
+    _role("admin")
+    iam.create_instance_profile(InstanceProfileName="admin-profile")
+    iam.add_role_to_instance_profile(InstanceProfileName="admin-profile", RoleName="admin")
+    handler = load_handler("provisioner")
+    node_classes = manifests(pod("web-0"))
+    node_classes[1]["spec"].pop("role")
+    node_classes[1]["spec"]["instanceProfile"] = "admin-profile"
+    cluster = InMemoryCluster(node_classes)
+    handler._RUNTIME = handler.build_runtime(cluster=cluster)
+    response = handler.handler(event(cluster), Context())
+    [invalid] = [d for d in response["decisions"] if d["action"] == "invalid"]
+    assert "instanceProfile admin-profile holds role admin" in invalid["reason"]
+    assert instances(account["ec2"]) == []
+
+    # The stack's own profile (what Karpenter users often name) is fine.
+    node_classes[1]["spec"]["instanceProfile"] = f"{CLUSTER}-node"
+    cluster = InMemoryCluster(node_classes)
+    handler._RUNTIME = handler.build_runtime(cluster=cluster)
+    assert len(handler.handler(event(cluster, batch_id="batch-2"), Context())["nodeclaims"]) == 1
 
 
 def test_the_live_catalog_works_against_moto(account: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:

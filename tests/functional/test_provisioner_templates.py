@@ -20,6 +20,7 @@ from nodewright.service.provision import (
     ProvisionResult,
     collect_launch_templates,
 )
+from nodewright.tags import launch_tags
 
 REGION = "us-east-1"
 CLUSTER = "gc"
@@ -48,7 +49,7 @@ def spec(image: str, node_class: str = "default") -> LaunchTemplateSpec:
 
 def tags(node_class: str = "default", cluster: str = CLUSTER) -> dict[str, str]:
     # What the provisioner tags its templates with (service.provision._Launcher.tags).
-    return {f"kubernetes.io/cluster/{cluster}": "owned", "karpenter.k8s.aws/ec2nodeclass": node_class}
+    return launch_tags(cluster, "general", node_class)
 
 
 def claim(name: str, template: str) -> dict[str, Any]:

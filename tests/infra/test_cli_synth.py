@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import CLUSTER, REPO_ROOT
+from conftest import CLUSTER, REPO_ROOT, synth
 
 CDK = REPO_ROOT / "node_modules" / ".bin" / "cdk"
 
@@ -46,8 +46,7 @@ def test_cdk_synth_writes_the_stack_and_its_assets(cli_out: Path) -> None:
     assert [p["conclusion"] for p in report["pluginReports"]] == ["success"]
 
 
-def test_the_synthesized_template_passes_cfn_lint(cli_out: Path) -> None:
-    template = cli_out / "Nodewright.template.json"
+def cfn_lint(template: Path) -> None:
     # W3005 (a DependsOn also implied by a GetAtt) is how the CDK always ties a function to its role.
     result = subprocess.run(
         [str(Path(sys.executable).parent / "cfn-lint"), "--ignore-checks", "W3005", "--", str(template)],
@@ -57,6 +56,32 @@ def test_the_synthesized_template_passes_cfn_lint(cli_out: Path) -> None:
         check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_synthesized_template_passes_cfn_lint(cli_out: Path) -> None:
+    cfn_lint(cli_out / "Nodewright.template.json")
+
+
+def test_the_private_vpc_variant_with_every_setting_passes_cfn_lint(synth_root: Path) -> None:
+    every = synth(
+        synth_root,
+        clusterName=CLUSTER,
+        vpcId="vpc-0123456789abcdef0",
+        privateSubnetIds="subnet-0123456789abcdef0,subnet-0fedcba9876543210",
+        securityGroupId="sg-0123456789abcdef0",
+        nodeRoles="KarpenterNodeRole-demo",
+        rebalance="drain",
+        spotToSpotConsolidation="true",
+        alarmTopicArn="arn:aws:sns:us-east-1:123456789012:on-call",
+        logRetentionDays="90",
+        retainTable="false",
+        oidcIssuer="https://oidc.eks.us-east-1.amazonaws.com/id/0123456789ABCDEF0123456789ABCDEF",
+    )
+    (plugin,) = every.report()["pluginReports"]
+    assert plugin["violations"] == []
+    template = every.outdir / "every.template.json"
+    template.write_text(json.dumps(every.template))
+    cfn_lint(template)
 
 
 def test_the_app_refuses_to_synth_without_a_cluster_name() -> None:

@@ -24,7 +24,6 @@ def test_the_cluster_name_is_required_and_the_error_says_how_to_pass_it() -> Non
 def test_defaults_follow_the_cluster_name() -> None:
     settings = read(clusterName="prod-eu")
     assert settings.discovery_tag == "prod-eu"
-    assert settings.cluster_tag_key == "kubernetes.io/cluster/prod-eu"
     assert settings.kubernetes_version is None
     assert settings.vpc is None
     assert settings.stack_name == "Nodewright"

@@ -71,7 +71,10 @@ def test_only_the_launch_step_may_launch_and_only_terminating_steps_terminate_ta
         terminate = granting(statements, "ec2:TerminateInstances")
         assert bool(terminate) == (step.terminates or step.launches), step.name
         for st in terminate:
-            assert st["Condition"] == {"StringEquals": {f"aws:ResourceTag/kubernetes.io/cluster/{CLUSTER}": "owned"}}
+            assert st["Condition"] == {
+                "StringEquals": {"aws:ResourceTag/nodewright.io/cluster": CLUSTER},
+                "StringLike": {"aws:ResourceTag/nodewright.io/nodepool": "*"},
+            }
         assert not granting(statements, "states:StartExecution")
         (describe,) = granting(statements, "eks:DescribeCluster")
         assert render(describe["Resource"]).endswith(f":cluster/{CLUSTER}")

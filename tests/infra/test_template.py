@@ -17,7 +17,16 @@ from conftest import CLUSTER, Synth, synth
 from nodewright import settings
 from nodewright.adapters import aws_sdk
 
-OWNED_TAG = f"kubernetes.io/cluster/{CLUSTER}"
+# nodewright's own tags (nodewright.tags): the cluster's and a NodePool's, in the request or on the resource.
+REQUEST_TAGGED = {
+    "StringEquals": {"aws:RequestTag/nodewright.io/cluster": CLUSTER},
+    "StringLike": {"aws:RequestTag/nodewright.io/nodepool": "*"},
+}
+RESOURCE_TAGGED = {
+    "StringEquals": {"aws:ResourceTag/nodewright.io/cluster": CLUSTER},
+    "StringLike": {"aws:ResourceTag/nodewright.io/nodepool": "*"},
+}
+CREATED_BY_LAUNCH = {"instance", "volume", "fleet", "network-interface", "spot-instances-request"}
 LAUNCH = {"ec2:RunInstances", "ec2:CreateFleet"}
 EXPECTED_ACTIONS = {
     "ec2:RunInstances",
@@ -32,6 +41,7 @@ EXPECTED_ACTIONS = {
     "ssm:GetParameters",
     "pricing:GetProducts",
     "eks:DescribeCluster",
+    "iam:GetInstanceProfile",
     "dynamodb:GetItem",
     "dynamodb:BatchGetItem",
     "dynamodb:Query",
@@ -118,18 +128,21 @@ def test_the_stack_holds_exactly_the_components(default_synth: Synth) -> None:
     template.resource_count_is("AWS::Logs::LogGroup", 11)
     template.resource_count_is("AWS::StepFunctions::StateMachine", 1)
     template.resource_count_is("AWS::Scheduler::Schedule", 1)
-    # The interruption queue and its DLQ, the planner's missed ticks; five EventBridge rules; four alarms.
+    # The interruption queue and its DLQ, the planner's missed ticks; five EventBridge rules; sixteen alarms
+    # (docs/architecture.md) notifying one encrypted topic.
     template.resource_count_is("AWS::SQS::Queue", 3)
     template.resource_count_is("AWS::Events::Rule", 5)
-    template.resource_count_is("AWS::CloudWatch::Alarm", 4)
+    template.resource_count_is("AWS::CloudWatch::Alarm", 16)
     template.resource_count_is("AWS::CloudWatch::Dashboard", 1)
+    template.resource_count_is("AWS::SNS::Topic", 1)
+    template.resource_count_is("AWS::KMS::Key", 1)
     # No custom resources: they would need Lambda functions of their own (the CDK's log-retention one,
     # for instance) that neither least privilege nor the local world's CloudFormation wants.
     kinds = {r["Type"] for r in default_synth.template["Resources"].values()}
     assert not [k for k in kinds if k.startswith("Custom::") or k == "AWS::CloudFormation::CustomResource"], kinds
     outputs = set(default_synth.template["Outputs"])
     assert {"ProvisionerFunctionArn", "ProvisionerFunctionName", "TableName", "NodeRoleName", "NodeRoleArn"} <= outputs
-    assert {"InstanceProfileName", "ForwarderRoleArn"} <= outputs
+    assert {"InstanceProfileName", "ForwarderRoleArn", "AlarmTopicArn"} <= outputs
 
 
 def test_the_function_runs_the_provisioner_handler_on_arm64_python311_with_both_layers(default_synth: Synth) -> None:
@@ -158,8 +171,9 @@ def test_the_function_runs_the_provisioner_handler_on_arm64_python311_with_both_
                     settings.TABLE: {"Ref": table},
                     settings.NODE_ROLE: {"Ref": node_role},
                     settings.INSTANCE_PROFILE: {"Ref": profile},
+                    settings.SPOT_TO_SPOT: "false",
                     "POWERTOOLS_SERVICE_NAME": "nodewright-provisioner",
-                    "POWERTOOLS_METRICS_NAMESPACE": "Nodewright",
+                    "POWERTOOLS_METRICS_NAMESPACE": settings.METRICS_NAMESPACE,
                     aws_sdk.MODELS_ENV: "/opt/python/nodewright-aws-models",
                 }
             },
@@ -176,6 +190,7 @@ def test_the_function_runs_the_provisioner_handler_on_arm64_python311_with_both_
         settings.TABLE,
         settings.NODE_ROLE,
         settings.INSTANCE_PROFILE,
+        settings.SPOT_TO_SPOT,
         "POWERTOOLS_SERVICE_NAME",
         "POWERTOOLS_METRICS_NAMESPACE",
         aws_sdk.MODELS_ENV,
@@ -198,7 +213,8 @@ def test_the_table_matches_the_settings_contract(default_synth: Synth) -> None:
     assert props["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True
     # Encrypted with the AWS managed KMS key (aws/dynamodb): SSE on and no customer key named.
     assert props["SSESpecification"] == {"SSEEnabled": True}
-    assert table["DeletionPolicy"] == "Delete"
+    # Kept when the stack is deleted unless retainTable=false (docs/uninstall.md).
+    assert table["DeletionPolicy"] == table["UpdateReplacePolicy"] == "Retain"
 
 
 def test_the_provisioner_is_granted_exactly_the_intended_actions(provisioner_statements: list[dict[str, Any]]) -> None:
@@ -211,7 +227,7 @@ def test_the_provisioner_is_granted_exactly_the_intended_actions(provisioner_sta
             assert set(listed(st["Action"])) <= STAR_ONLY, st
 
 
-def test_launches_need_the_cluster_tag_on_everything_they_create(
+def test_launches_need_nodewright_tags_on_everything_they_create(
     provisioner_statements: list[dict[str, Any]],
 ) -> None:
     for action in sorted(LAUNCH):
@@ -219,67 +235,70 @@ def test_launches_need_the_cluster_tag_on_everything_they_create(
         assert statements
         for st in statements:
             resources = [render(r) for r in listed(st["Resource"])]
-            created = [r for r in resources if r.rsplit(":", 1)[1].split("/")[0] in {"instance", "volume", "fleet"}]
+            kinds = {r.rsplit(":", 1)[1].split("/")[0] for r in resources}
             assert "*" not in resources
-            if created:
-                # Whatever a launch creates must be requested with the ownership tag.
-                assert st["Condition"] == {"StringEquals": {f"aws:RequestTag/{OWNED_TAG}": "owned"}}, st
-                assert len(created) == len(resources)
-            elif any(":launch-template/" in r for r in resources):
-                assert st["Condition"] == {"StringEquals": {f"aws:ResourceTag/{OWNED_TAG}": "owned"}}, st
-            elif any(":subnet/" in r or ":security-group/" in r for r in resources):
+            if kinds & CREATED_BY_LAUNCH:
+                # Whatever a launch creates must be requested with nodewright's cluster and NodePool tags.
+                assert st["Condition"] == REQUEST_TAGGED, st
+                assert kinds == CREATED_BY_LAUNCH
+            elif kinds == {"launch-template"}:
+                assert st["Condition"] == RESOURCE_TAGGED, st
+            elif kinds == {"subnet", "security-group"}:
                 assert st["Condition"] == {"StringEquals": {"aws:ResourceTag/karpenter.sh/discovery": CLUSTER}}, st
             else:
-                kinds = {r.rsplit(":", 1)[1].split("/")[0] for r in resources}
-                assert kinds <= {
-                    "image",
-                    "snapshot",
-                    "network-interface",
-                    "spot-instances-request",
-                    "capacity-reservation",
-                }
-    created_kinds = {
-        render(r).rsplit(":", 1)[1].split("/")[0]
-        for st in granting(provisioner_statements, "ec2:RunInstances")
-        if "Condition" in st and "aws:RequestTag/" + OWNED_TAG in st["Condition"].get("StringEquals", {})
-        for r in listed(st["Resource"])
-    }
-    assert created_kinds == {"instance", "volume", "fleet"}
+                # Only read by a launch, never created by it.
+                assert kinds == {"image", "snapshot", "capacity-reservation"}, st
+                assert "Condition" not in st
 
 
-def test_launch_templates_are_created_only_with_the_cluster_tag(provisioner_statements: list[dict[str, Any]]) -> None:
+def test_launch_templates_are_created_only_with_nodewright_tags(provisioner_statements: list[dict[str, Any]]) -> None:
     (st,) = granting(provisioner_statements, "ec2:CreateLaunchTemplate")
     assert st["Action"] == "ec2:CreateLaunchTemplate"
-    assert st["Condition"] == {"StringEquals": {f"aws:RequestTag/{OWNED_TAG}": "owned"}}
+    assert st["Condition"] == REQUEST_TAGGED
     assert [render(r) for r in listed(st["Resource"])] == [
         "arn:${AWS::Partition}:ec2:${AWS::Region}:${AWS::AccountId}:launch-template/*"
     ]
 
 
-def test_tags_are_written_only_by_create_calls(provisioner_statements: list[dict[str, Any]]) -> None:
+def test_tags_are_written_only_by_create_calls_and_only_nodewrights(
+    provisioner_statements: list[dict[str, Any]],
+) -> None:
     (st,) = granting(provisioner_statements, "ec2:CreateTags")
     assert st["Action"] == "ec2:CreateTags"
-    assert set(st["Condition"]) == {"StringEquals"}
-    assert set(st["Condition"]["StringEquals"]) == {"ec2:CreateAction"}
-    assert set(st["Condition"]["StringEquals"]["ec2:CreateAction"]) == {
-        "RunInstances",
-        "CreateFleet",
-        "CreateLaunchTemplate",
+    assert st["Condition"] == {
+        "StringEquals": {
+            "aws:RequestTag/nodewright.io/cluster": CLUSTER,
+            "ec2:CreateAction": ["RunInstances", "CreateFleet", "CreateLaunchTemplate"],
+        },
+        "StringLike": {"aws:RequestTag/nodewright.io/nodepool": "*"},
     }
+    kinds = {render(r).rsplit(":", 1)[1].split("/")[0] for r in listed(st["Resource"])}
+    assert kinds == CREATED_BY_LAUNCH | {"launch-template"}
 
 
 @pytest.mark.parametrize(
     ("action", "kind"), [("ec2:TerminateInstances", "instance"), ("ec2:DeleteLaunchTemplate", "launch-template")]
 )
-def test_only_cluster_owned_resources_are_terminated_or_deleted(
+def test_only_nodewrights_own_resources_are_terminated_or_deleted(
     provisioner_statements: list[dict[str, Any]], action: str, kind: str
 ) -> None:
+    # Not kubernetes.io/cluster/<name>=owned alone: managed node groups and Karpenter carry it too.
     (st,) = granting(provisioner_statements, action)
     assert st["Action"] == action
-    assert st["Condition"] == {"StringEquals": {f"aws:ResourceTag/{OWNED_TAG}": "owned"}}
+    assert st["Condition"] == RESOURCE_TAGGED
     assert [render(r) for r in listed(st["Resource"])] == [
         f"arn:${{AWS::Partition}}:ec2:${{AWS::Region}}:${{AWS::AccountId}}:{kind}/*"
     ]
+
+
+def test_every_function_that_terminates_needs_nodewrights_tags(default_synth: Synth) -> None:
+    terminating = []
+    for role in default_synth.resources("AWS::IAM::Role"):
+        for st in granting(role_statements(default_synth, role), "ec2:TerminateInstances"):
+            assert st["Condition"] == RESOURCE_TAGGED, (role, st)
+            terminating.append(role)
+    # The provisioner, LaunchReplacement, TerminateInstance, Rollback and the planner.
+    assert len(terminating) == 5, terminating
 
 
 def test_only_the_node_role_is_passed_and_only_to_ec2(
@@ -289,6 +308,52 @@ def test_only_the_node_role_is_passed_and_only_to_ec2(
     (st,) = granting(provisioner_statements, "iam:PassRole")
     assert st["Resource"] == {"Fn::GetAtt": [node_role, "Arn"]}
     assert st["Condition"] == {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}}
+    # Without nodeRoles nodewright creates no instance profile; it reads one an EC2NodeClass names.
+    assert not granting(provisioner_statements, "iam:CreateInstanceProfile")
+    (read,) = granting(provisioner_statements, "iam:GetInstanceProfile")
+    assert render(read["Resource"]) == "arn:${AWS::Partition}:iam::${AWS::AccountId}:instance-profile/*"
+
+
+def test_node_roles_from_context_may_be_passed_and_get_tag_scoped_instance_profiles(synth_root: Path) -> None:
+    roles = synth(
+        synth_root,
+        clusterName=CLUSTER,
+        nodeRoles="KarpenterNodeRole-demo,arn:aws:iam::111122223333:role/teams/gpu-nodes",
+    )
+    node_role = logical_id(roles, "AWS::IAM::Role", "NodesRole")
+    # The planner resolves EC2NodeClasses (drift) as a launch does, so it finds or creates the same instance
+    # profiles, but passes no role.
+    for step in ("ProvisionerRole", "LaunchReplacement", "PlannerRole"):
+        statements = role_statements(roles, logical_id(roles, "AWS::IAM::Role", step))
+        if step == "PlannerRole":
+            assert not granting(statements, "iam:PassRole")
+        else:
+            (st,) = granting(statements, "iam:PassRole")
+            assert [render(r) if not isinstance(r, dict) or "Fn::GetAtt" not in r else r for r in st["Resource"]] == [
+                {"Fn::GetAtt": [node_role, "Arn"]},
+                "arn:${AWS::Partition}:iam::${AWS::AccountId}:role/KarpenterNodeRole-demo",
+                "arn:aws:iam::111122223333:role/teams/gpu-nodes",
+            ]
+        ours = "arn:${AWS::Partition}:iam::${AWS::AccountId}:instance-profile/nodewright/*"
+        (create,) = granting(statements, "iam:CreateInstanceProfile")
+        assert render(create["Resource"]) == ours
+        assert create["Condition"] == {"StringEquals": {"aws:RequestTag/nodewright.io/cluster": CLUSTER}}
+        (tag,) = granting(statements, "iam:TagInstanceProfile")
+        assert tag["Condition"] == {
+            "StringEquals": {
+                "aws:RequestTag/nodewright.io/cluster": CLUSTER,
+                "aws:ResourceTag/nodewright.io/cluster": CLUSTER,
+            }
+        }
+        (add,) = granting(statements, "iam:AddRoleToInstanceProfile")
+        assert render(add["Resource"]) == ours
+        assert add["Condition"] == {"StringEquals": {"aws:ResourceTag/nodewright.io/cluster": CLUSTER}}
+    for function in ("Provisioner", "PlannerFunction"):
+        logical = logical_id(roles, "AWS::Lambda::Function", function)
+        env = roles.template["Resources"][logical]["Properties"]["Environment"]["Variables"]
+        assert env["NODEWRIGHT_NODE_ROLES"] == "KarpenterNodeRole-demo,gpu-nodes", function
+    (plugin,) = roles.report()["pluginReports"]
+    assert plugin["violations"] == []
 
 
 def test_parameters_are_read_only_under_the_public_ami_paths(provisioner_statements: list[dict[str, Any]]) -> None:
@@ -371,7 +436,7 @@ def test_the_node_role_is_for_ec2_with_the_eks_worker_policies(default_synth: Sy
     assert profile["Properties"]["Roles"] == [{"Ref": node_role}]
 
 
-def test_the_forwarder_may_only_invoke_the_provisioner(default_synth: Synth) -> None:
+def test_the_forwarder_may_only_invoke_the_provisioner_and_publish_its_metrics(default_synth: Synth) -> None:
     forwarder = logical_id(default_synth, "AWS::IAM::Role", "ForwarderRole")
     function = logical_id(default_synth, "AWS::Lambda::Function", "Provisioner")
     props = default_synth.template["Resources"][forwarder]["Properties"]
@@ -393,7 +458,14 @@ def test_the_forwarder_may_only_invoke_the_provisioner(default_synth: Synth) -> 
             "Effect": "Allow",
             "Resource": {"Fn::GetAtt": [function, "Arn"]},
             "Sid": "InvokeTheProvisioner",
-        }
+        },
+        {
+            "Action": "cloudwatch:PutMetricData",
+            "Condition": {"StringEquals": {"cloudwatch:namespace": "nodewright"}},
+            "Effect": "Allow",
+            "Resource": "*",
+            "Sid": "PublishHeartbeatAndPendingAge",
+        },
     ]
     Template.from_json(default_synth.template).has_resource_properties(
         "AWS::EKS::PodIdentityAssociation",
@@ -419,39 +491,47 @@ def test_the_forwarder_may_only_invoke_the_provisioner(default_synth: Synth) -> 
     ]
 
 
-def test_vpc_attachment_places_the_function_and_scopes_its_interfaces(synth_root: Path) -> None:
-    subnets = "subnet-0123456789abcdef0,subnet-0fedcba9876543210"
-    attached = synth(
-        synth_root,
-        clusterName=CLUSTER,
-        vpcId="vpc-0123456789abcdef0",
-        privateSubnetIds=subnets,
-        securityGroupId="sg-0123456789abcdef0",
-    )
-    functions = attached.resources("AWS::Lambda::Function").values()
+VPC_CONTEXT = {
+    "vpcId": "vpc-0123456789abcdef0",
+    "privateSubnetIds": "subnet-0123456789abcdef0,subnet-0fedcba9876543210",
+    "securityGroupId": "sg-0123456789abcdef0",
+}
+
+
+def test_vpc_attachment_gives_every_function_what_lambda_needs_for_its_interfaces(synth_root: Path) -> None:
+    attached = synth(synth_root, clusterName=CLUSTER, **VPC_CONTEXT)
+    functions = attached.resources("AWS::Lambda::Function")
     assert len(functions) == 10
-    # Every function reaches a private API endpoint the same way.
-    for function in functions:
+    for logical, function in functions.items():
+        # Every function reaches a private API endpoint the same way.
         assert function["Properties"]["VpcConfig"] == {
-            "SubnetIds": subnets.split(","),
+            "SubnetIds": VPC_CONTEXT["privateSubnetIds"].split(","),
             "SecurityGroupIds": ["sg-0123456789abcdef0"],
         }
-    role = logical_id(attached, "AWS::IAM::Role", "ProvisionerRole")
-    statements = role_statements(attached, role)
-    (create,) = granting(statements, "ec2:CreateNetworkInterface")
-    assert sorted(render(r) for r in listed(create["Resource"])) == sorted(
-        [
-            "arn:${AWS::Partition}:ec2:${AWS::Region}:${AWS::AccountId}:network-interface/*",
-            "arn:${AWS::Partition}:ec2:${AWS::Region}:${AWS::AccountId}:security-group/sg-0123456789abcdef0",
-            "arn:${AWS::Partition}:ec2:${AWS::Region}:${AWS::AccountId}:subnet/subnet-0123456789abcdef0",
-            "arn:${AWS::Partition}:ec2:${AWS::Region}:${AWS::AccountId}:subnet/subnet-0fedcba9876543210",
-        ]
-    )
-    for action in ("ec2:DeleteNetworkInterface", "ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses"):
-        (st,) = granting(statements, action)
-        assert [render(r) for r in listed(st["Resource"])] == [
-            "arn:${AWS::Partition}:ec2:${AWS::Region}:${AWS::AccountId}:network-interface/*"
-        ]
+        # ... and its own role may create, describe and delete the interfaces Lambda makes for it
+        # (AWSLambdaVPCAccessExecutionRole's actions, narrowed where EC2 allows).
+        statements = role_statements(attached, function["Properties"]["Role"]["Fn::GetAtt"][0])
+        (create,) = granting(statements, "ec2:CreateNetworkInterface")
+        assert sorted(render(r) for r in listed(create["Resource"])) == sorted(
+            [
+                "arn:${AWS::Partition}:ec2:${AWS::Region}:${AWS::AccountId}:network-interface/*",
+                "arn:${AWS::Partition}:ec2:${AWS::Region}:${AWS::AccountId}:security-group/sg-0123456789abcdef0",
+                "arn:${AWS::Partition}:ec2:${AWS::Region}:${AWS::AccountId}:subnet/subnet-0123456789abcdef0",
+                "arn:${AWS::Partition}:ec2:${AWS::Region}:${AWS::AccountId}:subnet/subnet-0fedcba9876543210",
+            ]
+        ), logical
+        for action in ("ec2:DeleteNetworkInterface", "ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses"):
+            (st,) = granting(statements, action)
+            assert [render(r) for r in listed(st["Resource"])] == [
+                "arn:${AWS::Partition}:ec2:${AWS::Region}:${AWS::AccountId}:network-interface/*"
+            ], logical
+        for action in ("ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets"):
+            assert any(listed(st["Resource"]) == ["*"] for st in granting(statements, action)), (logical, action)
+
+
+def test_the_vpc_variant_passes_cdk_nag(synth_root: Path) -> None:
+    (plugin,) = synth(synth_root, clusterName=CLUSTER, **VPC_CONTEXT).report()["pluginReports"]
+    assert plugin["conclusion"] == "success" and plugin["violations"] == []
 
 
 def test_every_function_on_our_layers_reads_the_trimmed_aws_models(default_synth: Synth) -> None:

@@ -101,6 +101,7 @@ def test_ownership_tags() -> None:
     assert belongs_to(_instance(), "prod")
     assert not belongs_to(_instance(), "staging")
     assert belongs_to(_instance(Tags=[{"Key": "eks:eks-cluster-name", "Value": "staging"}]), "staging")
+    assert belongs_to(_instance(Tags=[{"Key": "nodewright.io/cluster", "Value": "staging"}]), "staging")
 
 
 class _FakeEc2:

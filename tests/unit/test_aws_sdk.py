@@ -56,14 +56,14 @@ def test_a_session_on_the_directory_knows_only_our_services_and_operations(sessi
     for service in aws_sdk.SERVICES:
         session.client(service)  # type: ignore[attr-defined]
     with pytest.raises(UnknownServiceError):
-        session.client("iam")  # type: ignore[attr-defined]
+        session.client("cloudwatch")  # type: ignore[attr-defined]
 
 
 def test_endpoints_keep_every_partition_with_only_our_services(models: Path) -> None:
     endpoints = json.loads((models / "endpoints.json").read_text())
     partitions = {p["partition"]: set(p["services"]) for p in endpoints["partitions"]}
     assert {"aws", "aws-cn", "aws-us-gov"} <= set(partitions)
-    assert partitions["aws"] == {"ec2", "ssm", "eks", "sts", "dynamodb", "api.pricing", "states"}
+    assert partitions["aws"] == {"ec2", "ssm", "eks", "sts", "dynamodb", "api.pricing", "states", "iam"}
 
 
 def test_without_the_variable_a_session_reads_botocore_as_usual(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -77,12 +77,12 @@ def _called_methods() -> dict[str, set[str]]:
     """Client method names our adapters and handlers call, per service, found by the attribute names the
     clients are kept under (`self.ec2`, `self._pricing`, ...); operation names passed to `get_paginator`
     through a variable appear as string literals ("describe_subnets") in the EC2 adapters."""
-    receivers = {"ec2": "ec2", "ssm": "ssm", "eks": "eks", "dynamodb": "dynamodb", "pricing": "pricing"}
+    receivers = {"ec2": "ec2", "ssm": "ssm", "eks": "eks", "dynamodb": "dynamodb", "pricing": "pricing", "iam": "iam"}
     called: dict[str, set[str]] = {}
     sources = [*ADAPTERS.glob("*.py"), *(ROOT / "functions").glob("*/handler.py")]
     for source in sources:
         text = source.read_text()
-        for receiver, method in re.findall(r"\b_?(ec2|ssm|eks|dynamodb|pricing)\.([a-z_]+)\(", text):
+        for receiver, method in re.findall(r"\b_?(ec2|ssm|eks|dynamodb|pricing|iam)(?:\(\))?\.([a-z_]+)\(", text):
             called.setdefault(receivers[receiver], set()).add(method)
         for receiver, method in re.findall(r"\b_?(ec2|pricing)\.get_paginator\(\s*\"([a-z_]+)\"", text):
             called.setdefault(receivers[receiver], set()).add(method)
@@ -94,6 +94,7 @@ def _called_methods() -> dict[str, set[str]]:
 def test_every_operation_our_code_calls_is_kept(session: object) -> None:
     called = _called_methods()
     assert {"create_fleet", "describe_instances", "describe_cluster", "put_item"} <= set().union(*called.values())
+    assert {"get_instance_profile", "create_instance_profile", "add_role_to_instance_profile"} <= called["iam"]
     for service, methods in called.items():
         client = session.client(service)  # type: ignore[attr-defined]
         missing = {m for m in methods if m != "get_paginator" and not hasattr(client, m)}

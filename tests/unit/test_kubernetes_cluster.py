@@ -13,6 +13,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from nodewright.adapters.kubernetes_cluster import MERGE_PATCH, ApiError, ApiServer, KubernetesCluster
+from nodewright.model.conditions import Condition
 from nodewright.ports import BLOCKED, EVICTED
 
 
@@ -171,7 +172,7 @@ def test_bound_pods_are_read_with_the_label_selector_of_a_topology_term(server: 
 
 
 def test_status_writes_merge_conditions_by_type_with_the_version_they_read(server: _Server) -> None:
-    from nodewright.model.conditions import TRUE, Condition
+    from nodewright.model.conditions import TRUE
 
     path = "/apis/nodewright.io/v1/nodepools/general"
     current = {
@@ -242,3 +243,27 @@ def test_a_registered_node_gets_the_finalizer_once_and_a_deleting_one_none(serve
     server.routes[("GET", path)] = (200, {"metadata": deleting})
     cluster.add_node_finalizer("n1")
     assert [r["method"] for r in server.requests] == ["GET"]
+
+
+def test_only_nodewrights_own_objects_are_read_never_karpenters(server: _Server) -> None:
+    pool = {"metadata": {"name": "ours"}, "spec": {}}
+    karpenter_pool = {"metadata": {"name": "theirs"}, "spec": {}}
+    server.routes[("GET", "/apis/nodewright.io/v1/nodepools")] = (200, {"items": [pool]})
+    server.routes[("GET", "/apis/karpenter.sh/v1/nodepools")] = (200, {"items": [karpenter_pool]})
+    server.routes[("GET", "/apis/karpenter.k8s.aws/v1/ec2nodeclasses")] = (200, {"items": [karpenter_pool]})
+    for path in (
+        "/api/v1/nodes",
+        "/api/v1/pods",
+        "/apis/apps/v1/daemonsets",
+        "/apis/policy/v1/poddisruptionbudgets",
+        "/api/v1/persistentvolumeclaims",
+        "/api/v1/persistentvolumes",
+        "/apis/storage.k8s.io/v1/storageclasses",
+    ):
+        server.routes[("GET", path)] = (200, {"items": []})
+    cluster = _cluster(server, ["t"])
+    documents = cluster.read().documents
+    assert [d["metadata"]["name"] for d in documents if d["metadata"]["name"] in ("ours", "theirs")] == ["ours"]
+    assert [p["metadata"]["name"] for p in cluster.read_fleet().nodepools] == ["ours"]
+    asked = {r["path"] for r in server.requests}
+    assert not {p for p in asked if "/apis/karpenter." in p}, asked

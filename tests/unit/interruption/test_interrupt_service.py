@@ -16,6 +16,7 @@ from nodewright.interruption.messages import EventError
 from nodewright.ports import Instance, NodeEvent
 from nodewright.service.interrupt import handle_message
 from nodewright.service.provision import UNAVAILABLE_TTL_SECONDS
+from nodewright.tags import launch_tags
 
 NOW = 1_772_366_405.0
 MINE = "i-0123456789abcdef0"
@@ -158,8 +159,14 @@ def test_foreign_instance_is_acknowledged_with_nothing_started() -> None:
 
 
 def tagged(instance_id: str, claim: str, cluster: str = "demo") -> Instance:
-    tags = {f"kubernetes.io/cluster/{cluster}": "owned", "karpenter.sh/nodeclaim": claim}
-    return Instance(instance_id, "c6g.xlarge", "us-east-1b", "running", "spot", tags=tags)
+    return Instance(
+        instance_id,
+        "c6g.xlarge",
+        "us-east-1b",
+        "running",
+        "spot",
+        tags=launch_tags(cluster, "default", "default", claim),
+    )
 
 
 def test_ownership_is_decided_by_tags_and_only_the_named_nodeclaim_and_node_are_read() -> None:

@@ -79,7 +79,7 @@ def test_fleet_request_is_instant_one_instance_with_a_template_per_variant_and_t
         "general-abc",
         attempt,
         {("arm64", "standard"): "nodewright-arm", ("amd64", "standard"): "nodewright-x86"},
-        {"kubernetes.io/cluster/demo": "owned", "karpenter.sh/nodeclaim": "general-abc"},
+        {"kubernetes.io/cluster/demo": "owned", "nodewright.io/nodeclaim": "general-abc"},
     )
     assert request["Type"] == "instant"
     assert request["TargetCapacitySpecification"] == {"TotalTargetCapacity": 1, "DefaultTargetCapacityType": "spot"}
@@ -92,7 +92,7 @@ def test_fleet_request_is_instant_one_instance_with_a_template_per_variant_and_t
         {"InstanceType": "m6g.large", "SubnetId": "subnet-a", "AvailabilityZone": "us-east-1a"}
     ]
     assert {s["ResourceType"] for s in request["TagSpecifications"]} >= {"instance", "volume"}
-    assert {"Key": "karpenter.sh/nodeclaim", "Value": "general-abc"} in request["TagSpecifications"][0]["Tags"]
+    assert {"Key": "nodewright.io/nodeclaim", "Value": "general-abc"} in request["TagSpecifications"][0]["Tags"]
     assert len(request["ClientToken"]) <= 64
     assert client_token("general-abc", attempt) == request["ClientToken"]
     on_demand = fleet_request(

@@ -286,6 +286,8 @@ def test_volume_sizes_follow_karpenter_limits_per_unit() -> None:
         ("spec.tags", {"karpenter.sh/nodeclaim": "x"}, "restricted tag"),
         ("spec.tags", {"karpenter.k8s.aws/ec2nodeclass": "x"}, "restricted tag"),
         ("spec.tags", {"eks:eks-cluster-name": "x"}, "restricted tag"),
+        ("spec.tags", {"nodewright.io/cluster": "x"}, "restricted tag (nodewright.io/cluster); nodewright sets it"),
+        ("spec.tags", {"nodewright.io/nodepool": "x"}, "restricted tag (nodewright.io/nodepool); nodewright sets it"),
         ("spec.instanceStorePolicy", "RAID1", '"RAID1" is not valid; use one of RAID0'),
         ("spec.detailedMonitoring", "true", "must be true or false"),
         ("spec.instanceProfile", "Profile", "set exactly one of role and instanceProfile, not both"),

@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from nodewright.cli import main
+from nodewright.model.roles import allowed
 
 from .helpers import NODECLASS, NODEPOOL, with_field
 
@@ -63,3 +64,40 @@ def test_no_files_is_a_usage_error() -> None:
     with pytest.raises(SystemExit) as exc:
         main(["validate"])
     assert exc.value.code == 2
+
+
+@pytest.fixture(autouse=True)
+def _no_node_roles_in_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A shell that sourced .localworld/env exports the world's node role; these tests choose their own.
+    monkeypatch.delenv("NODEWRIGHT_NODE_ROLE", raising=False)
+    monkeypatch.delenv("NODEWRIGHT_NODE_ROLES", raising=False)
+
+
+def test_a_role_the_stack_may_not_pass_is_an_error_naming_the_field_and_the_fix(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = str(EXAMPLES / "ec2nodeclass.yaml")
+    assert main(["validate", "--node-role", "nodewright-node", "--node-role", "team-nodes", path]) == 1
+    _, err = capsys.readouterr()
+    first = err.splitlines()[0]
+    assert first.startswith(f"{path}: EC2NodeClass/default: spec.role: role KarpenterNodeRole-example is not")
+    assert "(nodewright-node, team-nodes)" in first and "-c nodeRoles=" in first
+    # The same class passes when its role is one of them, given by flag or (as the local world exports) by env.
+    assert main(["validate", "-q", "--node-role", "KarpenterNodeRole-example", path]) == 0
+
+
+def test_the_roles_come_from_the_environment_when_no_flag_names_them(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = str(EXAMPLES / "ec2nodeclass.yaml")
+    monkeypatch.setenv("NODEWRIGHT_NODE_ROLE", "nodewright-node")
+    assert main(["validate", "-q", path]) == 1
+    monkeypatch.setenv("NODEWRIGHT_NODE_ROLES", "KarpenterNodeRole-example,other")
+    assert main(["validate", "-q", path]) == 0
+    assert "spec.role" in capsys.readouterr().err  # from the first run
+
+
+def test_a_role_is_matched_by_name_whether_given_as_name_or_arn() -> None:
+    assert allowed("arn:aws:iam::123456789012:role/teams/web/nodes", ["nodes"])
+    assert allowed("nodes", ["arn:aws:iam::123456789012:role/nodes"])
+    assert not allowed("nodes-admin", ["nodes"])

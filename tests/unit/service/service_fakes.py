@@ -12,9 +12,10 @@ from nodewright.catalog.snapshot import SnapshotSource
 from nodewright.catalog.types import InstanceType
 from nodewright.launch.template import Image, LaunchTemplateSpec, ResolvedNodeClass, Subnet
 from nodewright.launch.userdata import ClusterInfo
-from nodewright.model.nodeclaim import CAPACITY_TAG
 from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.ports import Instance, LaunchError, NodeClassError, Throttled
+from nodewright.tags import NODECLAIM as NODECLAIM_TAG
+from nodewright.tags import is_owned
 
 ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
 UNSCHEDULABLE = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
@@ -91,7 +92,7 @@ class FakeCloud:
 
     def create_fleet(self, request: Mapping[str, Any]) -> Mapping[str, Any]:
         tags = {t["Key"]: t["Value"] for t in request["TagSpecifications"][0]["Tags"]}
-        self.cluster_log.append(f"fleet nodeclaim/{tags['karpenter.sh/nodeclaim']}")
+        self.cluster_log.append(f"fleet nodeclaim/{tags[NODECLAIM_TAG]}")
         self.fleets.append(request)
         if self.throttle:
             raise Throttled("RequestLimitExceeded")
@@ -137,9 +138,7 @@ class FakeCloud:
     def instances_of_nodeclaim(self, nodeclaim: str) -> Sequence[Instance]:
         # Claims launch in threads: a copy, so another claim's launch does not change the dict mid-iteration.
         return [
-            i
-            for i in list(self.instances.values())
-            if i.tags.get("karpenter.sh/nodeclaim") == nodeclaim and i.state != "terminated"
+            i for i in self.instances.values() if i.tags.get(NODECLAIM_TAG) == nodeclaim and i.state != "terminated"
         ]
 
     def describe_instances(self, instance_ids: Iterable[str]) -> Sequence[Instance]:
@@ -147,7 +146,7 @@ class FakeCloud:
 
     def capacity_instances(self) -> Sequence[Instance]:
         live = [i for i in list(self.instances.values()) if i.state not in ("terminated", "shutting-down")]
-        return [i for i in live if i.tags.get(CAPACITY_TAG) == self.cluster_info().name]
+        return [i for i in live if is_owned(i.tags, self.cluster_info().name)]
 
     def terminate(self, instance_ids: Iterable[str]) -> None:
         from dataclasses import replace

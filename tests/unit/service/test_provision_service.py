@@ -12,6 +12,7 @@ from nodewright.localworld.userdata import parse_user_data
 from nodewright.ports import LaunchTemplateRecord
 from nodewright.service.batch import Batch, PodHint
 from nodewright.service.provision import cleanup, provision
+from nodewright.tags import KARPENTER_TAGS
 
 CATALOG = SmallCatalog()
 
@@ -89,8 +90,10 @@ def test_a_launched_nodeclaim_records_the_instance_and_its_pods_are_nominated() 
     [fleet] = cloud.fleets
     tags = {t["Key"]: t["Value"] for t in fleet["TagSpecifications"][0]["Tags"]}
     assert tags["kubernetes.io/cluster/demo"] == "owned"
-    assert tags["karpenter.sh/nodeclaim"] == launched.name
-    assert tags["karpenter.sh/nodepool"] == "general"
+    assert tags["nodewright.io/cluster"] == "demo"
+    assert tags["nodewright.io/nodeclaim"] == launched.name
+    assert tags["nodewright.io/nodepool"] == "general"
+    assert not set(tags) & set(KARPENTER_TAGS)
     # One template per AMI variant in the fleet (arm64 and x86 types both fit), each config naming its own.
     configs = {c["LaunchTemplateSpecification"]["LaunchTemplateName"] for c in fleet["LaunchTemplateConfigs"]}
     assert configs == set(cloud.templates)

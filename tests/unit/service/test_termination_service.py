@@ -12,12 +12,13 @@ from test_provision_service import batch_of
 from nodewright.adapters.memory import InMemoryCluster, InMemoryState
 from nodewright.disruption.commands import DELETED
 from nodewright.disruption.termination import GC_GRACE_SECONDS
-from nodewright.model.nodeclaim import CAPACITY_TAG, TERMINATION_FINALIZER
 from nodewright.ports import Instance
 from nodewright.service import workflow
 from nodewright.service.plan import PlannerPorts, TickResult, tick
 from nodewright.service.provision import provision
 from nodewright.service.workflow import Ports
+from nodewright.tags import FINALIZER as TERMINATION_FINALIZER
+from nodewright.tags import launch_tags
 
 CATALOG = SmallCatalog()
 NODE = "ip-10-0-0-1.ec2.internal"
@@ -118,14 +119,20 @@ def test_a_deleted_nodeclaim_a_workflow_already_holds_is_left_to_that_workflow()
 def test_instances_no_nodeclaim_accounts_for_are_terminated_30_seconds_after_launch_with_their_node() -> None:
     cluster, cloud, state, clock, claim, recorded = running_node()
     now = clock.now()
-    tags = {CAPACITY_TAG: "demo", "kubernetes.io/cluster/demo": "owned", "karpenter.sh/nodeclaim": "gone"}
+    tags = launch_tags("demo", "default", "default", "gone")
     cloud.instances["i-leaked"] = Instance("i-leaked", "m5.large", "us-east-1a", "running", "on-demand", now - 31, tags)
     cloud.instances["i-young"] = Instance("i-young", "m5.large", "us-east-1a", "running", "on-demand", now - 10, tags)
     # Its NodeClaim exists but has not recorded the launch yet: named by the tag, it is not collected.
-    named = {**tags, "karpenter.sh/nodeclaim": claim}
+    named = launch_tags("demo", "default", "default", claim)
     cloud.instances["i-named"] = Instance("i-named", "m5.large", "us-east-1a", "running", "on-demand", now - 600, named)
-    # Karpenter's own capacity in the same cluster carries every tag but nodewright's.
-    karpenters = {k: v for k, v in tags.items() if k != CAPACITY_TAG}
+    # Karpenter's own capacity in the same cluster carries its tags and the shared cluster tag, none of nodewright's.
+    karpenters = {
+        "kubernetes.io/cluster/demo": "owned",
+        "eks:eks-cluster-name": "demo",
+        "karpenter.sh/nodepool": "default",
+        "karpenter.k8s.aws/ec2nodeclass": "default",
+        "karpenter.sh/nodeclaim": "gone",
+    }
     cloud.instances["i-karp"] = Instance(
         "i-karp", "m5.large", "us-east-1a", "running", "on-demand", now - 600, karpenters
     )

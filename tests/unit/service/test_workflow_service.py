@@ -14,6 +14,7 @@ from nodewright.ports import Instance
 from nodewright.service import workflow
 from nodewright.service.provision import BATCH_ANNOTATION
 from nodewright.service.workflow import DisruptionFailed, Ports
+from nodewright.tags import NODECLAIM as NODECLAIM_TAG
 
 CATALOG = SmallCatalog()
 EXECUTION = "SpotInterruption-old-0123456789abcdef"
@@ -29,7 +30,7 @@ def setup(**pool_spec: Any) -> tuple[InMemoryCluster, FakeCloud, FixedClock, Por
     clock = FixedClock()
     cluster = InMemoryCluster([nodepool(**pool_spec), nodeclass()], clock=clock.now)
     cloud = FakeCloud(cluster_log=cluster.log)
-    instance = Instance("i-old", "m5.xlarge", "us-east-1a", "running", "spot", 0.0, {"karpenter.sh/nodeclaim": "old"})
+    instance = Instance("i-old", "m5.xlarge", "us-east-1a", "running", "spot", 0.0, {NODECLAIM_TAG: "old"})
     cloud.instances["i-old"] = instance
     cluster.put(ready(node_for(instance, "node-old")))
     cluster.put(

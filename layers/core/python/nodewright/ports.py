@@ -119,7 +119,7 @@ class Cloud(Protocol):
 class ClusterView:
     """The whole cluster as the planner's simulation needs it, as camelCase API objects.
 
-    `documents`: NodePools, EC2NodeClasses (nodewright.io/v1 and Karpenter v1), NodeClaims, Nodes, pods
+    `documents`: nodewright.io/v1 NodePools, EC2NodeClasses and NodeClaims (never Karpenter's), Nodes, pods
     bound to nodes, DaemonSets, PodDisruptionBudgets, PVCs, PVs and StorageClasses. `unbound_pods`: the live
     pods that have no node yet, by key (`ns/name`).
     """
@@ -191,8 +191,8 @@ EVICTED, BLOCKED, GONE = "evicted", "blocked", "gone"
 
 @dataclass(frozen=True, slots=True)
 class FleetView:
-    """The objects disruption decisions read: NodePools (nodewright.io/v1 and karpenter.sh/v1), NodeClaims and
-    Nodes, as camelCase API objects; and the EC2NodeClasses (for their status)."""
+    """The objects disruption decisions read: nodewright.io/v1 NodePools and NodeClaims, and Nodes, as camelCase
+    API objects; and the nodewright.io/v1 EC2NodeClasses (for their status)."""
 
     nodepools: Sequence[Mapping[str, Any]]
     nodeclaims: Sequence[Mapping[str, Any]]

@@ -18,6 +18,13 @@ INSTANCE_PROFILE = "NODEWRIGHT_INSTANCE_PROFILE"  # instance profile holding NOD
 PROVISIONER_FUNCTION = "NODEWRIGHT_PROVISIONER_FUNCTION"  # name or ARN the forwarder invokes
 STATE_MACHINE = "NODEWRIGHT_STATE_MACHINE"  # ARN of the disruption workflow
 REGION = "AWS_REGION"
+NODE_ROLES = "NODEWRIGHT_NODE_ROLES"  # comma-separated node roles an EC2NodeClass may name besides NODE_ROLE
+
+# The CloudWatch namespace of every nodewright metric: the Lambdas' (Powertools reads it from
+# POWERTOOLS_METRICS_NAMESPACE, which the stack sets to this) and the forwarder's two below.
+METRICS_NAMESPACE = "nodewright"
+FORWARDER_HEARTBEAT_METRIC = "ForwarderHeartbeat"
+OLDEST_PENDING_POD_METRIC = "OldestPendingPodSeconds"
 
 # The one DynamoDB table's key schema (partition `pk`, sort `sk`, TTL attribute `expires_at`). Kinds of
 # item are told apart by `pk`: Powertools idempotency records (its own `pk`), unavailable offerings under
@@ -71,6 +78,7 @@ class PlannerSettings:
     instance_profile: str = ""
     spot_to_spot: bool = False
     catalog: str = "live"
+    node_roles: tuple[str, ...] = ()  # further roles EC2NodeClasses may name (the stack's nodeRoles context)
 
     @staticmethod
     def from_env(env: Mapping[str, str] | None = None) -> PlannerSettings:
@@ -84,6 +92,7 @@ class PlannerSettings:
             instance_profile=_required(env, INSTANCE_PROFILE, "the node instance profile name"),
             spot_to_spot=spot_to_spot(env),
             catalog=catalog_mode(env),
+            node_roles=node_roles(env),
         )
 
 
@@ -96,6 +105,7 @@ class ProvisionerSettings:
     node_role: str
     instance_profile: str
     region: str
+    node_roles: tuple[str, ...] = ()  # further roles EC2NodeClasses may name (the stack's nodeRoles context)
 
     @staticmethod
     def from_env(env: Mapping[str, str] | None = None) -> ProvisionerSettings:
@@ -107,7 +117,13 @@ class ProvisionerSettings:
             node_role=_required(env, NODE_ROLE, "the node IAM role name"),
             instance_profile=_required(env, INSTANCE_PROFILE, "the node instance profile name"),
             region=_required(env, REGION, "the AWS region, e.g. us-east-1"),
+            node_roles=node_roles(env),
         )
+
+
+def node_roles(env: Mapping[str, str]) -> tuple[str, ...]:
+    """The comma-separated NODEWRIGHT_NODE_ROLES, as a tuple of names."""
+    return tuple(r.strip() for r in env.get(NODE_ROLES, "").split(",") if r.strip())
 
 
 @dataclass(frozen=True, slots=True)

@@ -56,6 +56,8 @@ SERVICES: Mapping[str, frozenset[str] | None] = {
         }
     ),
     "eks": frozenset({"DescribeCluster"}),
+    # Instance profiles for the node roles an EC2NodeClass may name (adapters.ec2_launcher).
+    "iam": frozenset({"AddRoleToInstanceProfile", "CreateInstanceProfile", "GetInstanceProfile"}),
     "pricing": None,
     "ssm": frozenset({"GetParameter", "GetParameters"}),
     "stepfunctions": frozenset({"StartExecution"}),

@@ -14,29 +14,29 @@ after those retries, CreateFleet raises `Throttled` so the service stops launchi
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from botocore.exceptions import ClientError
 
+from nodewright import tags as owned
 from nodewright.catalog.catalog import CapacityReservation
 from nodewright.launch.amis import VARIANTS, alias_parameter, image_queries, newest_per_architecture
 from nodewright.launch.fleet import THROTTLING_ERRORS
 from nodewright.launch.template import TEMPLATE_PREFIX, Image, LaunchTemplateSpec, ResolvedNodeClass, Subnet
 from nodewright.launch.userdata import ClusterInfo
-from nodewright.model.nodeclaim import CAPACITY_TAG
+from nodewright.model import roles
 from nodewright.model.nodeclass import AMISelectorTerm, EC2NodeClass, SelectorTerm
 from nodewright.ports import Instance, LaunchError, LaunchTemplateRecord, NodeClassError, Throttled
-
-T = TypeVar("T")
-
-NODE_CLASS_TAG = "karpenter.k8s.aws/ec2nodeclass"
 
 CLUSTER_INFO_TTL = 3600.0
 RESOLVE_TTL = 300.0
 TEMPLATE_CACHE_TTL = 600.0
 _LIVE_STATES = ["pending", "running", "stopping", "stopped"]
+
+T = TypeVar("T")
 
 
 def _tag_filters(tags: Mapping[str, str]) -> list[dict[str, Any]]:
@@ -52,10 +52,13 @@ def _error_code(error: ClientError) -> str:
 
 
 class Ec2Cloud:
-    """Cloud port backed by boto3 clients (ec2, ssm, eks) for one cluster.
+    """Cloud port backed by boto3 clients (ec2, ssm, eks, and iam when needed) for one cluster.
 
-    `node_role` / `instance_profile` are what the stack created; an EC2NodeClass naming another role or
-    profile is refused, because the provisioner may only pass this one (iam:PassRole is scoped to it).
+    `node_role` / `instance_profile` are what the stack created; `node_roles` the other roles the stack lets
+    EC2NodeClasses name (its `nodeRoles` context). The provisioner may pass only these (iam:PassRole is
+    scoped to them), so an EC2NodeClass naming another role, or an instance profile holding another role,
+    is refused. For an extra role, nodewright creates one instance profile (under `tags.INSTANCE_PROFILE_PATH`,
+    tagged with its cluster) and reuses it; `iam` builds the IAM client the first time one is needed.
     """
 
     def __init__(
@@ -69,13 +72,19 @@ class Ec2Cloud:
         clock: Callable[[], float] = time.monotonic,
         resolve_ttl: float = RESOLVE_TTL,
         wall_clock: Callable[[], float] = time.time,
+        node_roles: Sequence[str] = (),
+        iam: Callable[[], Any] | None = None,
     ) -> None:
         self.cluster_name = cluster_name
         self.node_role = node_role
         self.instance_profile = instance_profile
+        self.node_roles = tuple(node_roles)
         self.ec2 = ec2
         self.ssm = ssm
         self.eks = eks
+        self._iam_factory = iam
+        self._iam_client: Any = None
+        self._profiles: dict[str, str] = {}  # instance profile name -> the role it holds, once checked
         self._clock = clock
         # Seconds since the epoch, for AMI deprecation times (the monotonic clock only ages caches).
         self._wall_clock = wall_clock
@@ -138,20 +147,81 @@ class Ec2Cloud:
         self._resolved[key] = (now, resolved)
         return resolved
 
+    @property
+    def allowed_roles(self) -> tuple[str, ...]:
+        """The node roles EC2NodeClasses may name: the stack's own first."""
+        return tuple(r for r in (roles.role_name(self.node_role), *self.node_roles) if r)
+
+    def _iam(self) -> Any:
+        if self._iam_client is None:
+            if self._iam_factory is None:
+                raise NodeClassError("this function has no IAM client to check or create instance profiles with")
+            self._iam_client = self._iam_factory()
+        return self._iam_client
+
     def _instance_profile(self, node_class: EC2NodeClass) -> str:
         if node_class.instance_profile:
-            if node_class.instance_profile != self.instance_profile:
-                raise NodeClassError(
-                    f"instanceProfile {node_class.instance_profile} is not the node instance profile nodewright "
-                    f"may use ({self.instance_profile}); set spec.role: {self.node_role} or that profile"
-                )
+            return self._checked_profile(node_class.instance_profile)
+        role = roles.role_name(node_class.role)
+        if role == roles.role_name(self.node_role):
             return self.instance_profile
-        if node_class.role and node_class.role not in (self.node_role, self.node_role.rsplit("/", 1)[-1]):
+        if not roles.allowed(role, self.node_roles):
+            raise NodeClassError(roles.role_refusal(node_class.role, self.allowed_roles))
+        return self._profile_for_role(role)
+
+    def _checked_profile(self, name: str) -> str:
+        """A given instance profile, once its role is known to be one nodewright may pass."""
+        if name == self.instance_profile or name in self._profiles:
+            return name
+        try:
+            profile = self._iam().get_instance_profile(InstanceProfileName=name)["InstanceProfile"]
+        except ClientError as error:
+            if _error_code(error) == "NoSuchEntity":
+                raise NodeClassError(f"instanceProfile {name} does not exist in this account") from error
+            raise
+        held = [str(r["RoleName"]) for r in profile.get("Roles", ())]
+        if not held or not roles.allowed(held[0], self.allowed_roles):
             raise NodeClassError(
-                f"role {node_class.role} is not the node role nodewright may pass ({self.node_role}); "
-                f"the stack's iam:PassRole covers only that role, so set spec.role: {self.node_role}"
+                f"instanceProfile {name} holds {'role ' + held[0] if held else 'no role'}: "
+                + roles.role_refusal(held[0] if held else "(none)", self.allowed_roles)
             )
-        return self.instance_profile
+        self._profiles[name] = held[0]
+        return name
+
+    def _profile_for_role(self, role: str) -> str:
+        """nodewright's instance profile for `role`: found, or created and tagged, with the role added."""
+        name = instance_profile_name(self.cluster_name, role)
+        if self._profiles.get(name) == role:
+            return name
+        iam = self._iam()
+        try:
+            held = [
+                str(r["RoleName"])
+                for r in iam.get_instance_profile(InstanceProfileName=name)["InstanceProfile"].get("Roles", ())
+            ]
+        except ClientError as error:
+            if _error_code(error) != "NoSuchEntity":
+                raise
+            tag_list = [{"Key": owned.CLUSTER, "Value": self.cluster_name}, {"Key": owned.NAME, "Value": name}]
+            try:
+                iam.create_instance_profile(InstanceProfileName=name, Path=owned.INSTANCE_PROFILE_PATH, Tags=tag_list)
+            except ClientError as create_error:
+                if _error_code(create_error) != "EntityAlreadyExists":  # another invocation was first
+                    raise
+            held = []
+        if not held:
+            try:
+                iam.add_role_to_instance_profile(InstanceProfileName=name, RoleName=role)
+            except ClientError as error:
+                if _error_code(error) != "LimitExceeded":  # another invocation added it first
+                    raise
+        elif held != [role]:
+            raise NodeClassError(
+                f"instance profile {name} holds role {held[0]}, not {role}; delete the profile and nodewright "
+                "recreates it with the right role"
+            )
+        self._profiles[name] = role
+        return name
 
     def _subnets(self, node_class: EC2NodeClass) -> tuple[tuple[Subnet, ...], frozenset[str]]:
         """The subnet that takes each zone's launches, and the ids of every subnet the terms match."""
@@ -301,7 +371,7 @@ class Ec2Cloud:
             if "NotFound" not in _error_code(error):
                 raise
             tag_list = [
-                {"Key": k, "Value": v} for k, v in sorted({**tags, "nodewright.io/hash": spec.content_hash()}.items())
+                {"Key": k, "Value": v} for k, v in sorted({**tags, owned.TEMPLATE_HASH: spec.content_hash()}.items())
             ]
             try:
                 self.ec2.create_launch_template(
@@ -317,8 +387,8 @@ class Ec2Cloud:
         return name
 
     def launch_templates(self) -> Sequence[LaunchTemplateRecord]:
-        """The launch templates carrying this cluster's ownership tag (the ones nodewright created)."""
-        filters = [{"Name": f"tag:kubernetes.io/cluster/{self.cluster_name}", "Values": ["owned"]}]
+        """The launch templates nodewright created for this cluster (its own tags, never Karpenter's)."""
+        filters = owned.owned_filters(self.cluster_name)
         out = []
         for page in self.ec2.get_paginator("describe_launch_templates").paginate(Filters=filters):
             for template in page.get("LaunchTemplates", ()):
@@ -331,7 +401,7 @@ class Ec2Cloud:
                     LaunchTemplateRecord(
                         name=name,
                         created_at=float(created.timestamp()) if hasattr(created, "timestamp") else 0.0,
-                        node_class=tags.get(NODE_CLASS_TAG, ""),
+                        node_class=tags.get(owned.NODECLASS, ""),
                     )
                 )
         return out
@@ -359,8 +429,8 @@ class Ec2Cloud:
 
     def instances_of_nodeclaim(self, nodeclaim: str) -> Sequence[Instance]:
         filters = [
-            {"Name": "tag:karpenter.sh/nodeclaim", "Values": [nodeclaim]},
-            {"Name": "tag-key", "Values": [f"kubernetes.io/cluster/{self.cluster_name}"]},
+            {"Name": f"tag:{owned.NODECLAIM}", "Values": [nodeclaim]},
+            *owned.owned_filters(self.cluster_name),
             {"Name": "instance-state-name", "Values": _LIVE_STATES},
         ]
         out = []
@@ -372,8 +442,7 @@ class Ec2Cloud:
 
     def capacity_instances(self) -> Sequence[Instance]:
         filters = [
-            {"Name": f"tag:{CAPACITY_TAG}", "Values": [self.cluster_name]},
-            {"Name": "tag-key", "Values": [f"kubernetes.io/cluster/{self.cluster_name}"]},
+            *owned.owned_filters(self.cluster_name),
             {"Name": "instance-state-name", "Values": _LIVE_STATES},
         ]
         return [
@@ -403,6 +472,12 @@ class Ec2Cloud:
                 for reservation in page.get("Reservations", ()):
                     out.extend(_instance(i) for i in reservation.get("Instances", ()))
         return out
+
+
+def instance_profile_name(cluster: str, role: str) -> str:
+    """The instance profile nodewright creates for `role` in `cluster` (at most 128 characters, unique per both)."""
+    digest = hashlib.sha256(f"{cluster}/{role}".encode()).hexdigest()[:12]
+    return f"nodewright-{role[:64]}-{digest}"
 
 
 def _instance(i: Mapping[str, Any]) -> Instance:
@@ -457,9 +532,11 @@ def ec2_cloud(
     region: str,
     session: Any | None = None,
     resolve_ttl: float = RESOLVE_TTL,
+    node_roles: Sequence[str] = (),
 ) -> Ec2Cloud:
     """An Ec2Cloud with boto3 clients in `region`, standard retries (backoff on throttling). `resolve_ttl`: how long
-    a resolved EC2NodeClass is reused (the planner, which tells drift from it, resolves on every tick)."""
+    a resolved EC2NodeClass is reused (the planner, which tells drift from it, resolves on every tick); the IAM
+    client is made only when an EC2NodeClass names a role or instance profile other than the stack's."""
     import boto3
     from botocore.config import Config
 
@@ -473,4 +550,6 @@ def ec2_cloud(
         ssm=session.client("ssm", region_name=region, config=config),
         eks=session.client("eks", region_name=region, config=config),
         resolve_ttl=resolve_ttl,
+        node_roles=node_roles,
+        iam=lambda: session.client("iam", region_name=region, config=config),
     )

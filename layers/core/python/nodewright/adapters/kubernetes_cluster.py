@@ -17,9 +17,10 @@ selectors (`spec.nodeName=` for pending pods, `spec.nodeName!=` plus a label sel
 as the whole cluster. Lists are read in pages of 500 (the watch cache may answer in one). List items carry
 no kind/apiVersion, so they are added. managedFields are dropped (large and never read).
 
-Custom objects: NodePools from `nodewright.io/v1` and `karpenter.sh/v1`, EC2NodeClasses from
-`nodewright.io/v1` and `karpenter.k8s.aws/v1`, NodeClaims from `nodewright.io/v1`. A group whose CRD is
-not installed (HTTP 404) is simply empty.
+Custom objects: NodePools, EC2NodeClasses and NodeClaims of `nodewright.io/v1` only. Karpenter's
+`karpenter.sh/v1` and `karpenter.k8s.aws/v1` objects are never read in a cluster, so nodewright and Karpenter
+can run side by side without both acting on the same NodePool (the CLI still reads Karpenter's files, and
+`nodewright migrate` rewrites them). A group whose CRD is not installed (HTTP 404) is simply empty.
 """
 
 from __future__ import annotations
@@ -35,10 +36,10 @@ from typing import Any
 from urllib.parse import urlencode
 
 from nodewright.model.conditions import Condition, merge_conditions
-from nodewright.model.nodeclaim import TERMINATION_FINALIZER
 from nodewright.model.objects import LabelSelector
 from nodewright.model.requirements import Operator
 from nodewright.ports import BLOCKED, EVICTED, GONE, ClusterView, FleetView, NodeEvent, PodEvent, ProvisioningView
+from nodewright.tags import FINALIZER
 
 NODECLAIMS = ("nodewright.io", "v1", "nodeclaims")
 # The objects whose status nodewright writes besides NodeClaims: its own group only, never Karpenter's.
@@ -52,8 +53,8 @@ ACTIVE = "status.phase!=Succeeded,status.phase!=Failed"
 PENDING_PODS = f"spec.nodeName=,{ACTIVE}"
 BOUND_PODS = f"spec.nodeName!=,{ACTIVE}"
 _READ_WORKERS = 8
-NODEPOOLS = (("nodewright.io", "v1", "nodepools"), ("karpenter.sh", "v1", "nodepools"))
-NODECLASSES = (("nodewright.io", "v1", "ec2nodeclasses"), ("karpenter.k8s.aws", "v1", "ec2nodeclasses"))
+NODEPOOLS = (("nodewright.io", "v1", "nodepools"),)
+NODECLASSES = (("nodewright.io", "v1", "ec2nodeclasses"),)
 MERGE_PATCH = "application/merge-patch+json"
 COMPONENT = "nodewright"
 _EVENT_WORKERS = 8
@@ -421,12 +422,12 @@ class KubernetesCluster:
         def change(current: dict[str, Any]) -> dict[str, Any] | None:
             metadata = current.get("metadata") or {}
             finalizers = list(metadata.get("finalizers") or [])
-            if (TERMINATION_FINALIZER in finalizers) == present:
+            if (FINALIZER in finalizers) == present:
                 return None
             if present and metadata.get("deletionTimestamp"):
                 return None  # the API server refuses new finalizers on an object being deleted
-            others = [f for f in finalizers if f != TERMINATION_FINALIZER]
-            return {"metadata": {"finalizers": [*finalizers, TERMINATION_FINALIZER] if present else others}}
+            others = [f for f in finalizers if f != FINALIZER]
+            return {"metadata": {"finalizers": [*finalizers, FINALIZER] if present else others}}
 
         self._read_modify_write(path, change)
 

@@ -13,7 +13,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from nodewright.model.conditions import Condition, merge_conditions
-from nodewright.model.nodeclaim import TERMINATION_FINALIZER
 from nodewright.model.objects import LabelSelector
 from nodewright.ports import (
     BLOCKED,
@@ -26,6 +25,7 @@ from nodewright.ports import (
     PodEvent,
     ProvisioningView,
 )
+from nodewright.tags import FINALIZER
 
 
 def _key(doc: Mapping[str, Any]) -> tuple[str, str, str]:
@@ -275,8 +275,8 @@ class InMemoryCluster:
         if metadata is None or metadata.get("deletionTimestamp"):
             return
         finalizers = metadata.setdefault("finalizers", [])
-        if TERMINATION_FINALIZER not in finalizers:
-            finalizers.append(TERMINATION_FINALIZER)
+        if FINALIZER not in finalizers:
+            finalizers.append(FINALIZER)
 
     def request_delete(self, kind: str, name: str, at: str = "2026-01-01T00:00:00Z") -> None:
         """What `kubectl delete` does to a cluster-scoped object: gone at once without finalizers, else marked

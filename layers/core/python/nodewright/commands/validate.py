@@ -2,17 +2,24 @@
 
 Prints one `ok` line per object when everything is valid (exit 0); otherwise prints every error to stderr,
 each as `<file>: <kind>/<name>: <field path>: <what is wrong>`, and exits 1.
+
+With `--node-role NAME` (repeatable; default: $NODEWRIGHT_NODE_ROLE and $NODEWRIGHT_NODE_ROLES, which the
+local world exports) an EC2NodeClass whose spec.role is none of them is an error: the stack's node role and its
+`nodeRoles` context are the only roles nodewright may pass to EC2.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
+from nodewright import settings
 from nodewright.model.inputs import ClusterInputs
 from nodewright.model.loader import load_files
+from nodewright.model.roles import role_errors
 
 
 def add_parser(subparsers: Any) -> None:
@@ -25,6 +32,13 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument("files", nargs="+", metavar="FILE", help="multi-document YAML files")
     parser.add_argument("-q", "--quiet", action="store_true", help="print nothing when all objects are valid")
+    parser.add_argument(
+        "--node-role",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help="a node role EC2NodeClasses may name (repeatable; the stack's NodeRoleName output and nodeRoles)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -39,11 +53,28 @@ def load_or_report(files: Sequence[str]) -> ClusterInputs | None:
     return None
 
 
+def node_roles(given: Sequence[str] | None) -> list[str]:
+    """The roles to check `spec.role` against: the flags, else the environment; empty means no check."""
+    if given:
+        return list(given)
+    stack_role = os.environ.get(settings.NODE_ROLE, "").strip()
+    return [r for r in (stack_role, *settings.node_roles(os.environ)) if r]
+
+
 def run(args: argparse.Namespace) -> int:
     """Validate the files named in `args.files`; 0 when all are valid, 1 otherwise."""
     inputs = load_or_report(args.files)
     if inputs is None:
         return 1
+    roles = node_roles(args.node_role)
+    if roles:
+        sources = {o.name: o.source for o in inputs.objects if o.kind == "EC2NodeClass"}
+        errors = role_errors(inputs.nodeclasses, roles, sources)
+        for error in errors:
+            print(error, file=sys.stderr)
+        if errors:
+            print(f"{len(errors)} error{'s' if len(errors) != 1 else ''} found", file=sys.stderr)
+            return 1
     if not args.quiet:
         for obj in inputs.objects:
             print(f"ok  {obj}")

@@ -7,9 +7,10 @@
   not hold it back; the drain respects PodDisruptionBudgets until the NodeClaim's terminationGracePeriod,
   counted from the deletion, has passed), and the workflow's last step takes the finalizer off.
 - Instance garbage collection (Karpenter AWS `pkg/controllers/nodeclaim/garbagecollection`): an instance tagged
-  as this cluster's nodewright capacity, launched more than `GC_GRACE_SECONDS` ago, that no NodeClaim records
-  (status.providerID) or names (the instance's `karpenter.sh/nodeclaim` tag) is terminated, and a Node for it
-  deleted.
+  as this cluster's nodewright capacity (`nodewright.tags.is_owned`: `nodewright.io/cluster=<cluster>` and a
+  `nodewright.io/nodepool` key, never Karpenter's tags, so neither side collects the other's), launched more
+  than `GC_GRACE_SECONDS` ago, that no NodeClaim records (status.providerID) or names (the instance's
+  `nodewright.io/nodeclaim` tag) is terminated, and a Node for it deleted.
 
 Pure: the fleet, the instances and the time in; commands and instances out.
 """
@@ -19,9 +20,10 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
+from nodewright import tags
 from nodewright.disruption.commands import DELETED, DisruptionCommand
 from nodewright.disruption.fleet import FleetNode
-from nodewright.interruption.ownership import NODECLAIM_TAG, parse_provider_id
+from nodewright.interruption.ownership import parse_provider_id
 from nodewright.ports import Instance
 
 # Karpenter AWS leaves an instance this long after launch before it may be collected: the NodeClaim that
@@ -67,7 +69,7 @@ def leaked(instances: Sequence[Instance], nodeclaims: Sequence[Mapping[str, Any]
             i
             for i in instances
             if i.id not in recorded
-            and i.tags.get(NODECLAIM_TAG) not in names
+            and i.tags.get(tags.NODECLAIM) not in names
             and now - i.launch_time > GC_GRACE_SECONDS
         ),
         key=lambda i: i.id,

@@ -30,6 +30,7 @@ def main() -> int:
     # The clients are imported only now: `--help`-style failures above stay fast and dependency-free.
     from nodewright.forwarder import kube
     from nodewright.forwarder.app import Forwarder
+    from nodewright.forwarder.heartbeat import CloudWatchPublisher
     from nodewright.forwarder.invoker import LambdaInvoker
 
     api = kube.api_client()
@@ -61,6 +62,7 @@ def main() -> int:
             timeout_seconds=config.invoke_timeout_seconds,
         ),
         gone=kube.Gone,
+        publisher=CloudWatchPublisher(config.settings.cluster, config.settings.region),
         on_leadership=on_leadership,
     )
     server = serve(Probes(forwarder.alive, forwarder.ready, forwarder.metrics), config.bind, config.port)

@@ -11,7 +11,8 @@
   shutdown, so the other replica takes over at once instead of after the lease duration;
 - the main loop applies queued events to the `Batcher` and `Registrations`; when this replica leads and the
   window has closed, it takes the batch, splits it into payloads and invokes the provisioner, and when a
-  node awaits registration, it sends a registration payload (no pods, the node names).
+  node awaits registration, it sends a registration payload (no pods, the node names); every minute the
+  leader publishes its heartbeat and the oldest pending pod's wait to CloudWatch (heartbeat.py).
 
 Only the leader sends. A standby keeps the same pending set (it watches too), so on take-over it sends
 every pending pod at once; pods the old leader had just sent may go out twice, which the provisioner
@@ -33,6 +34,7 @@ from typing import Any, Protocol
 from nodewright.forwarder.backoff import Backoff
 from nodewright.forwarder.batching import Batcher, Payload, build_payloads, pod_uid
 from nodewright.forwarder.config import ForwarderConfig
+from nodewright.forwarder.heartbeat import oldest_pending_seconds
 from nodewright.forwarder.leader import Action, Elector
 from nodewright.forwarder.metrics import ForwarderMetrics
 from nodewright.forwarder.outcome import InvokeResult, summarize
@@ -66,6 +68,10 @@ class InvokerLike(Protocol):
     def invoke(self, payload: Payload) -> InvokeResult: ...
 
 
+class PublisherLike(Protocol):
+    def publish(self, oldest_seconds: float) -> None: ...
+
+
 def _fields(**values: Any) -> dict[str, Any]:
     return {"fields": values}
 
@@ -89,6 +95,7 @@ class Forwarder:
     pod_event_writer: Callable[[str, float, datetime.datetime], bool] | None = None
     gone: type[Exception] = GoneError
     metrics: ForwarderMetrics = field(default_factory=ForwarderMetrics)
+    publisher: PublisherLike | None = None  # the heartbeat (heartbeat.py); None publishes nothing
     on_leadership: Callable[[bool], None] = lambda leading: None
     clock: Callable[[], float] = time.monotonic
     wall: Callable[[], datetime.datetime] = utc_now
@@ -106,6 +113,7 @@ class Forwarder:
         self._heartbeat = self.clock()
         self._sending = False
         self._was_leader = False
+        self._next_heartbeat = self.clock()
 
     # ------------------------------------------------------------------ probes
     def alive(self) -> bool:
@@ -295,6 +303,19 @@ class Forwarder:
             self.send(now)
         if self.registrations.due(now) and self.is_leader():
             self.send_registrations(now)
+        if self.publisher is not None and now >= self._next_heartbeat and self.is_leader():
+            self.publish_heartbeat(now)
+
+    def publish_heartbeat(self, now: float) -> None:
+        """The leader's heartbeat and the oldest pending pod's wait, to CloudWatch (heartbeat.py)."""
+        assert self.publisher is not None
+        self._next_heartbeat = now + self.config.heartbeat_seconds
+        oldest = oldest_pending_seconds(self.batcher.pending(), self.wall())
+        try:
+            self.publisher.publish(oldest)
+        except Exception as exc:
+            self.metrics.errors.inc(labels=("heartbeat",))
+            log.warning("heartbeat not published", extra=_fields(error=str(exc)))
 
     def send_registrations(self, now: float) -> None:
         """Tell the provisioner which nodes have joined but still carry `karpenter.sh/unregistered`, or await

@@ -141,6 +141,10 @@ class Batcher:
         self._maybe_join(uid, entry, now)
         return True
 
+    def pending(self) -> list[Mapping[str, Any]]:
+        """Every pending pod as last observed, sent or not (read them, do not change them)."""
+        return [entry.pod for entry in self._pending.values()]
+
     def forget(self, uid: str) -> None:
         """A DELETED pod, or one that is no longer pending."""
         self._pending.pop(uid, None)

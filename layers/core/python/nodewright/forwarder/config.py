@@ -22,6 +22,7 @@ ForwarderSettings`; everything here has a default, so the Deployment only sets w
 | NODEWRIGHT_FORWARDER_RENEW_DEADLINE_SECONDS | 10 | the leader steps down if it could not renew for this long |
 | NODEWRIGHT_FORWARDER_RETRY_SECONDS | 2 | how often candidates and the leader touch the Lease |
 | NODEWRIGHT_FORWARDER_PORT | 8080 | /healthz, /readyz, /metrics |
+| NODEWRIGHT_FORWARDER_HEARTBEAT_SECONDS | 60 | how often the leader publishes its heartbeat (heartbeat.py) |
 | NODEWRIGHT_FORWARDER_BIND | 0.0.0.0 | address the HTTP server binds |
 """
 
@@ -73,6 +74,7 @@ class ForwarderConfig:
     port: int
     bind: str
     registration: RegistrationPolicy = field(default_factory=RegistrationPolicy)
+    heartbeat_seconds: float = 60.0
 
     @staticmethod
     def from_env(env: Mapping[str, str] | None = None) -> ForwarderConfig:
@@ -114,4 +116,5 @@ class ForwarderConfig:
             port=int(_number(env, PREFIX + "PORT", 8080)),
             bind=env.get(PREFIX + "BIND", "").strip() or "0.0.0.0",
             registration=registration,
+            heartbeat_seconds=_number(env, PREFIX + "HEARTBEAT_SECONDS", 60.0),
         )

@@ -7,8 +7,9 @@ are matched by providerID, never by DNS name). Offering facts come from the Node
 Node's labels and the providerID's zone as fallbacks.
 
 A NodeClaim whose launch is not recorded yet (the instance exists, the status update has not landed) is
-found by the instance's tags instead (`owned_by_tags`): the cluster tag `kubernetes.io/cluster/<name>=owned`
-and `karpenter.sh/nodeclaim=<name>` of a NodeClaim that exists, as the provisioner tags every launch.
+found by the instance's tags instead (`owned_by_tags`): nodewright's own cluster and NodePool tags
+(`nodewright.tags`, never Karpenter's or the shared `kubernetes.io/cluster/<name>`) and
+`nodewright.io/nodeclaim=<name>` of a NodeClaim that exists, as the provisioner tags every launch.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from nodewright import tags
 from nodewright.ports import Instance
 
-NODECLAIM_TAG = "karpenter.sh/nodeclaim"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 ZONE_LABEL = "topology.kubernetes.io/zone"
 CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
@@ -85,12 +86,13 @@ def owned_instances(
 
 
 def claimed_by_tags(instances: Sequence[Instance], cluster_name: str) -> dict[str, str]:
-    """Instance id -> the NodeClaim named in its tags, for instances tagged as this cluster's capacity (the
-    cluster tag `owned` and a NodeClaim tag). Anything else is not this cluster's, whatever the cluster holds."""
+    """Instance id -> the NodeClaim named in its tags, for instances tagged as this cluster's nodewright capacity
+    (`tags.is_owned` and a NodeClaim tag). Anything else is not this cluster's, whatever the cluster holds: a
+    managed node group's instances carry `kubernetes.io/cluster/<name>=owned` too, Karpenter's carry its own keys."""
     out: dict[str, str] = {}
     for instance in instances:
-        claim = instance.tags.get(NODECLAIM_TAG, "")
-        if claim and instance.tags.get(f"kubernetes.io/cluster/{cluster_name}") == "owned":
+        claim = instance.tags.get(tags.NODECLAIM, "")
+        if claim and tags.is_owned(instance.tags, cluster_name):
             out[instance.id] = claim
     return out
 
@@ -110,8 +112,8 @@ def owned_by_tags(
             nodes_by_instance[parsed[1]] = _str(node.get("metadata"), "name")
     owned: dict[str, OwnedInstance] = {}
     for instance in instances:
-        claim = instance.tags.get(NODECLAIM_TAG, "")
-        if instance.tags.get(f"kubernetes.io/cluster/{cluster_name}") != "owned" or claim not in claims:
+        claim = instance.tags.get(tags.NODECLAIM, "")
+        if not tags.is_owned(instance.tags, cluster_name) or claim not in claims:
             continue
         owned[instance.id] = OwnedInstance(
             instance_id=instance.id,

@@ -88,6 +88,9 @@ class LaunchTemplateSpec:
     detailed_monitoring: bool = False
     associate_public_ip_address: bool | None = None
     reservation_id: str = ""
+    # A Spot launch also creates a spot-instances-request, which must carry the launch's tags like everything
+    # else it creates (the IAM policy requires them on every resource a launch creates).
+    spot: bool = False
 
     def data(self) -> dict[str, Any]:
         """LaunchTemplateData for CreateLaunchTemplate."""
@@ -123,7 +126,8 @@ class LaunchTemplateSpec:
             }
         if self.tags:
             tags = [{"Key": k, "Value": v} for k, v in sorted(self.tags.items())]
-            data["TagSpecifications"] = [{"ResourceType": "network-interface", "Tags": tags}]
+            kinds = ("network-interface", "spot-instances-request") if self.spot else ("network-interface",)
+            data["TagSpecifications"] = [{"ResourceType": kind, "Tags": tags} for kind in kinds]
         return data
 
     def content_hash(self) -> str:

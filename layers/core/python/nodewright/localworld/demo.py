@@ -149,8 +149,8 @@ def scale_in(
             doc["metadata"]["name"], doc["metadata"]["namespace"], {"spec": {"replicas": target}}
         )
     _wait_running(custom, core, selectors, started, deadline)
-    lambda_ = _aws(state, "lambda")
-    sfn = _aws(state, "stepfunctions")
+    lambda_ = state.client("lambda")
+    sfn = state.client("stepfunctions")
     disruptions: list[str] = []
     while time.monotonic() < deadline:
         response = lambda_.invoke(FunctionName=outputs["PlannerFunctionName"], Payload=b"{}")
@@ -173,18 +173,6 @@ def scale_in(
     }
 
 
-def _aws(state: world.WorldState, service: str) -> Any:
-    import boto3
-
-    return boto3.client(  # type: ignore[call-overload]
-        service,
-        endpoint_url=state.endpoint_url,
-        region_name=state.region,
-        aws_access_key_id=world.DUMMY_CREDENTIALS["AWS_ACCESS_KEY_ID"],
-        aws_secret_access_key=world.DUMMY_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
-    )
-
-
 def _wait_running(
     custom: Any, core: Any, selectors: list[tuple[str, dict[str, str]]], started: float, deadline: float
 ) -> dict[str, Any]:
@@ -203,9 +191,7 @@ def interrupt_busiest_spot_node(
     """Send a Spot interruption warning for the Spot node running most pods and follow its workflow; returns
     `interruptions`, `executions_succeeded` and the seconds from the warning to the first eviction round and
     to the last pod leaving."""
-
-    def aws(service: str) -> Any:
-        return _aws(state, service)
+    aws = state.client
 
     spot = [
         n

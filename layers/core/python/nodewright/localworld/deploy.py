@@ -1,10 +1,18 @@
 """Deploy nodewright into a running local world, as a user deploys it into AWS and EKS.
 
-The CDK app is synthesized with the real `cdk synth` for the world's cluster (snapshot catalog: moto's
-spot prices are placeholders) and deployed through moto's CloudFormation, so the provisioner Lambda
-is the one the stack defines. The CRDs from `cluster/crds` are applied to the API server, and the
-forwarder runs as a local process (`python -m nodewright.forwarder`) with the world's credentials,
-invoking the stack's function. `localworld down` stops it with the rest.
+1. The CDK app is synthesized with the real `cdk synth` for the world's cluster (snapshot catalog: moto's spot
+   prices are placeholders) and deployed through moto's CloudFormation, so the functions are the ones the
+   stack defines; their access entries are mapped in the token webhook (`access`), so the chart's RBAC is
+   what authorizes them.
+2. The chart (charts/nodewright) is installed with helm into the namespace `nodewright`, with the stack's
+   outputs as values: CRDs, the forwarder's ServiceAccount, ConfigMap, Deployment and PDB, and the RBAC.
+   For the demo, two KWOK nodes stand in for a managed node group (tainted CriticalAddonsOnly, as system node
+   groups often are), so the Deployment's pods schedule as they would in EKS; KWOK runs no process for them.
+   The end-to-end tests add them only where they check that (a node every pod's taints reject changes how
+   the scheduler requeues pending pods, which the tests' hand-sent batches depend on).
+3. The forwarder runs as a local process the way its pod runs it: with the Deployment's ServiceAccount
+   token (so only the chart's RBAC lets it read pods and nodes), the chart's ConfigMap as environment, and
+   the stack's forwarder role's credentials (what Pod Identity hands the pod). `localworld down` stops it.
 """
 
 from __future__ import annotations
@@ -14,7 +22,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -22,9 +30,19 @@ from typing import Any
 import yaml
 
 from nodewright.localworld import procs, world
+from nodewright.localworld.controlplane import KWOK_LABEL_KEY
 
 STACK = "Nodewright"
 FORWARDER = "forwarder"
+RELEASE = "nodewright"
+NAMESPACE = "nodewright"  # the stack's Pod Identity association names nodewright/nodewright-forwarder
+SERVICE_ACCOUNT = "nodewright-forwarder"
+SYSTEM_NODES = ("system-a", "system-b")
+TOKEN_SECONDS = 24 * 3600
+
+
+def chart_dir() -> Path:
+    return world.repo_root() / "charts" / "nodewright"
 
 
 def synthesize(state: world.WorldState, log: Callable[[str], None]) -> Path:
@@ -43,11 +61,12 @@ def synthesize(state: world.WorldState, log: Callable[[str], None]) -> Path:
 
 
 def install_crds(api_client: Any, timeout: float = 30.0) -> None:
-    """Create or replace the nodewright.io/v1 CRDs from cluster/crds and wait until they are Established."""
+    """Create or replace the chart's CRDs and wait until they are Established (helm installs crds/ only on a
+    first install, never on an upgrade: docs/upgrade.md)."""
     from kubernetes import client
 
     extensions = client.ApiextensionsV1Api(api_client)
-    for path in sorted((world.repo_root() / "cluster" / "crds").glob("*.yaml")):
+    for path in sorted((chart_dir() / "crds").glob("*.yaml")):
         doc = yaml.safe_load(path.read_text())
         name = doc["metadata"]["name"]
         try:
@@ -71,31 +90,125 @@ def _established(crd: Any) -> bool:
     return any(c.type == "Established" and c.status == "True" for c in conditions or [])
 
 
-def start_forwarder(state: world.WorldState, function: str) -> procs.Proc:
-    """Run the forwarder against the world (one replica; it still takes its Lease)."""
-    env = {
-        **os.environ,
-        **state.env(),
-        "NODEWRIGHT_PROVISIONER_FUNCTION": function,
+def helm_binary() -> Path:
+    """helm from the cache (scripts/build-helm.sh builds it from the Go module proxy when it is missing)."""
+    script = world.repo_root() / "scripts" / "build-helm.sh"
+    env = dict(os.environ, NODEWRIGHT_CACHE=str(world.cache_root()))
+    done = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise procs.StartupError(f"building helm failed ({script} exit {done.returncode}):\n{done.stderr[-2000:]}")
+    return Path(done.stdout.strip().splitlines()[-1])
+
+
+def add_system_nodes(core: Any, names: tuple[str, ...] = SYSTEM_NODES) -> None:
+    """KWOK nodes playing a managed node group for the forwarder's pods (present ones are left alone)."""
+    from kubernetes import client
+
+    for index, name in enumerate(names):
+        zone = f"{world.DEFAULT_REGION}{world.ZONES[index % len(world.ZONES)]}"
+        labels = {
+            "kubernetes.io/hostname": name,
+            "kubernetes.io/os": "linux",
+            "topology.kubernetes.io/zone": zone,
+            "eks.amazonaws.com/nodegroup": "system",
+            KWOK_LABEL_KEY: "fake",
+        }
+        resources = {"cpu": "2", "memory": "8Gi", "pods": "29"}
+        node = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name, "labels": labels},
+            "spec": {"taints": [{"key": "CriticalAddonsOnly", "value": "true", "effect": "NoSchedule"}]},
+            "status": {"capacity": resources, "allocatable": resources},
+        }
+        try:
+            core.create_node(node)
+        except client.ApiException as exc:
+            if exc.status != 409:
+                raise
+
+
+def install_chart(state: world.WorldState, outputs: Mapping[str, str], log: Callable[[str], None] = print) -> None:
+    """`helm upgrade --install` the chart with the stack's outputs as values."""
+    values = {
+        "clusterName": state.cluster,
+        "region": state.region,
+        "provisionerFunction": outputs["ProvisionerFunctionArn"],
+    }
+    argv = [str(helm_binary()), "upgrade", "--install", RELEASE, str(chart_dir()), "-n", NAMESPACE]
+    argv += ["--create-namespace", "--kubeconfig", state.kubeconfig]
+    for key, value in values.items():
+        argv += ["--set", f"{key}={value}"]
+    started = time.monotonic()
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"helm upgrade --install failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+    log(f"installed the chart with helm in {time.monotonic() - started:.1f}s")
+
+
+def forwarder_environment(
+    state: world.WorldState, outputs: Mapping[str, str], api_client: Any, identity: str
+) -> dict[str, str]:
+    """What the forwarder's pod would have: the chart's ConfigMap, the Deployment's variables, a kubeconfig with
+    the ServiceAccount's token, and the forwarder role's credentials (as Pod Identity hands them out)."""
+    from kubernetes import client
+
+    # The client's typed signatures want its model objects; a plain dict body is what goes on the wire anyway.
+    core: Any = client.CoreV1Api(api_client)
+    configmap = core.read_namespaced_config_map(SERVICE_ACCOUNT, NAMESPACE).data or {}
+    request = {"spec": {"expirationSeconds": TOKEN_SECONDS}}
+    token = core.create_namespaced_service_account_token(SERVICE_ACCOUNT, NAMESPACE, request).status.token
+    kubeconfig = Path(state.state_dir) / f"{identity}.kubeconfig"
+    cluster = {"server": state.api_server, "certificate-authority": state.ca_file}
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "local", "cluster": cluster}],
+                "users": [{"name": SERVICE_ACCOUNT, "user": {"token": token}}],
+                "contexts": [{"name": "forwarder", "context": {"cluster": "local", "user": SERVICE_ACCOUNT}}],
+                "current-context": "forwarder",
+            }
+        )
+    )
+    credentials = state.client("sts").assume_role(RoleArn=outputs["ForwarderRoleArn"], RoleSessionName=identity)[
+        "Credentials"
+    ]
+    return {
+        **configmap,
+        "KUBECONFIG": str(kubeconfig),
+        "AWS_ENDPOINT_URL": state.endpoint_url,
+        "AWS_ACCESS_KEY_ID": credentials["AccessKeyId"],
+        "AWS_SECRET_ACCESS_KEY": credentials["SecretAccessKey"],
+        "AWS_SESSION_TOKEN": credentials["SessionToken"],
+        "POD_NAME": identity,
+        "POD_NAMESPACE": NAMESPACE,
         "NODEWRIGHT_FORWARDER_BIND": "127.0.0.1",
         "NODEWRIGHT_FORWARDER_PORT": str(procs.free_port()),
-        "POD_NAME": "forwarder-local",
-        "POD_NAMESPACE": "default",
     }
-    return procs.start(FORWARDER, [sys.executable, "-m", "nodewright.forwarder"], Path(state.state_dir) / "logs", env)
+
+
+def start_forwarder(
+    state: world.WorldState,
+    outputs: Mapping[str, str],
+    python: str = sys.executable,
+    identity: str = "forwarder-local",
+    overrides: Mapping[str, str] | None = None,
+) -> procs.Proc:
+    """Run one forwarder replica as deployed (see the module doc) with `python`; it still takes its Lease."""
+    from kubernetes import config
+
+    api_client = config.new_client_from_config(config_file=state.kubeconfig)  # type: ignore[no-untyped-call]
+    # Nothing of the world's own environment leaks in: no admin kubeconfig, no world credentials.
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "KUBECONFIG", "NODEWRIGHT_"))}
+    env = {**base, **forwarder_environment(state, outputs, api_client, identity), **(overrides or {})}
+    return procs.start(identity, [python, "-m", "nodewright.forwarder"], Path(state.state_dir) / "logs", env)
 
 
 def deployed_outputs(state: world.WorldState) -> dict[str, str] | None:
     """The outputs of the stack when it is already deployed in this world, else None."""
-    import boto3
-
-    cfn = boto3.client(
-        "cloudformation",
-        endpoint_url=state.endpoint_url,
-        region_name=state.region,
-        aws_access_key_id=world.DUMMY_CREDENTIALS["AWS_ACCESS_KEY_ID"],
-        aws_secret_access_key=world.DUMMY_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
-    )
+    cfn = state.client("cloudformation")
     try:
         stacks = cfn.describe_stacks(StackName=STACK)["Stacks"]
     except cfn.exceptions.ClientError:
@@ -105,12 +218,9 @@ def deployed_outputs(state: world.WorldState) -> dict[str, str] | None:
     return {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}
 
 
-def deploy(state: world.WorldState, log: Callable[[str], None] = print) -> dict[str, str]:
-    """Synthesize and deploy the stack, install the CRDs, start the forwarder; returns the stack outputs.
-
-    Idempotent enough for `up` on a running world: a forwarder that is already running is left alone.
-    """
-    from kubernetes import config
+def install(state: world.WorldState, log: Callable[[str], None] = print, system_nodes: bool = False) -> dict[str, str]:
+    """Steps 1 and 2 of the module doc (each skipped or repeated harmlessly when done); returns the outputs."""
+    from kubernetes import client, config
 
     outputs = deployed_outputs(state)
     if outputs is None:
@@ -120,10 +230,18 @@ def deploy(state: world.WorldState, log: Callable[[str], None] = print) -> dict[
         log(f"stack {STACK} already deployed: provisioner {outputs['ProvisionerFunctionName']}")
     api_client = config.new_client_from_config(config_file=state.kubeconfig)  # type: ignore[no-untyped-call]
     install_crds(api_client)
-    log("installed the nodewright.io/v1 CRDs")
+    if system_nodes:
+        add_system_nodes(client.CoreV1Api(api_client))
+    install_chart(state, outputs, log)
+    return outputs
+
+
+def deploy(state: world.WorldState, log: Callable[[str], None] = print) -> dict[str, str]:
+    """Install (stack, CRDs, chart) and start the forwarder; a forwarder already running is left alone."""
+    outputs = install(state, log, system_nodes=True)
     pid = state.pids.get(FORWARDER)
     if pid is None or not procs.alive(pid):
-        forwarder = start_forwarder(state, outputs["ProvisionerFunctionName"])
+        forwarder = start_forwarder(state, outputs, identity=FORWARDER)
         state.pids[FORWARDER] = forwarder.pid
         state.logs[FORWARDER] = str(forwarder.log)
         (Path(state.state_dir) / "state.json").write_text(json.dumps(asdict(state), indent=2))

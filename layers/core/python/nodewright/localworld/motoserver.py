@@ -388,6 +388,28 @@ class FaultMiddleware:
         return [payload]
 
 
+def _accept_cloudformation_key_tags() -> None:
+    """Let CloudFormation create tagged KMS keys, as AWS does.
+
+    moto's `AWS::KMS::Key` handler passes the template's tags (`Key`/`Value`, as CloudFormation writes them)
+    to a backend that expects KMS's API shape (`TagKey`/`TagValue`) and fails on every tagged key; the stack
+    tags every resource, its alarm topic's key included.
+    """
+    from moto.kms.models import KmsBackend
+
+    create_key = KmsBackend.create_key
+
+    def create(self: Any, *args: Any, **kwargs: Any) -> Any:
+        tags = kwargs.get("tags")
+        if tags:
+            kwargs["tags"] = [
+                {"TagKey": t.get("TagKey", t.get("Key")), "TagValue": t.get("TagValue", t.get("Value"))} for t in tags
+            ]
+        return create_key(self, *args, **kwargs)
+
+    setattr(KmsBackend, "create_key", create)  # noqa: B010
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the server until terminated."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -407,6 +429,7 @@ def main(argv: list[str] | None = None) -> int:
 
     default_user_config["stepfunctions"] = {"execute_state_machine": True}
     _route_cloudformation_state_machines()
+    _accept_cloudformation_key_tags()
     lambda_seam.install(args.repo_root.resolve(), args.state_dir / "lambda-code", endpoint)
     sqs_poller.install()
     install_launch_template_security_groups()

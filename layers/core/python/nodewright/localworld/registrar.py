@@ -2,8 +2,10 @@
 
     python -m nodewright.localworld.registrar --kubeconfig K --cluster C --endpoint-url E [--boot-delay S]
 
-Every second it lists this cluster's instances in moto (tag `kubernetes.io/cluster/<cluster>` or
-`eks:eks-cluster-name=<cluster>`). A running instance older than the boot delay gets a Node, named
+Every second it lists this cluster's instances in moto: whoever launched them, as any instance whose user
+data joins the cluster becomes a node (tag `kubernetes.io/cluster/<cluster>`, which nodewright, Karpenter and
+managed node groups all set, `nodewright.io/cluster=<cluster>` or Karpenter's `eks:eks-cluster-name=<cluster>`).
+A running instance older than the boot delay gets a Node, named
 by its private DNS name with `spec.providerID = aws:///<az>/<instance-id>`, labels and taints from
 its user data, capacity and allocatable from its instance type, and the well-known labels. A Custom
 image's user data is read where it can be (a NodeConfig, Bottlerocket TOML, a script's kubelet flags);
@@ -23,6 +25,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from nodewright import tags as ownership
 from nodewright.localworld.controlplane import KWOK_LABEL_KEY
 from nodewright.localworld.userdata import BootConfig, parse_user_data
 
@@ -113,9 +116,13 @@ def capacity_and_allocatable(
 
 
 def belongs_to(instance: dict[str, Any], cluster: str) -> bool:
-    """True when the instance carries this cluster's ownership tags."""
+    """True when the instance carries a tag naming this cluster (whoever launched it)."""
     tags = {t["Key"]: t.get("Value", "") for t in instance.get("Tags", [])}
-    return f"kubernetes.io/cluster/{cluster}" in tags or tags.get("eks:eks-cluster-name") == cluster
+    return (
+        ownership.kubernetes_cluster(cluster) in tags
+        or tags.get(ownership.CLUSTER) == cluster
+        or tags.get("eks:eks-cluster-name") == cluster
+    )
 
 
 def node_manifest(instance: dict[str, Any], info: InstanceTypeInfo, boot: BootConfig, region: str) -> dict[str, Any]:
@@ -192,7 +199,8 @@ class Registrar:
     def _instances(self) -> list[dict[str, Any]]:
         found: dict[str, dict[str, Any]] = {}
         for filters in (
-            [{"Name": "tag-key", "Values": [f"kubernetes.io/cluster/{self.cluster}"]}],
+            [{"Name": "tag-key", "Values": [ownership.kubernetes_cluster(self.cluster)]}],
+            [{"Name": f"tag:{ownership.CLUSTER}", "Values": [self.cluster]}],
             [{"Name": "tag:eks:eks-cluster-name", "Values": [self.cluster]}],
         ):
             for page in self.ec2.get_paginator("describe_instances").paginate(Filters=filters):

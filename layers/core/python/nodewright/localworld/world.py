@@ -31,6 +31,7 @@ DEFAULT_CLUSTER = "nodewright-local"
 DEFAULT_REGION = "us-east-1"
 ZONES = ("a", "b", "c")
 DUMMY_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
+WEBHOOK_CONFIG = "token-webhook.json"  # in the state directory; the webhook reads it on every review
 # Processes in start order; `down` stops them in reverse.
 COMPONENTS = (
     "moto",
@@ -96,6 +97,18 @@ class WorldState:
     ready_seconds: float
     short_waits: bool
 
+    def client(self, service: str) -> Any:
+        """A boto3 client for `service` against this world's moto server, with the world's credentials."""
+        import boto3
+
+        return boto3.client(  # type: ignore[call-overload]
+            service,
+            endpoint_url=self.endpoint_url,
+            region_name=self.region,
+            aws_access_key_id=DUMMY_CREDENTIALS["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=DUMMY_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+        )
+
     def env(self) -> dict[str, str]:
         """Environment for clients (boto3, kubernetes, nodewright) of this world."""
         return {
@@ -158,19 +171,25 @@ def _post_json(url: str, doc: dict[str, Any]) -> dict[str, Any]:
         return result
 
 
-def webhook_config(cluster: str, endpoint_url: str, account: str = "123456789012") -> dict[str, Any]:
-    """The token webhook's identity mappings.
+ACCOUNT = "123456789012"
+# Roles of functions the end-to-end tests make themselves (tests/e2e/worldkit.py names them fn-<name>).
+TEST_FUNCTION_ROLES = "fn-*"
 
-    Every IAM role of the local account maps to a cluster admin, which is what the stack's EKS access
-    entries grant nodewright's functions; identities that are not roles (moto's default user) map to
-    nobody, so an unauthenticated path stays visible in tests.
+
+def webhook_config(cluster: str, endpoint_url: str, account: str = ACCOUNT) -> dict[str, Any]:
+    """The token webhook's identity mappings before any stack is deployed.
+
+    A deployed stack's functions get the groups of their EKS access entries (`access.record_stack`, put in
+    front of these), so the chart's RBAC authorizes them as in EKS. Only the roles of the tests' own functions
+    are cluster admins; any other identity (moto's default user, another role) maps to nobody, so an
+    unauthenticated path stays visible in tests.
     """
     return {
         "cluster": cluster,
         "sts_endpoint": endpoint_url,
         "mappings": [
             {
-                "arn": f"arn:aws:iam::{account}:role/*",
+                "arn": f"arn:aws:iam::{account}:role/{TEST_FUNCTION_ROLES}",
                 "username": "nodewright:{{SessionName}}",
                 "groups": ["system:masters"],
             }
@@ -295,7 +314,7 @@ def up(state_dir: Path, options: Options, log: Callable[[str], None] = print) ->
         )
 
         webhook_port = procs.free_port()
-        webhook_json = state_dir / "token-webhook.json"
+        webhook_json = state_dir / WEBHOOK_CONFIG
         webhook_json.write_text(json.dumps(webhook_config(options.cluster, endpoint_url), indent=2))
         webhook = procs.start(
             "token-webhook",
@@ -428,22 +447,16 @@ def resident_memory_kib(pids: dict[str, int]) -> dict[str, int]:
 
 def deploy_stack(state: WorldState, cdk_out: Path, stack: str) -> dict[str, str]:
     """Deploy a synthesized stack into the running world's moto; returns the stack outputs, which
-    are also appended to the env file as NODEWRIGHT_STACK_<OUTPUT>."""
-    import boto3
+    are also appended to the env file as NODEWRIGHT_STACK_<OUTPUT>. Its functions' access entries are mapped
+    in the token webhook (nodewright.localworld.access)."""
 
-    from nodewright.localworld.stack import deploy_synthesized
+    from nodewright.localworld.access import record_stack
+    from nodewright.localworld.stack import deploy_synthesized, stack_artifacts
 
-    clients = {
-        name: boto3.client(
-            name,
-            endpoint_url=state.endpoint_url,
-            region_name=state.region,
-            aws_access_key_id=DUMMY_CREDENTIALS["AWS_ACCESS_KEY_ID"],
-            aws_secret_access_key=DUMMY_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
-        )
-        for name in ("s3", "ssm", "cloudformation")
-    }
+    clients = {name: state.client(name) for name in ("s3", "ssm", "cloudformation")}
     outputs = deploy_synthesized(cdk_out, stack, clients, region=state.region)
+    template, _ = stack_artifacts(cdk_out, stack)
+    record_stack(Path(state.state_dir) / WEBHOOK_CONFIG, template, stack, clients["cloudformation"], ACCOUNT)
     with (Path(state.state_dir) / "env").open("a") as env:
         for key, value in sorted(outputs.items()):
             env.write(f"export NODEWRIGHT_STACK_{key.upper()}={value}\n")

@@ -13,14 +13,6 @@ from nodewright.model.objects import Pod
 from nodewright.model.requirements import Requirement
 from nodewright.model.taints import Taint
 
-# Karpenter's karpenter.sh/termination, in nodewright's group: Karpenter's own controllers reconcile the finalizer in
-# theirs, and must never act on nodewright's objects. On every NodeClaim nodewright creates and every Node it
-# registers; only nodewright removes it, once the instance is terminated.
-TERMINATION_FINALIZER = "nodewright.io/termination"
-# The EC2 tag (value: the cluster's name) on every instance nodewright launches. The other tags are Karpenter's
-# own, so this is what tells nodewright's capacity from Karpenter's when both run in one cluster.
-CAPACITY_TAG = "nodewright.io/cluster"
-
 
 @dataclass(frozen=True, slots=True)
 class NodeClaim:

@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from nodewright import tags as ownership
 from nodewright.model.durations import DurationError, parse_duration
 from nodewright.model.errors import Collector, ValidationError
 from nodewright.model.fields import parse_string_list
@@ -66,12 +67,7 @@ EVICTION_SIGNALS = (
 )
 RESERVED_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pid")
 PERCENT = re.compile(r"^(\d{1,2}(\.\d{1,2})?|100(\.0{1,2})?)%$")
-RESTRICTED_TAGS = (
-    "karpenter.sh/nodepool",
-    "karpenter.sh/nodeclaim",
-    "karpenter.k8s.aws/ec2nodeclass",
-    "eks:eks-cluster-name",
-)
+RESTRICTED_TAGS = ownership.RESTRICTED
 _ID_PATTERNS = {
     "ami": re.compile(r"^ami-[0-9a-z]+$"),
     "subnet": re.compile(r"^subnet-[0-9a-z]+$"),
@@ -586,6 +582,12 @@ def _tags(ctx: Collector, value: Any, path: str) -> dict[str, str]:
             ctx.error(where, "empty tag keys are not supported")
         elif key.startswith("kubernetes.io/cluster"):
             ctx.error(where, "is a restricted tag (kubernetes.io/cluster/*); nodewright sets it itself")
+        elif key in ownership.KARPENTER_TAGS:
+            ctx.error(
+                where,
+                f"is a restricted tag ({key}): Karpenter recognises its own instances by it and would garbage-"
+                "collect nodewright's; remove it (Karpenter refuses it in spec.tags too)",
+            )
         elif key in RESTRICTED_TAGS:
             ctx.error(where, f"is a restricted tag ({key}); nodewright sets it itself")
     return tags

@@ -4,7 +4,8 @@ EC2NodeClass (Karpenter AWS v1.14 `pkg/controllers/nodeclass`): `status.subnets`
 id, zone, zone id), `status.securityGroups`, `status.amis` (id, name, and the requirements an instance type
 must meet to boot it), `status.instanceProfile`, and the conditions SubnetsReady, SecurityGroupsReady,
 AMIsReady, InstanceProfileReady (False with Karpenter's reasons: SubnetsNotFound, SecurityGroupsNotFound,
-AMINotFound; and InstanceProfileNotAllowed when `spec.role` is not the node role the stack may pass),
+AMINotFound; and InstanceProfileNotAllowed when `spec.role` is not one of the node roles the stack may
+pass, its own or the `nodeRoles` context's, or `spec.instanceProfile` is missing or holds another role),
 ValidationSucceeded, and Ready.
 
 NodePool (Karpenter v1.9.1 `pkg/controllers/nodepool`): `status.resources` (cpu, memory, pods,

@@ -18,13 +18,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from nodewright import tags
 from nodewright.catalog.catalog import Catalog
 from nodewright.catalog.labels import ZONE
 from nodewright.launch.amis import variant_of
 from nodewright.launch.fleet import FleetAttempt, classify_response, fleet_request, plan_attempts
 from nodewright.launch.template import LaunchTemplateSpec, ResolvedNodeClass, block_devices
 from nodewright.launch.userdata import ClusterInfo, NodeBootstrap, UserDataError, user_data
-from nodewright.model.nodeclaim import CAPACITY_TAG
 from nodewright.model.nodepool import NodePool
 from nodewright.ports import Cloud, Cluster, LaunchError, OfferingKey, StateStore, Throttled
 from nodewright.scheduling import PlannedNodeClaim
@@ -41,7 +41,6 @@ from nodewright.service.provision.result import CAPACITY, LaunchedClaim, Provisi
 UNAVAILABLE_TTL_SECONDS = 180
 # Claims launched side by side (each one CreateFleet call, plus its NodeClaim update).
 LAUNCH_CONCURRENCY = 16
-NODECLAIM_TAG = "karpenter.sh/nodeclaim"
 # Labels the cloud (or the kubelet) sets on a node itself; left out of user data so one launch template
 # serves every zone and type of a NodePool.
 _CLOUD_LABELS = frozenset(
@@ -133,24 +132,14 @@ class Launcher:
             detailed_monitoring=node_class.detailed_monitoring,
             associate_public_ip_address=node_class.associate_public_ip_address,
             reservation_id=attempt.reservation_id,
+            spot=attempt.capacity_type == "spot",
         )
         name = self.cloud.ensure_launch_template(spec, self.tags(pool, node_class.tags, ""))
         self.templates[key] = name
         return name
 
     def tags(self, pool: NodePool, extra: Mapping[str, str], nodeclaim: str) -> dict[str, str]:
-        tags = {
-            **extra,
-            f"kubernetes.io/cluster/{self.info.name}": "owned",
-            "eks:eks-cluster-name": self.info.name,
-            CAPACITY_TAG: self.info.name,
-            NODEPOOL_LABEL: pool.name,
-            "karpenter.k8s.aws/ec2nodeclass": pool.node_class_ref.name,
-        }
-        if nodeclaim:
-            tags[NODECLAIM_TAG] = nodeclaim
-            tags["Name"] = nodeclaim
-        return tags
+        return tags.launch_tags(self.info.name, pool.name, pool.node_class_ref.name, nodeclaim, extra)
 
     def refused(self) -> frozenset[OfferingKey]:
         with self.lock:

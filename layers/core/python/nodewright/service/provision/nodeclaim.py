@@ -24,7 +24,6 @@ from nodewright.disruption.drift import hash_annotations
 from nodewright.disruption.fleet import NOMINATED_PODS_ANNOTATION
 from nodewright.model.conditions import TRUE, UNKNOWN, Condition
 from nodewright.model.durations import format_duration
-from nodewright.model.nodeclaim import TERMINATION_FINALIZER
 from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.model.nodepool import NodePool
 from nodewright.model.quantity import format_canonical
@@ -32,6 +31,7 @@ from nodewright.model.requirements import Operator, Requirement
 from nodewright.ports import Cluster
 from nodewright.scheduling import PlannedNodeClaim
 from nodewright.service.provision.result import LaunchedClaim
+from nodewright.tags import FINALIZER
 
 NODECLAIM_API_VERSION = "nodewright.io/v1"
 PODS_ANNOTATION = NOMINATED_PODS_ANNOTATION
@@ -84,7 +84,7 @@ def nodeclaim_document(
             "annotations": annotations,
             # Deleting the claim (or, through the owner reference, its NodePool) drains and terminates through
             # nodewright before the object goes, as Karpenter's termination finalizer and owner reference do.
-            "finalizers": [TERMINATION_FINALIZER],
+            "finalizers": [FINALIZER],
             **({"ownerReferences": [_owner(pool)]} if pool.uid else {}),
         },
         "spec": {
