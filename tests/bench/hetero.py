@@ -12,10 +12,10 @@ affinity with a ScheduleAnyway spread. A size of N pods shares N over the shapes
 Deployment with hostname anti-affinity or GPUs keeps a realistic replica count at every size).
 
 Figures (`measure`):
-- `hetero`: solve() for N pods of a cluster, as `mix.measure` times it: a traced, untimed warm-up, then the
-  median of up to `max_runs` runs (wall and CPU time). Printed with the fleet's NodeClaims, unschedulable pods,
-  hourly cost, and `cost_per_pod_m` (the cost per pod in thousandths of a dollar an hour), the packing figure
-  to compare between two versions of the solver on the same pods.
+- `hetero`: solve() for N pods of a cluster, timed as the mix is (`mix.measure_solve`, the same figure type): a
+  traced, untimed warm-up, then the median of up to `max_runs` runs (wall and CPU time). Printed with the fleet's
+  NodeClaims, unschedulable pods, hourly cost, and `cost_per_pod_m` (the cost per pod in thousandths of a dollar
+  an hour), the packing figure to compare between two versions of the solver on the same pods.
 - `existing` (`measure_existing`): the provisioner's usual batch, 100 new replicas of the cluster's
   Deployments pending against an existing cluster of 1,000 nodes (a seeded sample of the NodeClaims that
   solve() plans for the cluster, made nodes of their cheapest offering, with their pods and DaemonSet pods
@@ -34,9 +34,7 @@ import inspect
 import random
 import statistics
 import sys
-import time
-import tracemalloc
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -67,6 +65,7 @@ from nodewright.model.taints import Taint, Toleration, untolerated
 from nodewright.scheduling.results import PlannedNodeClaim, Results
 from nodewright.scheduling.solver import solve
 from tests.bench.fixtures import audit_fleet
+from tests.bench.mix import MixFigure, measure_solve, timed
 
 CLUSTER_SEEDS = (1, 2, 3)
 SIZES = (1_000, 10_000, 50_000)
@@ -510,70 +509,19 @@ def audit(results: Results, pending: Sequence[Pod], cluster: HeteroCluster) -> l
 # ----------------------------------------------------------------------------------------------- figures
 
 
-@dataclass(frozen=True, slots=True)
-class HeteroFigure:
-    cluster: str
-    pods: int
-    seconds: float
-    cpu_seconds: float
-    runs: int
-    nodeclaims: int
-    unschedulable: int
-    cost_per_hour: float
-    peak_mib: float
-    violations: int
-
-    def line(self) -> str:
-        rate = self.pods / self.seconds if self.seconds > 0 else float("inf")
-        cpu_rate = self.pods / self.cpu_seconds if self.cpu_seconds > 0 else float("inf")
-        placed = self.pods - self.unschedulable
-        per_pod = 1000 * self.cost_per_hour / placed if placed else 0.0
-        return (
-            f"hetero cluster={self.cluster} pods={self.pods} pods_per_s={rate:.0f} cpu_pods_per_s={cpu_rate:.0f} "
-            f"seconds={self.seconds:.3f} runs={self.runs} nodeclaims={self.nodeclaims} "
-            f"unschedulable={self.unschedulable} cost_per_hour={self.cost_per_hour:.4f} cost_per_pod_m={per_pod:.3f} "
-            f"peak_mib={self.peak_mib:.1f} violations={self.violations}"
-        )
-
-
-def _timed(call: Callable[[], Results], max_runs: int, budget_seconds: float) -> tuple[list[float], list[float]]:
-    """Wall and CPU seconds of up to `max_runs` calls, stopping once they took `budget_seconds` (at least one)."""
-    times: list[float] = []
-    cpu_times: list[float] = []
-    while len(times) < max_runs and (not times or sum(times) < budget_seconds):
-        start, cpu_start = time.perf_counter(), time.process_time()
-        call()
-        times.append(time.perf_counter() - start)
-        cpu_times.append(time.process_time() - cpu_start)
-    return times, cpu_times
-
-
-def measure(seed: int, count: int, max_runs: int = 3, budget_seconds: float = 30.0) -> tuple[HeteroFigure, list[str]]:
+def measure(seed: int, count: int, max_runs: int = 3, budget_seconds: float = 30.0) -> tuple[MixFigure, list[str]]:
     """Schedule `count` pods of heterogeneous cluster `seed`; the figure and the invariant violations found."""
     cluster = hetero_cluster(seed)
     pending = pods(cluster, count)
     kwargs = cluster.solve_kwargs()
-    tracemalloc.start()
-    try:
-        results = solve(pending, **kwargs)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    times, cpu_times = _timed(lambda: solve(pending, **kwargs), max_runs, budget_seconds)
-    problems = audit(results, pending, cluster)
-    figure = HeteroFigure(
-        cluster.name,
+    return measure_solve(
+        lambda: solve(pending, **kwargs),
         count,
-        statistics.median(times),
-        statistics.median(cpu_times),
-        len(times),
-        len(results.nodeclaims),
-        len(results.unschedulable),
-        results.cost_per_hour,
-        peak / 2**20,
-        len(problems),
+        lambda results: audit(results, pending, cluster),
+        max_runs,
+        budget_seconds,
+        cluster=cluster.name,
     )
-    return figure, problems
 
 
 # ----------------------------------------------------------------------------------------------- existing
@@ -682,7 +630,7 @@ def measure_existing(seed: int, runs: int = 11) -> tuple[ExistingFigure, list[st
     results = solve(pending, **kwargs)  # untimed: a warm container has its process-wide caches
     # Each batch reads its nodes afresh: new Node objects, so nothing kept by a node's identity is reused.
     batches = iter([tuple(dataclasses.replace(n) for n in nodes) for _ in range(runs)])
-    times, cpu_times = _timed(lambda: solve(pending, **{**kwargs, "nodes": next(batches)}), runs, budget_seconds=60.0)
+    times, cpu_times = timed(lambda: solve(pending, **{**kwargs, "nodes": next(batches)}), runs, budget_seconds=60.0)
     problems = audit(results, pending, cluster)
     figure = ExistingFigure(
         cluster.name,
@@ -711,7 +659,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     violations = 0
     for seed in args.seeds:
-        figures: list[tuple[HeteroFigure | ExistingFigure, list[str]]] = []
+        figures: list[tuple[MixFigure | ExistingFigure, list[str]]] = []
         if args.only in ("", "hetero"):
             figures.extend(measure(seed, size, args.runs) for size in args.sizes)
         if args.only in ("", "existing"):

@@ -26,7 +26,7 @@ import statistics
 import time
 import tracemalloc
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from nodewright.model.objects import (
@@ -147,6 +147,14 @@ def mix_violations(results: Results, pods: Sequence[Pod]) -> list[str]:
 
 @dataclass(frozen=True, slots=True)
 class MixFigure:
+    """One scheduling figure: `solve()` on `pods` pods, timed and audited (`measure_solve`).
+
+    `cluster` names the cluster the pods were drawn for: "" for the Karpenter-style mix on the default cluster
+    (printed as a `scheduling mix=` line), else a heterogeneous cluster of `tests.bench.hetero` (a `hetero` line,
+    with the cost per placed pod, the packing figure that compares across solver versions on the same pods).
+    """
+
+    cluster: str
     pods: int
     seconds: float  # median of the timed runs
     cpu_seconds: float  # median CPU time of the same runs
@@ -160,45 +168,58 @@ class MixFigure:
     def line(self) -> str:
         rate = self.pods / self.seconds if self.seconds > 0 else float("inf")
         cpu_rate = self.pods / self.cpu_seconds if self.cpu_seconds > 0 else float("inf")
+        if self.cluster:
+            placed = self.pods - self.unschedulable
+            per_pod = 1000 * self.cost_per_hour / placed if placed else 0.0
+            head, per_pod_field = f"hetero cluster={self.cluster} pods={self.pods}", f" cost_per_pod_m={per_pod:.3f}"
+        else:
+            head, per_pod_field = f"scheduling mix={self.pods}", ""
         return (
-            f"scheduling mix={self.pods} pods_per_s={rate:.0f} cpu_pods_per_s={cpu_rate:.0f} "
+            f"{head} pods_per_s={rate:.0f} cpu_pods_per_s={cpu_rate:.0f} "
             f"seconds={self.seconds:.3f} runs={self.runs} "
             f"nodeclaims={self.nodeclaims} unschedulable={self.unschedulable} "
-            f"cost_per_hour={self.cost_per_hour:.4f} peak_mib={self.peak_mib:.1f} violations={self.violations}"
+            f"cost_per_hour={self.cost_per_hour:.4f}{per_pod_field} peak_mib={self.peak_mib:.1f} "
+            f"violations={self.violations}"
         )
 
 
-def _solve(pods: Sequence[Pod], cluster: Cluster) -> Results:
-    return solve(pods, **cluster.solve_kwargs())  # type: ignore[arg-type]
+def timed(call: Callable[[], object], max_runs: int, budget_seconds: float) -> tuple[list[float], list[float]]:
+    """Wall and CPU seconds of up to `max_runs` calls, stopping once they took `budget_seconds` (at least one)."""
+    times: list[float] = []
+    cpu_times: list[float] = []
+    while len(times) < max_runs and (not times or sum(times) < budget_seconds):
+        start, cpu_start = time.perf_counter(), time.process_time()
+        call()
+        times.append(time.perf_counter() - start)
+        cpu_times.append(time.process_time() - cpu_start)
+    return times, cpu_times
 
 
-def measure(
-    count: int, max_runs: int = 3, budget_seconds: float = 30.0, cluster: Cluster | None = None
+def measure_solve(
+    call: Callable[[], Results],
+    pods: int,
+    audit_of: Callable[[Results], list[str]],
+    max_runs: int,
+    budget_seconds: float,
+    cluster: str = "",
 ) -> tuple[MixFigure, list[str]]:
-    """Schedule the mix of `count` pods; the figure and the invariant violations found.
+    """Time `call` (one `solve()` of `pods` pods); the figure and the violations `audit_of` finds in its result.
 
     The first, untimed run is traced for peak memory (a cold solve: it also fills the process-wide
     caches) and gives the result that is audited. Then up to `max_runs` timed runs, stopping early once
     they have taken `budget_seconds`, so the large sizes stay affordable; at least one always runs.
     """
-    cluster = cluster or default_cluster()
-    pods = diverse_pods(count)
     tracemalloc.start()
     try:
-        results = _solve(pods, cluster)
+        results = call()
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    times: list[float] = []
-    cpu_times: list[float] = []
-    while len(times) < max_runs and (not times or sum(times) < budget_seconds):
-        start, cpu_start = time.perf_counter(), time.process_time()
-        _solve(pods, cluster)
-        times.append(time.perf_counter() - start)
-        cpu_times.append(time.process_time() - cpu_start)
-    problems = audit(results, pods, cluster) + mix_violations(results, pods)
+    times, cpu_times = timed(call, max_runs, budget_seconds)
+    problems = audit_of(results)
     figure = MixFigure(
-        pods=count,
+        cluster=cluster,
+        pods=pods,
         seconds=statistics.median(times),
         cpu_seconds=statistics.median(cpu_times),
         runs=len(times),
@@ -209,3 +230,23 @@ def measure(
         violations=len(problems),
     )
     return figure, problems
+
+
+def _solve(pods: Sequence[Pod], cluster: Cluster) -> Results:
+    return solve(pods, **cluster.solve_kwargs())  # type: ignore[arg-type]
+
+
+def measure(
+    count: int, max_runs: int = 3, budget_seconds: float = 30.0, cluster: Cluster | None = None
+) -> tuple[MixFigure, list[str]]:
+    """Schedule the mix of `count` pods (timed as `measure_solve` says); the figure and the invariant
+    violations found."""
+    cluster = cluster or default_cluster()
+    pods = diverse_pods(count)
+    return measure_solve(
+        lambda: _solve(pods, cluster),
+        count,
+        lambda results: audit(results, pods, cluster) + mix_violations(results, pods),
+        max_runs,
+        budget_seconds,
+    )

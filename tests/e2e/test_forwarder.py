@@ -230,107 +230,135 @@ def _parse_time(stamp: str) -> float:
     return datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.UTC).timestamp()
 
 
+def _too_big_daemonset(namespace: str) -> dict[str, Any]:
+    """A DaemonSet for the test's node whose pod asks for more CPU than the node has."""
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": "too-big"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "too-big"}},
+            "template": {
+                "metadata": {"labels": {"app": "too-big"}},
+                "spec": {
+                    "nodeSelector": {"nodewright-e2e/forwarder": namespace},
+                    "tolerations": [{"key": "nodewright-e2e/forwarder", "operator": "Exists"}],
+                    "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "2"}}}],
+                },
+            },
+        },
+    }
+
+
+def _pods_that_are_never_the_provisioners(world: World, namespace: str, node: str) -> str:
+    """A DaemonSet pod that cannot fit `node` (pending, but never the provisioner's business) and a pod bound to
+    `node` by name; returns the DaemonSet pod's name once the scheduler has marked it Unschedulable."""
+    world.apps.create_namespaced_daemon_set(namespace, _too_big_daemonset(namespace))
+    bound = {"nodeName": node, "containers": [{"name": "c", "image": "x"}]}
+    world.core.create_namespaced_pod(
+        namespace, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bound"}, "spec": bound}
+    )
+
+    def unschedulable_daemon_pod() -> str | None:
+        daemon_pods = world.core.list_namespaced_pod(namespace, label_selector="app=too-big").items
+        return next(
+            (p.metadata.name for p in daemon_pods if _is_unschedulable(world, namespace, p.metadata.name)), None
+        )
+
+    return wait_for(unschedulable_daemon_pod, 30, "the DaemonSet's pod to be Unschedulable")
+
+
+def _pending_pods(world: World, namespace: str, names: list[str], later: dict[str, str]) -> float:
+    """Pods `names`, which no node will ever fit, and "later", which fits the test's node once it has the `later`
+    labels; returns when the last was created, after the scheduler has marked them all Unschedulable."""
+    for name in names:
+        _unschedulable_pod(world, namespace, name)
+    _unschedulable_pod(world, namespace, "later", later, tolerate="nodewright-e2e/forwarder")
+    created_last = time.time()
+    for name in [*names, "later"]:
+        wait_for(lambda n=name: _is_unschedulable(world, namespace, n), 30, f"{name} Unschedulable")
+    return created_last
+
+
+def _assert_one_batch_of_hints(world: World, namespace: str, first: dict[str, Any], names: list[str]) -> None:
+    """The first batch holds all the pending pods `names` and nothing else from this namespace, as hints."""
+    assert _names(first) == set(names)
+    assert first["cluster"] == world.state.cluster
+    assert first["batch_id"] == _expected_batch_id(first["all_pods"], 1)
+    api_pods = {n: world.core.read_namespaced_pod(n, namespace).metadata for n in names}
+    # Hints only: where to read each pod and the version the forwarder saw, nothing of its spec.
+    assert {p["name"]: (p["uid"], p["resourceVersion"]) for p in first["pods"]} == {
+        n: (m.uid, m.resource_version) for n, m in api_pods.items()
+    }
+    assert all(set(p) == {"namespace", "name", "uid", "resourceVersion"} for p in first["pods"])
+    # The provisioner's payload check reads every hint, without errors.
+    assert first["errors"] == [] and first["loaded"] == len(first["all_pods"])
+
+
+def _resent(
+    recorder: Recorder, namespace: str, previous: dict[str, Any], delivery: int, names: list[str]
+) -> dict[str, Any]:
+    """Delivery number `delivery` of the pending pods, the one after `previous`: the pods `names` again, sent no
+    sooner than the back-off after `previous`, with its own delivery's batch id."""
+    batch = wait_for(
+        lambda: (b := recorder.batches_with(namespace)) and len(b) >= delivery and b[delivery - 1],
+        60,
+        f"delivery {delivery} of the pending pods",
+    )
+    assert _names(batch) == set(names)
+    assert _parse_time(batch["sent_at"]) - _parse_time(previous["sent_at"]) >= RESEND_SECONDS
+    assert batch["batch_id"] == _expected_batch_id(batch["all_pods"], delivery) != previous["batch_id"]
+    return batch
+
+
+def _print_figures(
+    replica: ForwarderProcess, first: dict[str, Any], second: dict[str, Any], created_last: float
+) -> None:
+    """The first batch's size and timings as the replica logged them, and the gap to the re-sent batch."""
+    sent_lines = [line for line in replica.log_lines() if line.get("message") == "batch sent"]
+    ours = next(line for line in sent_lines if line["batch_id"] == first["batch_id"])
+    figures = {
+        "pods": len(first["all_pods"]),
+        "bytes": ours["bytes"],
+        "bytes_per_pod": ours["bytes"] // len(first["all_pods"]),
+        "window_seconds": ours["window_seconds"],
+        "last_pod_joined_to_send_seconds": ours["since_last_pod_seconds"],
+        "invoke_seconds": ours["invoke_seconds"],
+        "last_pod_created_to_received_seconds": round(first["received_at"] - created_last, 3),
+        "resend_gap_seconds": round(_parse_time(second["sent_at"]) - _parse_time(first["sent_at"]), 3),
+    }
+    print("\nforwarder e2e figures: " + json.dumps(figures))
+
+
 def test_pending_pods_go_out_in_one_batch_of_hints_and_again_only_after_the_backoff(
     local_world: World, recorder: Recorder, namespace: str, forwarders: Any
 ) -> None:
     replica = forwarders("solo")
     wait_for(replica.leading, 15, "the only replica to lead")
-
-    # A DaemonSet pod that cannot fit its node (pending, but never the provisioner's business) and a pod
-    # bound to that node by name.
     node = local_world.make_node(
         labels={"nodewright-e2e/forwarder": namespace},
         taints=[{"key": "nodewright-e2e/forwarder", "value": namespace, "effect": "NoSchedule"}],
         cpu="1",
     )
     try:
-        local_world.apps.create_namespaced_daemon_set(
-            namespace,
-            {
-                "apiVersion": "apps/v1",
-                "kind": "DaemonSet",
-                "metadata": {"name": "too-big"},
-                "spec": {
-                    "selector": {"matchLabels": {"app": "too-big"}},
-                    "template": {
-                        "metadata": {"labels": {"app": "too-big"}},
-                        "spec": {
-                            "nodeSelector": {"nodewright-e2e/forwarder": namespace},
-                            "tolerations": [{"key": "nodewright-e2e/forwarder", "operator": "Exists"}],
-                            "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "2"}}}],
-                        },
-                    },
-                },
-            },
-        )
-        local_world.core.create_namespaced_pod(
-            namespace,
-            {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {"name": "bound"},
-                "spec": {"nodeName": node, "containers": [{"name": "c", "image": "x"}]},
-            },
-        )
-        daemon_pod = wait_for(
-            lambda: next(
-                (
-                    p.metadata.name
-                    for p in local_world.core.list_namespaced_pod(namespace, label_selector="app=too-big").items
-                    if _is_unschedulable(local_world, namespace, p.metadata.name)
-                ),
-                None,
-            ),
-            30,
-            "the DaemonSet's pod to be Unschedulable",
-        )
-
-        # Four pods no node will ever fit, and one that fits once the test labels the node.
-        names = [f"wait-{i}" for i in range(4)]
-        later = {"nodewright-e2e/later": namespace}
-        for name in names:
-            _unschedulable_pod(local_world, namespace, name)
-        _unschedulable_pod(local_world, namespace, "later", later, tolerate="nodewright-e2e/forwarder")
-        created_last = time.time()
-        for name in [*names, "later"]:
-            wait_for(lambda n=name: _is_unschedulable(local_world, namespace, n), 30, f"{name} Unschedulable")
-
+        daemon_pod = _pods_that_are_never_the_provisioners(local_world, namespace, node)
+        names, later = [f"wait-{i}" for i in range(4)], {"nodewright-e2e/later": namespace}
+        created_last = _pending_pods(local_world, namespace, names, later)
         first = wait_for(lambda: recorder.batches_with(namespace), 30, "a batch with the pending pods")[0]
-        # One batch holds all of them, and nothing else from this namespace.
-        assert _names(first) == {*names, "later"}
-        assert first["cluster"] == local_world.state.cluster
-        assert first["batch_id"] == _expected_batch_id(first["all_pods"], 1)
-        api_pods = {n: local_world.core.read_namespaced_pod(n, namespace).metadata for n in [*names, "later"]}
-        # Hints only: where to read each pod and the version the forwarder saw, nothing of its spec.
-        assert {p["name"]: (p["uid"], p["resourceVersion"]) for p in first["pods"]} == {
-            n: (m.uid, m.resource_version) for n, m in api_pods.items()
-        }
-        assert all(set(p) == {"namespace", "name", "uid", "resourceVersion"} for p in first["pods"])
-        # The provisioner's payload check reads every hint, without errors.
-        assert first["errors"] == [] and first["loaded"] == len(first["all_pods"])
+        _assert_one_batch_of_hints(local_world, namespace, first, [*names, "later"])
 
         # "later" gets a node (as if the provisioner's capacity arrived): the scheduler binds it, and the
         # forwarder forgets it.
         local_world.core.patch_node(node, {"metadata": {"labels": later}})
         wait_for(lambda: local_world.core.read_namespaced_pod("later", namespace).spec.node_name, 30, "later bound")
 
-        # The others are still pending, so they go out again, but only once the back-off has passed.
-        second = wait_for(
-            lambda: (b := recorder.batches_with(namespace)) and len(b) >= 2 and b[1], 60, "the re-sent batch"
-        )
-        assert _names(second) == set(names)
-        assert _parse_time(second["sent_at"]) - _parse_time(first["sent_at"]) >= RESEND_SECONDS
-        assert second["batch_id"] == _expected_batch_id(second["all_pods"], 2) != first["batch_id"]
-        # And again: the same pods in the same versions, but a new delivery with its own batch id, so the
-        # provisioner evaluates them afresh (only a retried Invoke of one delivery repeats an id).
-        third = wait_for(
-            lambda: (b := recorder.batches_with(namespace)) and len(b) >= 3 and b[2], 60, "the third batch"
-        )
-        assert _names(third) == set(names)
-        assert _parse_time(third["sent_at"]) - _parse_time(second["sent_at"]) >= RESEND_SECONDS
+        # The others are still pending, so they go out again, but only once the back-off has passed; and again:
+        # the same pods in the same versions, but a new delivery with its own batch id, so the provisioner
+        # evaluates them afresh (only a retried Invoke of one delivery repeats an id).
+        second = _resent(recorder, namespace, first, 2, names)
+        third = _resent(recorder, namespace, second, 3, names)
         versions = [{p["uid"]: p["resourceVersion"] for p in b["all_pods"]} for b in (second, third)]
         assert versions[0] == versions[1]
-        assert third["batch_id"] == _expected_batch_id(third["all_pods"], 3) != second["batch_id"]
 
         # Neither the DaemonSet's pod nor the bound pod was ever sent, and "later" only before it was bound.
         batches = recorder.batches_with(namespace)
@@ -338,24 +366,7 @@ def test_pending_pods_go_out_in_one_batch_of_hints_and_again_only_after_the_back
         assert daemon_pod not in sent and "bound" not in sent
         assert [b["batch_id"] for b in batches if "later" in _names(b)] == [first["batch_id"]]
         assert _is_unschedulable(local_world, namespace, daemon_pod)
-
-        sent_lines = [line for line in replica.log_lines() if line.get("message") == "batch sent"]
-        ours = next(line for line in sent_lines if line["batch_id"] == first["batch_id"])
-        print(
-            "\nforwarder e2e figures: "
-            + json.dumps(
-                {
-                    "pods": len(first["all_pods"]),
-                    "bytes": ours["bytes"],
-                    "bytes_per_pod": ours["bytes"] // len(first["all_pods"]),
-                    "window_seconds": ours["window_seconds"],
-                    "last_pod_joined_to_send_seconds": ours["since_last_pod_seconds"],
-                    "invoke_seconds": ours["invoke_seconds"],
-                    "last_pod_created_to_received_seconds": round(first["received_at"] - created_last, 3),
-                    "resend_gap_seconds": round(_parse_time(second["sent_at"]) - _parse_time(first["sent_at"]), 3),
-                }
-            )
-        )
+        _print_figures(replica, first, second, created_last)
     finally:
         local_world.core.delete_node(node)
 

@@ -24,13 +24,17 @@ from nodewright.tags import launch_tags
 
 
 @pytest.fixture
-def pool_of(local_world: World, namespace: str, stack: Stack) -> Iterator[Any]:
+def one_node(local_world: World, namespace: str, stack: Stack) -> Iterator[Any]:
+    """Makes a spot NodePool of one instance type and converges one web pod onto a node of it; returns the pool,
+    the node's NodeClaim and the Node. The pools are torn down after the test."""
     made: list[Pool] = []
 
-    def make(instance_type: str) -> Pool:
+    def make(instance_type: str) -> tuple[Pool, dict[str, Any], Any]:
         pool = Pool(local_world, stack.provisioner.node_role, namespace, spot(instance_type), None)
         made.append(pool)
-        return pool
+        deployment(local_world, namespace, pool, "web", 1, "250m", "256Mi")
+        claim, node = registered(local_world, stack, namespace, pool, 1)
+        return pool, claim, node
 
     yield make
     for pool in made:
@@ -61,12 +65,10 @@ def deleted_and_terminated(stack: Stack, pool: Pool, claim: dict[str, Any], node
 
 
 def test_kubectl_delete_nodeclaim_drains_the_node_and_terminates_the_instance_before_it_goes(
-    local_world: World, namespace: str, stack: Stack, pool_of: Any
+    local_world: World, namespace: str, stack: Stack, one_node: Any
 ) -> None:
     world = local_world
-    pool = pool_of("m5.xlarge")
-    deployment(world, namespace, pool, "web", 1, "250m", "256Mi")
-    claim, node = registered(world, stack, namespace, pool, 1)
+    pool, claim, node = one_node("m5.xlarge")
     assert claim["metadata"]["finalizers"] == [TERMINATION_FINALIZER]
     assert TERMINATION_FINALIZER in (world.core.read_node(node.metadata.name).metadata.finalizers or [])
 
@@ -82,13 +84,9 @@ def test_kubectl_delete_nodeclaim_drains_the_node_and_terminates_the_instance_be
     assert moved.spec.node_name != node.metadata.name
 
 
-def test_deleting_a_nodepool_removes_its_nodeclaims_gracefully(
-    local_world: World, namespace: str, stack: Stack, pool_of: Any
-) -> None:
+def test_deleting_a_nodepool_removes_its_nodeclaims_gracefully(local_world: World, stack: Stack, one_node: Any) -> None:
     world = local_world
-    pool = pool_of("c5.xlarge")
-    deployment(world, namespace, pool, "web", 1, "250m", "256Mi")
-    claim, node = registered(world, stack, namespace, pool, 1)
+    pool, claim, node = one_node("c5.xlarge")
     [owner] = claim["metadata"]["ownerReferences"]
     assert (owner["kind"], owner["name"]) == ("NodePool", pool.name)
 

@@ -16,39 +16,15 @@ UNSCHEDULABLE = {
     "message": "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector.",
     "lastTransitionTime": "2026-01-01T00:00:00Z",
 }
+WEB = client.V1LabelSelector(match_labels={"app": "web"})
 
 
 def full_pod() -> dict[str, Any]:
     """A pod with every scheduling feature and plenty the scheduler ignores, in the API's JSON form."""
-    requirement = client.V1NodeSelectorRequirement(key="kubernetes.io/arch", operator="In", values=["arm64"])
-    selector = client.V1LabelSelector(match_labels={"app": "web"})
     pod = client.V1Pod(
         api_version="v1",
         kind="Pod",
-        metadata=client.V1ObjectMeta(
-            name="web-7d4b9-abcde",
-            namespace="shop",
-            uid="0b7c0c1e-1111-4222-8333-944455556666",
-            resource_version="4242",
-            generate_name="web-7d4b9-",
-            labels={"app": "web", "pod-template-hash": "7d4b9"},
-            annotations={
-                "karpenter.sh/do-not-disrupt": "true",
-                "kubectl.kubernetes.io/restartedAt": "x",
-                "big": "y" * 4000,
-            },
-            owner_references=[
-                client.V1OwnerReference(
-                    api_version="apps/v1",
-                    kind="ReplicaSet",
-                    name="web-7d4b9",
-                    uid="rs-uid",
-                    controller=True,
-                    block_owner_deletion=True,
-                )
-            ],
-            managed_fields=[client.V1ManagedFieldsEntry(manager="kube-controller-manager", operation="Update")],
-        ),
+        metadata=_full_metadata(),
         spec=client.V1PodSpec(
             scheduler_name="default-scheduler",
             priority=1000,
@@ -59,89 +35,137 @@ def full_pod() -> dict[str, Any]:
             dns_policy="ClusterFirst",
             restart_policy="Always",
             termination_grace_period_seconds=30,
-            affinity=client.V1Affinity(
-                node_affinity=client.V1NodeAffinity(
-                    required_during_scheduling_ignored_during_execution=client.V1NodeSelector(
-                        node_selector_terms=[client.V1NodeSelectorTerm(match_expressions=[requirement])]
-                    )
-                ),
-                pod_anti_affinity=client.V1PodAntiAffinity(
-                    required_during_scheduling_ignored_during_execution=[
-                        client.V1PodAffinityTerm(label_selector=selector, topology_key="kubernetes.io/hostname")
-                    ]
-                ),
-            ),
+            affinity=_arm64_apart_from_web(),
             tolerations=[client.V1Toleration(key="gpu", operator="Exists", effect="NoSchedule")],
             topology_spread_constraints=[
                 client.V1TopologySpreadConstraint(
                     max_skew=1,
                     topology_key="topology.kubernetes.io/zone",
                     when_unsatisfiable="DoNotSchedule",
-                    label_selector=selector,
+                    label_selector=WEB,
                 )
             ],
-            init_containers=[
-                client.V1Container(
-                    name="migrate",
-                    image="busybox",
-                    command=["sh", "-c", "true"],
-                    resources=client.V1ResourceRequirements(requests={"cpu": "2", "memory": "256Mi"}),
-                ),
-                client.V1Container(
-                    name="proxy",
-                    image="envoy",
-                    restart_policy="Always",
-                    resources=client.V1ResourceRequirements(requests={"cpu": "100m", "memory": "128Mi"}),
-                    ports=[client.V1ContainerPort(container_port=15000, host_port=15000, protocol="TCP")],
-                ),
-            ],
-            containers=[
-                client.V1Container(
-                    name="app",
-                    image="registry.example.com/web:1.2.3",
-                    env=[client.V1EnvVar(name=f"VAR_{i}", value="v" * 50) for i in range(40)],
-                    resources=client.V1ResourceRequirements(
-                        requests={"cpu": "500m", "memory": "1Gi"}, limits={"cpu": "1", "memory": "1Gi"}
-                    ),
-                    ports=[
-                        client.V1ContainerPort(container_port=8080, protocol="TCP"),
-                        client.V1ContainerPort(container_port=9090, host_port=9090, host_ip="10.0.0.1", protocol="UDP"),
-                    ],
-                    liveness_probe=client.V1Probe(http_get=client.V1HTTPGetAction(path="/healthz", port=8080)),
-                    volume_mounts=[client.V1VolumeMount(name="data", mount_path="/data")],
-                )
-            ],
-            volumes=[
-                client.V1Volume(
-                    name="data", persistent_volume_claim=client.V1PersistentVolumeClaimVolumeSource(claim_name="data-0")
-                ),
-                client.V1Volume(
-                    name="scratch",
-                    ephemeral=client.V1EphemeralVolumeSource(
-                        volume_claim_template=client.V1PersistentVolumeClaimTemplate(
-                            spec=client.V1PersistentVolumeClaimSpec(
-                                storage_class_name="gp3",
-                                access_modes=["ReadWriteOnce"],
-                                resources=client.V1VolumeResourceRequirements(requests={"storage": "1Gi"}),
-                            )
-                        )
-                    ),
-                ),
-                client.V1Volume(name="config", config_map=client.V1ConfigMapVolumeSource(name="web-config")),
-                client.V1Volume(name="token", projected=client.V1ProjectedVolumeSource(sources=[])),
-            ],
+            init_containers=_init_containers(),
+            containers=[_app_container()],
+            volumes=_volumes(),
         ),
-        status=client.V1PodStatus(
-            phase="Pending",
-            qos_class="Burstable",
-            conditions=[
-                client.V1PodCondition(**{k: v for k, v in _snake(UNSCHEDULABLE).items()}),
-                client.V1PodCondition(type="PodReadyToStartContainers", status="False"),
-            ],
-        ),
+        status=_unschedulable_status(),
     )
     result: dict[str, Any] = client.ApiClient().sanitize_for_serialization(pod)
     return result
+
+
+def _full_metadata() -> client.V1ObjectMeta:
+    """A ReplicaSet's pod's metadata, with large annotations and managed fields the scheduler never reads."""
+    return client.V1ObjectMeta(
+        name="web-7d4b9-abcde",
+        namespace="shop",
+        uid="0b7c0c1e-1111-4222-8333-944455556666",
+        resource_version="4242",
+        generate_name="web-7d4b9-",
+        labels={"app": "web", "pod-template-hash": "7d4b9"},
+        annotations={
+            "karpenter.sh/do-not-disrupt": "true",
+            "kubectl.kubernetes.io/restartedAt": "x",
+            "big": "y" * 4000,
+        },
+        owner_references=[
+            client.V1OwnerReference(
+                api_version="apps/v1",
+                kind="ReplicaSet",
+                name="web-7d4b9",
+                uid="rs-uid",
+                controller=True,
+                block_owner_deletion=True,
+            )
+        ],
+        managed_fields=[client.V1ManagedFieldsEntry(manager="kube-controller-manager", operation="Update")],
+    )
+
+
+def _arm64_apart_from_web() -> client.V1Affinity:
+    """Required node affinity to arm64 and required hostname anti-affinity to the other web pods."""
+    requirement = client.V1NodeSelectorRequirement(key="kubernetes.io/arch", operator="In", values=["arm64"])
+    return client.V1Affinity(
+        node_affinity=client.V1NodeAffinity(
+            required_during_scheduling_ignored_during_execution=client.V1NodeSelector(
+                node_selector_terms=[client.V1NodeSelectorTerm(match_expressions=[requirement])]
+            )
+        ),
+        pod_anti_affinity=client.V1PodAntiAffinity(
+            required_during_scheduling_ignored_during_execution=[
+                client.V1PodAffinityTerm(label_selector=WEB, topology_key="kubernetes.io/hostname")
+            ]
+        ),
+    )
+
+
+def _init_containers() -> list[client.V1Container]:
+    """A plain init container and a restartable one (a sidecar) with a host port."""
+    return [
+        client.V1Container(
+            name="migrate",
+            image="busybox",
+            command=["sh", "-c", "true"],
+            resources=client.V1ResourceRequirements(requests={"cpu": "2", "memory": "256Mi"}),
+        ),
+        client.V1Container(
+            name="proxy",
+            image="envoy",
+            restart_policy="Always",
+            resources=client.V1ResourceRequirements(requests={"cpu": "100m", "memory": "128Mi"}),
+            ports=[client.V1ContainerPort(container_port=15000, host_port=15000, protocol="TCP")],
+        ),
+    ]
+
+
+def _app_container() -> client.V1Container:
+    """The app: requests and limits, a host port on one IP, and a long environment the scheduler ignores."""
+    return client.V1Container(
+        name="app",
+        image="registry.example.com/web:1.2.3",
+        env=[client.V1EnvVar(name=f"VAR_{i}", value="v" * 50) for i in range(40)],
+        resources=client.V1ResourceRequirements(
+            requests={"cpu": "500m", "memory": "1Gi"}, limits={"cpu": "1", "memory": "1Gi"}
+        ),
+        ports=[
+            client.V1ContainerPort(container_port=8080, protocol="TCP"),
+            client.V1ContainerPort(container_port=9090, host_port=9090, host_ip="10.0.0.1", protocol="UDP"),
+        ],
+        liveness_probe=client.V1Probe(http_get=client.V1HTTPGetAction(path="/healthz", port=8080)),
+        volume_mounts=[client.V1VolumeMount(name="data", mount_path="/data")],
+    )
+
+
+def _volumes() -> list[client.V1Volume]:
+    """A persistent volume claim, a generic ephemeral volume (gp3), and volumes that need no storage."""
+    scratch = client.V1PersistentVolumeClaimTemplate(
+        spec=client.V1PersistentVolumeClaimSpec(
+            storage_class_name="gp3",
+            access_modes=["ReadWriteOnce"],
+            resources=client.V1VolumeResourceRequirements(requests={"storage": "1Gi"}),
+        )
+    )
+    return [
+        client.V1Volume(
+            name="data", persistent_volume_claim=client.V1PersistentVolumeClaimVolumeSource(claim_name="data-0")
+        ),
+        client.V1Volume(name="scratch", ephemeral=client.V1EphemeralVolumeSource(volume_claim_template=scratch)),
+        client.V1Volume(name="config", config_map=client.V1ConfigMapVolumeSource(name="web-config")),
+        client.V1Volume(name="token", projected=client.V1ProjectedVolumeSource(sources=[])),
+    ]
+
+
+def _unschedulable_status() -> client.V1PodStatus:
+    """Pending: the scheduler's Unschedulable condition and one it adds that does not matter here."""
+    return client.V1PodStatus(
+        phase="Pending",
+        qos_class="Burstable",
+        conditions=[
+            client.V1PodCondition(**{k: v for k, v in _snake(UNSCHEDULABLE).items()}),
+            client.V1PodCondition(type="PodReadyToStartContainers", status="False"),
+        ],
+    )
 
 
 def _snake(condition: dict[str, str]) -> dict[str, str]:
