@@ -388,8 +388,8 @@ def solve(
     DaemonSets (their pods count against every new node they would run on); volumes for topology.
     `templates`: NodePools prepared by earlier calls (see `templates.TemplateCache`); a caller that solves
     many times for one cluster passes the same cache to each call, which only saves time.
-    `price_ceiling`: new NodeClaims may only use instance types whose cheapest allowed offering is priced
-    below it (a consolidation's replacement must be cheaper than what it replaces); None: no bound.
+    `price_ceiling`: new NodeClaims may only use instance types with an available offering priced below it
+    (a consolidation's replacement must be cheaper than what it replaces; see `PoolCompat.below`); None: no bound.
     Output: `Results` in which every pending pod is placed exactly once or listed as unschedulable
     with a reason naming the constraint and the NodePools that failed it.
     Invariants: no node or NodeClaim is over its allocatable; every placement satisfies requirements,

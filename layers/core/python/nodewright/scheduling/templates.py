@@ -53,7 +53,7 @@ _LISTS_LIMIT = 8
 _TYPES_LIMIT = 20_000
 _ANSWERS_LIMIT = 4_096
 _SIZES_LIMIT = 4_096
-_NODES_LIMIT = 50_000
+_NODES_LIMIT = 10_000  # existing nodes whose labels are kept (see `TemplateCache.node_labels`)
 
 
 def req_key(requirements: Requirements) -> ContentKey:
@@ -216,9 +216,9 @@ class PoolCompat:
     def below(self, ceiling: float) -> PoolCompat | str:
         """This answer with only the candidates that have an available offering (any zone or capacity type)
         priced below `ceiling`, or why there is none: a consolidation's replacement can use nothing dearer than
-        the nodes it removes. The bound is loose on purpose, as the type list it replaced was: the replacement's
-        offerings are filtered by price after the simulation (Karpenter's filterByPrice), so a plan that needs
-        a type no cheaper is refused for that reason, not for another one. Each cut is made once and kept with
+        the nodes it removes. The bound is loose on purpose: the replacement's offerings are filtered by price
+        after the simulation (Karpenter's filterByPrice), so a plan that needs a type no cheaper is refused for
+        that reason ("Can't replace with a cheaper node"), not for another one. Each cut is made once and kept with
         this answer, so the simulations of a tick share it."""
         if self._floors is None:
             self._floors = sorted({c.floor for _, c in self.candidates})
@@ -510,7 +510,8 @@ class TemplateCache:
         """The node's labels with its hostname filled in, as requirements and as their content key: what every
         simulation of a tick asks of each existing node (the planner hands each solve the same node objects).
         Kept by the node object's identity, the node referenced so its id is not reused while kept; Node is
-        frozen and its labels are not changed once loaded."""
+        frozen and its labels are not changed once loaded. A warm provisioner reads new nodes every batch, so
+        the entries are dropped past a bound of a few batches' nodes rather than kept with their pods."""
         found = self._nodes.get(id(node))
         if found is not None and found[0] is node:
             return found[1]
