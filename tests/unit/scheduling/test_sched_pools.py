@@ -29,6 +29,7 @@ from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.resources import parse_resources
 from nodewright.model.taints import Taint
 from nodewright.scheduling.solver import solve
+from nodewright.scheduling.templates import PoolCompat, TemplateCache, req_key
 
 
 def launched_cpu(results: object, pool_name: str) -> int:
@@ -289,8 +290,6 @@ def test_price_ceiling_leaves_existing_nodes_of_dearer_types_counted() -> None:
 
 
 def test_price_ceiling_cut_is_kept_and_recomputes_its_frontier() -> None:
-    from nodewright.scheduling.templates import PoolCompat, TemplateCache, req_key
-
     cache = TemplateCache()
     types = small_catalog()
     template = cache.template(pool(), nodeclass(), types, (), tuple(map(id, types)))
@@ -319,8 +318,6 @@ def test_price_ceiling_cut_is_kept_and_recomputes_its_frontier() -> None:
 def test_a_shared_cache_plans_as_fresh_ones_do() -> None:
     # The planner's simulations of a tick share one cache and the same node objects; each answer must be what a
     # solve with nothing cached gives, whatever was asked before (other pods, other ceilings, other pools).
-    from nodewright.scheduling.templates import TemplateCache
-
     catalog = small_catalog()
     nodes = [
         node("a", by_name(catalog, "m5.xlarge"), bound=pods("on-a", 3, cpu="1", memory="2Gi")),
@@ -341,8 +338,6 @@ def test_a_shared_cache_plans_as_fresh_ones_do() -> None:
 
 
 def test_node_labels_are_kept_per_node_object() -> None:
-    from nodewright.scheduling.templates import TemplateCache
-
     cache = TemplateCache()
     it = by_name(small_catalog(), "m5.large")
     first = node("n1", it)
