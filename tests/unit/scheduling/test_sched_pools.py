@@ -337,12 +337,14 @@ def test_a_shared_cache_plans_as_fresh_ones_do() -> None:
         assert cached.to_json() == fresh.to_json()
 
 
-def test_node_labels_are_kept_per_node_object() -> None:
+def test_node_labels_are_kept_per_label_mapping() -> None:
     cache = TemplateCache()
     it = by_name(small_catalog(), "m5.large")
     first = node("n1", it)
     known = cache.node_labels(first)
     assert cache.node_labels(first) is known
+    # A node rebuilt with other pods keeps its label mapping, and its parsed labels.
+    assert cache.node_labels(dataclasses.replace(first, pods=())) is known
     assert known.labels[HOSTNAME] == "n1" and known.requirements.get(INSTANCE_TYPE).matches("m5.large")
     relabelled = dataclasses.replace(first, labels={**first.labels, INSTANCE_TYPE: "m5.xlarge"})
     assert cache.node_labels(relabelled).requirements.get(INSTANCE_TYPE).matches("m5.xlarge")

@@ -53,6 +53,27 @@ class Bin:
     order: int = 0
     grown: bool = False
 
+    def run_copy(self, pool_of: Mapping[int, PoolContext]) -> Bin:
+        """A copy for another run of the same solve (runs fill, and so change, their bins); `pool_of`: that
+        run's NodePool contexts by the id of this run's."""
+        return Bin(
+            self.name,
+            self.kind,
+            dict(self.labels),
+            self.requirements,
+            self.rkey,
+            self.taints,
+            dict(self.remaining),
+            list(self.pods),
+            set(self.ports),
+            pool_of[id(self.pool)] if self.pool is not None else None,
+            self.chosen,
+            dict(self.used),
+            dict(self.limit_budget) if self.limit_budget is not None else None,
+            self.order,
+            self.grown,
+        )
+
     def domain(self, key: str) -> str | None:
         """The bin's value of a topology key: its name for the hostname, else its label or the one value its
         requirements allow; None while the value is not decided."""
@@ -82,6 +103,16 @@ class Claims:
         self.old_names: set[str] = set()
         self.name_clash = False
         self.new_hosts: dict[int, tuple[list[Bin], int]] = {}
+
+    def fork(self, pools: Pools, topology: Topology, look_ahead: LookAhead, bin_of: Mapping[int, Bin]) -> Claims:
+        """These places for another run of the solve, before any new claim is opened: the bins as copied in
+        `bin_of` (by the original's id), the run's own pools, topology and look-ahead."""
+        assert not self.new_bins, "a run is forked before it opens claims"
+        other = Claims(pools, topology, look_ahead)
+        other.bins = [bin_of[id(b)] for b in self.bins]
+        other.compat_cache = self.compat_cache  # keyed by requirement-set numbers the runs share
+        other.old_names = self.old_names
+        return other
 
     def register(self, b: Bin, pods: Iterable[Pod]) -> None:
         """Add an existing node or a claim in flight with the pods already on it."""

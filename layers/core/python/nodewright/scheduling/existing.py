@@ -68,14 +68,6 @@ def node_bin(node: Node, claim: NodeClaim | None, pools: Pools, volumes: VolumeI
     return Bin(node.name, "node", dict(known.labels), known.requirements, pools.req_id_of(known.key), taints, remaining)
 
 
-def run_copy(node: Node, b: Bin, pools: Pools) -> Bin:
-    """A copy of `node`'s bin as `node_bin` made it, for one run of a solve: runs fill (and so change) their bins,
-    and the runs of one solve (its look-ahead alternatives) start from the same nodes. Its requirement-set
-    number is the run's own (`pools`)."""
-    rkey = pools.req_id_of(pools.templates.node_labels(node).key)
-    return Bin(b.name, b.kind, dict(b.labels), b.requirements, rkey, b.taints, dict(b.remaining))
-
-
 def _daemonsets_to_come(node: Node, taints: tuple[Taint, ...], pools: Pools) -> dict[str, int]:
     """What the node holds back for DaemonSet pods that will run there but are not bound yet (Karpenter's
     remaining daemon resources): the requests of the DaemonSets whose pods tolerate its taints and whose

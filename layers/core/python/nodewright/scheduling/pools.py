@@ -7,6 +7,7 @@ already count against them, and the run's caches keyed by requirement-set number
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -79,6 +80,17 @@ class Pools:
             self._pool_context(p, classes_of.get(p.node_class_ref.name), nodes, nodeclaims)
             for p in sorted(nodepools, key=lambda p: (-p.weight, p.name))
         ]
+
+    def fork(self) -> tuple[Pools, dict[int, PoolContext]]:
+        """The NodePools for another run of the same solve, with the limits left as they are now, and each
+        context's copy by the original's id. Requirement-set numbers and the NodePools' answers are shared:
+        they depend on the inputs only."""
+        other = copy.copy(self)
+        other.contexts = [
+            dataclasses.replace(c, remaining=dict(c.remaining) if c.remaining is not None else None)
+            for c in self.contexts
+        ]
+        return other, {id(c): o for c, o in zip(self.contexts, other.contexts, strict=True)}
 
     def req_id(self, requirements: Requirements) -> ReqKey:
         """The number of this requirement set in this run: equal sets get equal numbers."""

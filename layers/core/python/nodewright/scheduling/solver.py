@@ -40,7 +40,7 @@ from nodewright.model.taints import Toleration
 from nodewright.scheduling.choice import MIX_ALTERNATIVES, MIX_BELOW_PODS, MIX_DEPTH, LookAhead
 from nodewright.scheduling.claims import Bin, Claims
 from nodewright.scheduling.classes import PodClass, TopologyTerm, VolumeIndex, build_classes, selector_keys
-from nodewright.scheduling.existing import inflight_bin, initialized, node_bin, run_copy
+from nodewright.scheduling.existing import inflight_bin, initialized, node_bin
 from nodewright.scheduling.finalize import Finalizer
 from nodewright.scheduling.pools import Pools, ReqKey
 from nodewright.scheduling.preferences import PREFER_NO_SCHEDULE, Variant, untolerated, variants
@@ -66,7 +66,6 @@ class Solver:
         price_ceiling: float | None = None,
         mix_below: int = MIX_BELOW_PODS,
         mix_depth: int = MIX_DEPTH,
-        node_bins: list[tuple[Node, Bin]] | None = None,
     ) -> None:
         self.pools = Pools(
             nodepools, nodeclasses, instance_types, daemonsets, nodes, nodeclaims, templates, price_ceiling
@@ -78,7 +77,7 @@ class Solver:
         self.look_ahead = LookAhead(self.classes, mix_below, mix_depth)
         self.claims = Claims(self.pools, self.topology, self.look_ahead)
         self.bins = self.claims.bins  # every place pods can go, in placement order (shared, not copied)
-        self.node_bins = self._register_existing(nodes, nodeclaims, volumes, node_bins)
+        self._register_existing(nodes, nodeclaims, volumes)
         # Existing nodes and claims in flight come first in `bins`; their domains are topology domains.
         self.topology.existing = list(self.bins)
         # Per (group, request, closing): bins holding pods a hostname affinity term selects that may still
@@ -96,28 +95,16 @@ class Solver:
         self.forms: dict[int, list[Variant]] = {}  # a class's variants (by id: classes live as long as the run)
         self.unschedulable: list[Unschedulable] = []
 
-    def _register_existing(
-        self,
-        nodes: Sequence[Node],
-        nodeclaims: Sequence[NodeClaim],
-        volumes: VolumeIndex,
-        node_bins: list[tuple[Node, Bin]] | None,
-    ) -> list[tuple[Node, Bin]]:
-        """Register the existing nodes (from `node_bins` when another run of the solve made them) and the claims
-        in flight; returns the nodes' bins as a run starts, for the solve's other runs (a run changes the bins it
-        fills)."""
+    def _register_existing(self, nodes: Sequence[Node], nodeclaims: Sequence[NodeClaim], volumes: VolumeIndex) -> None:
+        """Register the existing nodes, then the claims in flight."""
         claims_by_name = {c.name: c for c in nodeclaims}
         # Initialized nodes first, as Karpenter orders existing nodes: a node still starting may not come up.
         claim_of = {c.node_name: c for c in nodeclaims if c.node_name}
         claim_of.update((n.name, c) for n in nodes if (c := claims_by_name.get(n.nodeclaim_name)) is not None)
-        if node_bins is None:
-            node_bins = []
-            for node in sorted(nodes, key=lambda n: (not initialized(n, claim_of.get(n.name)), n.name)):
-                b = node_bin(node, claim_of.get(node.name), self.pools, volumes)
-                if b is not None:
-                    node_bins.append((node, b))
-        for node, b in node_bins:
-            self.claims.register(run_copy(node, b, self.pools), node.pods)
+        for node in sorted(nodes, key=lambda n: (not initialized(n, claim_of.get(n.name)), n.name)):
+            b = node_bin(node, claim_of.get(node.name), self.pools, volumes)
+            if b is not None:
+                self.claims.register(b, node.pods)
         node_names = {n.name for n in nodes}
         for claim in sorted(nodeclaims, key=lambda c: c.name):
             # A claim whose node has registered is that node: adding it again would count its room twice.
@@ -125,7 +112,30 @@ class Solver:
                 b = inflight_bin(claim, self.pools)
                 if b is not None:
                     self.claims.register(b, claim.nominated_pods)
-        return node_bins
+
+    def fork(self, mix_below: int, mix_depth: int) -> Solver:
+        """A run that starts where this one stands before `run()`: the same registered nodes, claims in flight
+        and topology counts, copied so the two runs change their own, with other look-ahead settings.
+
+        Registering a thousand nodes with their pods costs far more than copying what it built, and a solve
+        tries up to three settings. What depends only on the inputs (requirement-set numbers, the NodePools'
+        answers, domains, a class's variants) is shared: it is the same for every run of the solve.
+        """
+        other = object.__new__(Solver)
+        other.pools, pool_of = self.pools.fork()
+        other.classes = self.classes
+        bin_of = {id(b): b.run_copy(pool_of) for b in self.bins}
+        other.topology = self.topology.fork(other.pools, bin_of)
+        other.look_ahead = LookAhead(self.classes, mix_below, mix_depth)
+        other.claims = self.claims.fork(other.pools, other.topology, other.look_ahead, bin_of)
+        other.bins = other.claims.bins
+        other.affinity_room = {}
+        other.room = {}
+        other.finalizer = Finalizer(other.pools)
+        other.prefer_no_schedule = self.prefer_no_schedule
+        other.forms = self.forms
+        other.unschedulable = []
+        return other
 
     # ----- placement ----------------------------------------------------------------------------------
 
@@ -401,17 +411,24 @@ def solve(
         templates = templates if templates is not None else TemplateCache()
         classes = pod_classes(pods, nodes, nodeclaims, volumes)
         inputs = (nodes, nodeclaims, nodepools, nodeclasses, instance_types, daemonsets, volumes, templates, classes)
-        solver = Solver(*inputs, price_ceiling)
-        results = solver.run()
-        if solver.look_ahead.mix_skipped:
-            # The look-ahead left out classes of many large pods per node; plans that include them are tried
-            # too and the best kept: fewest unschedulable pods, then lowest price, then fewest NodeClaims (ties
-            # keep the earlier plan, so the choice is as deterministic as each plan).
-            for below, depth in MIX_ALTERNATIVES:
-                other = Solver(*inputs, price_ceiling, below, depth, solver.node_bins).run()
-                if _plan_rank(other) < _plan_rank(results):
-                    results = other
-        return results
+        return _best_plan(Solver(*inputs, price_ceiling))
+
+
+def _best_plan(solver: Solver) -> Results:
+    """The solver's plan, or one of its look-ahead alternatives' when better. The runs are gone when this
+    returns, before the caller turns the cycle collector back on, so its first pass does not walk them."""
+    # The start of the other runs, copied before this run fills its bins.
+    start = solver.fork(MIX_BELOW_PODS, MIX_DEPTH)
+    results = solver.run()
+    if solver.look_ahead.mix_skipped:
+        # The look-ahead left out classes of many large pods per node; plans that include them are tried
+        # too and the best kept: fewest unschedulable pods, then lowest price, then fewest NodeClaims (ties
+        # keep the earlier plan, so the choice is as deterministic as each plan).
+        for below, depth in MIX_ALTERNATIVES:
+            other = start.fork(below, depth).run()
+            if _plan_rank(other) < _plan_rank(results):
+                results = other
+    return results
 
 
 def pod_classes(

@@ -504,23 +504,28 @@ class TemplateCache:
 
     def __init__(self) -> None:
         self._prepared: OrderedDict[tuple[object, ...], _Prepared] = OrderedDict()
-        self._nodes: dict[int, tuple[Node, NodeLabels]] = {}
+        self._nodes: dict[tuple[int, str], tuple[Mapping[str, str], NodeLabels]] = {}
 
     def node_labels(self, node: Node) -> NodeLabels:
         """The node's labels with its hostname filled in, as requirements and as their content key: what every
-        simulation of a tick asks of each existing node (the planner hands each solve the same node objects).
-        Kept by the node object's identity, the node referenced so its id is not reused while kept; Node is
-        frozen and its labels are not changed once loaded. A warm provisioner reads new nodes every batch, so
-        the entries are dropped past a bound of a few batches' nodes rather than kept with their pods."""
-        found = self._nodes.get(id(node))
-        if found is not None and found[0] is node:
+        solve asks of each existing node.
+
+        Kept by the identity of the node's label mapping (and its name), which is held so its id is not
+        reused: the planner hands each simulation the same nodes, and a warm provisioner's nodes keep their
+        parsed labels while the node is unchanged (a node object is rebuilt when its pods change; its labels
+        are not copied). Holding the labels, not the node, keeps pods out of the cache; past a bound of a few
+        batches' nodes it starts again."""
+        labels_in = node.labels
+        key = (id(labels_in), node.name)
+        found = self._nodes.get(key)
+        if found is not None and found[0] is labels_in:
             return found[1]
         if len(self._nodes) >= _NODES_LIMIT:
             self._nodes.clear()
-        labels = {**node.labels, HOSTNAME_LABEL: node.labels.get(HOSTNAME_LABEL, node.name)}
+        labels = {**labels_in, HOSTNAME_LABEL: labels_in.get(HOSTNAME_LABEL, node.name)}
         requirements = Requirements.from_labels(labels)
         made = NodeLabels(labels, requirements, req_key(requirements))
-        self._nodes[id(node)] = (node, made)
+        self._nodes[key] = (labels_in, made)
         return made
 
     def template(

@@ -10,6 +10,7 @@ capacity type, architecture or a label the NodePools set. Hostname terms are che
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -62,6 +63,17 @@ class Topology:
         self.existing_cache: dict[str, frozenset[str]] = {}
         self.domains_cache: dict[tuple[str, ReqKey], list[str]] = {}
         self.spread_cache: dict[tuple[int, ReqKey], list[str]] = {}
+
+    def fork(self, pools: Pools, bin_of: Mapping[int, Bin]) -> Topology:
+        """These groups and counts for another run of the solve, its bins as copied in `bin_of` (by the
+        original's id). The groups, their members and the domain caches depend on the inputs only: shared."""
+        other = copy.copy(self)
+        other.pools = pools
+        other.counts = [dict(c) for c in self.counts]
+        other.carried = [dict(c) for c in self.carried]
+        other.hosts = [[bin_of[id(b)] for b in hosts] for hosts in self.hosts]
+        other.existing = [bin_of[id(b)] for b in self.existing]
+        return other
 
     def add(self, term: TopologyTerm) -> int:
         """The index of the term's group, created empty the first time the group is seen."""

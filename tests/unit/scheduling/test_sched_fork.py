@@ -1,0 +1,71 @@
+"""Solver.fork: a solve's look-ahead alternatives start from the registered nodes, claims in flight and topology
+counts, copied, so each run plans as a freshly built one would and runs never see each other's placements."""
+
+from __future__ import annotations
+
+from builders import (
+    affinity_term,
+    by_name,
+    inflight,
+    node,
+    nodeclass,
+    pods,
+    pool,
+    small_catalog,
+    spread,
+)
+
+from nodewright.catalog.labels import HOSTNAME, ZONE
+from nodewright.model.nodeclaim import NodeClaim
+from nodewright.model.objects import Node, Pod
+from nodewright.scheduling.choice import MIX_ALTERNATIVES, MIX_BELOW_PODS, MIX_DEPTH
+from nodewright.scheduling.classes import VolumeIndex
+from nodewright.scheduling.solver import Solver, pod_classes
+from nodewright.scheduling.templates import TemplateCache
+
+
+def _cluster() -> tuple[list[Node], list[NodeClaim], list[Pod]]:
+    catalog = small_catalog()
+    web = {"app": "web"}
+    nodes = [
+        node("n1", by_name(catalog, "m5.xlarge"), "us-east-1a", bound=pods("web-a", 2, labels=web)),
+        node("n2", by_name(catalog, "m5.large"), "us-east-1b", bound=pods("web-b", 1, labels=web)),
+    ]
+    claims = [inflight("c1", by_name(catalog, "m5.xlarge"), "us-east-1c", nominated=pods("web-c", 1, labels=web))]
+    pending = [
+        *pods("web", 9, labels=web, topology_spread=(spread(ZONE, app="web"),)),
+        *pods("solo", 3, labels={"app": "solo"}, pod_anti_affinity=(affinity_term(HOSTNAME, app="solo"),)),
+        *pods("big", 6, cpu="6", memory="20Gi"),
+    ]
+    return nodes, claims, pending
+
+
+def _solver(limits: dict[str, str] | None = None, mix: tuple[int, int] = (MIX_BELOW_PODS, MIX_DEPTH)) -> Solver:
+    nodes, claims, pending = _cluster()
+    volumes = VolumeIndex((), (), ())
+    nodepool = pool(limits=limits)
+    inputs = (nodes, claims, [nodepool], [nodeclass()], small_catalog(), (), volumes, TemplateCache())
+    return Solver(*inputs, pod_classes(pending, nodes, claims, volumes), None, *mix)
+
+
+def test_a_fork_plans_as_a_freshly_built_run() -> None:
+    for below, depth in MIX_ALTERNATIVES:
+        forked = _solver().fork(below, depth).run()
+        assert forked.to_json() == _solver(mix=(below, depth)).run().to_json()
+
+
+def test_runs_do_not_see_each_others_placements_or_limits() -> None:
+    limits = {"cpu": "64"}
+    original = _solver(limits)
+    fork = original.fork(MIX_BELOW_PODS, MIX_DEPTH)
+    first = original.run()
+    assert first.nodeclaims, "the workload opens new claims, which take from the limits"
+    # The fork still starts from the registered state: its existing bins hold only their own pods, its limits
+    # are whole, its topology counts only what was already running.
+    assert [len(b.pods) for b in fork.bins] == [2, 1, 1]
+    assert all(b.kind != "new" for b in fork.bins)
+    assert [c.remaining for c in fork.pools.contexts] == [c.remaining for c in _solver(limits).pools.contexts]
+    assert sum(sum(c.values()) for c in fork.topology.counts) == sum(
+        sum(c.values()) for c in _solver(limits).topology.counts
+    )
+    assert fork.run().to_json() == first.to_json()
