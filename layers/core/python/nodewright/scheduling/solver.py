@@ -16,6 +16,7 @@ types and launch options).
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Mapping, Sequence
 
 from nodewright.catalog.types import InstanceType
@@ -80,6 +81,9 @@ class Solver:
         self._register_existing(nodes, nodeclaims, volumes)
         # Existing nodes and claims in flight come first in `bins`; their domains are topology domains.
         self.topology.existing = list(self.bins)
+        # Their CPU left as the run starts, ascending, with their positions in `bins` (see `_request_room`).
+        by_cpu = sorted((b.remaining.get(CPU, 0), b.order) for b in self.bins)
+        self.cpu_index = ([cpu for cpu, _ in by_cpu], [order for _, order in by_cpu])
         # Per (group, request, closing): bins holding pods a hostname affinity term selects that may still
         # take the request, and how far the group's `hosts` list was read (see `_affinity_hosts`).
         self.affinity_room: dict[tuple[object, ...], tuple[list[Bin], int]] = {}
@@ -131,6 +135,7 @@ class Solver:
         other.bins = other.claims.bins
         other.affinity_room = {}
         other.room = {}
+        other.cpu_index = self.cpu_index  # the same bins as the run starts: copies of them, in the same order
         other.finalizer = Finalizer(other.pools)
         other.prefer_no_schedule = self.prefer_no_schedule
         other.forms = self.forms
@@ -277,7 +282,7 @@ class Solver:
         entry = self.room.get((request_key, closing, rkey, tolerations))
         if entry is None:
             # A new list starts from the request's own, which already lacks the bins without room.
-            base, scanned = self.room.get((request_key,), ([], 0))
+            base, scanned = self._request_room(request, request_key)
             base = _with_room(request, base)
             base.extend(_with_room(request, self.bins[scanned:]))
             self.room[(request_key,)] = (base, len(self.bins))
@@ -285,6 +290,20 @@ class Solver:
         kept, scanned = entry
         kept.extend(self.bins[scanned:])
         return kept
+
+    def _request_room(
+        self, request: Mapping[str, int], request_key: tuple[tuple[str, int], ...]
+    ) -> tuple[list[Bin], int]:
+        """The kept list of bins with room for this request and how far `bins` was read for it. For a request
+        seen first: the existing nodes and claims in flight that had the CPU for it when the run started (room
+        only shrinks, so no other can have it now), in placement order, read up to the first new claim.
+        Saves reading every existing node for each class."""
+        entry = self.room.get((request_key,))
+        if entry is not None:
+            return entry
+        cpus, orders = self.cpu_index
+        start = bisect.bisect_left(cpus, request.get(CPU, 0))
+        return [self.bins[order] for order in sorted(orders[start:])], len(cpus)
 
     def _fill(
         self,
