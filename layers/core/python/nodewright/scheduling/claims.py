@@ -97,6 +97,7 @@ class Claims:
         self.new_bins: list[Bin] = []
         self.new_by_name: dict[str, Bin] = {}
         self.compat_cache: dict[tuple[ReqKey, ReqKey], tuple[Requirements, ReqKey] | None] = {}
+        self.later_cache: dict[tuple[ReqKey, ReqKey], bool] = {}  # see `may_take_later`
         # Per hostname group: the new claims holding its pods, in placement order, and how far the group's
         # `hosts` list was read (see `_new_hosts`). `name_clash` is set if a new claim is named like a node
         # or a claim in flight, which the incremental list does not handle.
@@ -111,6 +112,7 @@ class Claims:
         other = Claims(pools, topology, look_ahead)
         other.bins = [bin_of[id(b)] for b in self.bins]
         other.compat_cache = self.compat_cache  # keyed by requirement-set numbers the runs share
+        other.later_cache = self.later_cache
         other.old_names = self.old_names
         return other
 
@@ -148,12 +150,18 @@ class Claims:
         merged = b.requirements.intersect(requirements)
         return merged, self.pools.req_id(merged)
 
-    @staticmethod
-    def may_take_later(b: Bin, requirements: Requirements) -> bool:
-        """Whether a bin `bin_compat` refuses these requirements may take them later. A bin's labels are fixed
-        and a new claim's requirements only narrow, which keeps a conflict, its type and its offerings out;
-        only a label the claim does not define yet can come (a later pod requiring it NotIn adds it)."""
-        return b.kind == "new" and not b.grown and _undefined_label(b.requirements, requirements)
+    def may_take_later(self, b: Bin, requirements: Requirements, rkey: ReqKey) -> bool:
+        """Whether a bin `bin_compat` refuses these requirements (numbered `rkey`) may take them later. A bin's
+        labels are fixed and a new claim's requirements only narrow, which keeps a conflict, its type and its
+        offerings out; only a label the claim does not define yet can come (a later pod requiring it NotIn adds
+        it). The answer for a claim's requirement set is kept: the same refusals come back at every visit."""
+        if b.kind != "new" or b.grown:
+            return False
+        key = (b.rkey, rkey)
+        later = self.later_cache.get(key)
+        if later is None:
+            later = self.later_cache[key] = _undefined_label(b.requirements, requirements)
+        return later
 
     def open_claims(
         self,

@@ -37,9 +37,8 @@ from nodewright.model.objects import (
 )
 from nodewright.model.requirements import Requirements, ValueSet
 from nodewright.model.resources import CPU, MEMORY, PODS
-from nodewright.model.taints import Toleration
 from nodewright.scheduling.choice import MIX_ALTERNATIVES, MIX_BELOW_PODS, MIX_DEPTH, LookAhead
-from nodewright.scheduling.claims import Bin, Claims
+from nodewright.scheduling.claims import Bin, Claims, placement_order
 from nodewright.scheduling.classes import PodClass, TopologyTerm, VolumeIndex, build_classes, selector_keys
 from nodewright.scheduling.existing import inflight_bin, initialized, node_bin
 from nodewright.scheduling.finalize import Finalizer
@@ -93,6 +92,8 @@ class Solver:
         # larger type keeps its new room for the pods that needed it (through `_grow_claims`), so other
         # classes do not fill it and force it to grow again.
         self.room: dict[tuple[object, ...], tuple[list[Bin], int]] = {}
+        # Per such key, the new claims that may take the batch only once their requirements change (see `_fill`).
+        self.parked: dict[tuple[object, ...], list[tuple[Bin, ReqKey]]] = {}
         self.finalizer = Finalizer(self.pools)
         # Karpenter relaxes PreferNoSchedule taints last, and only when a NodePool has one.
         self.prefer_no_schedule = any(t.effect == PREFER_NO_SCHEDULE for c in self.pools.contexts for t in c.taints)
@@ -135,6 +136,7 @@ class Solver:
         other.bins = other.claims.bins
         other.affinity_room = {}
         other.room = {}
+        other.parked = {}
         other.cpu_index = self.cpu_index  # the same bins as the run starts: copies of them, in the same order
         other.finalizer = Finalizer(other.pools)
         other.prefer_no_schedule = self.prefer_no_schedule
@@ -256,30 +258,31 @@ class Solver:
             hosts = self.topology.hosts[affinity]
             if read < len(hosts):
                 held = sorted([*held, *hosts[read:]], key=lambda b: b.order)
-            kept_hosts, pods = self._fill(held, cls, pods, request, closing, requirements, rkey, variant)
+            parked: list[tuple[Bin, ReqKey]] = []
+            kept_hosts, pods = self._fill(held, parked, cls, pods, request, closing, requirements, rkey, variant)
+            if parked:
+                kept_hosts = sorted([*kept_hosts, *(b for b, _ in parked)], key=placement_order)
             self.affinity_room[room_key] = (kept_hosts, len(hosts))
             return self.claims.open_claims(cls, pods, requirements, rkey, variant)
-        kept = self._room(request, request_key, closing, rkey, variant.tolerations)
-        survivors, pods = self._fill(kept, cls, pods, request, closing, requirements, rkey, variant)
-        self.room[(request_key, closing, rkey, variant.tolerations)] = (survivors, len(self.bins))
+        key = (request_key, closing, rkey, variant.tolerations)
+        kept = self._room(request, request_key, key)
+        parked = self.parked.setdefault(key, [])
+        survivors, pods = self._fill(kept, parked, cls, pods, request, closing, requirements, rkey, variant)
+        self.room[key] = (survivors, len(self.bins))
         return self.claims.open_claims(cls, pods, requirements, rkey, variant)
 
     def _room(
-        self,
-        request: Mapping[str, int],
-        request_key: tuple[tuple[str, int], ...],
-        closing: tuple[tuple[int, int], ...],
-        rkey: ReqKey,
-        tolerations: tuple[Toleration, ...],
+        self, request: Mapping[str, int], request_key: tuple[tuple[str, int], ...], key: tuple[object, ...]
     ) -> list[Bin]:
         """The bins still worth visiting for a batch of this request, closing terms, requirement set and
-        tolerations, in placement order (bins opened since the last visit appended).
+        tolerations (`key`), in placement order (bins opened since the last visit appended, parked bins whose
+        requirements changed put back).
 
         A zone spread places its pods in many small batches, one domain at a time; keeping one list per
         requirement set lets each batch skip, for good, the bins of other domains and NodePools it can never
         use, instead of stepping over all of them every time.
         """
-        entry = self.room.get((request_key, closing, rkey, tolerations))
+        entry = self.room.get(key)
         if entry is None:
             # A new list starts from the request's own, which already lacks the bins without room.
             base, scanned = self._request_room(request, request_key)
@@ -289,6 +292,10 @@ class Solver:
             entry = (list(base), len(self.bins))
         kept, scanned = entry
         kept.extend(self.bins[scanned:])
+        parked = self.parked.get(key)
+        if parked and any(b.rkey != rkey for b, rkey in parked):
+            kept = sorted([*kept, *(b for b, rkey in parked if b.rkey != rkey)], key=placement_order)
+            parked[:] = [(b, rkey) for b, rkey in parked if b.rkey == rkey]
         return kept
 
     def _request_room(
@@ -308,6 +315,7 @@ class Solver:
     def _fill(
         self,
         bins: list[Bin],
+        parked: list[tuple[Bin, ReqKey]],
         cls: PodClass,
         pods: list[Pod],
         request: Mapping[str, int],
@@ -319,7 +327,9 @@ class Solver:
         """Place as many of `pods` as fit on `bins`, in order. Returns the bins still worth visiting for this
         request, requirement set and tolerations (those without room, closed by the class's own hostname terms,
         with a taint not tolerated or whose requirements can never take these, are dropped for good: room only
-        shrinks, counts only grow, a bin's requirements only narrow) and the pods left over."""
+        shrinks, counts only grow, a bin's requirements only narrow) and the pods left over. A new claim that
+        refuses these requirements only for a label it does not define yet is added to `parked` with its
+        requirement-set number: visiting it again is useless until its requirements change (`_room`)."""
         counts = self.topology.counts
         terms, tolerations = variant.terms, variant.tolerations
         bin_compat, bin_cap, assign = self.claims.bin_compat, self.topology.bin_cap, self.claims.assign
@@ -336,8 +346,8 @@ class Solver:
                 continue  # taints and tolerations never change: the bin leaves this list for good
             merged = bin_compat(b, requirements, rkey)
             if merged is None:
-                if may_take(b, requirements):
-                    survivors.append(b)
+                if may_take(b, requirements, rkey):
+                    parked.append((b, b.rkey))
                 continue
             survivors.append(b)
             k = min(k, bin_cap(b, cls, terms, len(pods)))
