@@ -52,6 +52,7 @@ class Bin:
     limit_budget: dict[str, int] | None = None
     order: int = 0
     grown: bool = False
+    bound: int = 0  # the pods it held when registered (existing nodes and claims in flight); placed pods follow
 
     def run_copy(self, pool_of: Mapping[int, PoolContext]) -> Bin:
         """A copy for another run of the same solve (runs fill, and so change, their bins); `pool_of`: that
@@ -72,6 +73,7 @@ class Bin:
             dict(self.limit_budget) if self.limit_budget is not None else None,
             self.order,
             self.grown,
+            self.bound,
         )
 
     def domain(self, key: str) -> str | None:
@@ -121,10 +123,13 @@ class Claims:
         b.order = len(self.bins)
         self.bins.append(b)
         self.old_names.add(b.name)
+        record = self.topology.record
         for pod in pods:
             b.pods.append(pod)
-            b.ports.update((p.protocol, p.port) for p in pod.host_ports)
-            self.topology.record(b, pod)
+            if pod.host_ports:
+                b.ports.update((p.protocol, p.port) for p in pod.host_ports)
+            record(b, pod)
+        b.bound = len(b.pods)
 
     def bin_compat(self, b: Bin, requirements: Requirements, rkey: ReqKey) -> tuple[Requirements, ReqKey] | None:
         """The bin's requirements (and their key) after adding these, or None when it cannot take them."""

@@ -6,13 +6,15 @@ already on them, and their labels decide which pods they take.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from nodewright.catalog.allocatable import allocatable_for
 from nodewright.catalog.labels import CAPACITY_TYPE, ZONE
 from nodewright.model import resources as res
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.objects import HOSTNAME_LABEL, Node
 from nodewright.model.requirements import Requirements
-from nodewright.model.taints import Taint, untolerated
+from nodewright.model.taints import Taint
 from nodewright.scheduling.claims import Bin
 from nodewright.scheduling.classes import EBS_VOLUMES, VolumeIndex
 from nodewright.scheduling.pools import Pools
@@ -58,8 +60,10 @@ def node_bin(node: Node, claim: NodeClaim | None, pools: Pools, volumes: VolumeI
     if node.unschedulable or any(t.key == DISRUPTED_TAINT for t in node.taints):
         return None
     taints = node_taints(node, claim)
-    used = res.total(p.requests for p in node.pods)
-    remaining = res.subtract(res.subtract(node.allocatable, used), _daemonsets_to_come(node, taints, pools))
+    used, daemon_used = _requests_bound(node)
+    remaining = res.subtract(
+        res.subtract(node.allocatable, used), _daemonsets_to_come(node, taints, daemon_used, pools)
+    )
     it = pools.types_by_name.get(node.labels.get("node.kubernetes.io/instance-type", ""))
     if it is not None and EBS_VOLUMES not in remaining:
         attached = sum(volumes.constraints(p)[1] for p in node.pods)
@@ -68,19 +72,28 @@ def node_bin(node: Node, claim: NodeClaim | None, pools: Pools, volumes: VolumeI
     return Bin(node.name, "node", dict(known.labels), known.requirements, pools.req_id_of(known.key), taints, remaining)
 
 
-def _daemonsets_to_come(node: Node, taints: tuple[Taint, ...], pools: Pools) -> dict[str, int]:
+def _requests_bound(node: Node) -> tuple[dict[str, int], dict[str, int]]:
+    """The summed requests of the pods bound to the node, and of those that are DaemonSet pods."""
+    used: dict[str, int] = {}
+    daemon_used: dict[str, int] = {}
+    for pod in node.pods:
+        for name, value in pod.requests.items():
+            used[name] = used.get(name, 0) + value
+        if pod.is_daemonset_pod:
+            for name, value in pod.requests.items():
+                daemon_used[name] = daemon_used.get(name, 0) + value
+    return used, daemon_used
+
+
+def _daemonsets_to_come(
+    node: Node, taints: tuple[Taint, ...], daemon_used: Mapping[str, int], pools: Pools
+) -> dict[str, int]:
     """What the node holds back for DaemonSet pods that will run there but are not bound yet (Karpenter's
     remaining daemon resources): the requests of the DaemonSets whose pods tolerate its taints and whose
-    required node affinity its labels meet, less those of the DaemonSet pods already on it, never below 0
-    (a label nobody expected may let more DaemonSet pods in)."""
-    expected: dict[str, int] = {}
-    for ds, options in pools.daemonset_options:
-        if untolerated(ds.pod.tolerations, taints) is None and any(o.matches_labels(node.labels) for o in options):
-            expected = res.add(expected, ds.pod.requests)
-    if not expected:
-        return expected
-    bound = res.total(p.requests for p in node.pods if p.is_daemonset_pod)
-    return {name: max(0, value - bound.get(name, 0)) for name, value in expected.items()}
+    required node affinity its labels meet (`daemon_used`: those of the DaemonSet pods already on it), never
+    below 0 (a label nobody expected may let more DaemonSet pods in)."""
+    expected = pools.daemonset_requests(node.labels, taints)
+    return {name: max(0, value - daemon_used.get(name, 0)) for name, value in expected.items()}
 
 
 def inflight_bin(claim: NodeClaim, pools: Pools) -> Bin | None:

@@ -20,7 +20,7 @@ from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.model.nodepool import NodePool
 from nodewright.model.objects import DaemonSet, Node
 from nodewright.model.requirements import Requirements
-from nodewright.model.taints import Taint
+from nodewright.model.taints import Taint, untolerated
 from nodewright.scheduling.classes import required_node_options
 from nodewright.scheduling.templates import Candidate, ContentKey, PoolCompat, Template, TemplateCache, req_key
 
@@ -75,6 +75,11 @@ class Pools:
         self.daemonsets = _as_running(sorted(daemonsets, key=lambda d: (d.namespace, d.name)), nodes)
         # Each DaemonSet with its pods' ORed required node requirements (nodeSelector and node affinity).
         self.daemonset_options = [(ds, required_node_options(ds.pod)) for ds in self.daemonsets]
+        # The labels their required node affinity reads: nodes alike in those (and in taints) run the same ones.
+        self.daemonset_keys = sorted(
+            {key for _, options in self.daemonset_options for o in options for key in o.by_key}
+        )
+        self.daemonset_requests_of: dict[tuple[object, ...], dict[str, int]] = {}  # see `daemonset_requests`
         classes_of = {nc.name: nc for nc in nodeclasses}
         self.contexts = [
             self._pool_context(p, classes_of.get(p.node_class_ref.name), nodes, nodeclaims)
@@ -91,6 +96,20 @@ class Pools:
             for c in self.contexts
         ]
         return other, {id(c): o for c, o in zip(self.contexts, other.contexts, strict=True)}
+
+    def daemonset_requests(self, labels: Mapping[str, str], taints: tuple[Taint, ...]) -> dict[str, int]:
+        """The summed requests of the DaemonSets whose pods run on a node with these labels and taints: they
+        tolerate its taints and their required node affinity matches its labels. Kept per the values of the
+        labels that affinity reads, so a thousand nodes of a few NodePools, types and zones ask a few times."""
+        key = (tuple(labels.get(k) for k in self.daemonset_keys), taints)
+        found = self.daemonset_requests_of.get(key)
+        if found is None:
+            found = {}
+            for ds, options in self.daemonset_options:
+                if untolerated(ds.pod.tolerations, taints) is None and any(o.matches_labels(labels) for o in options):
+                    found = res.add(found, ds.pod.requests)
+            self.daemonset_requests_of[key] = found
+        return found
 
     def req_id(self, requirements: Requirements) -> ReqKey:
         """The number of this requirement set in this run: equal sets get equal numbers."""

@@ -80,6 +80,10 @@ class Solver:
         self._register_existing(nodes, nodeclaims, volumes)
         # Existing nodes and claims in flight come first in `bins`; their domains are topology domains.
         self.topology.existing = list(self.bins)
+        # Pending pods some already hold (a claim in flight lists the pods it was launched for), by bin name.
+        pending_keys = {p.key for c in classes for p in c.pods}
+        held = ((b.name, [p.key for p in b.pods if p.key in pending_keys]) for b in self.bins)
+        self.pending_held = {name: keys for name, keys in held if keys}
         # Their CPU left as the run starts, ascending, with their positions in `bins` (see `_request_room`).
         by_cpu = sorted((b.remaining.get(CPU, 0), b.order) for b in self.bins)
         self.cpu_index = ([cpu for cpu, _ in by_cpu], [order for _, order in by_cpu])
@@ -137,6 +141,7 @@ class Solver:
         other.affinity_room = {}
         other.room = {}
         other.parked = {}
+        other.pending_held = self.pending_held
         other.cpu_index = self.cpu_index  # the same bins as the run starts: copies of them, in the same order
         other.finalizer = Finalizer(other.pools)
         other.prefer_no_schedule = self.prefer_no_schedule
@@ -377,11 +382,10 @@ class Solver:
         existing: dict[str, tuple[str, ...]] = {}
         # Only existing nodes and claims in flight hold pods that were not pending; new claims come after them.
         old_bins = self.bins[: len(self.bins) - len(self.claims.new_bins)]
-        pending_keys = {p.key for c in self.classes for p in c.pods} if old_bins else set()
         for b in old_bins:
             if b.kind == "new":
                 continue
-            placed = tuple(sorted(p.key for p in b.pods if p.key in pending_keys))
+            placed = tuple(sorted([*self.pending_held.get(b.name, ()), *(p.key for p in b.pods[b.bound :])]))
             if placed:
                 existing[b.name] = placed
         for b in self.claims.new_bins:
