@@ -144,6 +144,7 @@ class Solver:
         other.pending_held = self.pending_held
         other.cpu_index = self.cpu_index  # the same bins as the run starts: copies of them, in the same order
         other.finalizer = Finalizer(other.pools)
+        other.finalizer.finalized = self.finalizer.finalized  # keyed by content: NodePool, requirements, usage
         other.prefer_no_schedule = self.prefer_no_schedule
         other.forms = self.forms
         other.unschedulable = []
