@@ -348,3 +348,11 @@ def test_node_labels_are_kept_per_label_mapping() -> None:
     assert known.labels[HOSTNAME] == "n1" and known.requirements.get(INSTANCE_TYPE).matches("m5.large")
     relabelled = dataclasses.replace(first, labels={**first.labels, INSTANCE_TYPE: "m5.xlarge"})
     assert cache.node_labels(relabelled).requirements.get(INSTANCE_TYPE).matches("m5.xlarge")
+
+
+def test_a_nodes_key_is_found_as_the_same_requirements_plain_key() -> None:
+    # The node's key hashes once; it must still be equal to, and hash like, the key req_key makes.
+    known = TemplateCache().node_labels(node("n1", by_name(small_catalog(), "m5.large")))
+    plain = req_key(known.requirements)
+    assert known.key == plain and hash(known.key) == hash(plain)
+    assert {plain: 1}[known.key] == 1 and {known.key: 2}[plain] == 2

@@ -61,6 +61,22 @@ def req_key(requirements: Requirements) -> ContentKey:
     return tuple(sorted(requirements.by_key.items()))
 
 
+class _HashedKey(tuple[tuple[str, ValueSet], ...]):
+    """A content key that computes its hash once. Equal to, and hashing like, the plain tuple `req_key` makes,
+    so either finds the other in a dictionary; a node's key (forty-odd labels, each a value set whose hash is a
+    Python call) is looked up in every solve, and a tuple hashes its items again at every lookup."""
+
+    _hash: int
+
+    def __new__(cls, items: ContentKey) -> _HashedKey:
+        key = super().__new__(cls, items)
+        key._hash = tuple.__hash__(key)
+        return key
+
+    def __hash__(self) -> int:
+        return self._hash
+
+
 def _admits_anything(value_set: ValueSet) -> bool:
     """Whether the set matches every value and a missing label (ValueSet.matches is then always True)."""
     return (
@@ -524,7 +540,7 @@ class TemplateCache:
             self._nodes.clear()
         labels = {**labels_in, HOSTNAME_LABEL: labels_in.get(HOSTNAME_LABEL, node.name)}
         requirements = Requirements.from_labels(labels)
-        made = NodeLabels(labels, requirements, req_key(requirements))
+        made = NodeLabels(labels, requirements, _HashedKey(req_key(requirements)))
         self._nodes[key] = (labels_in, made)
         return made
 
