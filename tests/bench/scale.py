@@ -3,13 +3,16 @@
     python -m tests.bench.scale                       # 1,000 nodes, 20,000 running pods, 500 pending
     python -m tests.bench.scale --nodes 100 --running 2000 --pending 100     # a quick look
     python -m tests.bench.scale --state-dir /tmp/scale --keep                 # reuse the world next time
+    python -m tests.bench.scale --state-dir /tmp/scale --keep --profile /tmp/prof   # cProfile of each call
+    python -m tests.bench.scale --state-dir /tmp/scale --keep --code /work/main       # another checkout's handler
 
 What it builds: a local world (`nodewright.localworld`: a real kube-apiserver, KWOK, moto), the CDK stack
 deployed into it, `--nodes` KWOK nodes over three zones and `--running` pods bound to them (created bound, as
 a cluster that has been running for a while; KWOK runs them), labelled in 200 apps so topology selectors have
 something to count, and twice `--pending` pods the kube-scheduler marks Unschedulable (they select the
 NodePool's label, which no existing node has): a Karpenter-style mix of small, medium, large, arm64-only and
-zone-spread pods, in two fresh namespaces per run (a reused world keeps its nodes and running pods).
+zone-spread pods, in two fresh namespaces per run (a reused world keeps its nodes and running pods; the pending
+namespaces and NodeClaims of earlier runs are deleted first, so every run starts from the same cluster).
 
 What it measures, printed one figure per line (JSON):
 
@@ -53,7 +56,6 @@ from nodewright.localworld import world as lw
 from nodewright.model.pending import is_pending
 
 ROOT = Path(__file__).resolve().parents[2]
-HANDLER = ROOT / "functions" / "provisioner" / "handler.py"
 POOL = "bench"
 ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
 UNSCHEDULABLE = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
@@ -75,9 +77,22 @@ send = kubernetes_cluster.ApiServer.request
 def counted(self, method, path, query=(), body=None, headers=None):
     started = time.perf_counter()
     status, data = send(self, method, path, query, body, headers)
-    requests.append((method, path, dict(query).get("fieldSelector", ""), len(data), time.perf_counter() - started))
+    took = time.perf_counter() - started
+    requests.append((method, path, dict(query).get("fieldSelector", ""), len(data), took, started))
     return status, data
 kubernetes_cluster.ApiServer.request = counted
+
+# AWS calls, with when they started: what the first CreateFleet waited for.
+from botocore.client import BaseClient
+aws_calls = []
+make_api_call = BaseClient._make_api_call
+def timed_call(self, operation, params):
+    started = time.perf_counter()
+    try:
+        return make_api_call(self, operation, params)
+    finally:
+        aws_calls.append((operation, started, time.perf_counter() - started))
+BaseClient._make_api_call = timed_call
 
 spec = importlib.util.spec_from_file_location("handler", sys.argv[1])
 module = importlib.util.module_from_spec(spec)
@@ -94,12 +109,21 @@ class Context:
     def get_remaining_time_in_millis(self):
         return 120000
 
+profile_dir = sys.argv[4] if len(sys.argv) > 4 else ""
 for label, path in (("cold", sys.argv[2]), ("warm", sys.argv[3])):
     event = json.loads(open(path).read())
-    first_fleet.clear(); requests.clear()
+    first_fleet.clear(); requests.clear(); aws_calls.clear()
+    profiler = None
+    if profile_dir:
+        import cProfile
+        profiler = cProfile.Profile()
+        profiler.enable()
     arrival = time.perf_counter()
     response = module.handler(event, Context())
     done = time.perf_counter()
+    if profiler is not None:
+        profiler.disable()
+        profiler.dump_stats(f"{profile_dir}/{label}.prof")
     print(json.dumps({
         "call": label,
         "pods": len(event["pods"]),
@@ -116,8 +140,21 @@ for label, path in (("cold", sys.argv[2]), ("warm", sys.argv[3])):
             f"{r[0]} {r[1]} {r[2]} {r[3]} bytes {r[4]:.2f}s" for r in sorted(requests, key=lambda r: -r[4])[:4]
         ],
         "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "first_nodeclaim_created_s": round(min(
+            (r[5] + r[4] for r in requests if r[0] == "POST" and r[1].endswith("/nodeclaims")), default=arrival
+        ) - arrival, 3),
+        "aws_calls_before_first_create_fleet": [
+            f"{op} at {start - arrival:.2f}s {took:.2f}s" for op, start, took in sorted(aws_calls, key=lambda c: c[1])
+            if first_fleet and start <= first_fleet[0]
+        ][-12:],
     }), flush=True)
 """
+
+
+def _commit(checkout: Path) -> str:
+    done = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    dirty = subprocess.run(["git", "-C", str(checkout), "status", "--porcelain"], capture_output=True, text=True)
+    return done.stdout.strip() + ("+changes" if dirty.stdout.strip() else "")
 
 
 def _emit(figure: dict[str, Any]) -> None:
@@ -147,6 +184,13 @@ class Api:
         response = self.pool.request("GET", self.base + path, fields=query)
         data = response.data
         return json.loads(data), len(data), time.perf_counter() - started
+
+    def send(self, method: str, path: str, body: dict[str, Any] | None = None, content_type: str = "") -> None:
+        headers = {"Content-Type": content_type or "application/json"}
+        data = json.dumps(body).encode() if body is not None else None
+        response = self.pool.request(method, self.base + path, body=data, headers=headers)
+        if response.status >= 300 and response.status != 404:
+            raise RuntimeError(f"{method} {path}: {response.status} {response.data[:300]!r}")
 
     def create_all(self, path: str, bodies: Iterable[dict[str, Any]]) -> None:
         with ThreadPoolExecutor(max_workers=16) as executor:
@@ -258,6 +302,58 @@ def populate(api: Api, nodes: int, running: int, log: Callable[[str], None]) -> 
     log(f"# {running} running pods in {time.monotonic() - started:.0f}s")
 
 
+def forget_earlier_runs(state: lw.WorldState, api: Api, log: Callable[[str], None]) -> None:
+    """A reused world starts each run as the first did: the instances earlier runs launched are terminated, and
+    their nodes, the NodeClaims and the pending namespaces deleted (finalizers off), so runs of different code
+    see the same cluster with nothing in flight."""
+    ec2 = boto3.client(
+        "ec2",
+        endpoint_url=state.endpoint_url,
+        region_name=state.region,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+    filters = [
+        {"Name": "tag-key", "Values": [f"kubernetes.io/cluster/{state.cluster}"]},
+        {"Name": "instance-state-name", "Values": ["pending", "running"]},
+    ]
+    instances = [
+        i["InstanceId"] for r in ec2.describe_instances(Filters=filters)["Reservations"] for i in r["Instances"]
+    ]
+    if instances:
+        ec2.terminate_instances(InstanceIds=instances)
+    merge = "application/merge-patch+json"
+    claims = [c["metadata"]["name"] for c in api.get("/apis/nodewright.io/v1/nodeclaims")[0]["items"]]
+    launched = [
+        n["metadata"]["name"]
+        for n in api.get("/api/v1/nodes")[0]["items"]
+        if not n["metadata"]["name"].startswith("bench-")
+    ]
+    for path in [
+        *(f"/apis/nodewright.io/v1/nodeclaims/{c}" for c in claims),
+        *(f"/api/v1/nodes/{n}" for n in launched),
+    ]:
+        api.send("PATCH", path, {"metadata": {"finalizers": None}}, merge)
+        api.send("DELETE", path)
+    old = [
+        n["metadata"]["name"]
+        for n in api.get("/api/v1/namespaces")[0]["items"]
+        if n["metadata"]["name"].startswith("bench-") and n["metadata"]["name"] != "bench-running"
+    ]
+    for namespace in old:
+        api.send("DELETE", f"/api/v1/namespaces/{namespace}")
+    if instances or claims or launched or old:
+        log(
+            f"# removed what earlier runs left: {len(instances)} instances, {len(claims)} NodeClaims, "
+            f"{len(launched)} nodes, {len(old)} namespaces"
+        )
+
+        def gone() -> bool:
+            return not set(old) & {n["metadata"]["name"] for n in api.get("/api/v1/namespaces")[0]["items"]}
+
+        _wait(gone, 600, "the namespaces of earlier runs to go")
+
+
 def pending_pods(api: Api, pending: int) -> tuple[str, str]:
     """Two fresh namespaces of `pending` pods each, once the kube-scheduler has marked them all Unschedulable."""
     run = uuid.uuid4().hex[:4]
@@ -360,17 +456,14 @@ def function_env(state: lw.WorldState, function: str) -> dict[str, str]:
 
 
 def measure_provisioner(
-    state: lw.WorldState, outputs: dict[str, str], api: Api, namespaces: tuple[str, str], log: Callable[[str], None]
+    state: lw.WorldState,
+    outputs: dict[str, str],
+    api: Api,
+    namespaces: tuple[str, str],
+    log: Callable[[str], None],
+    profile: Path | None = None,
+    code: Path = ROOT,
 ) -> None:
-    every, size, seconds = api.get("/api/v1/pods", resourceVersion="0")
-    _emit(
-        {
-            "figure": "one list of every pod (what each batch read before)",
-            "pods": len(every["items"]),
-            "mib": round(size / 2**20, 1),
-            "seconds": round(seconds, 2),
-        }
-    )
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
         paths = []
         for namespace in namespaces:
@@ -378,9 +471,12 @@ def measure_provisioner(
             path.write_text(json.dumps(payload(api, state, namespace)))
             paths.append(str(path))
         env = function_env(state, outputs["ProvisionerFunctionName"])
+        # The checkout measured: its handler file, and its core package first on the path.
+        env["PYTHONPATH"] = os.pathsep.join([str(code / "layers" / "core" / "python"), str(ROOT)])
+        handler = code / "functions" / "provisioner" / "handler.py"
         log("# running the provisioner's handler in a fresh process (cold, then warm)")
         done = subprocess.run(
-            [sys.executable, "-c", CHILD, str(HANDLER), *paths],
+            [sys.executable, "-c", CHILD, str(handler), *paths, *([str(profile)] if profile else [])],
             env=env,
             capture_output=True,
             text=True,
@@ -392,6 +488,16 @@ def measure_provisioner(
                 _emit({"figure": "provisioner", **json.loads(line)})
         if done.returncode != 0:
             raise SystemExit(f"the provisioner's process failed:\n{done.stderr[-4000:]}")
+    # After the provisioner, so its 20,000 pods of load on the API server do not weigh on the calls measured.
+    every, size, seconds = api.get("/api/v1/pods", resourceVersion="0")
+    _emit(
+        {
+            "figure": "one list of every pod (what each batch read before)",
+            "pods": len(every["items"]),
+            "mib": round(size / 2**20, 1),
+            "seconds": round(seconds, 2),
+        }
+    )
 
 
 def measure_interruption(state: lw.WorldState, outputs: dict[str, str]) -> None:
@@ -464,6 +570,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pending", type=int, default=500)
     parser.add_argument("--state-dir", type=Path, default=None, help="a world to start or reuse there")
     parser.add_argument("--keep", action="store_true", help="leave the world running afterwards")
+    parser.add_argument("--profile", type=Path, default=None, help="write each call's cProfile stats here")
+    parser.add_argument(
+        "--code", type=Path, default=ROOT, help="the checkout whose provisioner handler and core are measured"
+    )
     args = parser.parse_args(argv)
     state_dir = args.state_dir or Path(tempfile.mkdtemp(prefix="nodewright-scale-"))
 
@@ -472,17 +582,18 @@ def main(argv: list[str] | None = None) -> int:
 
     state = lw.up(state_dir, lw.Options(cluster=f"scale-{uuid.uuid4().hex[:4]}", short_waits=True), log)
     try:
-        outputs = deploy.deployed_outputs(state) or lw.deploy_stack(state, deploy.synthesize(state, log), deploy.STACK)
-        from kubernetes import config
-
-        deploy.install_crds(config.new_client_from_config(config_file=state.kubeconfig))  # type: ignore[no-untyped-call]
+        outputs = deploy.install(state, log)  # the stack, the CRDs and the chart (its RBAC admits the functions)
         api = Api(state)
         for path, body in nodewright_objects(state, outputs["NodeRoleName"]):
             api.post(path, body)
         populate(api, args.nodes, args.running, log)
+        forget_earlier_runs(state, api, log)
         namespaces = pending_pods(api, args.pending)
         _emit({"figure": "cluster", "nodes": args.nodes, "running_pods": args.running, "pending_pods": args.pending})
-        measure_provisioner(state, outputs, api, namespaces, log)
+        if args.profile:
+            args.profile.mkdir(parents=True, exist_ok=True)
+        measure_provisioner(state, outputs, api, namespaces, log, args.profile, args.code.resolve())
+        _emit({"figure": "code measured", "checkout": str(args.code.resolve()), "commit": _commit(args.code)})
         measure_interruption(state, outputs)
     finally:
         if not args.keep:
