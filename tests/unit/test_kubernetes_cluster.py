@@ -151,6 +151,25 @@ def test_a_provisioning_read_is_served_from_the_watch_cache_and_lists_only_pendi
     assert "resourceVersion" not in server.requests[0]["query"]
 
 
+def test_the_consistent_pending_read_of_stale_hints_lists_only_their_namespaces(server: _Server) -> None:
+    for namespace in ("web", "api"):
+        pending = {"metadata": {"name": f"{namespace}-0", "namespace": namespace}, "spec": {}}
+        server.routes[("GET", f"/api/v1/namespaces/{namespace}/pods")] = (200, {"items": [pending], "metadata": {}})
+    cluster = _cluster(server, ["t"])
+    assert sorted(cluster.pending_pods(["web", "api"])) == ["api/api-0", "web/web-0"]
+    assert sorted(r["path"] for r in server.requests) == ["/api/v1/namespaces/api/pods", "/api/v1/namespaces/web/pods"]
+    assert all("resourceVersion" not in r["query"] for r in server.requests)  # consistent, not the watch cache
+    assert {r["query"]["fieldSelector"][0] for r in server.requests} == {
+        "spec.nodeName=,status.phase!=Succeeded,status.phase!=Failed"
+    }
+
+
+def test_responses_are_asked_for_gzipped_as_client_go_does(server: _Server) -> None:
+    server.routes[("GET", "/api/v1/nodes/n1")] = (200, {"metadata": {"name": "n1"}})
+    _cluster(server, ["t"]).get_node("n1")
+    assert server.requests[0]["headers"].get("Accept-Encoding") == "gzip"
+
+
 def test_bound_pods_are_read_with_the_label_selector_of_a_topology_term(server: _Server) -> None:
     from nodewright.model.objects import LabelSelector
     from nodewright.model.requirements import Operator, Requirement

@@ -254,3 +254,56 @@ def test_a_warm_load_reuses_a_pod_version_parsed_before_and_still_refuses_a_dupl
     assert [e.message for e in errors] == ["creates pod default/web, which is already defined in cluster"]
     bumped, _ = load_documents([versioned("web", "u1", "8", "2")], "cluster", False, parsed)
     assert bumped.pending_pods[0].requests["cpu"] == 2000  # a new version is parsed again
+
+
+def api_node(name: str, uid: str, version: str, zone: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "uid": uid,
+            "resourceVersion": version,
+            "labels": {"topology.kubernetes.io/zone": zone},
+        },
+        "status": {"allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"}},
+    }
+
+
+def api_nodeclaim(name: str, uid: str, version: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "nodewright.io/v1",
+        "kind": "NodeClaim",
+        "metadata": {"name": name, "uid": uid, "resourceVersion": version, "labels": {"karpenter.sh/nodepool": "p"}},
+        "spec": {"nodeClassRef": {"group": "nodewright.io", "kind": "EC2NodeClass", "name": "default"}},
+    }
+
+
+def test_a_warm_load_parses_each_node_and_nodeclaim_version_once() -> None:
+    parsed: ParsedPods = {}
+    docs = [api_node("n1", "n-u1", "3", "us-east-1a"), api_nodeclaim("c1", "c-u1", "9")]
+    first, errors = load_documents(docs, "cluster", False, parsed)
+    assert errors == [] and set(parsed) == {("n-u1", "3"), ("c-u1", "9")}
+    again, errors = load_documents([*docs, api_node("n1", "n-u2", "1", "us-east-1b")], "cluster", False, parsed)
+    assert again.nodes[0].labels is first.nodes[0].labels  # the same version: the same parse
+    assert again.nodeclaims[0] is first.nodeclaims[0]
+    assert [e.message for e in errors] == ["duplicate Node 'n1'; the first one is in cluster"]
+    moved, _ = load_documents([api_node("n1", "n-u1", "4", "us-east-1c")], "cluster", False, parsed)
+    assert moved.nodes[0].labels["topology.kubernetes.io/zone"] == "us-east-1c"  # a new version is parsed again
+
+
+def test_a_cached_parse_of_another_kind_is_not_taken_for_this_one() -> None:
+    parsed: ParsedPods = {}
+    load_documents([api_node("n1", "same", "1", "us-east-1a")], "cluster", False, parsed)
+    claims, errors = load_documents([api_nodeclaim("c1", "same", "1")], "cluster", False, parsed)
+    assert errors == [] and [c.name for c in claims.nodeclaims] == ["c1"]
+
+
+def test_the_parse_cache_is_bounded(monkeypatch: Any) -> None:
+    from nodewright.model import loader
+
+    monkeypatch.setattr(loader, "PARSED_PODS_LIMIT", 4)
+    parsed: ParsedPods = {}
+    for i in range(6):
+        load_documents([api_node(f"n{i}", f"u{i}", "1", "us-east-1a")], "cluster", False, parsed)
+    assert len(parsed) <= 4 and ("u5", "1") in parsed and ("u0", "1") not in parsed

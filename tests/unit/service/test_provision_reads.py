@@ -80,12 +80,14 @@ class LaggingCache(InMemoryCluster):
         return replace(super().read_for_provisioning(), pending=self.lagging)
 
 
-def test_a_hint_the_watch_cache_has_not_seen_yet_is_read_consistently() -> None:
+def test_a_hint_the_watch_cache_has_not_seen_yet_is_read_consistently_in_its_namespace_only() -> None:
     clock = FixedClock()
-    cluster = LaggingCache([nodepool(), nodeclass(), pod("web-0")], clock=clock.now, lagging={})
+    seen = pod("api-0", namespace="api")
+    cluster = LaggingCache([nodepool(), nodeclass(), pod("web-0"), seen], clock=clock.now, lagging={"api/api-0": seen})
     result = provision(batch_of(cluster), cluster, FakeCloud(), InMemoryState(), clock, CATALOG)
-    assert cluster.reads.count("pending_pods") == 1
-    assert [c.pods for c in result.launched] == [("web/web-0",)]
+    # The cache had api/api-0 at the hinted version; only web's pending pods are read again, consistently.
+    assert [r for r in cluster.reads if r.startswith("pending_pods")] == ["pending_pods web"]
+    assert sorted(k for c in result.launched for k in c.pods) == ["api/api-0", "web/web-0"]
 
 
 def test_a_cache_at_the_hinted_version_needs_no_second_read() -> None:

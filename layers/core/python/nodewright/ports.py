@@ -210,8 +210,9 @@ class Cluster(Protocol):
         the watch cache (see `ProvisioningView`)."""
         ...
 
-    def pending_pods(self) -> Mapping[str, Mapping[str, Any]]:
-        """The live pods without a node, by `ns/name`, read consistently (not from the watch cache)."""
+    def pending_pods(self, namespaces: Sequence[str] | None = None) -> Mapping[str, Mapping[str, Any]]:
+        """The live pods without a node, by `ns/name`, read consistently (not from the watch cache): in
+        `namespaces` (one list each), or in every namespace (None)."""
         ...
 
     def bound_pods(self, namespace: str | None, selector: LabelSelector | None) -> Sequence[Mapping[str, Any]]:

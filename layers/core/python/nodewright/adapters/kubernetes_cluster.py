@@ -165,7 +165,8 @@ class KubernetesCluster:
         body: Any = None,
         content_type: str = "application/json",
     ) -> dict[str, Any]:
-        headers = {"Accept": "application/json"}
+        # gzip, as client-go asks for it: a thousand nodes are 4 MB of JSON and 0.2 MB compressed.
+        headers = {"Accept": "application/json", "Accept-Encoding": "gzip"}
         payload = None
         if body is not None:
             headers["Content-Type"] = content_type
@@ -270,11 +271,17 @@ class KubernetesCluster:
             pending={_pod_key(p): p for p in got["pending"]},
         )
 
-    def _pending(self, cached: bool) -> list[dict[str, Any]]:
-        return self._list("/api/v1/pods", "Pod", "v1", [("fieldSelector", PENDING_PODS)], cached=cached)
+    def _pending(self, cached: bool, namespace: str | None = None) -> list[dict[str, Any]]:
+        path = f"/api/v1/namespaces/{namespace}/pods" if namespace else "/api/v1/pods"
+        return self._list(path, "Pod", "v1", [("fieldSelector", PENDING_PODS)], cached=cached)
 
-    def pending_pods(self) -> Mapping[str, Mapping[str, Any]]:
-        return {_pod_key(p): p for p in self._pending(cached=False)}
+    def pending_pods(self, namespaces: Sequence[str] | None = None) -> Mapping[str, Mapping[str, Any]]:
+        if namespaces is None:
+            return {_pod_key(p): p for p in self._pending(cached=False)}
+        reads = [partial(self._pending, False, namespace) for namespace in namespaces]
+        with ThreadPoolExecutor(max_workers=max(1, min(_READ_WORKERS, len(reads)))) as pool:
+            lists = list(pool.map(lambda read: read(), reads))
+        return {_pod_key(p): p for pods in lists for p in pods}
 
     def bound_pods(self, namespace: str | None, selector: LabelSelector | None) -> Sequence[Mapping[str, Any]]:
         path = f"/api/v1/namespaces/{namespace}/pods" if namespace else "/api/v1/pods"

@@ -105,9 +105,12 @@ class InMemoryCluster:
             key: copy.deepcopy(doc) for key, doc in self._live_pods() if not (doc.get("spec") or {}).get("nodeName")
         }
 
-    def pending_pods(self) -> Mapping[str, Mapping[str, Any]]:
-        self.reads.append("pending_pods")
-        return self._pending()
+    def pending_pods(self, namespaces: Sequence[str] | None = None) -> Mapping[str, Mapping[str, Any]]:
+        if namespaces is None:
+            self.reads.append("pending_pods")
+            return self._pending()
+        self.reads.extend(f"pending_pods {namespace}" for namespace in namespaces)
+        return {k: doc for k, doc in self._pending().items() if k.split("/", 1)[0] in namespaces}
 
     def bound_pods(self, namespace: str | None, selector: LabelSelector | None) -> Sequence[Mapping[str, Any]]:
         self.reads.append(f"bound_pods {namespace or '*'}")

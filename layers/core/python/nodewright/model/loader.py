@@ -163,7 +163,8 @@ def _expand_paths(paths: Sequence[str | Path]) -> list[str | Path]:
     return out
 
 
-ParsedPods = MutableMapping[tuple[str, str], kube.ParsedPod]
+# Parses kept by (uid, resourceVersion): kube.ParsedPod, Node or NodeClaim (see `_cached_parse`).
+ParsedPods = MutableMapping[tuple[str, str], Any]
 
 
 def load_documents(
@@ -171,7 +172,8 @@ def load_documents(
 ) -> tuple[ClusterInputs, list[ValidationError]]:
     """Load already-parsed documents (YAML-loaded dicts or API objects as dicts) from one source. `summaries`: give
     each loaded object its one-line summary (what `validate` prints); services that only decide leave it off.
-    `parsed_pods`: pods parsed by earlier loads of full API objects, by (uid, resourceVersion); see `_parse_pod`."""
+    `parsed_pods`: pods, Nodes and NodeClaims parsed by earlier loads of full API objects, by (uid,
+    resourceVersion); see `_cached_parse`."""
     return load_sources([(list(docs), source)], summaries, parsed_pods)
 
 
@@ -227,6 +229,7 @@ def _load_one(state: _State, doc: Mapping[str, Any], source: str) -> None:
         value = ec2nodeclass_from(ctx, doc)
     elif kind == "NodeClaim":
         value = nodeclaim_from(ctx, doc)
+        _remember(state.parsed_pods, doc, value, ctx)
     elif kind == "Pod":
         value = _parse_pod(ctx, doc, state.parsed_pods)
     elif kind in WORKLOAD_KINDS:
@@ -235,6 +238,7 @@ def _load_one(state: _State, doc: Mapping[str, Any], source: str) -> None:
         value = kube.parse_daemonset(ctx, doc)
     elif kind == "Node":
         value = kube.parse_node(ctx, doc)
+        _remember(state.parsed_pods, doc, value, ctx)
     elif kind == "PodDisruptionBudget":
         value = kube.parse_pdb(ctx, doc)
     elif kind == "PersistentVolumeClaim":
@@ -262,11 +266,14 @@ def _finished_pod(doc: Mapping[str, Any]) -> bool:
     return doc.get("kind") == "Pod" and isinstance(status, Mapping) and status.get("phase") in ("Succeeded", "Failed")
 
 
-# A pod as the API server serves it is immutable for a given (uid, resourceVersion): every write bumps the version.
-# A warm planner reads the same tens of thousands of pods every minute, so it keeps their parses and parses each
-# version once. Only clean parses of full API objects are kept (a caller passes the mapping only for those; the
-# forwarder's projections keep uid and version but not every field); the oldest half goes when it is full.
+# An object as the API server serves it is immutable for a given (uid, resourceVersion): every write bumps the
+# version. A warm planner reads the same tens of thousands of pods every minute, and the provisioner the same
+# thousand nodes every batch, so a container keeps their parses and parses each version once: pods, Nodes and
+# NodeClaims (uids are unique across kinds, so one mapping holds them all). Only clean parses of full API objects
+# are kept (a caller passes the mapping only for those; the forwarder's projections keep uid and version but not
+# every field); the oldest half goes when it is full.
 PARSED_PODS_LIMIT = 200_000
+CACHED_KINDS = ("Pod", "Node", "NodeClaim")
 
 
 def _version_key(doc: Mapping[str, Any]) -> tuple[str, str] | None:
@@ -277,36 +284,51 @@ def _version_key(doc: Mapping[str, Any]) -> tuple[str, str] | None:
     return (uid, version) if isinstance(uid, str) and uid and isinstance(version, str) and version else None
 
 
-def _load_known_pod(state: _State, doc: Mapping[str, Any], source: str) -> bool:
-    """Store a pod whose version an earlier load parsed cleanly, without the checks a new document needs (the same
-    version is the same document); False when the document is anything else."""
-    if state.parsed_pods is None or doc.get("kind") != "Pod":
-        return False
+def _cached_parse(doc: Mapping[str, Any], parsed: ParsedPods | None) -> Any:
+    """The parse an earlier load kept for this document's kind, uid and version, else None."""
+    kind = doc.get("kind")
+    if parsed is None or kind not in CACHED_KINDS:
+        return None
     key = _version_key(doc)
-    found = state.parsed_pods.get(key) if key is not None else None
+    found = parsed.get(key) if key is not None else None
+    expected = {"Pod": kube.ParsedPod, "Node": Node, "NodeClaim": NodeClaim}[str(kind)]
+    return found if isinstance(found, expected) else None
+
+
+def _load_known_pod(state: _State, doc: Mapping[str, Any], source: str) -> bool:
+    """Store a pod, Node or NodeClaim whose version an earlier load parsed cleanly, without the checks a new
+    document needs (the same version is the same document); False when the document is anything else."""
+    found = _cached_parse(doc, state.parsed_pods)
     if found is None:
         return False
-    ctx = Collector(source, "Pod", found.pod.key)
-    _store(state, "Pod", found, source, ctx)
+    kind = str(doc["kind"])
+    name = found.pod.key if isinstance(found, kube.ParsedPod) else found.name
+    ctx = Collector(source, kind, name)
+    if kind == "Pod" or _claim(state, kind, name, source, ctx):
+        _store(state, kind, found, source, ctx)
     state.errors.extend(ctx.errors)
     if ctx.ok:
-        state.objects.append((LoadedObject(source, "Pod", found.pod.key, ""), found))
+        state.objects.append((LoadedObject(source, kind, name, ""), found))
     return True
 
 
-def _parse_pod(ctx: Collector, doc: Mapping[str, Any], parsed_pods: ParsedPods | None) -> kube.ParsedPod | None:
+def _remember(parsed: ParsedPods | None, doc: Mapping[str, Any], value: Any, ctx: Collector) -> None:
+    """Keep a clean parse of a full API object by its uid and version (see above)."""
     key = _version_key(doc)
-    if parsed_pods is None or key is None:
-        return kube.parse_pod(ctx, doc)
-    found = parsed_pods.get(key)
+    if parsed is None or key is None or value is None or not ctx.ok:
+        return
+    if len(parsed) >= PARSED_PODS_LIMIT:
+        for old in list(parsed)[: PARSED_PODS_LIMIT // 2]:
+            del parsed[old]
+    parsed[key] = value
+
+
+def _parse_pod(ctx: Collector, doc: Mapping[str, Any], parsed_pods: ParsedPods | None) -> kube.ParsedPod | None:
+    found = _cached_parse(doc, parsed_pods)
     if found is not None:
-        return found
+        return found  # type: ignore[no-any-return]
     parsed = kube.parse_pod(ctx, doc)
-    if parsed is not None and ctx.ok:
-        if len(parsed_pods) >= PARSED_PODS_LIMIT:
-            for old in list(parsed_pods)[: PARSED_PODS_LIMIT // 2]:
-                del parsed_pods[old]
-        parsed_pods[key] = parsed
+    _remember(parsed_pods, doc, parsed, ctx)
     return parsed
 
 

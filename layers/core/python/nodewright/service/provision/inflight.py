@@ -47,7 +47,11 @@ def capacity_in_flight(
     pending_by_key = {p.key: p for p in inputs.pending_pods}
     known = {**snapshot.nominated, **pending_by_key}
     nodes_by_name = {n.name: n for n in inputs.nodes}
-    node_used = {n.name: res.total(p.requests for p in n.pods) for n in inputs.nodes}
+    # Room is counted only on nodes whose claims registered within the grace period: the only ones a nominated
+    # pod is reserved on (every other node is full as far as the simulation goes, see `read.full_nodes`).
+    node_used = {
+        name: res.total(p.requests for p in nodes_by_name[name].pods) for name in registered_at if name in nodes_by_name
+    }
     inflight: list[NodeClaim] = []
     waiting: set[str] = set()
     reserved: dict[str, list[Pod]] = {}
@@ -88,7 +92,9 @@ def capacity_in_flight(
     # The nodes registered by this call have just lost karpenter.sh/unregistered; other nodes keep what they have.
     just_registered = {node for node, since in registered_at.items() if since >= now}
     nodes = tuple(
-        replace(
+        n
+        if n.name not in just_registered and n.name not in reserved
+        else replace(
             n,
             taints=tuple(t for t in n.taints if n.name not in just_registered or t.key != UNREGISTERED_TAINT.key),
             pods=(*n.pods, *reserved.get(n.name, ())),

@@ -114,14 +114,20 @@ def read_cluster(
     """Step 1 (see the module doc): the cached read, verified against the batch's hints. `parsed_pods`: a
     container's cache of parsed pods (see `model.loader`), kept across calls."""
     view = cluster.read_for_provisioning()
-    stale = [h for h in batch.pods if (found := view.pending.get(h.key)) is None or not h.matches(found)]
+    stale = sorted(
+        {h.namespace for h in batch.pods if (found := view.pending.get(h.key)) is None or not h.matches(found)}
+    )
     if stale:
-        # The watch cache is behind the forwarder (or the pod moved on): the consistent read decides.
-        view = replace(view, pending=cluster.pending_pods())
-    base, errors = load_documents(view.documents, "cluster", summaries=False)
+        # The watch cache is behind the forwarder (or the pod moved on): the consistent read of the stale hints'
+        # namespaces decides for their pods; the other namespaces keep the cached read.
+        fresh = cluster.pending_pods(stale)
+        kept = {k: doc for k, doc in view.pending.items() if k.split("/", 1)[0] not in stale}
+        view = replace(view, pending={**kept, **fresh})
+    parsed = parsed_pods if parsed_pods is not None else {}
+    base, errors = load_documents(view.documents, "cluster", False, parsed)
     for error in errors:
         result.decide("invalid", f"{error.kind or 'object'}/{error.name}", f"{error.path}: {error.message}")
-    return Snapshot(view, base, parsed_pods if parsed_pods is not None else {})
+    return Snapshot(view, base, parsed)
 
 
 def pods_to_plan(batch: Batch, snapshot: Snapshot, result: ProvisionResult) -> list[Mapping[str, Any]]:
