@@ -200,3 +200,14 @@ def test_alias_parameters_follow_the_public_paths() -> None:
         == "/aws/service/bottlerocket/aws-k8s-1.31-nvidia/x86_64/latest/image_id"
     )
     assert alias_parameter("bottlerocket@v1.20.0", "1.31", "amd64", "standard").endswith("/x86_64/1.20.0/image_id")
+
+
+def test_errors_that_say_a_resolved_resource_is_gone_are_told_from_capacity_and_template_errors() -> None:
+    from nodewright.launch.fleet import resolution_gone
+
+    assert resolution_gone(["InvalidSubnetID.NotFound: The subnet ID 'subnet-1' does not exist"])
+    assert resolution_gone(["An error occurred (InvalidGroup.NotFound) when calling the CreateFleet operation: x"])
+    assert resolution_gone(["InvalidAMIID.Unavailable: the image is deregistered"])
+    assert resolution_gone(["InvalidParameterValue: Value (p) for parameter iamInstanceProfile.name is invalid"])
+    assert not resolution_gone(["InsufficientInstanceCapacity: none left", "InvalidParameterValue: bad template"])
+    assert not resolution_gone([])

@@ -61,10 +61,14 @@ class FakeCloud:
     templates: dict[str, LaunchTemplateSpec] = field(default_factory=dict)
     instances: dict[str, Instance] = field(default_factory=dict)
     terminated: list[str] = field(default_factory=list)
+    forgotten: list[str] = field(default_factory=list)  # EC2NodeClasses whose resolution a launch dropped
     _ids: Iterable[int] = field(default_factory=lambda: itertools.count(1))
 
     def cluster_info(self) -> ClusterInfo:
         return ClusterInfo("demo", "https://api.demo", "Q0EK", "10.100.0.0/16", "1.31")
+
+    def forget_node_class(self, node_class: EC2NodeClass) -> None:
+        self.forgotten.append(node_class.name)
 
     def resolve_node_class(self, node_class: EC2NodeClass, k8s_version: str) -> ResolvedNodeClass:
         resolved = ResolvedNodeClass(

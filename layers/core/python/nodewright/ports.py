@@ -82,6 +82,11 @@ class Cloud(Protocol):
         reservations for an EC2NodeClass. Raises NodeClassError with a message a user can act on."""
         ...
 
+    def forget_node_class(self, node_class: EC2NodeClass) -> None:
+        """Drop whatever was kept of this EC2NodeClass's resolution (a launch found a subnet, security group,
+        image or instance profile of it gone); the next `resolve_node_class` asks EC2 again."""
+        ...
+
     def capacity_reservations(self, resolved: ResolvedNodeClass) -> Sequence[CapacityReservation]:
         """Open ODCRs the EC2NodeClass selects, with their free instance counts now."""
         ...

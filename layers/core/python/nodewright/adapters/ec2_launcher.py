@@ -2,8 +2,15 @@
 templates, CreateFleet, instances) and SSM public AMI parameters.
 
 Caches live as long as the adapter, which a warm Lambda container keeps: the cluster description for an
-hour, resolved EC2NodeClasses for `resolve_ttl` seconds (5 minutes: subnets and AMIs change rarely, and a
-new AMI release reaches new nodes within minutes), and launch template names for `TEMPLATE_CACHE_TTL`
+hour; what EC2NodeClasses resolve to, part by part with Karpenter's TTLs (`pkg/cache/cache.go` and the
+operator's refresh intervals): subnets, security groups and AMIs for a minute, instance profiles for 15
+minutes. Each part is keyed on the spec fields it is resolved from, so an edited EC2NodeClass is resolved
+afresh at once; `resolve_ttl` caps every part (the planner judges drift against answers under a tick old, the
+workflow's replacement resolves afresh); `forget_node_class` drops a class's parts when a launch finds one of
+them gone. Karpenter keeps the SSM parameters of an AMI alias for 24 hours; here the alias is an AMI part like
+any other (a minute), because the planner, a separate process, judges AMI drift against what SSM says now,
+and a provisioner launching a day-old image would have its nodes replaced as drifted. Failures are not kept:
+a class that does not resolve is tried again by the next call. Launch template names are kept for `TEMPLATE_CACHE_TTL`
 (10 minutes; a name is a content hash, so a cached name can only go stale if the template is deleted:
 garbage collection deletes only templates an hour old that no NodeClaim names, and a CreateFleet that
 still finds one gone clears the cache so the next attempt recreates it).
@@ -17,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from botocore.exceptions import ClientError
@@ -30,9 +38,14 @@ from nodewright.launch.userdata import ClusterInfo
 from nodewright.model import roles
 from nodewright.model.nodeclass import AMISelectorTerm, EC2NodeClass, SelectorTerm
 from nodewright.ports import Instance, LaunchError, LaunchTemplateRecord, NodeClassError, Throttled
+from nodewright.ttlcache import TtlCache
 
 CLUSTER_INFO_TTL = 3600.0
-RESOLVE_TTL = 300.0
+# Karpenter's: cache.DefaultTTL (and the default subnet- and ami-refresh-interval), cache.InstanceProfileTTL.
+SUBNETS_TTL = 60.0
+SECURITY_GROUPS_TTL = 60.0
+IMAGES_TTL = 60.0
+INSTANCE_PROFILE_TTL = 900.0
 TEMPLATE_CACHE_TTL = 600.0
 _LIVE_STATES = ["pending", "running", "stopping", "stopped"]
 
@@ -70,7 +83,7 @@ class Ec2Cloud:
         ssm: Any,
         eks: Any,
         clock: Callable[[], float] = time.monotonic,
-        resolve_ttl: float = RESOLVE_TTL,
+        resolve_ttl: float | None = None,
         wall_clock: Callable[[], float] = time.time,
         node_roles: Sequence[str] = (),
         iam: Callable[[], Any] | None = None,
@@ -84,13 +97,16 @@ class Ec2Cloud:
         self.eks = eks
         self._iam_factory = iam
         self._iam_client: Any = None
-        self._profiles: dict[str, str] = {}  # instance profile name -> the role it holds, once checked
         self._clock = clock
         # Seconds since the epoch, for AMI deprecation times (the monotonic clock only ages caches).
         self._wall_clock = wall_clock
         self._resolve_ttl = resolve_ttl
         self._info: tuple[float, ClusterInfo] | None = None
-        self._resolved: dict[str, tuple[float, ResolvedNodeClass]] = {}
+        # The parts of EC2NodeClasses resolved, keyed on the spec fields each comes from (see the module doc).
+        self._subnet_cache: TtlCache[str, tuple[tuple[Subnet, ...], frozenset[str]]] = TtlCache(SUBNETS_TTL)
+        self._group_cache: TtlCache[str, tuple[str, ...]] = TtlCache(SECURITY_GROUPS_TTL)
+        self._image_cache: TtlCache[tuple[str, str], Mapping[tuple[str, str], Image]] = TtlCache(IMAGES_TTL)
+        self._profile_cache: TtlCache[tuple[str, str], str] = TtlCache(INSTANCE_PROFILE_TTL)
         self._templates: dict[str, float] = {}  # name -> when it was last seen to exist
 
     # ------------------------------------------------------------------------------------ cluster
@@ -113,11 +129,8 @@ class Ec2Cloud:
     # --------------------------------------------------------------------------------- node class
 
     def resolve_node_class(self, node_class: EC2NodeClass, k8s_version: str) -> ResolvedNodeClass:
-        key = f"{k8s_version}|{node_class!r}"
         now = self._clock()
-        cached = self._resolved.get(key)
-        if cached is not None and now - cached[0] < self._resolve_ttl:
-            return cached[1]
+        keys = _part_keys(node_class, k8s_version)
         # Every part is resolved even when another fails, so the EC2NodeClass's status can say all that is wrong.
         failures: dict[str, tuple[str, str]] = {}
 
@@ -128,24 +141,51 @@ class Ec2Cloud:
                 failures[condition] = (reason, str(error))
                 return empty
 
+        def cached(cache: TtlCache[Any, T], key: Any, compute: Callable[[], T]) -> Callable[[], T]:
+            return lambda: cache.fetch(key, now, compute, self._resolve_ttl)
+
         nothing: tuple[tuple[Subnet, ...], frozenset[str]] = ((), frozenset())
-        subnets, matching = part("SubnetsReady", "SubnetsNotFound", lambda: self._subnets(node_class), nothing)
+        subnets, matching = part(
+            "SubnetsReady",
+            "SubnetsNotFound",
+            cached(self._subnet_cache, keys.subnets, lambda: self._subnets(node_class)),
+            nothing,
+        )
         resolved = ResolvedNodeClass(
             node_class=node_class,
             subnets=subnets,
             matching_subnet_ids=matching,
             security_group_ids=part(
-                "SecurityGroupsReady", "SecurityGroupsNotFound", lambda: self._security_groups(node_class), ()
+                "SecurityGroupsReady",
+                "SecurityGroupsNotFound",
+                cached(self._group_cache, keys.security_groups, lambda: self._security_groups(node_class)),
+                (),
             ),
-            images=part("AMIsReady", "AMINotFound", lambda: self._images(node_class, k8s_version), {}),
+            images=part(
+                "AMIsReady",
+                "AMINotFound",
+                cached(self._image_cache, keys.images, lambda: self._images(node_class, k8s_version)),
+                {},
+            ),
             instance_profile=part(
-                "InstanceProfileReady", "InstanceProfileNotAllowed", lambda: self._instance_profile(node_class), ""
+                "InstanceProfileReady",
+                "InstanceProfileNotAllowed",
+                cached(self._profile_cache, keys.instance_profile, lambda: self._instance_profile(node_class)),
+                "",
             ),
         )
         if failures:
             raise NodeClassError("; ".join(message for _, message in failures.values()), failures, resolved)
-        self._resolved[key] = (now, resolved)
         return resolved
+
+    def forget_node_class(self, node_class: EC2NodeClass) -> None:
+        """Drop every resolved part of this EC2NodeClass (a launch found a subnet, security group, image or
+        instance profile gone): the next call resolves it against EC2 again."""
+        self._subnet_cache.drop(_part_keys(node_class, "").subnets)
+        self._group_cache.drop(_part_keys(node_class, "").security_groups)
+        terms = _part_keys(node_class, "").images[0]
+        self._image_cache.drop_where(lambda key: key[0] == terms)
+        self._profile_cache.drop(_part_keys(node_class, "").instance_profile)
 
     @property
     def allowed_roles(self) -> tuple[str, ...]:
@@ -171,7 +211,7 @@ class Ec2Cloud:
 
     def _checked_profile(self, name: str) -> str:
         """A given instance profile, once its role is known to be one nodewright may pass."""
-        if name == self.instance_profile or name in self._profiles:
+        if name == self.instance_profile:
             return name
         try:
             profile = self._iam().get_instance_profile(InstanceProfileName=name)["InstanceProfile"]
@@ -185,14 +225,11 @@ class Ec2Cloud:
                 f"instanceProfile {name} holds {'role ' + held[0] if held else 'no role'}: "
                 + roles.role_refusal(held[0] if held else "(none)", self.allowed_roles)
             )
-        self._profiles[name] = held[0]
         return name
 
     def _profile_for_role(self, role: str) -> str:
         """nodewright's instance profile for `role`: found, or created and tagged, with the role added."""
         name = instance_profile_name(self.cluster_name, role)
-        if self._profiles.get(name) == role:
-            return name
         iam = self._iam()
         try:
             held = [
@@ -220,7 +257,6 @@ class Ec2Cloud:
                 f"instance profile {name} holds role {held[0]}, not {role}; delete the profile and nodewright "
                 "recreates it with the right role"
             )
-        self._profiles[name] = role
         return name
 
     def _subnets(self, node_class: EC2NodeClass) -> tuple[tuple[Subnet, ...], frozenset[str]]:
@@ -474,6 +510,25 @@ class Ec2Cloud:
         return out
 
 
+@dataclass(frozen=True, slots=True)
+class _PartKeys:
+    """What each resolved part of an EC2NodeClass is cached under: the spec fields it is resolved from."""
+
+    subnets: str
+    security_groups: str
+    images: tuple[str, str]
+    instance_profile: tuple[str, str]
+
+
+def _part_keys(node_class: EC2NodeClass, k8s_version: str) -> _PartKeys:
+    return _PartKeys(
+        subnets=repr(node_class.subnet_selector_terms),
+        security_groups=repr(node_class.security_group_selector_terms),
+        images=(repr(node_class.ami_selector_terms), k8s_version),
+        instance_profile=(node_class.role, node_class.instance_profile),
+    )
+
+
 def instance_profile_name(cluster: str, role: str) -> str:
     """The instance profile nodewright creates for `role` in `cluster` (at most 128 characters, unique per both)."""
     digest = hashlib.sha256(f"{cluster}/{role}".encode()).hexdigest()[:12]
@@ -531,12 +586,13 @@ def ec2_cloud(
     instance_profile: str,
     region: str,
     session: Any | None = None,
-    resolve_ttl: float = RESOLVE_TTL,
+    resolve_ttl: float | None = None,
     node_roles: Sequence[str] = (),
 ) -> Ec2Cloud:
-    """An Ec2Cloud with boto3 clients in `region`, standard retries (backoff on throttling). `resolve_ttl`: how long
-    a resolved EC2NodeClass is reused (the planner, which tells drift from it, resolves on every tick); the IAM
-    client is made only when an EC2NodeClass names a role or instance profile other than the stack's."""
+    """An Ec2Cloud with boto3 clients in `region`, standard retries (backoff on throttling). `resolve_ttl`: the
+    longest any resolved part of an EC2NodeClass is reused (None: Karpenter's TTL per part; the planner, which
+    tells drift from them, caps it below its tick); the IAM client is made only when an EC2NodeClass names a
+    role or instance profile other than the stack's."""
     import boto3
     from botocore.config import Config
 

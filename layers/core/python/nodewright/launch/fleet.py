@@ -15,7 +15,7 @@ An instant fleet reports refused overrides in the response's `Errors`, not as an
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +36,18 @@ CAPACITY_ERRORS = frozenset(
     }
 )
 THROTTLING_ERRORS = frozenset({"RequestLimitExceeded", "Throttling", "ThrottlingException"})
+# Errors that say a subnet, security group or image the EC2NodeClass resolved to is gone: what was resolved is
+# dropped, so the next attempt resolves the class against EC2 again rather than waiting out the cache's TTL.
+RESOLUTION_ERRORS = frozenset(
+    {
+        "InvalidSubnetID.NotFound",
+        "InvalidSubnet",
+        "InvalidGroup.NotFound",
+        "InvalidSecurityGroupID.NotFound",
+        "InvalidAMIID.NotFound",
+        "InvalidAMIID.Unavailable",
+    }
+)
 
 Offering = tuple[str, str, str]  # (instance type, zone, capacity type)
 
@@ -263,3 +275,15 @@ def classify_response(
             launched = Launched(str(ids[0]), match)
             break
     return FleetOutcome(launched, tuple(unavailable.items()), tuple(errors), throttled, tuple(other))
+
+
+def resolution_gone(errors: Iterable[str]) -> bool:
+    """Whether any error (`code: message`, or botocore's `... (code) when calling ...`) says a resource the
+    launch used from its EC2NodeClass's resolution is gone: a subnet, security group, image, or the instance
+    profile (EC2 calls that one an invalid `iamInstanceProfile` parameter)."""
+    for error in errors:
+        if any(code in error for code in RESOLUTION_ERRORS):
+            return True
+        if "InvalidParameterValue" in error and "iamInstanceProfile" in error:
+            return True
+    return False
