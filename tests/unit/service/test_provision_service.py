@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from service_fakes import FakeCloud, FixedClock, SmallCatalog, node_for, nodeclass, nodepool, pod
+from service_fakes import ZONES, FakeCloud, FixedClock, SmallCatalog, node_for, nodeclass, nodepool, pod
 
 from nodewright.adapters.memory import InMemoryCluster, InMemoryState
 from nodewright.catalog.catalog import Catalog
@@ -12,6 +12,7 @@ from nodewright.localworld.userdata import parse_user_data
 from nodewright.ports import LaunchTemplateRecord
 from nodewright.service.batch import Batch, PodHint
 from nodewright.service.provision import cleanup, provision
+from nodewright.service.provision.serial import PLANNER_LOCK
 from nodewright.tags import KARPENTER_TAGS
 
 CATALOG = SmallCatalog()
@@ -41,16 +42,25 @@ def actions(result: Any, action: str) -> list[Any]:
     return [d for d in result.decisions if d.action == action]
 
 
-def test_every_nodeclaim_is_created_before_the_first_launch_and_each_recorded_after_its_own() -> None:
+def test_every_nodeclaim_exists_before_the_planner_lock_goes_and_each_launches_after_its_own_creation() -> None:
     cluster, cloud, state, clock = world(*(pod(f"web-{i}") for i in range(4)))
+    release = state.release_lock
+
+    def logged_release(name: str, owner: str) -> None:
+        cluster.log.append(f"release {name}")
+        release(name, owner)
+
+    state.release_lock = logged_release  # type: ignore[method-assign]
     result = run(cluster, cloud, state, clock)
     names = [c.name for c in result.launched]
     assert len(names) >= 2
-    claim_log = [entry for entry in cluster.log if "nodeclaim/" in entry]
-    # All claims exist before any CreateFleet (the planner lock is released in between, so a concurrent plan
-    # counts them); then they launch side by side, each create -> fleet -> update -> conditions.
-    first_fleet = next(i for i, entry in enumerate(claim_log) if entry.startswith("fleet"))
-    assert sorted(claim_log[:first_fleet]) == sorted(f"create nodeclaim/{name}" for name in names)
+    claim_log = [entry for entry in cluster.log if "nodeclaim/" in entry or entry.startswith("release")]
+    # Every claim exists before the planner lock is released (a concurrent plan then counts them); each claim
+    # launches as soon as its own creation returned (as Karpenter's NodeClaim controller does), each
+    # create -> fleet -> update -> conditions.
+    released = claim_log.index(f"release {PLANNER_LOCK}")
+    assert {f"create nodeclaim/{name}" for name in names} <= set(claim_log[:released])
+    claim_log.remove(f"release {PLANNER_LOCK}")
     for name in names:
         steps = [entry for entry in claim_log if entry.endswith(f"nodeclaim/{name}")]
         assert steps == [
@@ -403,6 +413,23 @@ def test_a_refused_request_deletes_the_claim_with_the_reason() -> None:
     assert "InvalidParameterValue: bad template" in failed.reason
     assert cluster.of_kind("NodeClaim") == []
     assert [d.subject for d in actions(result, "unschedulable")] == ["pod/web/web-0"]
+
+
+def test_a_launch_that_finds_a_resolved_subnet_gone_drops_the_class_resolution_and_other_refusals_do_not() -> None:
+    cluster, cloud, state, clock = world(pod("web-0"))
+    cloud.reject = "InvalidParameterValue: bad template"
+    run(cluster, cloud, state, clock)
+    assert cloud.forgotten == []
+    cloud.reject = "An error occurred (InvalidSubnetID.NotFound) when calling the CreateFleet operation: gone"
+    run(cluster, cloud, state, clock, batch_id="b2")
+    assert cloud.forgotten == ["default"]
+
+
+def test_a_capacity_error_keeps_the_class_resolution() -> None:
+    cluster, cloud, state, clock = world(pod("web-0"))
+    cloud.refuse = {(t.name, z, c) for t in CATALOG.instance_types() for z in ZONES for c in ("spot", "on-demand")}
+    result = run(cluster, cloud, state, clock)
+    assert not result.launched and actions(result, "unavailable") and cloud.forgotten == []
 
 
 def test_a_claim_abandoned_before_its_launch_is_removed_after_two_minutes_and_its_pods_replanned() -> None:

@@ -11,6 +11,7 @@ It reads, plans, launches and records; each concept lives in its own module:
 - `plan`: the EC2NodeClasses resolved, the catalog, and `solve()`.
 - `serial`: one planner of new capacity at a time, so a batch and a replacement never plan the same pods.
 - `nodeclaim`: the NodeClaim documents created before launching, and what a launch records on them.
+- `pipeline`: each NodeClaim launches as soon as it exists, not once the whole batch's do.
 - `launch`: CreateFleet attempts per NodeClaim, capacity errors, throttling, adoption of a launch that was
   not recorded.
 - `explain`: events on pods, NodePools and NodeClaims under Karpenter's reasons, and log lines.
@@ -36,7 +37,7 @@ from nodewright.scheduling import PlannedNodeClaim, Results, TemplateCache
 from nodewright.service.batch import Batch
 from nodewright.service.provision import explain
 from nodewright.service.provision.inflight import capacity_in_flight
-from nodewright.service.provision.launch import UNAVAILABLE_TTL_SECONDS, Launcher, kubelet_labels, launch_claims
+from nodewright.service.provision.launch import UNAVAILABLE_TTL_SECONDS, Launcher, kubelet_labels, launch_claim
 from nodewright.service.provision.lifecycle import (
     LAUNCH_TIMEOUT_SECONDS,
     REGISTRATION_TIMEOUT_SECONDS,
@@ -49,11 +50,12 @@ from nodewright.service.provision.nodeclaim import (
     BATCH_ANNOTATION,
     PODS_ANNOTATION,
     TEMPLATE_ANNOTATION,
-    create_nodeclaims,
     node_resources,
+    nodeclaim_creator,
     nodeclaim_document,
     nodeclaim_name,
 )
+from nodewright.service.provision.pipeline import Pipeline
 from nodewright.service.provision.plan import Plan, plan
 from nodewright.service.provision.read import (
     NOMINATION_GRACE_SECONDS,
@@ -175,12 +177,15 @@ def provision(
                 nodepool_templates,
             )
             result.timings["prepare"] = planned.prepared_at - started
-            # What is created here is what launches: `plan_filter` has narrowed the plan already.
-            classes = {name: rc.node_class for name, rc in planned.resolved.items()}
-            created = create_nodeclaims(planned.claims, planned.pools, classes, batch.batch_id, cluster)
+            # What is created here is what launches: `plan_filter` has narrowed the plan already. Each claim
+            # launches as soon as it exists; the lock is kept until they all do.
+            pipeline = _start(batch.batch_id, planned, cluster, cloud, state, now, result, started, timer)
+            pipeline.wait_created()
     # The planner lock is released: the NodeClaims exist, so whoever plans next counts them in flight.
     if planned is not None:
-        _launch(created, planned, cluster, cloud, state, now, result, started, timer)
+        for outcome in pipeline.outcomes():
+            result.merge(outcome)
+        result.timings["launch"] = timer() - started
     live = [c for c in snapshot.base.nodeclaims if c.name not in removed]
     finish_registrations(live, snapshot.base.nodes, cluster, now, result)
     if planned is not None:
@@ -223,8 +228,8 @@ def _lifecycle_only(
     return result
 
 
-def _launch(
-    created: Sequence[tuple[str, PlannedNodeClaim, Mapping[str, Any] | None]],
+def _start(
+    batch_id: str,
     planned: Plan,
     cluster: Cluster,
     cloud: Cloud,
@@ -233,7 +238,8 @@ def _launch(
     result: ProvisionResult,
     started: float,
     timer: Callable[[], float],
-) -> None:
+) -> Pipeline:
+    """Create the plan's NodeClaims and launch each one as soon as it exists (see `pipeline`)."""
     launcher = Launcher(
         cloud,
         state,
@@ -246,9 +252,14 @@ def _launch(
         started,
         timer,
     )
-    for outcome in launch_claims(created, planned.pools, cluster, launcher):
-        result.merge(outcome)
-    result.timings["launch"] = timer() - started
+    classes = {name: rc.node_class for name, rc in planned.resolved.items()}
+
+    def launch(created: tuple[str, PlannedNodeClaim, Mapping[str, Any] | None]) -> ProvisionResult:
+        name, claim, existing = created
+        return launch_claim(name, claim, planned.pools[claim.nodepool], existing, cluster, launcher)
+
+    create = nodeclaim_creator(planned.pools, classes, batch_id, cluster)
+    return Pipeline(planned.claims, create, launch)
 
 
 def _status(snapshot: Snapshot, planned: Plan, cluster: Cluster, result: ProvisionResult) -> None:

@@ -7,14 +7,14 @@ is left; throttling stops launching for this invocation and the claims not launc
 pods are planned again in the next window. A claim created by an earlier run of the same delivery is not
 launched twice: one already recorded as launched is reused, one with an instance tagged with its name is
 adopted, and CreateFleet's ClientToken (from the NodeClaim name) is the last guard. Claims launch side by
-side (`LAUNCH_CONCURRENCY`), so the first CreateFleet of a large batch does not wait for the others.
+side, each as soon as its NodeClaim exists (`pipeline`), so the first CreateFleet of a large batch waits for
+no other claim.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -22,7 +22,7 @@ from nodewright import tags
 from nodewright.catalog.catalog import Catalog
 from nodewright.catalog.labels import ZONE
 from nodewright.launch.amis import variant_of
-from nodewright.launch.fleet import FleetAttempt, classify_response, fleet_request, plan_attempts
+from nodewright.launch.fleet import FleetAttempt, classify_response, fleet_request, plan_attempts, resolution_gone
 from nodewright.launch.template import LaunchTemplateSpec, ResolvedNodeClass, block_devices
 from nodewright.launch.userdata import ClusterInfo, NodeBootstrap, UserDataError, user_data
 from nodewright.model.nodepool import NodePool
@@ -39,8 +39,6 @@ from nodewright.service.provision.nodeclaim import (
 from nodewright.service.provision.result import CAPACITY, LaunchedClaim, ProvisionResult
 
 UNAVAILABLE_TTL_SECONDS = 180
-# Claims launched side by side (each one CreateFleet call, plus its NodeClaim update).
-LAUNCH_CONCURRENCY = 16
 # Labels the cloud (or the kubelet) sets on a node itself; left out of user data so one launch template
 # serves every zone and type of a NodePool.
 _CLOUD_LABELS = frozenset(
@@ -141,6 +139,12 @@ class Launcher:
     def tags(self, pool: NodePool, extra: Mapping[str, str], nodeclaim: str) -> dict[str, str]:
         return tags.launch_tags(self.info.name, pool.name, pool.node_class_ref.name, nodeclaim, extra)
 
+    def forget_if_gone(self, resolved: ResolvedNodeClass, errors: Sequence[str]) -> None:
+        """A launch that found a resolved subnet, security group, image or instance profile gone drops the class's
+        cached resolution, so the next batch resolves it afresh rather than failing until the cache expires."""
+        if resolution_gone(errors):
+            self.cloud.forget_node_class(resolved.node_class)
+
     def refused(self) -> frozenset[OfferingKey]:
         with self.lock:
             return frozenset(self.unavailable)
@@ -181,9 +185,12 @@ class Launcher:
             try:
                 response = self.cloud.create_fleet(request)
             except LaunchError as error:
+                self.forget_if_gone(resolved, [str(error)])
                 out.decide("launch-failed", subject, f"CreateFleet refused the request: {error}")
                 return None
             outcome = classify_response(attempt, response, lambda s: resolved_zone(resolved, s))
+            if outcome.launched is None:
+                self.forget_if_gone(resolved, outcome.errors)
             if outcome.unavailable:
                 marks = {offering: code for offering, code in outcome.unavailable}
                 self.state.mark_unavailable(marks, self.now, UNAVAILABLE_TTL_SECONDS)
@@ -227,28 +234,6 @@ def _planned(claim: PlannedNodeClaim) -> tuple[str, str, str]:
 
 def resolved_zone(resolved: ResolvedNodeClass, subnet_id: str) -> str | None:
     return next((s.zone for s in resolved.subnets if s.id == subnet_id), None)
-
-
-def launch_claims(
-    claims: Sequence[tuple[str, PlannedNodeClaim, Mapping[str, Any] | None]],
-    pools: Mapping[str, NodePool],
-    cluster: Cluster,
-    launcher: Launcher,
-) -> list[ProvisionResult]:
-    """Launch (or find launched) each created claim: (name, plan, the object found when the name was taken).
-
-    Returns one partial result per claim, in plan order, whichever thread finished first.
-    """
-
-    def one(item: tuple[str, PlannedNodeClaim, Mapping[str, Any] | None]) -> ProvisionResult:
-        name, claim, existing = item
-        return launch_claim(name, claim, pools[claim.nodepool], existing, cluster, launcher)
-
-    if len(claims) <= 1:
-        return [one(item) for item in claims]
-    # CreateFleet takes a second or two in AWS; a large batch's claims launch side by side.
-    with ThreadPoolExecutor(max_workers=min(LAUNCH_CONCURRENCY, len(claims))) as executor:
-        return list(executor.map(one, claims))
 
 
 def _found_launched(name: str, claim: PlannedNodeClaim, existing: Mapping[str, Any]) -> LaunchedClaim:

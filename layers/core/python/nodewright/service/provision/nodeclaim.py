@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from nodewright.catalog.allocatable import allocatable as allocatable_of
@@ -41,7 +40,6 @@ TEMPLATE_ANNOTATION = "nodewright.io/launch-template"
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
 CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
-CREATE_CONCURRENCY = 16
 # Karpenter's NodeClaim conditions; Ready is True when the other three are.
 LAUNCHED, REGISTERED, INITIALIZED, READY = "Launched", "Registered", "Initialized", "Ready"
 
@@ -162,15 +160,14 @@ def record_launch(
     )
 
 
-def create_nodeclaims(
-    claims: Sequence[tuple[str, PlannedNodeClaim]],
+def nodeclaim_creator(
     pools: Mapping[str, NodePool],
     node_classes: Mapping[str, EC2NodeClass],
     batch_id: str,
     cluster: Cluster,
-) -> list[tuple[str, PlannedNodeClaim, Mapping[str, Any] | None]]:
-    """Create every planned NodeClaim (side by side); each comes back with the object already there when its
-    name was taken (an earlier run of the same delivery), else None. `node_classes`: by name, for the hashes."""
+) -> Callable[[tuple[str, PlannedNodeClaim]], tuple[str, PlannedNodeClaim, Mapping[str, Any] | None]]:
+    """What creates one planned NodeClaim: (name, plan) -> (name, plan, the object already there when its name
+    was taken by an earlier run of the same delivery, else None). `node_classes`: by name, for the hashes."""
 
     def create(item: tuple[str, PlannedNodeClaim]) -> tuple[str, PlannedNodeClaim, Mapping[str, Any] | None]:
         name, claim = item
@@ -178,7 +175,4 @@ def create_nodeclaims(
         document = nodeclaim_document(name, claim, pool, batch_id, node_classes.get(pool.node_class_ref.name))
         return name, claim, cluster.create_nodeclaim(document)
 
-    if len(claims) <= 1:
-        return [create(item) for item in claims]
-    with ThreadPoolExecutor(max_workers=min(CREATE_CONCURRENCY, len(claims))) as executor:
-        return list(executor.map(create, claims))
+    return create

@@ -5,7 +5,8 @@ of Spot interruptions and a batch of pending pods), each would plan without the 
 same pods could get capacity twice. So planning holds one lock in the state store (a conditional write, the
 same mechanism as the workflow's per-node locks) from reading the cluster until its NodeClaims exist; a
 second planner waits for it and then reads those NodeClaims as capacity in flight, with their nominated
-pods. Launching is outside the lock: the NodeClaims already count for whoever plans next.
+pods. Launching does not need the lock: a claim launches as soon as it exists (`pipeline`), and the lock is
+released once the batch's last NodeClaim does, since from then on they all count for whoever plans next.
 
 The lock expires by itself (`LOCK_TTL_SECONDS`) should its holder die; a planner that cannot take it within
 `LOCK_WAIT_SECONDS` gives up with a `busy` decision and its pods are evaluated again in the next window.
