@@ -145,6 +145,11 @@ class FakeCloud:
             i for i in self.instances.values() if i.tags.get(NODECLAIM_TAG) == nodeclaim and i.state != "terminated"
         ]
 
+    def instances_of_nodeclaims(self, nodeclaims: Sequence[str]) -> Mapping[str, Sequence[Instance]]:
+        self.cluster_log.append(f"instances of {len(nodeclaims)} nodeclaims")
+        found = {name: self.instances_of_nodeclaim(name) for name in nodeclaims}
+        return {name: instances for name, instances in found.items() if instances}
+
     def describe_instances(self, instance_ids: Iterable[str]) -> Sequence[Instance]:
         return [self.instances[i] for i in sorted(set(instance_ids)) if i in self.instances]
 

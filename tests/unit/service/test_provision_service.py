@@ -73,6 +73,15 @@ def test_every_nodeclaim_exists_before_the_planner_lock_goes_and_each_launches_a
     assert sorted(p for c in result.launched for p in c.pods) == [f"web/web-{i}" for i in range(4)]
 
 
+def test_instances_to_adopt_are_looked_up_once_for_the_whole_batch() -> None:
+    cluster, cloud, state, clock = world(*(pod(f"web-{i}", cpu="3") for i in range(6)))
+    result = run(cluster, cloud, state, clock)
+    assert len(result.launched) >= 2
+    assert [e for e in cloud.cluster_log if e.startswith("instances of")] == [
+        f"instances of {len(result.launched)} nodeclaims"
+    ]
+
+
 def test_a_launched_nodeclaim_records_the_instance_and_its_pods_are_nominated() -> None:
     cluster, cloud, state, clock = world(pod("web-0"), pod("web-1"))
     result = run(cluster, cloud, state, clock)

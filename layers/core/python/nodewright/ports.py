@@ -105,6 +105,11 @@ class Cloud(Protocol):
         """Instances (not terminated) tagged with this NodeClaim name in this cluster."""
         ...
 
+    def instances_of_nodeclaims(self, nodeclaims: Sequence[str]) -> Mapping[str, Sequence[Instance]]:
+        """`instances_of_nodeclaim` for many names at once (one lookup, not one per name): name -> instances,
+        names without any left out."""
+        ...
+
     def terminate(self, instance_ids: Iterable[str]) -> None:
         """Terminate instances (already terminated ones are fine)."""
         ...

@@ -476,6 +476,23 @@ class Ec2Cloud:
                     out.append(_instance(i))
         return out
 
+    def instances_of_nodeclaims(self, nodeclaims: Sequence[str]) -> Mapping[str, Sequence[Instance]]:
+        out: dict[str, list[Instance]] = {}
+        names = sorted(set(nodeclaims))
+        # EC2 takes up to 200 values per filter: a batch's NodeClaims in one or two calls, not one each.
+        for start in range(0, len(names), 200):
+            filters = [
+                {"Name": f"tag:{owned.NODECLAIM}", "Values": names[start : start + 200]},
+                *owned.owned_filters(self.cluster_name),
+                {"Name": "instance-state-name", "Values": _LIVE_STATES},
+            ]
+            for page in self.ec2.get_paginator("describe_instances").paginate(Filters=filters):
+                for reservation in page.get("Reservations", ()):
+                    for i in reservation.get("Instances", ()):
+                        instance = _instance(i)
+                        out.setdefault(instance.tags.get(owned.NODECLAIM, ""), []).append(instance)
+        return out
+
     def capacity_instances(self) -> Sequence[Instance]:
         filters = [
             *owned.owned_filters(self.cluster_name),

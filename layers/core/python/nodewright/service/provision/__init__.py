@@ -28,6 +28,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from nodewright.catalog.types import InstanceTypeSource
@@ -253,10 +254,16 @@ def _start(
         timer,
     )
     classes = {name: rc.node_class for name, rc in planned.resolved.items()}
+    # Instances an earlier run of this delivery launched but did not record are adopted, not launched again:
+    # one lookup for every claim of the batch, made while the first NodeClaims are being created.
+    lookup = ThreadPoolExecutor(max_workers=1)
+    tagged = lookup.submit(cloud.instances_of_nodeclaims, [name for name, _ in planned.claims])
+    lookup.shutdown(wait=False)
 
     def launch(created: tuple[str, PlannedNodeClaim, Mapping[str, Any] | None]) -> ProvisionResult:
         name, claim, existing = created
-        return launch_claim(name, claim, planned.pools[claim.nodepool], existing, cluster, launcher)
+        pool = planned.pools[claim.nodepool]
+        return launch_claim(name, claim, pool, existing, cluster, launcher, lambda n: tagged.result().get(n, ()))
 
     create = nodeclaim_creator(planned.pools, classes, batch_id, cluster)
     return Pipeline(planned.claims, create, launch)

@@ -26,7 +26,7 @@ from nodewright.launch.fleet import FleetAttempt, classify_response, fleet_reque
 from nodewright.launch.template import LaunchTemplateSpec, ResolvedNodeClass, block_devices
 from nodewright.launch.userdata import ClusterInfo, NodeBootstrap, UserDataError, user_data
 from nodewright.model.nodepool import NodePool
-from nodewright.ports import Cloud, Cluster, LaunchError, OfferingKey, StateStore, Throttled
+from nodewright.ports import Cloud, Cluster, Instance, LaunchError, OfferingKey, StateStore, Throttled
 from nodewright.scheduling import PlannedNodeClaim
 from nodewright.service.provision.nodeclaim import (
     CAPACITY_TYPE_LABEL,
@@ -254,9 +254,10 @@ def _found_launched(name: str, claim: PlannedNodeClaim, existing: Mapping[str, A
     )
 
 
-def _adopt(name: str, claim: PlannedNodeClaim, cloud: Cloud) -> LaunchedClaim | None:
-    """An instance already tagged with the claim's name (its launch was not recorded), as a launch."""
-    adopted = [i for i in cloud.instances_of_nodeclaim(name) if i.state in ("pending", "running")]
+def _adopt(name: str, claim: PlannedNodeClaim, tagged: Sequence[Instance]) -> LaunchedClaim | None:
+    """An instance already tagged with the claim's name (its launch was not recorded), as a launch. `tagged`:
+    the instances tagged with its name."""
+    adopted = [i for i in tagged if i.state in ("pending", "running")]
     if not adopted:
         return None
     i = adopted[0]
@@ -276,9 +277,11 @@ def launch_claim(
     existing: Mapping[str, Any] | None,
     cluster: Cluster,
     launcher: Launcher,
+    tagged: Callable[[str], Sequence[Instance]] | None = None,
 ) -> ProvisionResult:
     """Launch one created claim (or adopt the instance already tagged with its name) and record it; its
-    decisions go to its own result."""
+    decisions go to its own result. `tagged(name)`: the instances tagged with a claim's name, looked up once for
+    the whole batch (by default, one lookup for this claim)."""
     out = ProvisionResult(launcher.result.batch_id)
     subject = f"nodeclaim/{name}"
     if existing is not None and (existing.get("status") or {}).get("providerID"):
@@ -289,7 +292,8 @@ def launch_claim(
     throttled = launcher.throttled
     if not throttled:
         try:
-            launched = _adopt(name, claim, launcher.cloud) or launcher.launch(name, claim, pool, out)
+            found = tagged(name) if tagged is not None else launcher.cloud.instances_of_nodeclaim(name)
+            launched = _adopt(name, claim, found) or launcher.launch(name, claim, pool, out)
         except Throttled as error:
             throttled = str(error) or "RequestLimitExceeded"
             with launcher.lock:
