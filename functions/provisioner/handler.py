@@ -6,12 +6,14 @@ the stack's DynamoDB table), otherwise run `nodewright.service.provision.provisi
 response, one structured log line per launch and per pod that could not be placed, and metrics.
 
 Nothing reads settings at import time: clients and adapters are built on the first invocation and kept in
-this module for the container's life (warm invocations reuse the EKS token, resolved EC2NodeClasses,
-launch template names and the instance catalog).
+this module for the container's life (warm invocations reuse the EKS token, the parts of EC2NodeClasses
+resolved, launch template names, the instance catalog, and the pods, Nodes and NodeClaims parsed by
+resourceVersion).
 
 The instance catalog: `NODEWRIGHT_CATALOG=live` (default) reads EC2 DescribeInstanceTypes /
 DescribeInstanceTypeOfferings, the Pricing API and spot price history, falling back to the shipped snapshot
-for whatever fails (`adapters.ec2_catalog.LiveSource`); it is refreshed every hour in a warm container.
+for whatever fails (`adapters.ec2_catalog.LiveSource`); a warm container reads types and offerings again every
+5 minutes and prices every 12 hours, Karpenter's TTLs (`catalog.refreshing`).
 `NODEWRIGHT_CATALOG=snapshot` pins the offline snapshot: for accounts that cannot reach the Pricing API, and
 for the local world, where moto's placeholder spot prices (all 0.00001) would make every spot type look
 free.
@@ -19,7 +21,6 @@ free.
 
 import os
 import time
-from collections.abc import Sequence
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
@@ -40,30 +41,10 @@ logger = Logger(service=SERVICE)
 metrics = Metrics(service="provisioner")  # namespace: POWERTOOLS_METRICS_NAMESPACE
 
 CATALOG_MODE = "NODEWRIGHT_CATALOG"
-CATALOG_TTL_SECONDS = 3600.0
 
 
 class WrongClusterError(ValueError):
     """The batch names another cluster than the one this provisioner serves."""
-
-
-class _RefreshingCatalog:
-    """An InstanceTypeSource that rebuilds its source's answer after a TTL (prices and offerings move)."""
-
-    def __init__(self, source: Any, ttl: float) -> None:
-        self._source = source
-        self._ttl = ttl
-        self._loaded_at = 0.0
-        self._types: Sequence[Any] | None = None
-
-    def instance_types(self) -> Sequence[Any]:
-        now = time.monotonic()
-        if self._types is None or now - self._loaded_at >= self._ttl:
-            if hasattr(self._source, "invalidate"):
-                self._source.invalidate()
-            self._types = self._source.instance_types()
-            self._loaded_at = now
-        return self._types
 
 
 class _SystemClock:
@@ -105,6 +86,7 @@ def build_runtime(cluster: Any = None) -> _Runtime:
     from nodewright.adapters.ec2_launcher import ec2_cloud
     from nodewright.adapters.eks_token import EksTokenSource
     from nodewright.adapters.kubernetes_cluster import KubernetesCluster
+    from nodewright.catalog.refreshing import RefreshingCatalog
     from nodewright.catalog.snapshot import SnapshotSource
     from nodewright.scheduling import TemplateCache
     from nodewright.service.provision import delivery, provision
@@ -129,9 +111,9 @@ def build_runtime(cluster: Any = None) -> _Runtime:
     source: Any = (
         SnapshotSource(settings.region) if mode == "snapshot" else live_source(settings.region, cloud.ec2, session)
     )
-    catalog = _RefreshingCatalog(source, CATALOG_TTL_SECONDS)
+    catalog = RefreshingCatalog(source, time.monotonic)
     clock = _SystemClock()
-    parsed_pods: dict[Any, Any] = {}  # pods parsed by earlier calls of this container (see model.loader)
+    parsed_pods: dict[Any, Any] = {}  # pods, Nodes and NodeClaims parsed by earlier calls (see model.loader)
     nodepool_templates = TemplateCache()  # NodePools prepared against the catalog, kept batch after batch
 
     def run(batch: Any) -> dict[str, Any]:

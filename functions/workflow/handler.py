@@ -42,6 +42,7 @@ def build_ports(cluster: Any = None) -> Any:
     from nodewright.adapters.ec2_launcher import ec2_cloud
     from nodewright.adapters.eks_token import EksTokenSource
     from nodewright.adapters.kubernetes_cluster import KubernetesCluster
+    from nodewright.catalog.refreshing import RefreshingCatalog
     from nodewright.catalog.snapshot import SnapshotSource
     from nodewright.disruption.state import DisruptionSettings
     from nodewright.service.workflow import Ports
@@ -63,10 +64,13 @@ def build_ports(cluster: Any = None) -> Any:
     if cluster is None:
         tokens = EksTokenSource(settings.cluster, session.client("sts"), settings.region)
         cluster = KubernetesCluster.from_eks(settings.cluster, cloud.eks, tokens)
-    catalog = (
+    # Types and offerings read again every 5 minutes, prices every 12 hours (Karpenter's TTLs; a warm container
+    # used to keep its first answer for life).
+    catalog = RefreshingCatalog(
         SnapshotSource(settings.region)
         if catalog_mode(os.environ) == "snapshot"
-        else live_source(settings.region, cloud.ec2, session)
+        else live_source(settings.region, cloud.ec2, session),
+        time.monotonic,
     )
     state = DynamoDBState(settings.table, session.client("dynamodb"))
     disruption = DisruptionSettings(spot_to_spot=spot_to_spot(os.environ))

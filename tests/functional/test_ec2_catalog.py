@@ -229,3 +229,28 @@ def test_pricing_failure_uses_snapshot_prices(ec2: Any) -> None:
     catalog = Catalog(source.instance_types())
     assert {o.price for o in catalog["m5.large"].offerings if o.capacity_type == ON_DEMAND} == {0.096}
     assert any("Pricing API failed" in w for w in source.warnings)
+
+
+def test_a_refresh_reads_offerings_again_but_keeps_prices_for_twelve_hours(ec2: Any) -> None:
+    from datetime import timedelta
+
+    from nodewright.adapters.ec2_catalog import PRICES_TTL
+
+    history = [{"InstanceType": "m5.large", "AvailabilityZone": "us-east-1a", "SpotPrice": "0.02", "Timestamp": NOW}]
+    client = _WithSpotHistory(ec2, history)
+    # One page of prices for the first read, one for the read after 12 hours; none in between.
+    pricing, stubber = stubbed_pricing([[price_item("m5.large", "0.1")]])
+    clock = [NOW]
+    source = LiveSource(REGION, client, pricing, now=lambda: clock[0])
+    first = Catalog(source.instance_types())
+    source.invalidate()
+    clock[0] = NOW + timedelta(seconds=PRICES_TTL - 1)
+    again = Catalog(source.instance_types())
+    assert again is not first and len(client.spot_calls) == 1  # offerings read again, prices kept
+    assert {o.price for o in again["m5.large"].offerings if o.capacity_type == ON_DEMAND} == {0.1}
+    stubber.add_response("get_products", {"PriceList": [price_item("m5.large", "0.2")], "FormatVersion": "aws_v1"})
+    source.invalidate()
+    clock[0] = NOW + timedelta(seconds=PRICES_TTL)
+    later = Catalog(source.instance_types())
+    assert {o.price for o in later["m5.large"].offerings if o.capacity_type == ON_DEMAND} == {0.2}
+    assert len(client.spot_calls) == 2

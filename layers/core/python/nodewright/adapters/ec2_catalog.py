@@ -19,7 +19,7 @@ import json
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from nodewright.catalog.ec2_info import instance_type_from_ec2
 from nodewright.catalog.labels import split_name
@@ -30,6 +30,8 @@ from nodewright.catalog.types import ON_DEMAND, SPOT, InstanceType, Offering
 log = logging.getLogger(__name__)
 
 PRICING_REGION = "us-east-1"
+PRICES_TTL = 12 * 3600.0
+T = TypeVar("T")
 PRICING_FILTERS = (
     ("tenancy", "Shared"),
     ("operatingSystem", "Linux"),
@@ -94,7 +96,10 @@ class LiveSource:
 
     Clients are passed in (boto3 clients for `ec2` in the cluster's region and `pricing` in us-east-1),
     so tests and the local world choose the endpoint. The result is computed once and reused until
-    `invalidate()`; a warm Lambda keeps it.
+    `invalidate()`; a warm Lambda keeps it (`catalog.refreshing` invalidates it every 5 minutes, Karpenter's
+    TTL for instance types and offerings). Prices are kept apart for `PRICES_TTL` (12 hours: Karpenter's
+    pricing controller refreshes them that often), so a refresh of the offerings does not read every price
+    list again. Prices that fell back (an API failed) are not kept: the next refresh asks again.
     """
 
     def __init__(
@@ -111,11 +116,19 @@ class LiveSource:
         self._fallback = fallback or SnapshotSource(region)
         self._now = now or (lambda: datetime.now(UTC))
         self._cached: tuple[InstanceType, ...] | None = None
+        self._on_demand: tuple[datetime, dict[str, float]] | None = None  # (when read, prices)
+        self._spot: tuple[datetime, dict[tuple[str, str], float]] | None = None
         self.warnings: list[str] = []  # what fell back during the last refresh, for logs and tests
 
     def invalidate(self) -> None:
-        """Forget the cached instance types; the next call asks AWS again."""
+        """Forget the cached instance types and offerings; the next call asks EC2 again (prices under
+        `PRICES_TTL` old are kept)."""
         self._cached = None
+
+    def _fresh(self, kept: tuple[datetime, T] | None) -> T | None:
+        if kept is None or (self._now() - kept[0]).total_seconds() >= PRICES_TTL:
+            return None
+        return kept[1]
 
     def instance_types(self) -> Sequence[InstanceType]:
         """Every instance type in the region with offerings per zone and capacity type (cached)."""
@@ -144,8 +157,16 @@ class LiveSource:
             return self._snapshot_types()
         zone_ids = self._zone_ids()
         snapshot_types = {it.name: it for it in self._snapshot_types()}
-        on_demand = self._on_demand_prices()
-        spot = self._spot_prices(list(zones_by_type))
+        on_demand = self._fresh(self._on_demand)
+        if on_demand is None:
+            on_demand = self._on_demand_prices()
+            self._on_demand = (self._now(), on_demand) if on_demand else None
+        spot = self._fresh(self._spot)
+        if spot is None:
+            spot = self._spot_prices()
+            self._spot = (self._now(), spot) if spot else None
+        wanted = set(zones_by_type)
+        spot = {key: price for key, price in spot.items() if key[0] in wanted}
         out: list[InstanceType] = []
         missing_price = 0
         fallback_on_demand = 0
@@ -227,7 +248,7 @@ class LiveSource:
             return {}
         return parse_price_list(items)
 
-    def _spot_prices(self, instance_types: list[str]) -> dict[tuple[str, str], float]:
+    def _spot_prices(self) -> dict[tuple[str, str], float]:
         try:
             history: list[Mapping[str, Any]] = []
             # StartTime = now asks EC2 for the price in effect now: one entry per (type, zone).
@@ -239,8 +260,7 @@ class LiveSource:
         except Exception as error:
             self._warn(f"DescribeSpotPriceHistory failed ({error!r}); using snapshot or estimated spot prices")
             return {}
-        wanted = set(instance_types)
-        return {key: price for key, price in latest_spot_prices(history).items() if key[0] in wanted}
+        return latest_spot_prices(history)
 
 
 def live_source(region: str, ec2: Any, session: Any | None = None) -> LiveSource:
