@@ -313,28 +313,35 @@ def forget_earlier_runs(state: lw.WorldState, api: Api, log: Callable[[str], Non
         aws_access_key_id="testing",
         aws_secret_access_key="testing",
     )
-    filters = [
+    # Every instance the registrar would make a node of (it goes by any of these tags).
+    live = {"Name": "instance-state-name", "Values": ["pending", "running"]}
+    by_tag = [
         {"Name": "tag-key", "Values": [f"kubernetes.io/cluster/{state.cluster}"]},
-        {"Name": "instance-state-name", "Values": ["pending", "running"]},
+        {"Name": "tag:nodewright.io/cluster", "Values": [state.cluster]},
+        {"Name": "tag:eks:eks-cluster-name", "Values": [state.cluster]},
     ]
-    instances = [
-        i["InstanceId"] for r in ec2.describe_instances(Filters=filters)["Reservations"] for i in r["Instances"]
-    ]
+    reservations = [r for f in by_tag for r in ec2.describe_instances(Filters=[f, live])["Reservations"]]
+    instances = sorted({i["InstanceId"] for r in reservations for i in r["Instances"]})
     if instances:
         ec2.terminate_instances(InstanceIds=instances)
     merge = "application/merge-patch+json"
-    claims = [c["metadata"]["name"] for c in api.get("/apis/nodewright.io/v1/nodeclaims")[0]["items"]]
-    launched = [
-        n["metadata"]["name"]
-        for n in api.get("/api/v1/nodes")[0]["items"]
-        if not n["metadata"]["name"].startswith("bench-")
+
+    def delete(paths: list[str]) -> None:
+        for path in paths:
+            api.send("PATCH", path, {"metadata": {"finalizers": None}}, merge)
+            api.send("DELETE", path)
+
+    def launched_nodes() -> list[str]:
+        items = api.get("/api/v1/nodes")[0]["items"]
+        return [
+            f"/api/v1/nodes/{n['metadata']['name']}" for n in items if not n["metadata"]["name"].startswith("bench-")
+        ]
+
+    claims = [
+        f"/apis/nodewright.io/v1/nodeclaims/{c['metadata']['name']}"
+        for c in api.get("/apis/nodewright.io/v1/nodeclaims")[0]["items"]
     ]
-    for path in [
-        *(f"/apis/nodewright.io/v1/nodeclaims/{c}" for c in claims),
-        *(f"/api/v1/nodes/{n}" for n in launched),
-    ]:
-        api.send("PATCH", path, {"metadata": {"finalizers": None}}, merge)
-        api.send("DELETE", path)
+    delete(claims)
     old = [
         n["metadata"]["name"]
         for n in api.get("/api/v1/namespaces")[0]["items"]
@@ -342,16 +349,19 @@ def forget_earlier_runs(state: lw.WorldState, api: Api, log: Callable[[str], Non
     ]
     for namespace in old:
         api.send("DELETE", f"/api/v1/namespaces/{namespace}")
-    if instances or claims or launched or old:
+
+    def gone() -> bool:
+        return not set(old) & {n["metadata"]["name"] for n in api.get("/api/v1/namespaces")[0]["items"]}
+
+    _wait(gone, 600, "the namespaces of earlier runs to go")
+    # Last, once instances that were still booting have had time to register: their nodes go too.
+    nodes = launched_nodes()
+    delete(nodes)
+    if instances or claims or nodes or old:
         log(
             f"# removed what earlier runs left: {len(instances)} instances, {len(claims)} NodeClaims, "
-            f"{len(launched)} nodes, {len(old)} namespaces"
+            f"{len(nodes)} nodes, {len(old)} namespaces"
         )
-
-        def gone() -> bool:
-            return not set(old) & {n["metadata"]["name"] for n in api.get("/api/v1/namespaces")[0]["items"]}
-
-        _wait(gone, 600, "the namespaces of earlier runs to go")
 
 
 def pending_pods(api: Api, pending: int) -> tuple[str, str]:
