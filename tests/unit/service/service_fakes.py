@@ -58,6 +58,7 @@ class FakeCloud:
     throttle: bool = False
     reject: str = ""  # when set, CreateFleet refuses every request with this message
     fleets: list[Mapping[str, Any]] = field(default_factory=list)
+    answered: dict[str, Mapping[str, Any]] = field(default_factory=dict)  # CreateFleet answers by ClientToken
     templates: dict[str, LaunchTemplateSpec] = field(default_factory=dict)
     instances: dict[str, Instance] = field(default_factory=dict)
     terminated: list[str] = field(default_factory=list)
@@ -98,6 +99,15 @@ class FakeCloud:
         tags = {t["Key"]: t["Value"] for t in request["TagSpecifications"][0]["Tags"]}
         self.cluster_log.append(f"fleet nodeclaim/{tags[NODECLAIM_TAG]}")
         self.fleets.append(request)
+        token = request.get("ClientToken")
+        if token in self.answered:
+            return self.answered[token]  # EC2: a repeated idempotency token gets the first request's answer
+        answer = self._create_fleet(request, tags)
+        if token:
+            self.answered[token] = answer
+        return answer
+
+    def _create_fleet(self, request: Mapping[str, Any], tags: Mapping[str, str]) -> Mapping[str, Any]:
         if self.throttle:
             raise Throttled("RequestLimitExceeded")
         if self.reject:

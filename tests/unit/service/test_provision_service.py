@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from service_fakes import ZONES, FakeCloud, FixedClock, SmallCatalog, node_for, nodeclass, nodepool, pod
@@ -73,13 +74,30 @@ def test_every_nodeclaim_exists_before_the_planner_lock_goes_and_each_launches_a
     assert sorted(p for c in result.launched for p in c.pods) == [f"web/web-{i}" for i in range(4)]
 
 
-def test_instances_to_adopt_are_looked_up_once_for_the_whole_batch() -> None:
+def test_a_claim_this_run_created_launches_without_looking_for_instances_to_adopt() -> None:
     cluster, cloud, state, clock = world(*(pod(f"web-{i}", cpu="3") for i in range(6)))
     result = run(cluster, cloud, state, clock)
     assert len(result.launched) >= 2
+    assert not [e for e in cloud.cluster_log if e.startswith("instances of")]
+
+
+def test_claims_found_existing_look_for_instances_to_adopt_once_for_the_whole_batch() -> None:
+    cluster, cloud, state, clock = world(*(pod(f"web-{i}", cpu="3") for i in range(6)))
+    first = run(cluster, cloud, state, clock)
+    assert len(first.launched) >= 2
+    # An earlier run of the same delivery created the claims and launched them, but recorded nothing, and this
+    # run's read does not show them yet (a lagging watch cache): it plans them again under the same names.
+    for launched in first.launched:
+        cluster.objects[("NodeClaim", "", launched.name)]["status"] = {}
+    state.deliveries.clear()
+    read = cluster.read_for_provisioning
+    cluster.read_for_provisioning = lambda *a, **k: dataclasses.replace(read(*a, **k), nodeclaims=[])  # type: ignore[method-assign]
+    again = run(cluster, cloud, state, clock)
     assert [e for e in cloud.cluster_log if e.startswith("instances of")] == [
-        f"instances of {len(result.launched)} nodeclaims"
+        f"instances of {len(first.launched)} nodeclaims"
     ]
+    assert sorted(c.instance_id for c in again.launched) == sorted(c.instance_id for c in first.launched)
+    assert all(c.reused for c in again.launched)
 
 
 def test_a_launched_nodeclaim_records_the_instance_and_its_pods_are_nominated() -> None:
@@ -167,10 +185,11 @@ def test_a_rerun_finds_the_claim_and_does_not_launch_it_again_even_without_nomin
     cluster.objects.pop(("NodeClaim", "", claim.name))
     cluster.create_nodeclaim({"apiVersion": "nodewright.io/v1", "kind": "NodeClaim", "metadata": {"name": "x"}})
     again = run(cluster, cloud, state, clock)
-    # The claim object was gone, so it is re-created; the instance tagged with its name is adopted.
+    # The claim object was gone, so it is re-created and launched at once: CreateFleet's ClientToken (the same
+    # claim, the same attempt) gets EC2's first answer, the same instance, and no second one exists.
     assert [c.instance_id for c in again.launched] == [claim.instance_id]
-    assert again.launched[0].reused
-    assert len(cloud.fleets) == 1
+    assert len(cloud.instances) == 1
+    assert cloud.fleets[0]["ClientToken"] == cloud.fleets[1]["ClientToken"]
 
 
 def test_insufficient_capacity_marks_the_offering_and_the_claim_launches_on_the_next() -> None:

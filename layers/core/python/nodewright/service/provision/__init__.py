@@ -25,15 +25,15 @@ it moves NodeClaims through their lifecycle and garbage-collects launch template
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from nodewright.catalog.types import InstanceTypeSource
 from nodewright.model.loader import ParsedPods, load_documents
-from nodewright.ports import Clock, Cloud, Cluster, LaunchTemplateStore, StateStore
+from nodewright.ports import Clock, Cloud, Cluster, Instance, LaunchTemplateStore, StateStore
 from nodewright.scheduling import PlannedNodeClaim, Results, TemplateCache
 from nodewright.service.batch import Batch
 from nodewright.service.provision import explain
@@ -254,19 +254,36 @@ def _start(
         timer,
     )
     classes = {name: rc.node_class for name, rc in planned.resolved.items()}
-    # Instances an earlier run of this delivery launched but did not record are adopted, not launched again:
-    # one lookup for every claim of the batch, made while the first NodeClaims are being created.
-    lookup = ThreadPoolExecutor(max_workers=1)
-    tagged = lookup.submit(cloud.instances_of_nodeclaims, [name for name, _ in planned.claims])
-    lookup.shutdown(wait=False)
+    tagged = _TaggedLookup(cloud, [name for name, _ in planned.claims])
 
     def launch(created: tuple[str, PlannedNodeClaim, Mapping[str, Any] | None]) -> ProvisionResult:
         name, claim, existing = created
         pool = planned.pools[claim.nodepool]
-        return launch_claim(name, claim, pool, existing, cluster, launcher, lambda n: tagged.result().get(n, ()))
+        return launch_claim(name, claim, pool, existing, cluster, launcher, tagged.of)
 
     create = nodeclaim_creator(planned.pools, classes, batch_id, cluster)
     return Pipeline(planned.claims, create, launch)
+
+
+class _TaggedLookup:
+    """The instances tagged with each of the batch's NodeClaim names, looked up once, on first need.
+
+    Only a claim whose name was already taken (an earlier run of this delivery created it, and may have
+    launched it without recording the launch) asks (`launch_claim`); a claim this run created launches at once,
+    with CreateFleet's ClientToken (from its name) as the guard, so the first CreateFleet waits for no lookup.
+    """
+
+    def __init__(self, cloud: Cloud, names: Sequence[str]) -> None:
+        self._cloud = cloud
+        self._names = list(names)
+        self._lock = threading.Lock()
+        self._found: Mapping[str, Sequence[Instance]] | None = None
+
+    def of(self, name: str) -> Sequence[Instance]:
+        with self._lock:
+            if self._found is None:
+                self._found = self._cloud.instances_of_nodeclaims(self._names)
+        return self._found.get(name, ())
 
 
 def _status(snapshot: Snapshot, planned: Plan, cluster: Cluster, result: ProvisionResult) -> None:

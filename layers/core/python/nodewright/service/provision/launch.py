@@ -5,10 +5,11 @@ Each claim's attempts go reserved -> spot -> on-demand (`launch.fleet.plan_attem
 Capacity errors mark offerings unavailable for 3 minutes in the shared state store and the claim tries what
 is left; throttling stops launching for this invocation and the claims not launched are deleted, so their
 pods are planned again in the next window. A claim created by an earlier run of the same delivery is not
-launched twice: one already recorded as launched is reused, one with an instance tagged with its name is
-adopted, and CreateFleet's ClientToken (from the NodeClaim name) is the last guard. Claims launch side by
-side, each as soon as its NodeClaim exists (`pipeline`), so the first CreateFleet of a large batch waits for
-no other claim.
+launched twice: one already recorded as launched is reused, one found existing with an instance tagged with
+its name is adopted, and CreateFleet's ClientToken (from the NodeClaim name) guards the rest (a claim this run
+created launches without a lookup, as Karpenter's does; an instance no NodeClaim records is collected).
+Claims launch side by side, each as soon as its NodeClaim exists (`pipeline`), so the first CreateFleet of a
+large batch waits for no other claim.
 """
 
 from __future__ import annotations
@@ -279,9 +280,9 @@ def launch_claim(
     launcher: Launcher,
     tagged: Callable[[str], Sequence[Instance]] | None = None,
 ) -> ProvisionResult:
-    """Launch one created claim (or adopt the instance already tagged with its name) and record it; its
-    decisions go to its own result. `tagged(name)`: the instances tagged with a claim's name, looked up once for
-    the whole batch (by default, one lookup for this claim)."""
+    """Launch one created claim (or, when its name was already taken, adopt the instance tagged with it) and
+    record it; its decisions go to its own result. `tagged(name)`: the instances tagged with a claim's name,
+    looked up once for the whole batch (by default, one lookup for this claim)."""
     out = ProvisionResult(launcher.result.batch_id)
     subject = f"nodeclaim/{name}"
     if existing is not None and (existing.get("status") or {}).get("providerID"):
@@ -292,7 +293,10 @@ def launch_claim(
     throttled = launcher.throttled
     if not throttled:
         try:
-            found = tagged(name) if tagged is not None else launcher.cloud.instances_of_nodeclaim(name)
+            # Only a claim found existing may have been launched, unrecorded, by an earlier run of this delivery.
+            found: Sequence[Instance] = ()
+            if existing is not None:
+                found = tagged(name) if tagged is not None else launcher.cloud.instances_of_nodeclaim(name)
             launched = _adopt(name, claim, found) or launcher.launch(name, claim, pool, out)
         except Throttled as error:
             throttled = str(error) or "RequestLimitExceeded"
