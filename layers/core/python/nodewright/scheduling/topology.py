@@ -18,7 +18,7 @@ from nodewright.catalog.labels import ZONE
 from nodewright.model.objects import HOSTNAME_LABEL, Pod
 from nodewright.model.requirements import Requirements, ValueSet
 from nodewright.model.taints import Taint, untolerated
-from nodewright.scheduling.classes import NO_FILTER, PodClass, TopologyTerm, pod_terms
+from nodewright.scheduling.classes import NO_FILTER, NodeFilter, PodClass, TopologyTerm, pod_terms
 from nodewright.scheduling.pools import Pools, ReqKey
 from nodewright.scheduling.preferences import Variant
 from nodewright.scheduling.templates import PoolCompat, pool_domains
@@ -63,6 +63,7 @@ class Topology:
         self.existing_cache: dict[str, frozenset[str]] = {}
         self.domains_cache: dict[tuple[str, ReqKey], list[str]] = {}
         self.spread_cache: dict[tuple[int, ReqKey], list[str]] = {}
+        self.counted_cache: dict[tuple[str, NodeFilter], frozenset[str]] = {}  # see `_counted_domains`
 
     def fork(self, pools: Pools, bin_of: Mapping[int, Bin]) -> Topology:
         """These groups and counts for another run of the solve, its bins as copied in `bin_of` (by the
@@ -253,21 +254,29 @@ class Topology:
         cache_key = (g, self.pools.req_id(base))
         known = self.spread_cache.get(cache_key)
         if known is None:
-            tolerations = term.node_filter.tolerations
-            found: set[str] = set()
-            for domain, taint_sets in self.universe(key).items():
-                if tolerations is None or any(untolerated(tolerations, t) is None for t in taint_sets):
-                    found.add(domain)
-            for b in self.existing:
-                d = b.domain(key)
-                if d is not None and self.admits(term, b):
-                    found.add(d)
             allowed = base.get(key)
-            known = self.spread_cache[cache_key] = sorted(d for d in found if allowed.matches(d))
+            known = self.spread_cache[cache_key] = sorted(d for d in self._counted_domains(term) if allowed.matches(d))
         counted = self.counts[g]
         allowed = base.get(key)
         extra = [d for d, c in counted.items() if c > 0 and d not in known and allowed.matches(d)]
         return known + extra if extra else known
+
+    def _counted_domains(self, term: TopologyTerm) -> frozenset[str]:
+        """The domains of the term's key its node filter counts, before a class's requirements narrow them:
+        those of the NodePools (under nodeTaintsPolicy Honor, whose taints the pod tolerates) and of the
+        existing nodes it admits. Kept per (key, filter): many groups share one, and the existing nodes are many."""
+        cache_key = (term.topology_key, term.node_filter)
+        found = self.counted_cache.get(cache_key)
+        if found is None:
+            key, tolerations = term.topology_key, term.node_filter.tolerations
+            domains = {
+                domain
+                for domain, taint_sets in self.universe(key).items()
+                if tolerations is None or any(untolerated(tolerations, t) is None for t in taint_sets)
+            }
+            domains.update(d for b in self.existing if (d := b.domain(key)) is not None and self.admits(term, b))
+            found = self.counted_cache[cache_key] = frozenset(domains)
+        return found
 
     def universe(self, key: str) -> dict[str, list[tuple[Taint, ...]]]:
         """Every value of `key` a NodePool can give a node, with the taints of the NodePools that give it
