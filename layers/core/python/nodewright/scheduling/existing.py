@@ -66,7 +66,7 @@ def node_bin(node: Node, claim: NodeClaim | None, pools: Pools, volumes: VolumeI
     )
     it = pools.types_by_name.get(node.labels.get("node.kubernetes.io/instance-type", ""))
     if it is not None and EBS_VOLUMES not in remaining:
-        attached = sum(volumes.constraints(p)[1] for p in node.pods)
+        attached = sum(volumes.constraints(p)[1] for p in node.pods if p.pvc_names)
         remaining[EBS_VOLUMES] = it.ebs_volume_limit - attached
     known = pools.templates.node_labels(node)
     return Bin(node.name, "node", dict(known.labels), known.requirements, pools.req_id_of(known.key), taints, remaining)
