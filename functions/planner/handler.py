@@ -34,13 +34,11 @@ def build_ports(cluster: Any = None) -> Any:
 
     from nodewright.adapters import aws_sdk
     from nodewright.adapters.dynamodb_state import DynamoDBState
-    from nodewright.adapters.ec2_catalog import live_source
+    from nodewright.adapters.ec2_catalog import kept_catalog
     from nodewright.adapters.ec2_launcher import ec2_cloud
     from nodewright.adapters.eks_token import EksTokenSource
     from nodewright.adapters.kubernetes_cluster import KubernetesCluster
     from nodewright.adapters.stepfunctions_workflows import StepFunctionsWorkflows
-    from nodewright.catalog.refreshing import RefreshingCatalog
-    from nodewright.catalog.snapshot import SnapshotSource
     from nodewright.disruption.state import DisruptionSettings
     from nodewright.service.plan import PlannerPorts
     from nodewright.settings import PlannerSettings
@@ -61,14 +59,7 @@ def build_ports(cluster: Any = None) -> Any:
     if cluster is None:
         tokens = EksTokenSource(settings.cluster, session.client("sts"), settings.region)
         cluster = KubernetesCluster.from_eks(settings.cluster, cloud.eks, tokens)
-    # Types and offerings read again every 5 minutes, prices every 12 hours (Karpenter's TTLs; a warm container
-    # used to keep its first answer for life).
-    catalog = RefreshingCatalog(
-        SnapshotSource(settings.region)
-        if settings.catalog == "snapshot"
-        else live_source(settings.region, cloud.ec2, session),
-        time.monotonic,
-    )
+    catalog = kept_catalog(settings.catalog, settings.region, cloud.ec2, session)
     return PlannerPorts(
         cluster=cluster,
         cloud=cloud,

@@ -40,8 +40,6 @@ SERVICE = "nodewright-provisioner"
 logger = Logger(service=SERVICE)
 metrics = Metrics(service="provisioner")  # namespace: POWERTOOLS_METRICS_NAMESPACE
 
-CATALOG_MODE = "NODEWRIGHT_CATALOG"
-
 
 class WrongClusterError(ValueError):
     """The batch names another cluster than the one this provisioner serves."""
@@ -82,15 +80,13 @@ def build_runtime(cluster: Any = None) -> _Runtime:
     """
     from nodewright.adapters import aws_sdk
     from nodewright.adapters.dynamodb_state import DynamoDBState
-    from nodewright.adapters.ec2_catalog import live_source
+    from nodewright.adapters.ec2_catalog import kept_catalog
     from nodewright.adapters.ec2_launcher import ec2_cloud
     from nodewright.adapters.eks_token import EksTokenSource
     from nodewright.adapters.kubernetes_cluster import KubernetesCluster
-    from nodewright.catalog.refreshing import RefreshingCatalog
-    from nodewright.catalog.snapshot import SnapshotSource
     from nodewright.scheduling import TemplateCache
     from nodewright.service.provision import delivery, provision
-    from nodewright.settings import ProvisionerSettings
+    from nodewright.settings import ProvisionerSettings, catalog_mode
 
     settings = ProvisionerSettings.from_env()
     session = aws_sdk.session(settings.region)
@@ -107,11 +103,8 @@ def build_runtime(cluster: Any = None) -> _Runtime:
             settings.cluster, cloud.eks, EksTokenSource(settings.cluster, session.client("sts"), settings.region)
         )
     state = DynamoDBState(settings.table, session.client("dynamodb"))
-    mode = os.environ.get(CATALOG_MODE, "live").strip().lower()
-    source: Any = (
-        SnapshotSource(settings.region) if mode == "snapshot" else live_source(settings.region, cloud.ec2, session)
-    )
-    catalog = RefreshingCatalog(source, time.monotonic)
+    mode = catalog_mode(os.environ)
+    catalog = kept_catalog(mode, settings.region, cloud.ec2, session)
     clock = _SystemClock()
     parsed_pods: dict[Any, Any] = {}  # pods, Nodes and NodeClaims parsed by earlier calls (see model.loader)
     nodepool_templates = TemplateCache()  # NodePools prepared against the catalog, kept batch after batch

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -24,8 +25,9 @@ from typing import Any, TypeVar
 from nodewright.catalog.ec2_info import instance_type_from_ec2
 from nodewright.catalog.labels import split_name
 from nodewright.catalog.pricing import estimated_spot_price
+from nodewright.catalog.refreshing import RefreshingCatalog
 from nodewright.catalog.snapshot import SnapshotError, SnapshotSource
-from nodewright.catalog.types import ON_DEMAND, SPOT, InstanceType, Offering
+from nodewright.catalog.types import ON_DEMAND, SPOT, InstanceType, InstanceTypeSource, Offering
 
 log = logging.getLogger(__name__)
 
@@ -271,3 +273,11 @@ def live_source(region: str, ec2: Any, session: Any | None = None) -> LiveSource
 
     session = session or boto3.session.Session()
     return LiveSource(region, ec2=ec2, pricing=session.client("pricing", region_name=PRICING_REGION))
+
+
+def kept_catalog(mode: str, region: str, ec2: Any, session: Any | None = None) -> RefreshingCatalog:
+    """The catalog a function keeps for its container's life: the offline snapshot (`mode` "snapshot") or the
+    live source (`live_source`), asked again with Karpenter's TTLs (`catalog.refreshing`: types and offerings
+    every 5 minutes, the live source's prices every 12 hours)."""
+    source: InstanceTypeSource = SnapshotSource(region) if mode == "snapshot" else live_source(region, ec2, session)
+    return RefreshingCatalog(source, time.monotonic)
