@@ -181,11 +181,11 @@ class Ec2Cloud:
     def forget_node_class(self, node_class: EC2NodeClass) -> None:
         """Drop every resolved part of this EC2NodeClass (a launch found a subnet, security group, image or
         instance profile gone): the next call resolves it against EC2 again."""
-        self._subnet_cache.drop(_part_keys(node_class, "").subnets)
-        self._group_cache.drop(_part_keys(node_class, "").security_groups)
-        terms = _part_keys(node_class, "").images[0]
-        self._image_cache.drop_where(lambda key: key[0] == terms)
-        self._profile_cache.drop(_part_keys(node_class, "").instance_profile)
+        keys = _part_keys(node_class, "")  # images are kept per Kubernetes version too: every version goes
+        self._subnet_cache.drop(keys.subnets)
+        self._group_cache.drop(keys.security_groups)
+        self._image_cache.drop_where(lambda key: key[0] == keys.images[0])
+        self._profile_cache.drop(keys.instance_profile)
 
     @property
     def allowed_roles(self) -> tuple[str, ...]:
@@ -464,17 +464,7 @@ class Ec2Cloud:
         return response
 
     def instances_of_nodeclaim(self, nodeclaim: str) -> Sequence[Instance]:
-        filters = [
-            {"Name": f"tag:{owned.NODECLAIM}", "Values": [nodeclaim]},
-            *owned.owned_filters(self.cluster_name),
-            {"Name": "instance-state-name", "Values": _LIVE_STATES},
-        ]
-        out = []
-        for page in self.ec2.get_paginator("describe_instances").paginate(Filters=filters):
-            for reservation in page.get("Reservations", ()):
-                for i in reservation.get("Instances", ()):
-                    out.append(_instance(i))
-        return out
+        return self.instances_of_nodeclaims([nodeclaim]).get(nodeclaim, ())
 
     def instances_of_nodeclaims(self, nodeclaims: Sequence[str]) -> Mapping[str, Sequence[Instance]]:
         out: dict[str, list[Instance]] = {}

@@ -278,11 +278,11 @@ def launch_claim(
     existing: Mapping[str, Any] | None,
     cluster: Cluster,
     launcher: Launcher,
-    tagged: Callable[[str], Sequence[Instance]] | None = None,
+    tagged: Callable[[str], Sequence[Instance]],
 ) -> ProvisionResult:
     """Launch one created claim (or, when its name was already taken, adopt the instance tagged with it) and
     record it; its decisions go to its own result. `tagged(name)`: the instances tagged with a claim's name,
-    looked up once for the whole batch (by default, one lookup for this claim)."""
+    looked up once for the whole batch."""
     out = ProvisionResult(launcher.result.batch_id)
     subject = f"nodeclaim/{name}"
     if existing is not None and (existing.get("status") or {}).get("providerID"):
@@ -294,9 +294,7 @@ def launch_claim(
     if not throttled:
         try:
             # Only a claim found existing may have been launched, unrecorded, by an earlier run of this delivery.
-            found: Sequence[Instance] = ()
-            if existing is not None:
-                found = tagged(name) if tagged is not None else launcher.cloud.instances_of_nodeclaim(name)
+            found = tagged(name) if existing is not None else ()
             launched = _adopt(name, claim, found) or launcher.launch(name, claim, pool, out)
         except Throttled as error:
             throttled = str(error) or "RequestLimitExceeded"
