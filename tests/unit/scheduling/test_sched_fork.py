@@ -69,3 +69,16 @@ def test_runs_do_not_see_each_others_placements_or_limits() -> None:
         sum(c.values()) for c in _solver(limits).topology.counts
     )
     assert fork.run().to_json() == first.to_json()
+
+
+def test_the_alternatives_start_is_copied_only_when_a_look_ahead_can_be_skipped() -> None:
+    nodes, claims, _ = _cluster()
+    volumes = VolumeIndex((), (), ())
+    inputs = (nodes, claims, [pool()], [nodeclass()], small_catalog(), (), volumes, TemplateCache())
+    small = pods("small", 30, cpu="500m", memory="1Gi")
+    solver = Solver(*inputs, pod_classes(small, nodes, claims, volumes))
+    assert not solver.look_ahead.may_skip
+    solver.run()
+    assert not solver.look_ahead.mix_skipped  # what may_skip promises
+    large = pods("large", 30, cpu="2", memory="4Gi")
+    assert Solver(*inputs, pod_classes(large, nodes, claims, volumes)).look_ahead.may_skip

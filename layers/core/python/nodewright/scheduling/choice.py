@@ -168,6 +168,12 @@ class LookAhead:
             self.free_groups.setdefault(free, []).append((index, cls))
 
     @property
+    def may_skip(self) -> bool:
+        """Whether a run with these classes can skip a look-ahead at all: only a free class of large pods is
+        looked ahead for (`mixed_choice`), so without one `mix_skipped` stays False whatever happens."""
+        return any(_large(cls) for group in self.free_groups.values() for _, cls in group)
+
+    @property
     def mix_skipped(self) -> bool:
         """Whether `solve` should also plan with its other look-ahead settings: a look-ahead was skipped, and
         the run made a choice they may make differently (otherwise, class by class, they choose alike)."""
@@ -192,7 +198,7 @@ class LookAhead:
         tried per type. Small pods pack well alone and skip this (see _MIX_FROM_CPU), and so do classes
         whose own best node holds `mix_below` or more of them (noted in `mix_skipped`).
         """
-        if cls.requests.get(CPU, 0) < _MIX_FROM_CPU and cls.requests.get(MEMORY, 0) < _MIX_FROM_MEMORY:
+        if not _large(cls):
             return choice
         rate, per_node = own_rate(ctx, compat, cls, rkey)
         if rate == float("inf"):
@@ -337,3 +343,8 @@ def no_fit_reason(ctx: PoolContext, compat: PoolCompat, cls: PodClass) -> str:
     short = res.first_shortfall(cls.requests, compat.roomiest.allocatable)
     need = cls.requests.get(short or "cpu", 0)
     return f"no instance type has enough {short} (the pod needs {need}, after DaemonSet overhead)"
+
+
+def _large(cls: PodClass) -> bool:
+    """Whether the class's pods are large enough for the look-ahead (small pods pack well alone)."""
+    return cls.requests.get(CPU, 0) >= _MIX_FROM_CPU or cls.requests.get(MEMORY, 0) >= _MIX_FROM_MEMORY

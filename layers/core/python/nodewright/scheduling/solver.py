@@ -451,10 +451,10 @@ def solve(
 def _best_plan(solver: Solver) -> Results:
     """The solver's plan, or one of its look-ahead alternatives' when better. The runs are gone when this
     returns, before the caller turns the cycle collector back on, so its first pass does not walk them."""
-    # The start of the other runs, copied before this run fills its bins.
-    start = solver.fork(MIX_BELOW_PODS, MIX_DEPTH)
+    # The start of the other runs, copied before this run fills its bins (only when they may be needed).
+    start = solver.fork(MIX_BELOW_PODS, MIX_DEPTH) if solver.look_ahead.may_skip else None
     results = solver.run()
-    if solver.look_ahead.mix_skipped:
+    if start is not None and solver.look_ahead.mix_skipped:
         # The look-ahead left out classes of many large pods per node; plans that include them are tried
         # too and the best kept: fewest unschedulable pods, then lowest price, then fewest NodeClaims (ties
         # keep the earlier plan, so the choice is as deterministic as each plan).
