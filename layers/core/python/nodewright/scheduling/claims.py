@@ -56,11 +56,14 @@ class Bin:
 
     def run_copy(self, pool_of: Mapping[int, PoolContext]) -> Bin:
         """A copy for another run of the same solve (runs fill, and so change, their bins); `pool_of`: that
-        run's NodePool contexts by the id of this run's."""
+        run's NodePool contexts by the id of this run's. Only existing nodes and claims in flight are copied
+        (`Claims.fork`), whose labels and requirements no run changes (`bin_compat` keeps theirs), so the
+        labels are shared."""
+        assert self.kind != "new", "new claims are not copied"
         return Bin(
             self.name,
             self.kind,
-            dict(self.labels),
+            self.labels,
             self.requirements,
             self.rkey,
             self.taints,

@@ -316,6 +316,8 @@ class Solver:
             return entry
         cpus, orders = self.cpu_index
         start = bisect.bisect_left(cpus, request.get(CPU, 0))
+        if start == 0:
+            return [], 0  # every bin had the CPU: reading `bins` in order is the same list, without the sort
         return [self.bins[order] for order in sorted(orders[start:])], len(cpus)
 
     def _fill(
