@@ -8,6 +8,8 @@ solver's internals: capacity from `allocatable_for`, labels from the catalog, li
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import random
 import sys
 from collections import Counter, defaultdict
@@ -42,6 +44,7 @@ from nodewright.model.objects import DaemonSet, Node, Pod
 from nodewright.model.taints import Taint, untolerated
 from nodewright.scheduling.results import Results
 from nodewright.scheduling.solver import solve
+from nodewright.scheduling.templates import TemplateCache
 
 CATALOG = small_catalog()
 NODECLASS = nodeclass()
@@ -96,7 +99,7 @@ class Cluster:
         lines.append(")")
         return "\n".join(lines)
 
-    def solve(self, rng: random.Random | None = None) -> Results:
+    def solve(self, rng: random.Random | None = None, templates: TemplateCache | None = None) -> Results:
         pods_, pools, types, dss, nodes = (
             list(self.pods),
             list(self.pools),
@@ -107,7 +110,15 @@ class Cluster:
         if rng is not None:
             for items in (pods_, pools, types, dss, nodes):
                 rng.shuffle(items)  # type: ignore[arg-type]
-        return solve(pods_, nodes=nodes, nodepools=pools, nodeclasses=[NODECLASS], instance_types=types, daemonsets=dss)
+        return solve(
+            pods_,
+            nodes=nodes,
+            nodepools=pools,
+            nodeclasses=[NODECLASS],
+            instance_types=types,
+            daemonsets=dss,
+            templates=templates,
+        )
 
 
 @st.composite
@@ -345,3 +356,18 @@ def test_nodepool_limits_never_exceeded(cluster: Cluster) -> None:
 @given(clusters(), st.randoms(use_true_random=False))
 def test_input_order_does_not_change_output(cluster: Cluster, rng: random.Random) -> None:
     assert cluster.solve(rng).to_json() == cluster.solve().to_json()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+@given(clusters(), st.randoms(use_true_random=False))
+def test_a_cache_kept_from_an_earlier_batch_does_not_change_the_output(cluster: Cluster, rng: random.Random) -> None:
+    # The earlier batch saw the same nodes (same names and labels) running other pods: what a warm provisioner
+    # keeps per node (its labels, the sums of its pods) must never be served once the node's pods changed.
+    earlier = copy.copy(cluster)
+    earlier.nodes = [
+        dataclasses.replace(n, pods=tuple(pod(f"was-{n.name}-{j}", node_name=n.name) for j in range(rng.randint(0, 3))))
+        for n in cluster.nodes
+    ]
+    kept = TemplateCache()
+    earlier.solve(templates=kept)
+    assert cluster.solve(templates=kept).to_json() == cluster.solve().to_json()

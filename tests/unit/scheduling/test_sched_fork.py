@@ -44,8 +44,9 @@ def _solver(limits: dict[str, str] | None = None, mix: tuple[int, int] = (MIX_BE
     nodes, claims, pending = _cluster()
     volumes = VolumeIndex((), (), ())
     nodepool = pool(limits=limits)
-    inputs = (nodes, claims, [nodepool], [nodeclass()], small_catalog(), (), volumes, TemplateCache())
-    return Solver(*inputs, pod_classes(pending, nodes, claims, volumes), None, *mix)
+    templates = TemplateCache()
+    inputs = (nodes, claims, [nodepool], [nodeclass()], small_catalog(), (), volumes, templates)
+    return Solver(*inputs, pod_classes(pending, nodes, claims, volumes, templates), None, *mix)
 
 
 def test_a_fork_plans_as_a_freshly_built_run() -> None:
@@ -74,11 +75,12 @@ def test_runs_do_not_see_each_others_placements_or_limits() -> None:
 def test_the_alternatives_start_is_copied_only_when_a_look_ahead_can_be_skipped() -> None:
     nodes, claims, _ = _cluster()
     volumes = VolumeIndex((), (), ())
-    inputs = (nodes, claims, [pool()], [nodeclass()], small_catalog(), (), volumes, TemplateCache())
+    templates = TemplateCache()
+    inputs = (nodes, claims, [pool()], [nodeclass()], small_catalog(), (), volumes, templates)
     small = pods("small", 30, cpu="500m", memory="1Gi")
-    solver = Solver(*inputs, pod_classes(small, nodes, claims, volumes))
+    solver = Solver(*inputs, pod_classes(small, nodes, claims, volumes, templates))
     assert not solver.look_ahead.may_skip
     solver.run()
     assert not solver.look_ahead.mix_skipped  # what may_skip promises
     large = pods("large", 30, cpu="2", memory="4Gi")
-    assert Solver(*inputs, pod_classes(large, nodes, claims, volumes)).look_ahead.may_skip
+    assert Solver(*inputs, pod_classes(large, nodes, claims, volumes, templates)).look_ahead.may_skip

@@ -14,8 +14,9 @@ from nodewright.scheduling.templates import TemplateCache
 def _solver(nodes: list[Node]) -> Solver:
     volumes = VolumeIndex((), (), ())
     pending = pods("p", 1)
-    inputs = (nodes, (), [pool()], [nodeclass()], small_catalog(), (), volumes, TemplateCache())
-    return Solver(*inputs, pod_classes(pending, nodes, (), volumes))
+    templates = TemplateCache()
+    inputs = (nodes, (), [pool()], [nodeclass()], small_catalog(), (), volumes, templates)
+    return Solver(*inputs, pod_classes(pending, nodes, (), volumes, templates))
 
 
 def _nodes() -> list[Node]:

@@ -9,7 +9,7 @@ as a Karpenter NodeClaim that has not launched narrows its instance types (nodec
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from nodewright.catalog.labels import WELL_KNOWN_LABELS, ZONE
@@ -27,6 +27,7 @@ from nodewright.scheduling.choice import (
     price_per_pod,
 )
 from nodewright.scheduling.classes import PodClass, TopologyTerm
+from nodewright.scheduling.nodepods import NodePods
 from nodewright.scheduling.pools import PoolContext, Pools, ReqKey, consume, within
 from nodewright.scheduling.preferences import Variant, untolerated
 from nodewright.scheduling.templates import Candidate, PoolCompat, admits_new_hostname, offering_key_of, type_matches
@@ -121,17 +122,14 @@ class Claims:
         other.old_names = self.old_names
         return other
 
-    def register(self, b: Bin, pods: Iterable[Pod]) -> None:
-        """Add an existing node or a claim in flight with the pods already on it."""
+    def register(self, b: Bin, pods: NodePods) -> None:
+        """Add an existing node or a claim in flight with the pods already on it (summed in `pods`)."""
         b.order = len(self.bins)
         self.bins.append(b)
         self.old_names.add(b.name)
-        record = self.topology.record
-        for pod in pods:
-            b.pods.append(pod)
-            if pod.host_ports:
-                b.ports.update((p.protocol, p.port) for p in pod.host_ports)
-            record(b, pod)
+        b.pods.extend(pods.pods)
+        b.ports.update(pods.ports)
+        self.topology.record(b, pods)
         b.bound = len(b.pods)
 
     def bin_compat(self, b: Bin, requirements: Requirements, rkey: ReqKey) -> tuple[Requirements, ReqKey] | None:

@@ -17,6 +17,7 @@ from nodewright.model.requirements import Requirements
 from nodewright.model.taints import Taint
 from nodewright.scheduling.claims import Bin
 from nodewright.scheduling.classes import EBS_VOLUMES, VolumeIndex
+from nodewright.scheduling.nodepods import NodePods
 from nodewright.scheduling.pools import Pools
 from nodewright.scheduling.templates import type_matches
 
@@ -53,36 +54,22 @@ def node_taints(node: Node, claim: NodeClaim | None) -> tuple[Taint, ...]:
     return tuple(t for t in node.taints if (t.key, t.effect) not in _EPHEMERAL_TAINTS | startup)
 
 
-def node_bin(node: Node, claim: NodeClaim | None, pools: Pools, volumes: VolumeIndex) -> Bin | None:
-    """An existing node (`claim`: its NodeClaim, if it has one) as a place pods can go, its room what the pods
-    bound to it and the DaemonSet pods still to come leave (None when it takes no pod: cordoned, or being
-    disrupted)."""
+def node_bin(node: Node, pods: NodePods, claim: NodeClaim | None, pools: Pools, volumes: VolumeIndex) -> Bin | None:
+    """An existing node (`pods`: its bound pods' sums; `claim`: its NodeClaim, if it has one) as a place pods
+    can go, its room what the pods bound to it and the DaemonSet pods still to come leave (None when it takes
+    no pod: cordoned, or being disrupted)."""
     if node.unschedulable or any(t.key == DISRUPTED_TAINT for t in node.taints):
         return None
     taints = node_taints(node, claim)
-    used, daemon_used = _requests_bound(node)
     remaining = res.subtract(
-        res.subtract(node.allocatable, used), _daemonsets_to_come(node, taints, daemon_used, pools)
+        res.subtract(node.allocatable, pods.used), _daemonsets_to_come(node, taints, pods.daemon_used, pools)
     )
     it = pools.types_by_name.get(node.labels.get("node.kubernetes.io/instance-type", ""))
     if it is not None and EBS_VOLUMES not in remaining:
-        attached = sum(volumes.constraints(p)[1] for p in node.pods if p.pvc_names)
+        attached = sum(volumes.constraints(p)[1] for p in pods.with_volumes)
         remaining[EBS_VOLUMES] = it.ebs_volume_limit - attached
     known = pools.templates.node_labels(node)
     return Bin(node.name, "node", dict(known.labels), known.requirements, pools.req_id_of(known.key), taints, remaining)
-
-
-def _requests_bound(node: Node) -> tuple[dict[str, int], dict[str, int]]:
-    """The summed requests of the pods bound to the node, and of those that are DaemonSet pods."""
-    used: dict[str, int] = {}
-    daemon_used: dict[str, int] = {}
-    for pod in node.pods:
-        for name, value in pod.requests.items():
-            used[name] = used.get(name, 0) + value
-        if pod.is_daemonset_pod:
-            for name, value in pod.requests.items():
-                daemon_used[name] = daemon_used.get(name, 0) + value
-    return used, daemon_used
 
 
 def _daemonsets_to_come(

@@ -22,6 +22,7 @@ from nodewright.model.objects import DaemonSet, Node
 from nodewright.model.requirements import Requirements
 from nodewright.model.taints import Taint, untolerated
 from nodewright.scheduling.classes import required_node_options
+from nodewright.scheduling.nodepods import NodePods
 from nodewright.scheduling.templates import Candidate, ContentKey, PoolCompat, Template, TemplateCache, req_key
 
 # A requirement set as a dictionary key. Within one Solver each distinct set is numbered once (see
@@ -59,6 +60,7 @@ class Pools:
         instance_types: Sequence[InstanceType],
         daemonsets: Sequence[DaemonSet],
         nodes: Sequence[Node],
+        on_nodes: Sequence[NodePods],
         nodeclaims: Sequence[NodeClaim],
         templates: TemplateCache,
         price_ceiling: float | None = None,
@@ -72,7 +74,7 @@ class Pools:
         self.instance_types = sorted(instance_types, key=lambda it: it.name)
         self.type_ids = tuple(map(id, self.instance_types))
         self.types_by_name = {it.name: it for it in self.instance_types}
-        self.daemonsets = _as_running(sorted(daemonsets, key=lambda d: (d.namespace, d.name)), nodes)
+        self.daemonsets = _as_running(sorted(daemonsets, key=lambda d: (d.namespace, d.name)), on_nodes)
         # Each DaemonSet with its pods' ORed required node requirements (nodeSelector and node affinity).
         self.daemonset_options = [(ds, required_node_options(ds.pod)) for ds in self.daemonsets]
         # The labels their required node affinity reads: nodes alike in those (and in taints) run the same ones.
@@ -187,18 +189,17 @@ class Pools:
         return result
 
 
-def _as_running(daemonsets: Sequence[DaemonSet], nodes: Sequence[Node]) -> list[DaemonSet]:
+def _as_running(daemonsets: Sequence[DaemonSet], on_nodes: Sequence[NodePods]) -> list[DaemonSet]:
     """The DaemonSets with the requests of their running pods where some run (Karpenter simulates the
     DaemonSet's pod, not its template: a LimitRange or a vertical autoscaler may have changed the
     requests). Pods of one DaemonSet can differ during a rollout; the largest request of each resource
     counts, so no node is planned too small. The template keeps the node affinity: a running pod's is
     pinned to its own node's name."""
-    running: dict[tuple[str, str], dict[str, int]] = {}
-    for node in nodes:
-        for pod in node.pods:
-            if pod.is_daemonset_pod:
-                key = (pod.namespace, pod.owner_name)
-                running[key] = res.elementwise_max(running.get(key, {}), pod.requests)
+    running: dict[tuple[str, str], Mapping[str, int]] = {}
+    for pods in on_nodes:
+        for key, here in pods.daemon_requests.items():
+            known = running.get(key)
+            running[key] = here if known is None or known == here else res.elementwise_max(known, here)
     return [
         dataclasses.replace(ds, pod=dataclasses.replace(ds.pod, requests=requests))
         if (requests := running.get((ds.namespace, ds.name))) is not None

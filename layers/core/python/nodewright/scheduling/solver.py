@@ -42,6 +42,7 @@ from nodewright.scheduling.claims import Bin, Claims, placement_order
 from nodewright.scheduling.classes import PodClass, TopologyTerm, VolumeIndex, build_classes, selector_keys
 from nodewright.scheduling.existing import inflight_bin, initialized, node_bin
 from nodewright.scheduling.finalize import Finalizer
+from nodewright.scheduling.nodepods import NodePods, node_pods
 from nodewright.scheduling.pools import Pools, ReqKey
 from nodewright.scheduling.preferences import PREFER_NO_SCHEDULE, Variant, untolerated, variants
 from nodewright.scheduling.results import PlannedNodeClaim, Results, Unschedulable
@@ -67,23 +68,29 @@ class Solver:
         mix_below: int = MIX_BELOW_PODS,
         mix_depth: int = MIX_DEPTH,
     ) -> None:
+        # What each node's bound pods and each claim's nominated pods add up to, read instead of the pods.
+        on_nodes = [templates.node_pods(n) for n in nodes]
+        nominated = [node_pods(c.nominated_pods) for c in nodeclaims]
         self.pools = Pools(
-            nodepools, nodeclasses, instance_types, daemonsets, nodes, nodeclaims, templates, price_ceiling
+            nodepools, nodeclasses, instance_types, daemonsets, nodes, on_nodes, nodeclaims, templates, price_ceiling
         )
-        existing_pods = _existing_pods(nodes, nodeclaims)
         # The pending pods' classes (`pod_classes`): the runs of one solve share them, and set alike what they set.
         self.classes = classes
-        self.topology = Topology(self.pools, self.classes, existing_pods)
+        carriers = (p for s in (*on_nodes, *nominated) for p in s.carriers)
+        self.topology = Topology(self.pools, self.classes, carriers)
         self.look_ahead = LookAhead(self.classes, mix_below, mix_depth)
         self.claims = Claims(self.pools, self.topology, self.look_ahead)
         self.bins = self.claims.bins  # every place pods can go, in placement order (shared, not copied)
-        self._register_existing(nodes, nodeclaims, volumes)
+        registered = self._register_existing(nodes, on_nodes, nodeclaims, nominated, volumes)
         # Existing nodes and claims in flight come first in `bins`; their domains are topology domains.
         self.topology.existing = list(self.bins)
         # Pending pods some already hold (a claim in flight lists the pods it was launched for), by bin name.
         pending_keys = {p.key for c in classes for p in c.pods}
-        held = ((b.name, [p.key for p in b.pods if p.key in pending_keys]) for b in self.bins)
-        self.pending_held = {name: keys for name, keys in held if keys}
+        self.pending_held = {
+            b.name: [p.key for p in pods.pods if p.key in pending_keys]
+            for b, pods in registered
+            if not pending_keys.isdisjoint(pods.keys)
+        }
         # Their CPU left as the run starts, ascending, with their positions in `bins` (see `_request_room`).
         by_cpu = sorted((b.remaining.get(CPU, 0), b.order) for b in self.bins)
         self.cpu_index = ([cpu for cpu, _ in by_cpu], [order for _, order in by_cpu])
@@ -104,23 +111,39 @@ class Solver:
         self.forms: dict[int, list[Variant]] = {}  # a class's variants (by id: classes live as long as the run)
         self.unschedulable: list[Unschedulable] = []
 
-    def _register_existing(self, nodes: Sequence[Node], nodeclaims: Sequence[NodeClaim], volumes: VolumeIndex) -> None:
-        """Register the existing nodes, then the claims in flight."""
+    def _register_existing(
+        self,
+        nodes: Sequence[Node],
+        on_nodes: Sequence[NodePods],
+        nodeclaims: Sequence[NodeClaim],
+        nominated: Sequence[NodePods],
+        volumes: VolumeIndex,
+    ) -> list[tuple[Bin, NodePods]]:
+        """Register the existing nodes (`on_nodes`: their pods' sums), then the claims in flight (`nominated`).
+        Returns each bin registered with its pods' sums."""
+        registered: list[tuple[Bin, NodePods]] = []
         claims_by_name = {c.name: c for c in nodeclaims}
         # Initialized nodes first, as Karpenter orders existing nodes: a node still starting may not come up.
         claim_of = {c.node_name: c for c in nodeclaims if c.node_name}
         claim_of.update((n.name, c) for n in nodes if (c := claims_by_name.get(n.nodeclaim_name)) is not None)
-        for node in sorted(nodes, key=lambda n: (not initialized(n, claim_of.get(n.name)), n.name)):
-            b = node_bin(node, claim_of.get(node.name), self.pools, volumes)
+
+        def registration_order(pair: tuple[Node, NodePods]) -> tuple[bool, str]:
+            return (not initialized(pair[0], claim_of.get(pair[0].name)), pair[0].name)
+
+        for node, pods in sorted(zip(nodes, on_nodes, strict=True), key=registration_order):
+            b = node_bin(node, pods, claim_of.get(node.name), self.pools, volumes)
             if b is not None:
-                self.claims.register(b, node.pods)
+                self.claims.register(b, pods)
+                registered.append((b, pods))
         node_names = {n.name for n in nodes}
-        for claim in sorted(nodeclaims, key=lambda c: c.name):
+        for claim, pods in sorted(zip(nodeclaims, nominated, strict=True), key=lambda pair: pair[0].name):
             # A claim whose node has registered is that node: adding it again would count its room twice.
             if not (claim.node_name and claim.node_name in node_names):
                 b = inflight_bin(claim, self.pools)
                 if b is not None:
-                    self.claims.register(b, claim.nominated_pods)
+                    self.claims.register(b, pods)
+                    registered.append((b, pods))
+        return registered
 
     def fork(self, mix_below: int, mix_depth: int) -> Solver:
         """A run that starts where this one stands before `run()`: the same registered nodes, claims in flight
@@ -445,7 +468,7 @@ def solve(
     with paused_cycle_collector():
         volumes = VolumeIndex(pvcs, pvs, storage_classes)
         templates = templates if templates is not None else TemplateCache()
-        classes = pod_classes(pods, nodes, nodeclaims, volumes)
+        classes = pod_classes(pods, nodes, nodeclaims, volumes, templates)
         inputs = (nodes, nodeclaims, nodepools, nodeclasses, instance_types, daemonsets, volumes, templates, classes)
         return _best_plan(Solver(*inputs, price_ceiling))
 
@@ -468,14 +491,18 @@ def _best_plan(solver: Solver) -> Results:
 
 
 def pod_classes(
-    pods: Sequence[Pod], nodes: Sequence[Node], nodeclaims: Sequence[NodeClaim], volumes: VolumeIndex
+    pods: Sequence[Pod],
+    nodes: Sequence[Node],
+    nodeclaims: Sequence[NodeClaim],
+    volumes: VolumeIndex,
+    templates: TemplateCache,
 ) -> list[PodClass]:
-    """The pending pods' classes, with the label keys any selector (theirs or running pods') refers to."""
-    return build_classes(pods, volumes, selector_keys([*pods, *_existing_pods(nodes, nodeclaims)]))
-
-
-def _existing_pods(nodes: Sequence[Node], nodeclaims: Sequence[NodeClaim]) -> list[Pod]:
-    return [p for n in nodes for p in n.pods] + [p for c in nodeclaims for p in c.nominated_pods]
+    """The pending pods' classes, with the label keys any selector (theirs or running pods') refers to
+    (`templates`: where the running pods' sums are kept)."""
+    keys = set(selector_keys([*pods, *(p for c in nodeclaims for p in c.nominated_pods)]))
+    for node in nodes:
+        keys.update(templates.node_pods(node).selector_keys)
+    return build_classes(pods, volumes, frozenset(keys))
 
 
 def _plan_rank(results: Results) -> tuple[int, float, int]:

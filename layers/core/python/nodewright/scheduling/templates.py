@@ -38,6 +38,7 @@ from nodewright.model.requirements import Requirements, ValueSet
 from nodewright.model.resources import CPU, MEMORY, PODS
 from nodewright.model.taints import Taint, untolerated
 from nodewright.scheduling.classes import EBS_VOLUMES
+from nodewright.scheduling.nodepods import NodePods, node_pods
 
 # Labels an instance type (not the NodePool) defines; checked against the type's own labels.
 OFFERING_KEYS = frozenset({ZONE, CAPACITY_TYPE, CAPACITY_RESERVATION_ID})
@@ -53,7 +54,7 @@ _LISTS_LIMIT = 8
 _TYPES_LIMIT = 20_000
 _ANSWERS_LIMIT = 4_096
 _SIZES_LIMIT = 4_096
-_NODES_LIMIT = 10_000  # existing nodes whose labels are kept (see `TemplateCache.node_labels`)
+_NODES_LIMIT = 10_000  # existing nodes whose labels and pod sums are kept (see `TemplateCache.node_labels`)
 
 
 def req_key(requirements: Requirements) -> ContentKey:
@@ -521,6 +522,19 @@ class TemplateCache:
     def __init__(self) -> None:
         self._prepared: OrderedDict[tuple[object, ...], _Prepared] = OrderedDict()
         self._nodes: dict[tuple[int, str], tuple[Mapping[str, str], NodeLabels]] = {}
+        self._node_pods: dict[str, NodePods] = {}
+
+    def node_pods(self, node: Node) -> NodePods:
+        """The sums over the node's bound pods (`nodepods.NodePods`), kept per node name while its pods are equal:
+        a warm provisioner's unchanged pods are the same parsed objects, so the comparison is by identity, pod by
+        pod, in C; a changed pod compares unequal and the node is summed again. Past a bound it starts again."""
+        found = self._node_pods.get(node.name)
+        if found is not None and found.pods == node.pods:
+            return found
+        if len(self._node_pods) >= _NODES_LIMIT:
+            self._node_pods.clear()
+        made = self._node_pods[node.name] = node_pods(node.pods)
+        return made
 
     def node_labels(self, node: Node) -> NodeLabels:
         """The node's labels with its hostname filled in, as requirements and as their content key: what every

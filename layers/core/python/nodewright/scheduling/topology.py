@@ -19,6 +19,7 @@ from nodewright.model.objects import HOSTNAME_LABEL, Pod
 from nodewright.model.requirements import Requirements, ValueSet
 from nodewright.model.taints import Taint, untolerated
 from nodewright.scheduling.classes import NO_FILTER, NodeFilter, PodClass, TopologyTerm, pod_terms
+from nodewright.scheduling.nodepods import NodePods, SelectionKey
 from nodewright.scheduling.pools import Pools, ReqKey
 from nodewright.scheduling.preferences import Variant
 from nodewright.scheduling.templates import PoolCompat, pool_domains
@@ -91,20 +92,24 @@ class Topology:
         """Pods counted in group g over all its domains."""
         return sum(self.counts[g].values())
 
-    def selecting(self, namespace: str, labels: Mapping[str, str]) -> list[int]:
-        """The groups whose selector matches pods of this namespace and labels (callers do not modify it)."""
-        key = (namespace, tuple(sorted(labels.items())))
+    def selecting(self, namespace: str, labels: Mapping[str, str], key: SelectionKey | None = None) -> list[int]:
+        """The groups whose selector matches pods of this namespace and labels (`key`: the two as
+        `nodepods.selection_key` makes it, when the caller has it). Callers do not modify the list."""
+        key = key or (namespace, tuple(sorted(labels.items())))
         found = self.members.get(key)
         if found is None:
             found = self.members[key] = [g for g, t in enumerate(self.terms) if t.selects(namespace, labels)]
         return found
 
-    def record(self, b: Bin, pod: Pod) -> None:
-        """Count a pod already on b (an existing node or a claim in flight), with its anti-affinity."""
-        for g in self.selecting(pod.namespace, pod.labels):
-            self.add_count(b, g, 1)
-        for term in _anti_terms(pod):
-            self.carry(b, self.index[term.group], term.topology_key, 1)
+    def record(self, b: Bin, pods: NodePods) -> None:
+        """Count the pods already on b (an existing node or a claim in flight), with their anti-affinity: the
+        pods of one namespace and labels together, as they count alike."""
+        for key, labels, count in pods.selected:
+            for g in self.selecting(key[0], labels, key):
+                self.add_count(b, g, count)
+        for pod in pods.carriers:
+            for term in _anti_terms(pod):
+                self.carry(b, self.index[term.group], term.topology_key, 1)
 
     def add_count(self, b: Bin, g: int, k: int) -> None:
         """Count k selected pods on bin b for group g (Karpenter's Topology.Record).
