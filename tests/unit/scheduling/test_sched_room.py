@@ -3,9 +3,14 @@ and new claims parked until their requirements change. Both only skip visits tha
 
 from __future__ import annotations
 
-from builders import by_name, node, nodeclass, pods, pool, small_catalog
+from builders import by_name, node, nodeclass, pods, pool, req, small_catalog, toleration
 
+from nodewright.catalog.labels import ZONE
 from nodewright.model.objects import Node
+from nodewright.model.requirements import Requirements
+from nodewright.model.taints import Taint, Toleration
+from nodewright.scheduling.choice import MIX_BELOW_PODS, MIX_DEPTH
+from nodewright.scheduling.claims import Bin
 from nodewright.scheduling.classes import VolumeIndex
 from nodewright.scheduling.solver import Solver, pod_classes
 from nodewright.scheduling.templates import TemplateCache
@@ -26,13 +31,41 @@ def _nodes() -> list[Node]:
     return [node("n1", xlarge), node("n2", large, bound=pods("busy", 1, cpu="1500m")), node("n3", xlarge)]
 
 
+def _room(
+    solver: Solver, request: dict[str, int], key: tuple[object, ...], tolerations: tuple[Toleration, ...] = ()
+) -> list[Bin]:
+    return solver._room(request, key, Requirements({}), solver.pools.req_id(Requirements({})), tolerations)
+
+
 def test_a_first_list_holds_the_bins_with_the_cpu_for_the_request_in_placement_order() -> None:
     solver = _solver(_nodes())
     request = {"cpu": 2000, "memory": 1 << 30, "pods": 1}
-    kept = solver._room(request, (("cpu", 2000),), ("two-cpu",))
-    assert [b.name for b in kept] == ["n1", "n3"]
+    assert [b.name for b in _room(solver, request, ("two-cpu",))] == ["n1", "n3"]
     small = {"cpu": 100, "memory": 1 << 20, "pods": 1}
-    assert [b.name for b in solver._room(small, (("cpu", 100),), ("small",))] == ["n1", "n2", "n3"]
+    assert [b.name for b in _room(solver, small, ("small",))] == ["n1", "n2", "n3"]
+
+
+def test_a_first_list_leaves_out_nodes_whose_taints_or_labels_refuse_the_batch_in_every_run() -> None:
+    catalog = small_catalog()
+    gpu_taint = Taint("nvidia.com/gpu", "NoSchedule", "true")
+    nodes = [
+        node("n1", by_name(catalog, "m5.xlarge"), "us-east-1a"),
+        node("n2", by_name(catalog, "m5.xlarge"), "us-east-1a", taints=[gpu_taint]),
+        node("n3", by_name(catalog, "m5.xlarge"), "us-east-1b"),
+    ]
+    solver = _solver(nodes)
+    fork = solver.fork(MIX_BELOW_PODS, MIX_DEPTH)
+    zone_a = Requirements.of([req(ZONE, "In", "us-east-1a")])
+    request = {"cpu": 1000, "memory": 1 << 30, "pods": 1}
+    names = [b.name for b in solver._room(request, ("a",), zone_a, solver.pools.req_id(zone_a), ())]
+    assert names == ["n1"]  # n2's taint is not tolerated, n3 is in another zone
+    tolerated = (toleration("nvidia.com/gpu", "true", "NoSchedule"),)
+    names = [b.name for b in solver._room(request, ("a-gpu",), zone_a, solver.pools.req_id(zone_a), tolerated)]
+    assert names == ["n1", "n2"]
+    # The fork's list is made of its own copies, from the positions the first run found.
+    assert fork.eligible is solver.eligible
+    kept = fork._room(request, ("a",), zone_a, fork.pools.req_id(zone_a), ())
+    assert kept == [fork.bins[0]] and kept[0] is not solver.bins[0]
 
 
 def test_a_parked_bin_comes_back_in_order_once_its_requirements_change() -> None:
@@ -42,7 +75,7 @@ def test_a_parked_bin_comes_back_in_order_once_its_requirements_change() -> None
     solver.room[key] = ([n1, n3], len(solver.bins))
     solver.parked[key] = [(n2, n2.rkey)]
     request = {"cpu": 100, "memory": 1 << 20, "pods": 1}
-    assert solver._room(request, (("cpu", 100),), key) == [n1, n3]
+    assert _room(solver, request, key) == [n1, n3]
     n2.rkey = solver.pools.req_id_of((("changed", ()),))  # its requirements narrowed
-    assert solver._room(request, (("cpu", 100),), key) == [n1, n2, n3]
+    assert _room(solver, request, key) == [n1, n2, n3]
     assert solver.parked[key] == []

@@ -37,6 +37,7 @@ from nodewright.model.objects import (
 )
 from nodewright.model.requirements import Requirements, ValueSet
 from nodewright.model.resources import CPU, MEMORY, PODS
+from nodewright.model.taints import Toleration
 from nodewright.scheduling.choice import MIX_ALTERNATIVES, MIX_BELOW_PODS, MIX_DEPTH, LookAhead
 from nodewright.scheduling.claims import Bin, Claims, placement_order
 from nodewright.scheduling.classes import PodClass, TopologyTerm, VolumeIndex, build_classes, selector_keys
@@ -91,9 +92,11 @@ class Solver:
             for b, pods in registered
             if not pending_keys.isdisjoint(pods.keys)
         }
-        # Their CPU left as the run starts, ascending, with their positions in `bins` (see `_request_room`).
+        # Their CPU left as the run starts, ascending, with their positions in `bins` (see `_eligible`), and
+        # per (CPU position, requirement set, tolerations) the positions of those that may take such pods.
         by_cpu = sorted((b.remaining.get(CPU, 0), b.order) for b in self.bins)
         self.cpu_index = ([cpu for cpu, _ in by_cpu], [order for _, order in by_cpu])
+        self.eligible: dict[tuple[int, ReqKey, tuple[Toleration, ...]], list[int]] = {}
         # Per (group, request, closing): bins holding pods a hostname affinity term selects that may still
         # take the request, and how far the group's `hosts` list was read (see `_affinity_hosts`).
         self.affinity_room: dict[tuple[object, ...], tuple[list[Bin], int]] = {}
@@ -166,6 +169,7 @@ class Solver:
         other.parked = {}
         other.pending_held = self.pending_held
         other.cpu_index = self.cpu_index  # the same bins as the run starts: copies of them, in the same order
+        other.eligible = self.eligible
         other.finalizer = Finalizer(other.pools)
         other.finalizer.finalized = self.finalizer.finalized  # keyed by content: NodePool, requirements, usage
         other.prefer_no_schedule = self.prefer_no_schedule
@@ -294,14 +298,19 @@ class Solver:
             self.affinity_room[room_key] = (kept_hosts, len(hosts))
             return self.claims.open_claims(cls, pods, requirements, rkey, variant)
         key = (request_key, closing, rkey, variant.tolerations)
-        kept = self._room(request, request_key, key)
+        kept = self._room(request, key, requirements, rkey, variant.tolerations)
         parked = self.parked.setdefault(key, [])
         survivors, pods = self._fill(kept, parked, cls, pods, request, closing, requirements, rkey, variant)
         self.room[key] = (survivors, len(self.bins))
         return self.claims.open_claims(cls, pods, requirements, rkey, variant)
 
     def _room(
-        self, request: Mapping[str, int], request_key: tuple[tuple[str, int], ...], key: tuple[object, ...]
+        self,
+        request: Mapping[str, int],
+        key: tuple[object, ...],
+        requirements: Requirements,
+        rkey: ReqKey,
+        tolerations: tuple[Toleration, ...],
     ) -> list[Bin]:
         """The bins still worth visiting for a batch of this request, closing terms, requirement set and
         tolerations (`key`), in placement order (bins opened since the last visit appended, parked bins whose
@@ -309,16 +318,14 @@ class Solver:
 
         A zone spread places its pods in many small batches, one domain at a time; keeping one list per
         requirement set lets each batch skip, for good, the bins of other domains and NodePools it can never
-        use, instead of stepping over all of them every time.
+        use, instead of stepping over all of them every time. A new list starts from the existing nodes and
+        claims in flight that may take such pods at all (`_eligible`) that still have room, then the new claims.
         """
         entry = self.room.get(key)
         if entry is None:
-            # A new list starts from the request's own, which already lacks the bins without room.
-            base, scanned = self._request_room(request, request_key)
-            base = _with_room(request, base)
-            base.extend(_with_room(request, self.bins[scanned:]))
-            self.room[(request_key,)] = (base, len(self.bins))
-            entry = (list(base), len(self.bins))
+            kept = _with_room(request, self._eligible(request, requirements, rkey, tolerations))
+            kept.extend(self.bins[len(self.cpu_index[0]) :])  # the new claims so far; `_fill` checks them
+            entry = (kept, len(self.bins))
         kept, scanned = entry
         kept.extend(self.bins[scanned:])
         parked = self.parked.get(key)
@@ -327,21 +334,30 @@ class Solver:
             parked[:] = [(b, rkey) for b, rkey in parked if b.rkey == rkey]
         return kept
 
-    def _request_room(
-        self, request: Mapping[str, int], request_key: tuple[tuple[str, int], ...]
-    ) -> tuple[list[Bin], int]:
-        """The kept list of bins with room for this request and how far `bins` was read for it. For a request
-        seen first: the existing nodes and claims in flight that had the CPU for it when the run started (room
-        only shrinks, so no other can have it now), in placement order, read up to the first new claim.
-        Saves reading every existing node for each class."""
-        entry = self.room.get((request_key,))
-        if entry is not None:
-            return entry
+    def _eligible(
+        self, request: Mapping[str, int], requirements: Requirements, rkey: ReqKey, tolerations: tuple[Toleration, ...]
+    ) -> list[Bin]:
+        """The existing nodes and claims in flight, in placement order, that had the CPU for this request when
+        the run started (room only shrinks, so no other can have it now) and whose taints these tolerations
+        tolerate and whose labels meet these requirements (numbered `rkey`).
+
+        Taints, tolerations and such a bin's labels never change, and every run of a solve starts from the same
+        bins, so the answer is kept by position for all of them (`eligible`): the look-ahead's alternative runs
+        do not step again over the hundreds of nodes whose taints or labels refuse a class.
+        """
         cpus, orders = self.cpu_index
         start = bisect.bisect_left(cpus, request.get(CPU, 0))
-        if start == 0:
-            return [], 0  # every bin had the CPU: reading `bins` in order is the same list, without the sort
-        return [self.bins[order] for order in sorted(orders[start:])], len(cpus)
+        found = self.eligible.get((start, rkey, tolerations))
+        if found is None:
+            bins, compat = self.bins, self.claims.bin_compat
+            found = [
+                order
+                for order in sorted(orders[start:])
+                if (not (b := bins[order]).taints or untolerated(tolerations, b.taints) is None)
+                and compat(b, requirements, rkey) is not None
+            ]
+            self.eligible[(start, rkey, tolerations)] = found
+        return [self.bins[order] for order in found]
 
     def _fill(
         self,
@@ -407,13 +423,10 @@ class Solver:
         claims: list[PlannedNodeClaim] = []
         existing: dict[str, tuple[str, ...]] = {}
         # Only existing nodes and claims in flight hold pods that were not pending; new claims come after them.
-        old_bins = self.bins[: len(self.bins) - len(self.claims.new_bins)]
-        for b in old_bins:
-            if b.kind == "new":
-                continue
-            placed = tuple(sorted([*self.pending_held.get(b.name, ()), *(p.key for p in b.pods[b.bound :])]))
-            if placed:
-                existing[b.name] = placed
+        held = self.pending_held
+        for b in self.bins[: len(self.bins) - len(self.claims.new_bins)]:
+            if len(b.pods) > b.bound or b.name in held:  # most of a thousand nodes take nothing
+                existing[b.name] = tuple(sorted([*held.get(b.name, ()), *(p.key for p in b.pods[b.bound :])]))
         for b in self.claims.new_bins:
             claims.append(self.finalizer.finalize(b))
         return Results(

@@ -503,9 +503,10 @@ class _Prepared:
 
 @dataclass(frozen=True, slots=True)
 class NodeLabels:
-    """An existing node's labels (hostname filled in) and the same as requirements, with their content key."""
+    """An existing node's labels (hostname filled in) and the same as requirements, with their content key.
+    `labels` is the node's bin's own (no run changes a node's labels): never modified."""
 
-    labels: Mapping[str, str]
+    labels: dict[str, str]
     requirements: Requirements
     key: ContentKey
 
