@@ -84,3 +84,23 @@ def test_the_alternatives_start_is_copied_only_when_a_look_ahead_can_be_skipped(
     assert not solver.look_ahead.mix_skipped  # what may_skip promises
     large = pods("large", 30, cpu="2", memory="4Gi")
     assert Solver(*inputs, pod_classes(large, nodes, claims, volumes, templates)).look_ahead.may_skip
+
+
+def test_a_node_without_room_for_any_class_is_shared_and_others_are_copied() -> None:
+    catalog = small_catalog()
+    nodes = [
+        node("roomy", by_name(catalog, "m5.xlarge")),
+        node("full", by_name(catalog, "m5.large"), bound=pods("busy", 1, cpu="1500m")),
+    ]
+    volumes = VolumeIndex((), (), ())
+    templates = TemplateCache()
+    pending = [*pods("one", 2, cpu="1"), *pods("half", 2, cpu="500m", memory="4Gi")]
+    inputs = (nodes, (), [pool()], [nodeclass()], catalog, (), volumes, templates)
+    solver = Solver(*inputs, pod_classes(pending, nodes, (), volumes, templates))
+    full, roomy = sorted(solver.bins, key=lambda b: b.name)
+    # "full" has ~0.4 vCPU left: less than any class asks for (the least of each resource over the classes).
+    fork = solver.fork(MIX_BELOW_PODS, MIX_DEPTH)
+    shared = {b.name: b for b in fork.bins}
+    assert shared["full"] is full and shared["roomy"] is not roomy
+    assert solver.run().to_json() == fork.run().to_json()
+    assert len(full.pods) == full.bound  # no run placed a pod on the shared node

@@ -159,7 +159,14 @@ class Solver:
         other = object.__new__(Solver)
         other.pools, pool_of = self.pools.fork()
         other.classes = self.classes
-        bin_of = {id(b): b.run_copy(pool_of) for b in self.bins}
+        # A node without the room for the least any class requests takes nothing in any run, and no run changes
+        # it: the runs share it (most of a busy cluster's nodes, when the batch is small).
+        names = {name for c in self.classes for name in c.requests}
+        least = {name: min(c.requests.get(name, 0) for c in self.classes) for name in names}
+        bin_of = {
+            id(b): b if b.kind == "node" and not res.fits(least, b.remaining) else b.run_copy(pool_of)
+            for b in self.bins
+        }
         other.topology = self.topology.fork(other.pools, bin_of)
         other.look_ahead = LookAhead(self.classes, mix_below, mix_depth)
         other.claims = self.claims.fork(other.pools, other.topology, other.look_ahead, bin_of)
@@ -489,17 +496,19 @@ def solve(
 def _best_plan(solver: Solver) -> Results:
     """The solver's plan, or one of its look-ahead alternatives' when better. The runs are gone when this
     returns, before the caller turns the cycle collector back on, so its first pass does not walk them."""
-    # The start of the other runs, copied before this run fills its bins (only when they may be needed).
-    start = solver.fork(MIX_BELOW_PODS, MIX_DEPTH) if solver.look_ahead.may_skip else None
+    # The start of the other runs, copied before this run fills its bins (only when they may be needed); the
+    # last alternative runs on it, the others on copies of it.
+    *firsts, last = MIX_ALTERNATIVES
+    start = solver.fork(*last) if solver.look_ahead.may_skip else None
     results = solver.run()
     if start is not None and solver.look_ahead.mix_skipped:
         # The look-ahead left out classes of many large pods per node; plans that include them are tried
         # too and the best kept: fewest unschedulable pods, then lowest price, then fewest NodeClaims (ties
         # keep the earlier plan, so the choice is as deterministic as each plan).
-        for below, depth in MIX_ALTERNATIVES:
-            other = start.fork(below, depth).run()
-            if _plan_rank(other) < _plan_rank(results):
-                results = other
+        for other in (*(start.fork(below, depth) for below, depth in firsts), start):
+            plan = other.run()
+            if _plan_rank(plan) < _plan_rank(results):
+                results = plan
     return results
 
 
