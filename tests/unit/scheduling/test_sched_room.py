@@ -3,9 +3,9 @@ and new claims parked until their requirements change. Both only skip visits tha
 
 from __future__ import annotations
 
-from builders import by_name, node, nodeclass, pods, pool, req, small_catalog, toleration
+from builders import by_name, node, nodeclass, placement, pod, pods, pool, req, run, small_catalog, toleration
 
-from nodewright.catalog.labels import ZONE
+from nodewright.catalog.labels import HOSTNAME, ZONE
 from nodewright.model.objects import Node
 from nodewright.model.requirements import Requirements
 from nodewright.model.taints import Taint, Toleration
@@ -79,3 +79,19 @@ def test_a_parked_bin_comes_back_in_order_once_its_requirements_change() -> None
     n2.rkey = solver.pools.req_id_of((("changed", ()),))  # its requirements narrowed
     assert _room(solver, request, key) == [n1, n2, n3]
     assert solver.parked[key] == []
+
+
+def test_nodes_alike_but_for_their_name_share_answers_unless_a_requirement_names_a_host() -> None:
+    catalog = small_catalog()
+    alike = [node(name, by_name(catalog, "m5.xlarge"), "us-east-1a") for name in ("n1", "n2")]
+    pending = [*pods("any", 4, cpu="1"), pod("pinned", "1", node_selector={HOSTNAME: "n2"})]
+    results = run(pending, nodes=alike)
+    assert placement(results)["default/pinned"] == "n2"
+    solver = _solver(alike)
+    n1, n2 = solver.bins
+    assert n1.shape == n2.shape and n1.rkey != n2.rkey
+    anywhere = Requirements({})
+    on_n2 = Requirements.of([req(HOSTNAME, "In", "n2")])
+    assert solver.claims.labels_meet(n1, anywhere, solver.pools.req_id(anywhere))
+    assert not solver.claims.labels_meet(n1, on_n2, solver.pools.req_id(on_n2))
+    assert solver.claims.labels_meet(n2, on_n2, solver.pools.req_id(on_n2))

@@ -54,6 +54,7 @@ class Bin:
     order: int = 0
     grown: bool = False
     bound: int = 0  # the pods it held when registered (existing nodes and claims in flight); placed pods follow
+    shape: ReqKey = -1  # an existing node's labels but its hostname, numbered (see `Claims.labels_meet`)
 
     def run_copy(self, pool_of: Mapping[int, PoolContext]) -> Bin:
         """A copy for another run of the same solve (runs fill, and so change, their bins); `pool_of`: that
@@ -78,6 +79,7 @@ class Bin:
             self.order,
             self.grown,
             self.bound,
+            self.shape,
         )
 
     def domain(self, key: str) -> str | None:
@@ -104,6 +106,7 @@ class Claims:
         self.new_by_name: dict[str, Bin] = {}
         self.compat_cache: dict[tuple[ReqKey, ReqKey], tuple[Requirements, ReqKey] | None] = {}
         self.later_cache: dict[tuple[ReqKey, ReqKey], bool] = {}  # see `may_take_later`
+        self.shape_cache: dict[tuple[ReqKey, ReqKey], bool] = {}  # see `labels_meet`
         # Per hostname group: the new claims holding its pods, in placement order, and how far the group's
         # `hosts` list was read (see `_new_hosts`). `name_clash` is set if a new claim is named like a node
         # or a claim in flight, which the incremental list does not handle.
@@ -119,6 +122,7 @@ class Claims:
         other.bins = [bin_of[id(b)] for b in self.bins]
         other.compat_cache = self.compat_cache  # keyed by requirement-set numbers the runs share
         other.later_cache = self.later_cache
+        other.shape_cache = self.shape_cache
         other.old_names = self.old_names
         return other
 
@@ -138,7 +142,7 @@ class Claims:
         try:  # one hash of the key on a hit (the usual case), not two
             merged = self.compat_cache[key]
         except KeyError:
-            merged = self.compat_cache[key] = self._compute_bin_compat(b, requirements)
+            merged = self.compat_cache[key] = self._compute_bin_compat(b, requirements, rkey)
         if merged is not None and b.kind == "new" and merged[1] != b.rkey:
             # Narrowing a new claim (a zone, a capacity type) must keep the type it is sized for.
             assert b.chosen is not None
@@ -146,15 +150,29 @@ class Claims:
                 return None
         return merged
 
-    def _compute_bin_compat(self, b: Bin, requirements: Requirements) -> tuple[Requirements, ReqKey] | None:
+    def _compute_bin_compat(
+        self, b: Bin, requirements: Requirements, rkey: ReqKey
+    ) -> tuple[Requirements, ReqKey] | None:
         if b.kind != "new":
-            return (b.requirements, b.rkey) if requirements.matches_labels(b.labels) else None
+            return (b.requirements, b.rkey) if self.labels_meet(b, requirements, rkey) else None
         if b.requirements.conflict(requirements) or not admits_new_hostname(requirements):
             return None
         if _undefined_label(b.requirements, requirements):
             return None
         merged = b.requirements.intersect(requirements)
         return merged, self.pools.req_id(merged)
+
+    def labels_meet(self, b: Bin, requirements: Requirements, rkey: ReqKey) -> bool:
+        """Whether the labels of b (an existing node or a claim in flight) meet these requirements (numbered
+        `rkey`). Nodes alike but for their name answer alike unless the requirements name a host, so the answer
+        is kept per node shape: a thousand nodes are a few dozen shapes."""
+        if b.shape < 0 or HOSTNAME_LABEL in requirements.by_key:
+            return requirements.matches_labels(b.labels)
+        key = (b.shape, rkey)
+        found = self.shape_cache.get(key)
+        if found is None:
+            found = self.shape_cache[key] = requirements.matches_labels(b.labels)
+        return found
 
     def may_take_later(self, b: Bin, requirements: Requirements, rkey: ReqKey) -> bool:
         """Whether a bin `bin_compat` refuses these requirements (numbered `rkey`) may take them later. A bin's

@@ -69,7 +69,9 @@ def node_bin(node: Node, pods: NodePods, claim: NodeClaim | None, pools: Pools, 
         attached = sum(volumes.constraints(p)[1] for p in pods.with_volumes)
         remaining[EBS_VOLUMES] = it.ebs_volume_limit - attached
     known = pools.templates.node_labels(node)
-    return Bin(node.name, "node", known.labels, known.requirements, pools.req_id_of(known.key), taints, remaining)
+    b = Bin(node.name, "node", known.labels, known.requirements, pools.req_id_of(known.key), taints, remaining)
+    b.shape = pools.req_id_of(known.shape)
+    return b
 
 
 def _daemonsets_to_come(

@@ -503,12 +503,14 @@ class _Prepared:
 
 @dataclass(frozen=True, slots=True)
 class NodeLabels:
-    """An existing node's labels (hostname filled in) and the same as requirements, with their content key.
-    `labels` is the node's bin's own (no run changes a node's labels): never modified."""
+    """An existing node's labels (hostname filled in) and the same as requirements, with their content key, and
+    the content key of its labels but the hostname (`shape`: nodes of one NodePool, type, zone and capacity type
+    share it). `labels` is the node's bin's own (no run changes a node's labels): never modified."""
 
     labels: dict[str, str]
     requirements: Requirements
     key: ContentKey
+    shape: ContentKey
 
 
 class TemplateCache:
@@ -524,6 +526,7 @@ class TemplateCache:
         self._prepared: OrderedDict[tuple[object, ...], _Prepared] = OrderedDict()
         self._nodes: dict[tuple[int, str], tuple[Mapping[str, str], NodeLabels]] = {}
         self._node_pods: dict[str, NodePods] = {}
+        self._shapes: dict[ContentKey, ContentKey] = {}  # see `node_labels`
 
     def node_pods(self, node: Node) -> NodePods:
         """The sums over the node's bound pods (`nodepods.NodePods`), kept per node name while its pods are equal:
@@ -553,9 +556,14 @@ class TemplateCache:
             return found[1]
         if len(self._nodes) >= _NODES_LIMIT:
             self._nodes.clear()
+            self._shapes.clear()
         labels = {**labels_in, HOSTNAME_LABEL: labels_in.get(HOSTNAME_LABEL, node.name)}
         requirements = Requirements.from_labels(labels)
-        made = NodeLabels(labels, requirements, _HashedKey(req_key(requirements)))
+        key_ = _HashedKey(req_key(requirements))
+        shape = _HashedKey(tuple(kv for kv in key_ if kv[0] != HOSTNAME_LABEL))
+        # One object per shape: a solve numbers each node's shape, and equal keys that are one object compare
+        # by identity, not value set by value set.
+        made = NodeLabels(labels, requirements, key_, self._shapes.setdefault(shape, shape))
         self._nodes[key] = (labels_in, made)
         return made
 
