@@ -131,10 +131,11 @@ class Claims:
         b.order = len(self.bins)
         self.bins.append(b)
         self.old_names.add(b.name)
-        b.pods.extend(pods.pods)
-        b.ports.update(pods.ports)
-        self.topology.record(b, pods)
-        b.bound = len(b.pods)
+        if pods.pods:  # the planner hands its simulations nodes as their room alone, without pods
+            b.pods.extend(pods.pods)
+            b.ports.update(pods.ports)
+            self.topology.record(b, pods)
+            b.bound = len(b.pods)
 
     def bin_compat(self, b: Bin, requirements: Requirements, rkey: ReqKey) -> tuple[Requirements, ReqKey] | None:
         """The bin's requirements (and their key) after adding these, or None when it cannot take them."""

@@ -331,7 +331,7 @@ class Solver:
         entry = self.room.get(key)
         if entry is None:
             kept = _with_room(request, self._eligible(request, requirements, rkey, tolerations))
-            kept.extend(self.bins[len(self.cpu_index[0]) :])  # the new claims so far; `_fill` checks them
+            kept.extend(_with_room(request, self.bins[len(self.cpu_index[0]) :]))  # the new claims so far
             entry = (kept, len(self.bins))
         kept, scanned = entry
         kept.extend(self.bins[scanned:])
@@ -356,12 +356,12 @@ class Solver:
         start = bisect.bisect_left(cpus, request.get(CPU, 0))
         found = self.eligible.get((start, rkey, tolerations))
         if found is None:
-            bins, compat = self.bins, self.claims.bin_compat
+            bins, labels_meet = self.bins, self.claims.labels_meet  # what `bin_compat` asks of such a bin
             found = [
                 order
                 for order in sorted(orders[start:])
                 if (not (b := bins[order]).taints or untolerated(tolerations, b.taints) is None)
-                and compat(b, requirements, rkey) is not None
+                and labels_meet(b, requirements, rkey)
             ]
             self.eligible[(start, rkey, tolerations)] = found
         return [self.bins[order] for order in found]

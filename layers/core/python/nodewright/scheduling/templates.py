@@ -526,7 +526,7 @@ class TemplateCache:
         self._prepared: OrderedDict[tuple[object, ...], _Prepared] = OrderedDict()
         self._nodes: dict[tuple[int, str], tuple[Mapping[str, str], NodeLabels]] = {}
         self._node_pods: dict[str, NodePods] = {}
-        self._shapes: dict[ContentKey, ContentKey] = {}  # see `node_labels`
+        self._shapes: dict[tuple[tuple[str, str], ...], ContentKey] = {}  # see `node_labels`
 
     def node_pods(self, node: Node) -> NodePods:
         """The sums over the node's bound pods (`nodepods.NodePods`), kept per node name while its pods are equal:
@@ -560,10 +560,13 @@ class TemplateCache:
         labels = {**labels_in, HOSTNAME_LABEL: labels_in.get(HOSTNAME_LABEL, node.name)}
         requirements = Requirements.from_labels(labels)
         key_ = _HashedKey(req_key(requirements))
-        shape = _HashedKey(tuple(kv for kv in key_ if kv[0] != HOSTNAME_LABEL))
-        # One object per shape: a solve numbers each node's shape, and equal keys that are one object compare
-        # by identity, not value set by value set.
-        made = NodeLabels(labels, requirements, key_, self._shapes.setdefault(shape, shape))
+        # One object per shape, found by the labels (strings compare in C; value sets call Python): a solve numbers
+        # each node's shape, and equal keys that are one object compare by identity, not value set by value set.
+        shape_labels = tuple(sorted(kv for kv in labels.items() if kv[0] != HOSTNAME_LABEL))
+        shape = self._shapes.get(shape_labels)
+        if shape is None:
+            shape = self._shapes[shape_labels] = _HashedKey(tuple(kv for kv in key_ if kv[0] != HOSTNAME_LABEL))
+        made = NodeLabels(labels, requirements, key_, shape)
         self._nodes[key] = (labels_in, made)
         return made
 
