@@ -279,7 +279,10 @@ class Topology:
                 for domain, taint_sets in self.universe(key).items()
                 if tolerations is None or any(untolerated(tolerations, t) is None for t in taint_sets)
             }
-            domains.update(d for b in self.existing if (d := b.domain(key)) is not None and self.admits(term, b))
+            for b in self.existing:
+                # Only whether some admitted node has the domain counts: a domain found needs no more nodes asked.
+                if (d := b.domain(key)) is not None and d not in domains and self.admits(term, b):
+                    domains.add(d)
             found = self.counted_cache[cache_key] = frozenset(domains)
         return found
 
