@@ -305,7 +305,7 @@ class Solver:
             self.affinity_room[room_key] = (kept_hosts, len(hosts))
             return self.claims.open_claims(cls, pods, requirements, rkey, variant)
         key = (request_key, closing, rkey, variant.tolerations)
-        kept = self._room(request, key, requirements, rkey, variant.tolerations)
+        kept = self._room(request, request_key, key, requirements, rkey, variant.tolerations)
         parked = self.parked.setdefault(key, [])
         survivors, pods = self._fill(kept, parked, cls, pods, request, closing, requirements, rkey, variant)
         self.room[key] = (survivors, len(self.bins))
@@ -314,6 +314,7 @@ class Solver:
     def _room(
         self,
         request: Mapping[str, int],
+        request_key: tuple[tuple[str, int], ...],
         key: tuple[object, ...],
         requirements: Requirements,
         rkey: ReqKey,
@@ -326,12 +327,13 @@ class Solver:
         A zone spread places its pods in many small batches, one domain at a time; keeping one list per
         requirement set lets each batch skip, for good, the bins of other domains and NodePools it can never
         use, instead of stepping over all of them every time. A new list starts from the existing nodes and
-        claims in flight that may take such pods at all (`_eligible`) that still have room, then the new claims.
+        claims in flight that may take such pods at all (`_eligible`) that still have room, then the new claims
+        with room for the request (`_new_room`).
         """
         entry = self.room.get(key)
         if entry is None:
             kept = _with_room(request, self._eligible(request, requirements, rkey, tolerations))
-            kept.extend(_with_room(request, self.bins[len(self.cpu_index[0]) :]))  # the new claims so far
+            kept.extend(self._new_room(request, request_key))
             entry = (kept, len(self.bins))
         kept, scanned = entry
         kept.extend(self.bins[scanned:])
@@ -340,6 +342,16 @@ class Solver:
             kept = sorted([*kept, *(b for b, rkey in parked if b.rkey != rkey)], key=placement_order)
             parked[:] = [(b, rkey) for b, rkey in parked if b.rkey == rkey]
         return kept
+
+    def _new_room(self, request: Mapping[str, int], request_key: tuple[tuple[str, int], ...]) -> list[Bin]:
+        """The new claims with room for this request, in placement order: kept per request (`room`, under the key
+        `(request_key,)`) and read on from where it was, so a class's many lists (one per domain and requirement
+        set) do not each step over the thousands of claims a large solve opens."""
+        kept, scanned = self.room.get((request_key,), ([], len(self.cpu_index[0])))
+        kept = _with_room(request, kept)
+        kept.extend(_with_room(request, self.bins[scanned:]))
+        self.room[(request_key,)] = (kept, len(self.bins))
+        return list(kept)
 
     def _eligible(
         self, request: Mapping[str, int], requirements: Requirements, rkey: ReqKey, tolerations: tuple[Toleration, ...]
@@ -497,7 +509,7 @@ def _best_plan(solver: Solver) -> Results:
     """The solver's plan, or one of its look-ahead alternatives' when better. The runs are gone when this
     returns, before the caller turns the cycle collector back on, so its first pass does not walk them."""
     # The start of the other runs, copied before this run fills its bins (only when they may be needed); the
-    # last alternative runs on it, the others on copies of it.
+    # last alternative runs on it, the others on copies of it made before it runs.
     *firsts, last = MIX_ALTERNATIVES
     start = solver.fork(*last) if solver.look_ahead.may_skip else None
     results = solver.run()
@@ -505,8 +517,9 @@ def _best_plan(solver: Solver) -> Results:
         # The look-ahead left out classes of many large pods per node; plans that include them are tried
         # too and the best kept: fewest unschedulable pods, then lowest price, then fewest NodeClaims (ties
         # keep the earlier plan, so the choice is as deterministic as each plan).
-        for other in (*(start.fork(below, depth) for below, depth in firsts), start):
-            plan = other.run()
+        runs = [*(start.fork(below, depth) for below, depth in firsts), start]
+        while runs:
+            plan = runs.pop(0).run()  # a run is dropped once done: only the plans kept live on
             if _plan_rank(plan) < _plan_rank(results):
                 results = plan
     return results
