@@ -66,3 +66,15 @@ def test_nodes_of_other_names_never_share_sums() -> None:
     m5 = by_name(small_catalog(), "m5.xlarge")
     cache.node_pods(node("n1", m5, bound=[pod("a", "1")]))
     assert cache.node_pods(node("n2", m5, bound=[pod("a", "2")])).used["cpu"] == 2000
+
+
+def test_the_sums_of_nodes_gone_are_dropped_once_they_outnumber_the_nodes_of_a_solve() -> None:
+    cache = TemplateCache()
+    m5 = by_name(small_catalog(), "m5.xlarge")
+    churned = [node(f"old-{i}", m5, bound=[pod(f"p-{i}", "1")]) for i in range(150)]
+    cache.node_pods_of(churned)
+    now = [node("n1", m5, bound=[pod("a", "1")]), churned[0]]
+    sums = cache.node_pods_of(now)
+    assert [s.used["cpu"] for s in sums] == [1000, 1000]
+    assert set(cache._node_pods) == {"n1", "old-0"}  # 151 kept > 2 x 2 + 100: the 149 gone are dropped
+    assert cache.node_pods(churned[0]) is sums[1]

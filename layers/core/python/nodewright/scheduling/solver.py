@@ -70,7 +70,7 @@ class Solver:
         mix_depth: int = MIX_DEPTH,
     ) -> None:
         # What each node's bound pods and each claim's nominated pods add up to, read instead of the pods.
-        on_nodes = [templates.node_pods(n) for n in nodes]
+        on_nodes = templates.node_pods_of(nodes)
         nominated = [node_pods(c.nominated_pods) for c in nodeclaims]
         self.pools = Pools(
             nodepools, nodeclasses, instance_types, daemonsets, nodes, on_nodes, nodeclaims, templates, price_ceiling

@@ -55,6 +55,7 @@ _TYPES_LIMIT = 20_000
 _ANSWERS_LIMIT = 4_096
 _SIZES_LIMIT = 4_096
 _NODES_LIMIT = 10_000  # existing nodes whose labels and pod sums are kept (see `TemplateCache.node_labels`)
+_STALE_NODES = 100  # pod sums of nodes gone kept beyond twice a solve's nodes (see `TemplateCache.node_pods_of`)
 
 
 def req_key(requirements: Requirements) -> ContentKey:
@@ -539,6 +540,15 @@ class TemplateCache:
             self._node_pods.clear()
         made = self._node_pods[node.name] = node_pods(node.pods)
         return made
+
+    def node_pods_of(self, nodes: Sequence[Node]) -> list[NodePods]:
+        """`node_pods` of each of `nodes`, in order. Once the kept sums outnumber twice these nodes (nodes come and
+        go), those of nodes not among them are dropped, so a cluster's churn does not keep their pods alive."""
+        sums = [self.node_pods(n) for n in nodes]
+        if len(self._node_pods) > 2 * len(nodes) + _STALE_NODES:
+            names = {n.name for n in nodes}
+            self._node_pods = {name: s for name, s in self._node_pods.items() if name in names}
+        return sums
 
     def node_labels(self, node: Node) -> NodeLabels:
         """The node's labels with its hostname filled in, as requirements and as their content key: what every

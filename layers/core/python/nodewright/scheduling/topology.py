@@ -31,11 +31,11 @@ if TYPE_CHECKING:
 class Topology:
     """The topology groups of one run and their counts per domain.
 
-    Built with the classes to place and the pods already running (their anti-affinity terms count too);
+    Built with the classes to place and the running pods with required anti-affinity (their terms count too);
     `existing` is set to the existing nodes and claims in flight once they are registered.
     """
 
-    def __init__(self, pools: Pools, classes: Sequence[PodClass], existing_pods: Iterable[Pod]) -> None:
+    def __init__(self, pools: Pools, classes: Sequence[PodClass], anti_affinity_pods: Iterable[Pod]) -> None:
         self.pools = pools
         self.index: dict[tuple[object, ...], int] = {}
         self.terms: list[TopologyTerm] = []
@@ -48,7 +48,7 @@ class Topology:
         for cls in classes:
             for term in (*cls.terms, *cls.preferred_terms):
                 self.term_groups[id(term)] = self.add(term)
-        for pod in existing_pods:
+        for pod in anti_affinity_pods:
             for term in _anti_terms(pod):
                 self.add(term)
         # Classes differ mostly in requests and terms, and running pods are mostly replicas: match each
