@@ -19,7 +19,9 @@ Figures (`measure`):
 - `existing` (`measure_existing`): the provisioner's usual batch, 100 new replicas of the cluster's
   Deployments pending against an existing cluster of 1,000 nodes (a seeded sample of the NodeClaims that
   solve() plans for the cluster, made nodes of their cheapest offering, with their pods and DaemonSet pods
-  bound to them); the median of `runs` solve() calls after an untimed warm-up (a warm Lambda container).
+  bound to them); the median of `runs` solve() calls after an untimed warm-up (a warm Lambda container), each
+  batch with new Node objects and pod tuples around the same pods, as the loader builds them; `cold_ms`: the
+  median of `COLD_RUNS` solves with nothing kept from an earlier one (a new container's first batch).
 
 Every result is audited (`fixtures.audit` and `hetero_violations`: taints tolerated, node selectors and
 required node affinity met by the claim's labels and requirements, at most one pod per node of a Deployment
