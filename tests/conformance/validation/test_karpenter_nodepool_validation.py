@@ -29,10 +29,14 @@ def test_should_succeed_on_a_disabled_expire_after() -> None:
 
 @pytest.mark.parametrize(
     ("value", "seconds"),
-    [pytest.param("30s", 30, id="single unit"), pytest.param("1h30m5s", 5405, id="multiple units")],
+    [
+        pytest.param("30s", 30, id="single unit"),
+        pytest.param("1h30m5s", 5405, id="multiple units"),
+        pytest.param("Never", None, id="never"),
+    ],
 )
-def test_should_succeed_on_a_valid_expire_after(value: str, seconds: int) -> None:
-    """DescribeTable("should succeed on a valid expireAfter"); Entry("never") is the test above."""
+def test_should_succeed_on_a_valid_expire_after(value: str, seconds: int | None) -> None:
+    """DescribeTable("should succeed on a valid expireAfter")"""
     assert loaded(nodepool(spec__template__spec__expireAfter=value)).expire_after_seconds == seconds
 
 
@@ -271,7 +275,14 @@ def test_should_fail_when_creating_multiple_budgets_where_one_doesnt_have_both_s
     refused(text, "spec.disruption.budgets[0].schedule", "set together")
 
 
-@pytest.mark.parametrize("reason", ["Drifted", "Underutilized", "Empty"])
+@pytest.mark.parametrize(
+    "reason",
+    [
+        pytest.param("Drifted", id="should allow disruption reason Drifted"),
+        pytest.param("Underutilized", id="should allow disruption reason Underutilized"),
+        pytest.param("Empty", id="should allow disruption reason Empty"),
+    ],
+)
 def test_should_succeed_when_creating_a_budget_with_valid_reasons(reason: str) -> None:
     """DescribeTable("should succeed when creating a budget with valid reasons")"""
     text = budgets(f'- {{nodes: "10", schedule: "* * * * *", duration: 20m0s, reasons: [{reason}]}}')
