@@ -10,6 +10,8 @@ the README's "Validation" section lists each difference.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from karpenter_yaml import ec2nodeclass, loaded, refused
 
@@ -63,7 +65,9 @@ def test_should_fail_with_the_ubuntu_family() -> None:
     refused(text, "spec.amiFamily", "Ubuntu was removed in Karpenter v1; use Custom")
 
 
-@pytest.mark.parametrize("family", [f for f in FAMILIES if f != "Custom"])
+@pytest.mark.parametrize(
+    "family", [pytest.param(f, id=f'family "{f}" with alias "{f.lower()}@latest"') for f in FAMILIES[:-1]]
+)
 def test_should_succeed_when_the_ami_family_matches_the_alias(family: str) -> None:
     """DescribeTable("should succeed when the amiFamily matches amiSelectorTerms[].alias"); difference for the
     families nodewright does not bootstrap, whose aliases it cannot resolve either."""
@@ -74,7 +78,9 @@ def test_should_succeed_when_the_ami_family_matches_the_alias(family: str) -> No
         refused(text, "spec.amiSelectorTerms[0].alias", f"the {family.lower()} family is not supported yet")
 
 
-@pytest.mark.parametrize("family", [f for f in FAMILIES if f != "Custom"])
+@pytest.mark.parametrize(
+    "family", [pytest.param(f, id=f'family "Custom" with alias "{f.lower()}@latest"') for f in FAMILIES[:-1]]
+)
 def test_should_succeed_when_the_ami_family_is_custom_with_an_alias(family: str) -> None:
     """DescribeTable("should succeed when the amiFamily is custom with amiSelectorTerms[].alias"): the alias's image
     with the user's own user data. Difference as above for the aliases nodewright cannot resolve."""
@@ -90,7 +96,7 @@ def test_should_succeed_when_the_ami_family_is_custom_with_an_alias(family: str)
 @pytest.mark.parametrize(
     ("family", "alias"),
     [
-        pytest.param(family, f"{other.lower()}@latest", id=f"family {family} with alias {other.lower()}@latest")
+        pytest.param(family, f"{other.lower()}@latest", id=f'family "{family}" with alias "{other.lower()}@latest"')
         for family in FAMILIES[:-1]
         for other in FAMILIES[:-1]
         if family != other
@@ -138,12 +144,13 @@ def test_should_fail_if_tags_contain_a_restricted_domain_key(key: str) -> None:
 
 # ------------------------------------------------------------------- Context("SubnetSelectorTerms") and friends
 
-SELECTORS = [
-    pytest.param("subnetSelectorTerms", id="SubnetSelectorTerms"),
-    pytest.param("securityGroupSelectorTerms", id="SecurityGroupSelectorTerms"),
-    pytest.param("capacityReservationSelectorTerms", id="CapacityReservationSelectorTerms"),
-    pytest.param("amiSelectorTerms", id="AMISelectorTerms"),
-]
+# Each selector field and the noun its Context's It(...) texts call it.
+NOUN = {
+    "subnetSelectorTerms": "subnet",
+    "securityGroupSelectorTerms": "security group",
+    "capacityReservationSelectorTerms": "capacity reservation",
+    "amiSelectorTerms": "ami",
+}
 ID_OF = {
     "subnetSelectorTerms": "subnet-12345749",
     "securityGroupSelectorTerms": "sg-12345749",
@@ -156,20 +163,33 @@ def terms(field: str, text: str) -> str:
     return ec2nodeclass(**{f"spec__{field}": text})
 
 
-@pytest.mark.parametrize("field", SELECTORS)
+def selectors(it: str, fields: tuple[str, ...] = tuple(NOUN)) -> list[Any]:
+    """One case per selector Context, with the text of its It(...): `it` with {} for the selector's noun."""
+    return [pytest.param(field, id=it.format(NOUN[field])) for field in fields]
+
+
+@pytest.mark.parametrize("field", selectors("should succeed with a valid {} selector on tags"))
 def test_should_succeed_with_a_valid_selector_on_tags(field: str) -> None:
     """It("should succeed with a valid subnet / security group / capacity reservation / ami selector on tags")"""
     node_class = loaded(terms(field, "[{tags: {test: testvalue}}]"))
     assert node_class.name == "default"
 
 
-@pytest.mark.parametrize("field", SELECTORS)
+@pytest.mark.parametrize("field", selectors("should succeed with a valid {} selector on id"))
 def test_should_succeed_with_a_valid_selector_on_id(field: str) -> None:
     """It("should succeed with a valid ... selector on id")"""
     loaded(terms(field, f"[{{id: {ID_OF[field]}}}]"))
 
 
-@pytest.mark.parametrize("field", ["subnetSelectorTerms", "securityGroupSelectorTerms", "amiSelectorTerms"])
+@pytest.mark.parametrize(
+    "field",
+    [
+        *selectors(
+            "should fail when {} selector terms is set to nil", ("subnetSelectorTerms", "securityGroupSelectorTerms")
+        ),
+        pytest.param("amiSelectorTerms", id="amiSelectorTerms (no It: the CRD requires it too)"),
+    ],
+)
 def test_should_fail_when_selector_terms_is_set_to_nil(field: str) -> None:
     """It("should fail when subnet / security group selector terms is set to nil"); amiSelectorTerms is required too."""
     refused(ec2nodeclass(**{f"spec__{field}": None}), f"spec.{field}", "is required")
@@ -180,39 +200,47 @@ def test_should_succeed_when_capacity_group_selector_terms_is_set_to_nil() -> No
     assert loaded(ec2nodeclass(spec__capacityReservationSelectorTerms=None)).capacity_reservation_selector_terms == ()
 
 
-@pytest.mark.parametrize("field", ["subnetSelectorTerms", "securityGroupSelectorTerms", "amiSelectorTerms"])
+@pytest.mark.parametrize(
+    "field",
+    [
+        *selectors(
+            "should fail when no {} selector terms exist", ("subnetSelectorTerms", "securityGroupSelectorTerms")
+        ),
+        pytest.param("amiSelectorTerms", id="amiSelectorTerms (no It: the CRD requires it too)"),
+    ],
+)
 def test_should_fail_when_no_selector_terms_exist(field: str) -> None:
     """It("should fail when no subnet / security group selector terms exist")"""
     refused(terms(field, "[]"), f"spec.{field}", "must have at least one term")
 
 
-@pytest.mark.parametrize("field", SELECTORS)
+@pytest.mark.parametrize("field", selectors("should fail when a {} selector term has no values"))
 def test_should_fail_when_a_selector_term_has_no_values(field: str) -> None:
     """It("should fail when a ... selector term has no values")"""
     refused(terms(field, "[{}]"), f"spec.{field}[0]", "needs one of")
 
 
-@pytest.mark.parametrize("field", SELECTORS)
+@pytest.mark.parametrize("field", selectors("should fail when a {} selector term has no tag map values"))
 def test_should_fail_when_a_selector_term_has_no_tag_map_values(field: str) -> None:
     """It("should fail when a ... selector term has no tag map values"): Karpenter's client drops the empty map and
     refuses the empty term; an empty map written in YAML is refused too (it would select everything)."""
     refused(terms(field, "[{tags: {}}]"), f"spec.{field}[0].tags", "must name at least one tag")
 
 
-@pytest.mark.parametrize("field", SELECTORS)
+@pytest.mark.parametrize("field", selectors("should fail when a {} selector term has a tag map key that is empty"))
 def test_should_fail_when_a_selector_term_has_an_empty_tag_value(field: str) -> None:
     """It("should fail when a ... selector term has a tag map key that is empty") (the Go test's name and body
     disagree; this is its body: an empty value)"""
     refused(terms(field, '[{tags: {test: ""}}]'), f'spec.{field}[0].tags["test"]', "empty tag keys or values")
 
 
-@pytest.mark.parametrize("field", SELECTORS)
+@pytest.mark.parametrize("field", selectors("should fail when a {} selector term has a tag map value that is empty"))
 def test_should_fail_when_a_selector_term_has_an_empty_tag_key(field: str) -> None:
     """It("should fail when a ... selector term has a tag map value that is empty") (its body: an empty key)"""
     refused(terms(field, '[{tags: {"": testvalue}}]'), f'spec.{field}[0].tags[""]', "empty tag keys or values")
 
 
-@pytest.mark.parametrize("field", SELECTORS)
+@pytest.mark.parametrize("field", selectors("should fail when the last {} selector is invalid"))
 def test_should_fail_when_the_last_selector_is_invalid(field: str) -> None:
     """It("should fail when the last ... selector is invalid")"""
     text = (
@@ -222,9 +250,21 @@ def test_should_fail_when_the_last_selector_is_invalid(field: str) -> None:
     refused(terms(field, text), f"spec.{field}[3].tags")
 
 
-@pytest.mark.parametrize("field", SELECTORS)
+@pytest.mark.parametrize(
+    "field",
+    [
+        pytest.param("subnetSelectorTerms", id="should fail when specifying id with tags (subnet)"),
+        pytest.param("securityGroupSelectorTerms", id="should fail when specifying id with tags (security group)"),
+        pytest.param(
+            "capacityReservationSelectorTerms", id="should fail when specifying id with tags in a single term"
+        ),
+        pytest.param("amiSelectorTerms", id="should fail when specifying id with other fields: tags"),
+    ],
+)
 def test_should_fail_when_specifying_id_with_tags(field: str) -> None:
-    """It("should fail when specifying id with tags") (and its AMI Entry("tags"))"""
+    """It("should fail when specifying id with tags") of the subnet and security group Contexts, the capacity
+    reservation's It("should fail when specifying id with tags in a single term"), and the AMI DescribeTable("should
+    fail when specifying id with other fields") Entry("tags")."""
     refused(
         terms(field, f"[{{id: {ID_OF[field]}, tags: {{test: testvalue}}}}]"),
         f"spec.{field}[0].id",
@@ -443,7 +483,14 @@ def test_should_fail_for_an_alias_with_an_invalid_family() -> None:
     )
 
 
-@pytest.mark.parametrize("alias", ["windows2019@v1.0.0", "windows2022@v1.0.0", "windows2025@v1.0.0"])
+@pytest.mark.parametrize(
+    "alias",
+    [
+        pytest.param("windows2019@v1.0.0", id="Windows2019"),
+        pytest.param("windows2022@v1.0.0", id="Windows2022"),
+        pytest.param("windows2025@v1.0.0", id="Windows2025"),
+    ],
+)
 def test_should_fail_when_specifying_non_latest_versions_with_windows_aliases(alias: str) -> None:
     """DescribeTable("should fail when specifying non-latest versions with Windows aliases")"""
     refused(
