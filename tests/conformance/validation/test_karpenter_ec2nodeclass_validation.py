@@ -854,7 +854,9 @@ def test_cpu_options_are_not_supported_yet(value: str) -> None:
 
 
 def test_should_fail_if_role_is_not_defined() -> None:
-    """It("should fail if role is not defined")"""
+    """It("should fail if role is not defined"): Go's client drops the empty role (omitempty), so the API server
+    receives neither role nor instanceProfile; an empty role written in YAML is refused too."""
+    refused(ec2nodeclass(spec__role=None), "spec.role", "set exactly one of role")
     refused(ec2nodeclass(spec__role='""'), "spec.role", "must not be empty")
 
 
