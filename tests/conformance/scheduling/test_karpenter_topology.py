@@ -1,4 +1,5 @@
-"""Karpenter v1.9.1 pkg/controllers/provisioning/scheduling/topology_test.go, ported case by case.
+"""Karpenter v1.14.1 pkg/controllers/provisioning/scheduling/topology_test.go, ported case by case (its cases are
+v1.9.1's: the file changed only in Go loop syntax since).
 
 Each test names the Describe/Context and It it mirrors. The facts (pods, constraints, NodePools and the
 expected skews) are Karpenter's; the fake instance types are real ones (see sched_fake). A pod without
@@ -182,21 +183,34 @@ def test_zonal_should_not_violate_max_skew_when_unsat_do_not_schedule_discover_d
     assert cluster.skew(ZONE, LABELS) == [1, 2, 2]
 
 
-def test_zonal_should_match_all_pods_when_label_selector_is_not_specified() -> None:
-    """It("should match all pods when labelSelector is not specified")."""
-    constraint = TopologySpreadConstraint(1, ZONE, "DoNotSchedule", LabelSelector())
+def match_all_when_label_selector_is_not_specified(key: str) -> None:
+    """Karpenter's case: one pod, then ExpectSkew of a spread on `key` without labelSelector (which counts
+    every pod) is [1]. Its pod carries no spread; here it carries that spread with an empty selector (which
+    selects every pod, unlike a nil one), so the solver's count of every pod is what is exercised."""
+    constraint = TopologySpreadConstraint(1, key, "DoNotSchedule", LabelSelector())
     cluster = Cluster([base_pool()])
     cluster.provision(pod("p", "10m", "16Mi", topology_spread=(constraint,)))
-    assert cluster.skew(ZONE) == [1]
+    assert cluster.skew(key) == [1]
+
+
+def handle_interdependent_selectors() -> None:
+    """Karpenter's case: five pods without labels, each with a hostname spread (maxSkew 1) selecting the label
+    they lack. The spread selects no pending pod, so no count grows and all five share one node."""
+    cluster = Cluster([base_pool()])
+    pods = make("p", 5, topology_spread=(spread(HOSTNAME_LABEL, 1, **LABELS),))
+    cluster.provision(*pods)
+    assert len({cluster.node_of(p).name for p in pods}) == 1  # type: ignore[union-attr]
+
+
+def test_zonal_should_match_all_pods_when_label_selector_is_not_specified() -> None:
+    """Context("Zonal") It("should match all pods when labelSelector is not specified"): the zone key."""
+    match_all_when_label_selector_is_not_specified(ZONE)
 
 
 def test_zonal_should_handle_interdependent_selectors() -> None:
-    """It("should handle interdependent selectors"): the spread selects no pending pod (they lack the
-    label), so no count grows and all five pods share one node."""
-    cluster = Cluster([base_pool()])
-    pods = make("p", 5, topology_spread=(zonal(),))
-    cluster.provision(*pods)
-    assert len({cluster.node_of(p).name for p in pods}) == 1  # type: ignore[union-attr]
+    """Context("Zonal") It("should handle interdependent selectors") (Karpenter's spread is on hostname here
+    too)."""
+    handle_interdependent_selectors()
 
 
 def test_zonal_should_respect_min_domains_constraints() -> None:
@@ -313,6 +327,18 @@ def test_capacity_type_should_balance_pods_across_arch_no_constraints() -> None:
     cluster.pools = [pool("default", req(ARCH, "In", "arm64"))]
     cluster.provision(*make("p", 5, cpu="2", labels=LABELS, topology_spread=(spread(ARCH, 1, **LABELS),)))
     assert cluster.skew(ARCH, LABELS) == [1, 2]
+
+
+def test_capacity_type_should_match_all_pods_when_label_selector_is_not_specified() -> None:
+    """Context("CapacityType") It("should match all pods when labelSelector is not specified"): the
+    capacity-type key."""
+    match_all_when_label_selector_is_not_specified(CAPACITY_TYPE)
+
+
+def test_capacity_type_should_handle_interdependent_selectors() -> None:
+    """Context("CapacityType") It("should handle interdependent selectors"): the same case as the Zonal
+    context's (a hostname spread), repeated in Karpenter's CapacityType context."""
+    handle_interdependent_selectors()
 
 
 def node_terms_of(*requirements: Requirement) -> tuple[NodeSelectorTerm, ...]:
