@@ -1,5 +1,6 @@
-"""Karpenter v1.9.1 pkg/controllers/provisioning/suite_test.go, its Resource Limits, Daemonsets, Taints, Volume
-Topology Requirements, Preferential Fallback and Multiple NodePools contexts, ported case by case.
+"""Karpenter v1.14.1 pkg/controllers/provisioning/suite_test.go, its Resource Limits, Daemonsets, Taints, Volume
+Topology Requirements, Preferential Fallback and Multiple NodePools contexts, ported case by case (v1.14.1 added
+cases to Resource Limits and Daemonsets; the cases v1.9.1 had are unchanged).
 
 Each test names the Karpenter file and It it mirrors; instance types are real (see sched_fake: the default
 catalog's default-instance-type is c5.xlarge, small-instance-type t3.small). Where Karpenter asserts a node of
@@ -30,7 +31,7 @@ from builders import (
 )
 from sched_fake import DEFAULT, SMALL, ZONE_1, ZONE_2, ZONE_3, Cluster, default_catalog, from_yaml, real, spread_catalog
 
-from nodewright.catalog.labels import ARCH, CAPACITY_TYPE, INSTANCE_TYPE, ZONE
+from nodewright.catalog.labels import ARCH, CAPACITY_TYPE, INSTANCE_SIZE, INSTANCE_TYPE, ZONE
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.objects import HOSTNAME_LABEL, DaemonSet, NodeSelectorTerm, PodAffinityTerm
 from nodewright.model.taints import Taint, Toleration
@@ -195,6 +196,20 @@ def test_limits_should_not_schedule_to_a_nodepool_after_a_round_if_limits_would_
     assert "limits reached for cpu" in unschedulable(results)["default/b"]
 
 
+def test_limits_should_not_schedule_if_limits_would_be_exceeded_node() -> None:
+    """It("should not schedule if limits would be exceeded (node)"): a limit of 2 nodes, and pods that may
+    not share a node, one per round: two launch, the third waits."""
+    anti = (PodAffinityTerm(selector(app="foo"), HOSTNAME_LABEL),)
+    cluster = Cluster([pool(limits={"nodes": "2"})])
+    rounds = [pod(f"p-{i}", "1500m", "16Mi", labels={"app": "foo"}, pod_anti_affinity=anti) for i in range(3)]
+    for p in rounds[:2]:
+        cluster.provision(p)
+        assert cluster.node_of(p) is not None
+    results = cluster.provision(rounds[2])
+    assert "limits reached for nodes" in unschedulable(results)["default/p-2"]
+    assert not results.nodeclaims and len(cluster.nodes) == 2
+
+
 # ----- Daemonsets ----------------------------------------------------------------------------------------
 
 
@@ -347,6 +362,60 @@ def test_daemonsets_should_ignore_daemonsets_with_an_invalid_selector() -> None:
     assert launched_type(cluster, p) == SMALL
 
 
+def required_yaml(key: str, *values: str) -> str:
+    """A pod template's required node affinity (YAML, indented six spaces): `key` In `values`."""
+    return f"""      affinity:
+        nodeAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            nodeSelectorTerms: [{{matchExpressions: [{{key: {key}, operator: In, values: [{", ".join(values)}]}}]}}]
+"""
+
+
+def ds_containers(cpu: str, memory: str = "", host_port_: int = 0) -> str:
+    requests = f'cpu: "{cpu}"' + (f", memory: {memory}" if memory else "")
+    ports = f", ports: [{{containerPort: {host_port_}, hostPort: {host_port_}}}]" if host_port_ else ""
+    return f"""      containers: [{{name: c, image: x{ports}, resources: {{requests: {{{requests}}}}}}}]"""
+
+
+# fake.LabelInstanceSize is "large" on the fake types of over 4 vCPU and 8 GiB and "small" on the others. Of the
+# default catalog's real types r6g.4xlarge (arm-instance-type) is the large one, t3.small, c5.xlarge and
+# g4dn.xlarge the small ones, so on karpenter.k8s.aws/instance-size "small" reads small or xlarge, "large" 4xlarge.
+FAKE_SMALL = ("small", "xlarge")
+FAKE_LARGE = ("4xlarge",)
+
+
+def test_daemonsets_should_ignore_daemonsets_when_no_instance_types_meet_the_daemonset_requirements() -> None:
+    """It("should ignore daemonsets when no instance types meet the daemonset requirements"): the DaemonSet
+    asks for an instance type no type is, so its 2 cpu count nowhere and the small type will do."""
+    ds = daemonset_yaml(required_yaml(INSTANCE_TYPE, "non-existent-instance-type") + DS_2)
+    cluster = Cluster([pool()], daemonsets=ds)
+    p = one_gib_pod()
+    cluster.provision(p)
+    assert launched_type(cluster, p) == SMALL
+
+
+def test_daemonsets_should_account_for_daemonsets_with_a_custom_label_node_selector_that_matches_the_nodepool() -> None:
+    """It("should account for daemonsets with a custom label nodeSelector that matches the nodepool"): the
+    NodePool's template label purpose=monitoring is what the DaemonSet selects, so its 2 cpu count."""
+    ds = daemonset_yaml("      nodeSelector: {purpose: monitoring}\n" + DS_2)
+    cluster = Cluster([pool(labels={"purpose": "monitoring"})], daemonsets=ds)
+    p = one_gib_pod()
+    cluster.provision(p)
+    assert launched_type(cluster, p) == DEFAULT
+
+
+def test_daemonsets_should_filter_out_daemonsets_based_on_instance_type_requirements() -> None:
+    """It("should filter out daemonsets based on instance type requirements"): a 1-cpu DaemonSet on the small
+    sizes and a 10-cpu one on the large: on a small type only the first counts, so 2 cpu rule out the small
+    type and the default one (not the large arm type the second would need) launches."""
+    small_ds = daemonset_yaml(required_yaml(INSTANCE_SIZE, *FAKE_SMALL) + ds_containers("1"), "small-ds")
+    large_ds = daemonset_yaml(required_yaml(INSTANCE_SIZE, *FAKE_LARGE) + ds_containers("10"), "large-ds")
+    cluster = Cluster([pool()], daemonsets=small_ds + large_ds)
+    p = one_gib_pod()
+    cluster.provision(p)
+    assert launched_type(cluster, p) == DEFAULT
+
+
 def test_daemonsets_should_account_daemonsets_with_not_in_operator_and_unspecified_key() -> None:
     """It("should account daemonsets with NotIn operator and unspecified key")."""
     spec = (
@@ -424,6 +493,26 @@ def test_daemonsets_should_consider_a_daemonset_schedulable_with_a_prefer_no_sch
     cluster = Cluster([pool(taints=[Taint("test", "PreferNoSchedule")])], daemonsets=daemonset_yaml(DS_2))
     p = one_gib_pod()
     cluster.provision(p)
+    assert launched_type(cluster, p) == DEFAULT
+
+
+def test_daemonsets_should_not_account_for_daemonset_hostports_when_daemonset_would_not_schedule_on_node() -> None:
+    """It("should not account for daemonset hostports when daemonset would not schedule on selected node"): the
+    DaemonSet holding port 8080 runs on the large sizes only, so a small-size pod asking for 8080 launches a
+    small type beside the other DaemonSet (2 cpu, port 8081): the default type, as in Karpenter's case."""
+    large_ds = daemonset_yaml(
+        required_yaml(INSTANCE_SIZE, *FAKE_LARGE) + ds_containers("4", "4Gi", host_port_=8080), "large-ds"
+    )
+    small_ds = daemonset_yaml(
+        required_yaml(INSTANCE_SIZE, *FAKE_SMALL) + ds_containers("2", "2Gi", host_port_=8081), "small-ds"
+    )
+    cluster = Cluster([pool()], daemonsets=large_ds + small_ds)
+    p = one_gib_pod(
+        required_node_terms=(NodeSelectorTerm((req(INSTANCE_SIZE, "In", *FAKE_SMALL),)),),
+        host_ports=(host_port(8080),),
+    )
+    cluster.provision(p)
+    assert cluster.labels_of(p)[INSTANCE_SIZE] in FAKE_SMALL
     assert launched_type(cluster, p) == DEFAULT
 
 
