@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from builders import itype, node, pod, pods, pool, preferred, req, run, unschedulable
+from builders import host_port, itype, node, pod, pods, pool, preferred, req, run, unschedulable
 from sched_fake import (
     ARM,
     DEFAULT,
@@ -1075,6 +1075,44 @@ def test_in_flight_should_not_launch_a_second_node_for_the_same_pod_2011() -> No
     assert results.existing == {claim_name: (first.key,)}
 
 
+def test_in_flight_should_order_initialized_nodes_for_scheduling_uninitialized_nodes_when_all_others_inflight() -> None:
+    """It("should order initialized nodes for scheduling uninitialized nodes when all other nodes are inflight"):
+    100 NodeClaims launched by the fake cloud provider (its cheapest offering: the small type, spot, zone 1);
+    99 have no node yet, one has a node that is initialized. The pod goes to that node, wherever its claim
+    stands among the others (Karpenter picks it at random; here first, in the middle and last)."""
+    small = real(SMALL)
+    for elem in (0, 57, 99):
+        claims: list[NodeClaim] = []
+        nodes: list[Node] = []
+        for i in range(100):
+            claim = NodeClaim(
+                name=f"claim-{i:03d}",
+                nodepool="default",
+                labels={"karpenter.sh/nodepool": "default"},
+                instance_type=small.name,
+                zone=ZONE_1,
+                capacity_type=SPOT,
+            )
+            if i == elem:
+                node_ = node(f"node-{i:03d}", small, ZONE_1, labels={CAPACITY_TYPE: SPOT})
+                nodes.append(dataclasses.replace(node_, nodeclaim_name=claim.name))
+                claim = dataclasses.replace(claim, node_name=node_.name, registered=True, initialized=True)
+            claims.append(claim)
+        results = run([p()], nodes=nodes, nodeclaims=claims, pools=[suite_pool()], types=default_catalog())
+        assert not results.nodeclaims
+        assert results.existing == {f"node-{elem:03d}": ("default/p",)}, elem
+
+
+def test_in_flight_should_schedule_pods_with_the_same_host_port_to_different_nodes() -> None:
+    """It("should schedule pods with the same host port to different nodes"): two pods of one batch, each asking
+    for host port 8080."""
+    cluster = Cluster([suite_pool()])
+    first, second = (p(name, host_ports=(host_port(8080),)) for name in ("a", "b"))
+    cluster.provision(first, second)
+    assert cluster.where(first) not in (None, cluster.where(second))
+    assert cluster.where(second) is not None
+
+
 def _claim_with_node(name: str, initialized: bool) -> tuple[NodeClaim, Node]:
     it = real(DEFAULT)
     node_ = node(f"node-{name}", it, ZONE_1)
@@ -1093,9 +1131,8 @@ def _claim_with_node(name: str, initialized: bool) -> tuple[NodeClaim, Node]:
 
 
 def test_existing_nodes_should_order_initialized_nodes_for_scheduling_uninitialized_nodes() -> None:
-    """Describe("Existing Nodes") It("should order initialized nodes for scheduling uninitialized nodes") (and
-    In-Flight Nodes' "...when all other nodes are inflight"): of 100 claims with nodes, the pod goes to the one
-    that is initialized."""
+    """Describe("Existing Nodes") It("should order initialized nodes for scheduling uninitialized nodes"): of 100
+    claims with nodes, the pod goes to the one that is initialized."""
     pairs = [_claim_with_node(f"claim-{i:03d}", initialized=(i == 57)) for i in range(100)]
     results = run(
         [p()],
