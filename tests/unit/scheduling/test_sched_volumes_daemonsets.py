@@ -179,3 +179,30 @@ def test_daemonset_with_matching_required_affinity_counts() -> None:
     team_a = pool("team-a", labels={"team": "a"})
     (claim,) = run([pod("p", cpu="1", memory="512Mi")], pools=[team_a], daemonsets=[mine]).nodeclaims
     assert "c5.large" not in claim.instance_types
+
+
+def test_daemonset_selecting_a_lifecycle_label_counts_without_becoming_a_claim_requirement() -> None:
+    # Every node of a NodeClaim gets karpenter.sh/registered and karpenter.sh/initialized as it comes up, so a
+    # DaemonSet that selects either runs on it: its pod must fit. The claim itself neither requires nor sets them.
+    for key in ("karpenter.sh/registered", "karpenter.sh/initialized"):
+        ds = daemonset("ready-only", cpu="1", memory="256Mi", required_node_terms=node_terms([req(key, "In", "true")]))
+        (claim,) = run([pod("p", cpu="1", memory="512Mi")], daemonsets=[ds]).nodeclaims
+        assert "c5.large" not in claim.instance_types, key
+        assert key not in {r.key for r in claim.requirements} and key not in claim.labels, key
+
+
+def test_daemonset_placed_before_a_lifecycle_label_comes_still_counts() -> None:
+    # A DaemonSet for nodes not yet initialized (or registered but not initialized) gets its pod on the new node
+    # before the label comes, and the pod stays: it counts, as it did before the lifecycle labels were read.
+    early = [req("karpenter.sh/initialized", "NotIn", "true")]
+    window = [req("karpenter.sh/registered", "In", "true"), req("karpenter.sh/initialized", "DoesNotExist")]
+    for terms in (early, window):
+        ds = daemonset("early", cpu="1", memory="256Mi", required_node_terms=node_terms(terms))
+        (claim,) = run([pod("p", cpu="1", memory="512Mi")], daemonsets=[ds]).nodeclaims
+        assert "c5.large" not in claim.instance_types, terms
+    # One that asks for a value the labels never take does not.
+    never = daemonset(
+        "never", cpu="1", memory="256Mi", required_node_terms=node_terms([req("karpenter.sh/initialized", "In", "no")])
+    )
+    (claim,) = run([pod("p", cpu="1", memory="512Mi")], daemonsets=[never]).nodeclaims
+    assert claim.instance_types[0] == "c5.large"

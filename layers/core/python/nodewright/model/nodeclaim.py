@@ -13,6 +13,17 @@ from nodewright.model.objects import Pod
 from nodewright.model.requirements import Requirement
 from nodewright.model.taints import Taint
 
+# Labels the node of every NodeClaim gets as it comes up (Karpenter's lifecycle controller sets them, and so does
+# nodewright's): registered once the node has joined the cluster, initialized once it is ready and its startup
+# taints are gone. LIFECYCLE_STAGES: the ones it carries at each stage, from joining to initialized.
+REGISTERED_LABEL = "karpenter.sh/registered"
+INITIALIZED_LABEL = "karpenter.sh/initialized"
+LIFECYCLE_STAGES: tuple[Mapping[str, str], ...] = (
+    {},
+    {REGISTERED_LABEL: "true"},
+    {REGISTERED_LABEL: "true", INITIALIZED_LABEL: "true"},
+)
+
 
 @dataclass(frozen=True, slots=True)
 class NodeClaim:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from nodewright.catalog.allocatable import allocatable_for
 from nodewright.catalog.labels import CAPACITY_TYPE, ZONE
 from nodewright.model import resources as res
-from nodewright.model.nodeclaim import NodeClaim
+from nodewright.model.nodeclaim import INITIALIZED_LABEL, NodeClaim
 from nodewright.model.objects import HOSTNAME_LABEL, Node
 from nodewright.model.requirements import Requirements
 from nodewright.model.taints import Taint
@@ -32,7 +32,6 @@ _EPHEMERAL_TAINTS = frozenset(
     }
 )
 DISRUPTED_TAINT = "karpenter.sh/disrupted"
-INITIALIZED_LABEL = "karpenter.sh/initialized"
 
 
 def initialized(node: Node, claim: NodeClaim | None) -> bool:

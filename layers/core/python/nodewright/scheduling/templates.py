@@ -31,6 +31,7 @@ from nodewright.catalog.catalog import is_accelerated, is_bare_metal
 from nodewright.catalog.labels import CAPACITY_RESERVATION_ID, CAPACITY_TYPE, WELL_KNOWN_LABELS, ZONE
 from nodewright.catalog.types import RESERVED, InstanceType, Offering
 from nodewright.model import resources as res
+from nodewright.model.nodeclaim import LIFECYCLE_STAGES
 from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.model.nodepool import NodePool
 from nodewright.model.objects import HOSTNAME_LABEL, DaemonSet, Node
@@ -433,6 +434,8 @@ class _Prepared:
         # its labels only through those keys, so types alike on them share one computation.
         self.daemonsets = [(ds, o) for ds, o in daemonsets if untolerated(ds.pod.tolerations, pool.taints) is None]
         self.keys = tuple(sorted({k for _, options in self.daemonsets for o in options for k in o.by_key}))
+        # Whether a DaemonSet reads a label the node gets only as it comes up (see `_daemonset_overhead`).
+        self.reads_lifecycle = any(key in stage for stage in LIFECYCLE_STAGES for key in self.keys)
         self.overheads: dict[tuple[str | None, ...], tuple[dict[str, int], frozenset[tuple[str, int]]]] = {}
         self.per_type: dict[int, tuple[InstanceType, Candidate | str]] = {}
         self.templates: OrderedDict[tuple[int, ...], Template] = OrderedDict()
@@ -486,16 +489,25 @@ class _Prepared:
         node requirements (the nodeSelector with a node affinity term) is compatible with the NodePool's and
         the type's: no key conflicts, and a key the NodePool does not define is well known or may be absent
         (NotIn). Preferred node affinity does not count.
+
+        The node also gets karpenter.sh/registered and then karpenter.sh/initialized as it comes up, and a
+        DaemonSet's pod placed while the node matches stays (required affinity is ignored during execution):
+        so the pod counts when the node matches at any stage (LIFECYCLE_STAGES). Karpenter v1.14 counts one
+        that selects the labels being "true" (its fix of issue 2116); one that selects them absent counts
+        here too, as it counted before. The labels are read here only: the claim neither requires nor sets them.
         """
         labels = tuple(it.labels.get(k) for k in self.keys)
         found = self.overheads.get(labels)
         if found is None:
             type_labels = {k: v for k, v in zip(self.keys, labels, strict=True) if v is not None}
             node = self.requirements.intersect(Requirements.from_labels(type_labels))
+            stages = [node]
+            if self.reads_lifecycle:
+                stages = [node.intersect(Requirements.from_labels(stage)) for stage in LIFECYCLE_STAGES]
             total: dict[str, int] = {}
             ports: set[tuple[str, int]] = set()
             for ds, options in self.daemonsets:
-                if any(_compatible(node, option) for option in options):
+                if any(_compatible(stage, option) for stage in stages for option in options):
                     total = res.add(total, ds.pod.requests)
                     ports.update((p.protocol, p.port) for p in ds.pod.host_ports)
             found = self.overheads[labels] = (total, frozenset(ports))

@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from nodewright.launch.userdata import UNREGISTERED_TAINT
 from nodewright.model.conditions import TRUE, UNKNOWN, Condition
 from nodewright.model.loader import load_documents
-from nodewright.model.nodeclaim import NodeClaim
+from nodewright.model.nodeclaim import INITIALIZED_LABEL, REGISTERED_LABEL, NodeClaim
 from nodewright.model.objects import Node
 from nodewright.model.taints import Taint
 from nodewright.ports import Clock, Cloud, Cluster, LaunchTemplateStore
@@ -42,8 +42,6 @@ REGISTRATION_TIMEOUT_SECONDS = 15 * 60
 LAUNCH_TIMEOUT_SECONDS = 120
 # Claims whose lifecycle writes go side by side.
 LIFECYCLE_CONCURRENCY = 8
-REGISTERED_LABEL = "karpenter.sh/registered"
-INITIALIZED_LABEL = "karpenter.sh/initialized"
 # (key, effect) of the taints a node carries while it starts (Karpenter's scheduling.KnownEphemeralTaints).
 KNOWN_EPHEMERAL_TAINTS = (
     ("node.kubernetes.io/not-ready", "NoSchedule"),
