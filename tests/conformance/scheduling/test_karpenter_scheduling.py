@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from builders import host_port, itype, node, pod, pods, pool, preferred, req, run, unschedulable
+from builders import daemonset, host_port, itype, node, pod, pods, pool, preferred, req, run, unschedulable
 from sched_fake import (
     ARM,
     DEFAULT,
@@ -1043,6 +1043,60 @@ def test_in_flight_daemonsets_should_handle_unexpected_daemonset_pods_binding_to
     too_big = p("b", cpu=f"{empty.allocatable['cpu'] - 500}m")
     cluster.provision(too_big)
     assert cluster.where(too_big) not in (None, empty.name)
+
+
+def test_in_flight_daemonsets_should_handle_daemonset_resources_with_node_affinity_for_initialized_and_registered() -> (
+    None
+):
+    """Context("Daemonsets") It("Should properly handle DaemonSet resources with Node Affinity for
+    `karpenter.sh/initialized` and `karpenter.sh/registered`"): two 1-cpu DaemonSets, each requiring one of the
+    labels a node gets as it comes up. Both count on a new node, so a 2-cpu pod needs 4 cpu, more than the
+    default type's allocatable: the 16-cpu arm type launches (with one or neither counted, the default type
+    would). Neither label becomes a requirement or label of the claim. Karpenter then reads its cluster state's
+    DaemonSet requests of the node (0, then 2 once the DaemonSet pods bind); here it is the solver's view of
+    the registered node, labelled as nodewright's lifecycle labels it: the DaemonSet pods are held back until
+    they bind and count as bound pods after, so either way a pod of all the cpu left beside them fits there
+    and one of 1m more does not."""
+    lifecycle = {"karpenter.sh/registered": "true", "karpenter.sh/initialized": "true"}
+    daemonsets = [
+        daemonset(f"ds-{key.split('/')[1]}", "1", "0", required_node_terms=required(req(key, "In", "true")))
+        for key in lifecycle
+    ]
+    cluster = Cluster([suite_pool()], daemonsets=daemonsets, inflight=True)
+    initial = p("initial", cpu="2")
+    (planned,) = cluster.provision(initial).nodeclaims
+    assert planned.cheapest.instance_type == ARM and DEFAULT not in planned.instance_types
+    for key in lifecycle:
+        assert key not in {r.key for r in planned.requirements} and key not in planned.labels
+
+    claim_name = cluster.where(initial)
+    assert claim_name is not None
+    registered = cluster.register(claim_name, pods=())  # the initial pod is deleted: the node is empty
+    name = registered.name
+    cluster.nodes[name] = dataclasses.replace(registered, labels={**registered.labels, **lifecycle})
+    left = registered.allocatable["cpu"] - 2000
+
+    def lands_there(cpu: int) -> bool:
+        pending = p(f"q-{cpu}", cpu=f"{cpu}m")
+        results = run(
+            [pending],
+            nodes=list(cluster.nodes.values()),
+            nodeclaims=list(cluster.claims.values()),
+            pools=[suite_pool()],
+            types=default_catalog(),
+            daemonsets=daemonsets,
+        )
+        return results.existing.get(name) == (pending.key,)
+
+    assert lands_there(left) and not lands_there(left + 1)
+    bound = tuple(
+        dataclasses.replace(
+            pod(f"{ds.name}-pod", "1", "0", ns=ds.namespace), owner_kind="DaemonSet", owner_name=ds.name, node_name=name
+        )
+        for ds in daemonsets
+    )
+    cluster.nodes[name] = dataclasses.replace(cluster.nodes[name], pods=bound)
+    assert lands_there(left) and not lands_there(left + 1)
 
 
 def test_in_flight_should_pack_in_flight_nodes_before_launching_new_nodes() -> None:
