@@ -1,4 +1,5 @@
-"""Karpenter's fake cloud provider (pkg/cloudprovider/fake, v1.9.1) as real instance types of our catalog.
+"""Karpenter's fake cloud provider (pkg/cloudprovider/fake, v1.14.1: the same types as v1.9.1's) as real instance
+types of our catalog.
 
 Karpenter's scheduling suites run against made-up instance types. The ported tests run against real ones
 from the catalog snapshot the simulator ships, chosen by the facts each fake type stands for; prices are

@@ -1,4 +1,5 @@
-"""Karpenter v1.9.1 pkg/controllers/provisioning/scheduling/instance_selection_test.go, ported case by case.
+"""Karpenter v1.14.1 pkg/controllers/provisioning/scheduling/instance_selection_test.go, ported case by case (its
+cases are v1.9.1's: since then only the way the Go code builds fake instance types changed).
 
 Each test names the It it mirrors. The suite's NodePool allows spot and on-demand, amd64 and arm64; its
 catalog (fake.InstanceTypesAssorted) is `assorted_catalog()`: real types of both architectures in every zone

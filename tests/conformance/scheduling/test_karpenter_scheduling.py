@@ -1,4 +1,4 @@
-"""Karpenter v1.9.1 pkg/controllers/provisioning/scheduling/suite_test.go, its constraint sections, ported case
+"""Karpenter v1.14.1 pkg/controllers/provisioning/scheduling/suite_test.go, its constraint sections, ported case
 by case: Custom Constraints (NodePool labels, well-known labels, constraint validation, scheduling logic with
 every operator), Preferential Fallback, Instance Type Compatibility, Binpacking, In-Flight Nodes and Existing
 Nodes. The suite repeats its Well Known Labels, Constraints Validation and Scheduling Logic contexts a second
