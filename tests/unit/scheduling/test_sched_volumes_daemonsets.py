@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from builders import (
     by_name,
     daemonset,
+    inflight,
     itype,
     node,
     node_terms,
@@ -206,3 +209,22 @@ def test_daemonset_placed_before_a_lifecycle_label_comes_still_counts() -> None:
     )
     (claim,) = run([pod("p", cpu="1", memory="512Mi")], daemonsets=[never]).nodeclaims
     assert claim.instance_types[0] == "c5.large"
+
+
+def test_in_flight_claim_holds_back_room_for_its_daemonset_pods() -> None:
+    # An m5.xlarge in flight (3920m allocatable) with a 1-CPU DaemonSet to come has 2920m for pods: a 2.9-CPU
+    # pod waits for it, a 3-CPU one does not (its node would be full once the DaemonSet pod binds).
+    it = by_name(small_catalog(), "m5.xlarge")
+    ds = daemonset("agent", cpu="1", memory="128Mi")
+    fits = run([pod("p", cpu="2900m", memory="512Mi")], nodeclaims=[inflight("c", it)], daemonsets=[ds])
+    assert fits.existing == {"c": ("default/p",)} and not fits.nodeclaims
+    full = run([pod("p", cpu="3", memory="512Mi")], nodeclaims=[inflight("c", it)], daemonsets=[ds])
+    assert not full.existing and len(full.nodeclaims) == 1
+    # A DaemonSet whose pods do not tolerate the claim's taint holds nothing back there.
+    tainted = dataclasses.replace(inflight("c", it), taints=(Taint("dedicated", "NoSchedule", "x"),))
+    away = run(
+        [pod("p", cpu="3", memory="512Mi", tolerations=(toleration("dedicated", "x", "NoSchedule"),))],
+        nodeclaims=[tainted],
+        daemonsets=[ds],
+    )
+    assert away.existing == {"c": ("default/p",)}

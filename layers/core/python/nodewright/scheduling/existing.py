@@ -85,7 +85,9 @@ def _daemonsets_to_come(
 
 
 def inflight_bin(claim: NodeClaim, pools: Pools) -> Bin | None:
-    """A NodeClaim in flight as a place pods can go (None when no instance type can satisfy it)."""
+    """A NodeClaim in flight as a place pods can go, its room what its instance type (its smallest option when
+    not launched yet) allocates less its nominated pods and the DaemonSet pods to come (None when no instance
+    type can satisfy it)."""
     requirements = Requirements.of(claim.requirements).intersect(Requirements.from_labels(claim.labels))
     pool = next((p for p in pools.contexts if p.pool.name == claim.nodepool), None)
     node_class = pool.node_class if pool else None
@@ -106,8 +108,11 @@ def inflight_bin(claim: NodeClaim, pools: Pools) -> Bin | None:
         alloc = dict(allocatable_for(smallest, node_class))
         labels = dict(claim.labels)
     labels.setdefault(HOSTNAME_LABEL, claim.node_name or claim.name)
-    remaining = res.subtract(alloc, claim.requests)
     taints = claim.taints
+    # The claim's requests are its nominated pods' only: the DaemonSet pods that will run on its node are held
+    # back too (Karpenter's remaining daemon resources of an in-flight node), else a pod planned onto the claim
+    # finds its node full once they bind. None is bound yet, and its startup taints do not keep them off.
+    remaining = res.subtract(res.subtract(alloc, claim.requests), pools.daemonset_requests(labels, taints))
     b = Bin(
         claim.name,
         "inflight",
