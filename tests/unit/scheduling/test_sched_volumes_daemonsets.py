@@ -228,3 +228,14 @@ def test_in_flight_claim_holds_back_room_for_its_daemonset_pods() -> None:
         daemonsets=[ds],
     )
     assert away.existing == {"c": ("default/p",)}
+
+
+def test_pod_selecting_a_lifecycle_label_gets_a_new_claim_that_does_not_carry_it() -> None:
+    # As in Karpenter v1.14, a new NodeClaim's node will be registered and initialized, so a pod that selects
+    # either label being "true" fits it; the claim neither requires nor sets the label (its node gets it as it
+    # comes up), and a pod asking for another value is refused.
+    for key in ("karpenter.sh/registered", "karpenter.sh/initialized"):
+        (claim,) = run([pod("p", cpu="1", memory="512Mi", node_selector={key: "true"})]).nodeclaims
+        assert key not in {r.key for r in claim.requirements} and key not in claim.labels, key
+        refused = run([pod("p", cpu="1", memory="512Mi", node_selector={key: "false"})])
+        assert "default/p" in unschedulable(refused) and not refused.nodeclaims, key

@@ -23,6 +23,7 @@ LIFECYCLE_STAGES: tuple[Mapping[str, str], ...] = (
     {REGISTERED_LABEL: "true"},
     {REGISTERED_LABEL: "true", INITIALIZED_LABEL: "true"},
 )
+LIFECYCLE_LABELS = frozenset(LIFECYCLE_STAGES[-1])
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ import heapq
 from nodewright.catalog.labels import CAPACITY_TYPE, ZONE
 from nodewright.catalog.types import CAPACITY_TYPES
 from nodewright.model import resources as res
+from nodewright.model.nodeclaim import LIFECYCLE_LABELS
 from nodewright.model.objects import HOSTNAME_LABEL
 from nodewright.model.requirements import Operator, Requirement
 from nodewright.model.resources import CPU, MEMORY, PODS
@@ -107,15 +108,18 @@ class Finalizer:
             type_names = tuple(c.it.name for c in chosen)
             capacity_types = tuple(sorted({o[4] for o in offered}, key=CAPACITY_TYPES.index))
             zones = tuple(sorted({o[3] for o in offered}))
-            kept = b.requirements.without(OFFERING_KEYS | {HOSTNAME_LABEL, "node.kubernetes.io/instance-type"})
+            # The lifecycle labels are the node's to get as it comes up: a claim carrying them would start initialized.
+            kept = b.requirements.without(
+                OFFERING_KEYS | LIFECYCLE_LABELS | {HOSTNAME_LABEL, "node.kubernetes.io/instance-type"}
+            )
             requirement_list = (
                 *kept.to_list(),
                 Requirement("node.kubernetes.io/instance-type", Operator.IN, type_names),
                 Requirement(CAPACITY_TYPE, Operator.IN, capacity_types),
                 Requirement(ZONE, Operator.IN, zones),
             )
-            labels = {**ctx.pool.labels, **b.requirements.labels(), "karpenter.sh/nodepool": ctx.pool.name}
-            labels.pop(HOSTNAME_LABEL, None)
+            known = b.requirements.without(LIFECYCLE_LABELS | {HOSTNAME_LABEL}).labels()
+            labels = {**ctx.pool.labels, **known, "karpenter.sh/nodepool": ctx.pool.name}
             memo = (type_names, launch_list, capacity_types, zones, requirement_list, labels)
             self.finalized[memo_key] = memo
         return memo

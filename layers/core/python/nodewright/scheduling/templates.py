@@ -31,7 +31,7 @@ from nodewright.catalog.catalog import is_accelerated, is_bare_metal
 from nodewright.catalog.labels import CAPACITY_RESERVATION_ID, CAPACITY_TYPE, WELL_KNOWN_LABELS, ZONE
 from nodewright.catalog.types import RESERVED, InstanceType, Offering
 from nodewright.model import resources as res
-from nodewright.model.nodeclaim import LIFECYCLE_STAGES
+from nodewright.model.nodeclaim import LIFECYCLE_LABELS, LIFECYCLE_STAGES
 from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.model.nodepool import NodePool
 from nodewright.model.objects import HOSTNAME_LABEL, DaemonSet, Node
@@ -415,6 +415,9 @@ class Template:
 
 # ----- preparation, kept across solves ---------------------------------------------------------------------
 
+# Every NodeClaim's node ends up registered and initialized (Karpenter's scheduling-simulation keys): a pod that
+# selects those labels fits a new claim, which neither requires nor sets them (see `finalize`).
+_INITIALIZED = Requirements.from_labels(LIFECYCLE_STAGES[-1])
 _UNMATCHED, _UNAVAILABLE, _TOO_SMALL = "unmatched", "unavailable", "too small for its DaemonSets"
 DaemonSetOptions = Sequence[tuple[DaemonSet, tuple[Requirements, ...]]]
 
@@ -436,6 +439,7 @@ class _Prepared:
         self.keys = tuple(sorted({k for _, options in self.daemonsets for o in options for k in o.by_key}))
         # Whether a DaemonSet reads a label the node gets only as it comes up (see `_daemonset_overhead`).
         self.reads_lifecycle = any(key in stage for stage in LIFECYCLE_STAGES for key in self.keys)
+        self.before_lifecycle = requirements.without(LIFECYCLE_LABELS)
         self.overheads: dict[tuple[str | None, ...], tuple[dict[str, int], frozenset[tuple[str, int]]]] = {}
         self.per_type: dict[int, tuple[InstanceType, Candidate | str]] = {}
         self.templates: OrderedDict[tuple[int, ...], Template] = OrderedDict()
@@ -494,13 +498,13 @@ class _Prepared:
         DaemonSet's pod placed while the node matches stays (required affinity is ignored during execution):
         so the pod counts when the node matches at any stage (LIFECYCLE_STAGES). Karpenter v1.14 counts one
         that selects the labels being "true" (its fix of issue 2116); one that selects them absent counts
-        here too, as it counted before. The labels are read here only: the claim neither requires nor sets them.
+        here too, as it counted before.
         """
         labels = tuple(it.labels.get(k) for k in self.keys)
         found = self.overheads.get(labels)
         if found is None:
             type_labels = {k: v for k, v in zip(self.keys, labels, strict=True) if v is not None}
-            node = self.requirements.intersect(Requirements.from_labels(type_labels))
+            node = self.before_lifecycle.intersect(Requirements.from_labels(type_labels))
             stages = [node]
             if self.reads_lifecycle:
                 stages = [node.intersect(Requirements.from_labels(stage)) for stage in LIFECYCLE_STAGES]
@@ -603,7 +607,7 @@ class TemplateCache:
         """The NodePool prepared against these instance types (`type_ids`: their ids, in order) with this
         EC2NodeClass and these DaemonSets (each with its pods' ORed required node requirements), from the cache
         when it was prepared before."""
-        requirements = pool.node_requirements()
+        requirements = pool.node_requirements().intersect(_INITIALIZED)
         key = (req_key(requirements), pool.taints, allocatable_key(node_class), _daemonsets_key(daemonsets))
         prepared = self._prepared.get(key)
         if prepared is None:
