@@ -13,7 +13,9 @@ Deployment with hostname anti-affinity or GPUs keeps a realistic replica count a
 
 Figures (`measure`):
 - `hetero`: solve() for N pods of a cluster, timed as the mix is (`mix.measure_solve`, the same figure type): a
-  traced, untimed warm-up, then the median of up to `max_runs` runs (wall and CPU time). Printed with the fleet's
+  traced, untimed warm-up, then the median of up to `max_runs` runs (wall and CPU time), each preparing the 13
+  NodePools against the catalog afresh (a new container's first batch), and `warm_pods_per_s` with them kept in
+  one TemplateCache (a warm container's batches). Printed with the fleet's
   NodeClaims, unschedulable pods, hourly cost, and `cost_per_pod_m` (the cost per pod in thousandths of a dollar
   an hour), the packing figure to compare between two versions of the solver on the same pods.
 - `existing` (`measure_existing`): the provisioner's usual batch, 100 new replicas of the cluster's
@@ -518,7 +520,7 @@ def measure(seed: int, count: int, max_runs: int = 3, budget_seconds: float = 30
     pending = pods(cluster, count)
     kwargs = cluster.solve_kwargs()
     return measure_solve(
-        lambda: solve(pending, **kwargs),
+        lambda templates: solve(pending, templates=templates, **kwargs),
         count,
         lambda results: audit(results, pending, cluster),
         max_runs,

@@ -44,7 +44,7 @@ def test_quick_bench_prints_well_formed_figures_and_bounds_hold() -> None:
     (scheduling,) = [_fields(line) for line in figures if line.startswith("scheduling ")]
     assert scheduling["mix"] == "120"
     assert int(scheduling["nodeclaims"]) > 0
-    for key in ("pods_per_s", "cpu_pods_per_s", "seconds", "cost_per_hour", "peak_mib"):
+    for key in ("pods_per_s", "cpu_pods_per_s", "warm_pods_per_s", "seconds", "cost_per_hour", "peak_mib"):
         float(scheduling[key])
 
     packing = [_fields(line) for line in figures if line.startswith("packing workload=")]
