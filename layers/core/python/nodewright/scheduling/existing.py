@@ -63,10 +63,13 @@ def node_bin(node: Node, pods: NodePods, claim: NodeClaim | None, pools: Pools, 
     remaining = res.subtract(
         res.subtract(node.allocatable, pods.used), _daemonsets_to_come(node, taints, pods.daemon_used, pools)
     )
+    # The EBS attachments left: the node's own count when it reports one (its attachable-volumes-aws-ebs
+    # allocatable, as the CSINode's count is for Karpenter), else its instance type's, less the volumes its
+    # pods attach. Pods are not charged for volumes as requests, so the count is taken here either way.
     it = pools.types_by_name.get(node.labels.get("node.kubernetes.io/instance-type", ""))
-    if it is not None and EBS_VOLUMES not in remaining:
-        attached = sum(volumes.constraints(p)[1] for p in pods.with_volumes)
-        remaining[EBS_VOLUMES] = it.ebs_volume_limit - attached
+    limit = node.allocatable.get(EBS_VOLUMES, it.ebs_volume_limit if it is not None else None)
+    if limit is not None:
+        remaining[EBS_VOLUMES] = limit - sum(volumes.constraints(p)[1] for p in pods.with_volumes)
     known = pools.templates.node_labels(node)
     b = Bin(node.name, "node", known.labels, known.requirements, pools.req_id_of(known.key), taints, remaining)
     b.shape = pools.req_id_of(known.shape)
