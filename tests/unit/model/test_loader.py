@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -193,6 +194,31 @@ def test_priority_classes_and_default_storage_class() -> None:
     assert errors == []
     assert {p.name: p.priority for p in inputs.pending_pods} == {"a": 1000, "b": 10}
     assert inputs.pvcs[0].storage_class_name == "gp3"
+
+
+def test_the_newest_of_several_default_storage_classes_is_a_new_claims() -> None:
+    def default_class(name: str, created: object) -> dict[str, object]:
+        annotations = {"storageclass.kubernetes.io/is-default-class": "true"}
+        metadata = {"name": name, "annotations": annotations, "creationTimestamp": created}
+        return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "provisioner": "p", "metadata": metadata}
+
+    claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "c"}, "spec": {}}
+    newer = datetime(2024, 1, 2, tzinfo=UTC)  # YAML reads an unquoted timestamp as a datetime
+    docs = [default_class("old", "2024-01-01T00:00:00Z"), default_class("new", newer), claim]
+    inputs, errors = load_documents(docs, "w.yaml")
+    assert errors == []
+    assert inputs.pvcs[0].storage_class_name == "new"
+    # Equally new: the first by name.
+    docs = [default_class("b", "2024-01-01T00:00:00Z"), default_class("a", "2024-01-01T00:00:00Z"), claim]
+    assert load_documents(docs, "w.yaml")[0].pvcs[0].storage_class_name == "a"
+
+
+def test_an_in_tree_ebs_volume_is_an_ebs_csi_volume() -> None:
+    pv = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "v"}}
+    pv["spec"] = {"awsElasticBlockStore": {"volumeID": "vol-1", "fsType": "ext4"}}
+    inputs, errors = load_documents([pv], "w.yaml")
+    assert errors == []
+    assert inputs.pvs[0].csi_driver == "ebs.csi.aws.com"
 
 
 def test_nodeclaims() -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import Any
 
 from nodewright.model.errors import Collector
@@ -28,6 +29,7 @@ from nodewright.model.fields import (
     parse_toleration,
 )
 from nodewright.model.objects import (
+    EBS_CSI_DRIVER,
     DaemonSet,
     HostPort,
     LabelSelector,
@@ -759,6 +761,8 @@ def parse_pv(ctx: Collector, doc: Mapping[str, Any]) -> PersistentVolume | None:
             terms.append(term)
     csi = get_map(ctx, spec.get("csi"), "spec.csi") or {}
     driver = get_str(ctx, csi.get("driver"), "spec.csi.driver") or ""
+    if not driver and spec.get("awsElasticBlockStore") is not None:
+        driver = EBS_CSI_DRIVER  # an in-tree EBS volume is served by the EBS CSI driver (CSI migration)
     local = spec.get("local") is not None or spec.get("hostPath") is not None
     return PersistentVolume(name, tuple(terms), driver, local)
 
@@ -800,7 +804,11 @@ def parse_storage_class(ctx: Collector, doc: Mapping[str, Any]) -> tuple[Storage
     is_default = (
         isinstance(annotations, dict) and annotations.get("storageclass.kubernetes.io/is-default-class") == "true"
     )
-    return StorageClass(name, provisioner, mode, tuple(terms)), is_default
+    created = (metadata or {}).get("creationTimestamp")
+    if isinstance(created, datetime):  # YAML reads an unquoted timestamp as one
+        utc = created.astimezone(UTC) if created.tzinfo else created
+        created = utc.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return StorageClass(name, provisioner, mode, tuple(terms), created if isinstance(created, str) else ""), is_default
 
 
 def parse_priority_class(ctx: Collector, doc: Mapping[str, Any]) -> tuple[str, int, bool] | None:

@@ -437,7 +437,10 @@ def _resolve_priorities(state: _State) -> list[tuple[Pod, str]]:
 
 def _resolve_claims(state: _State) -> tuple[PersistentVolumeClaim, ...]:
     """Explicit claims win over ones a StatefulSet or ephemeral volume would create; fill default classes."""
-    default = next((sc.name for sc, is_default in state.storage_classes if is_default), "")
+    # Of several default classes the newest is used, the first by name among equally new ones (Kubernetes
+    # 1.26+). `created` is RFC 3339 in UTC, so it sorts as text; a class without one counts as the oldest.
+    defaults = sorted((sc for sc, is_default in state.storage_classes if is_default), key=lambda sc: sc.name)
+    default = max(defaults, key=lambda sc: sc.created).name if defaults else ""
     explicit = {(c.namespace, c.name) for c in state.pvcs}
     claims = list(state.pvcs) + [c for c in state.generated_pvcs if (c.namespace, c.name) not in explicit]
     if default:

@@ -181,6 +181,12 @@ class PodDisruptionBudget:
     unhealthy_pod_eviction_policy: str = ""  # IfHealthyBudget (default) | AlwaysAllow
 
 
+# The EBS CSI driver, and the in-tree plugin whose volumes and StorageClasses it serves since CSI migration
+# (Kubernetes 1.23, the only way on EKS): both attach EBS volumes, counted against the node's EBS limit.
+EBS_CSI_DRIVER = "ebs.csi.aws.com"
+EBS_IN_TREE_PLUGIN = "kubernetes.io/aws-ebs"
+
+
 @dataclass(frozen=True, slots=True)
 class PersistentVolumeClaim:
     """A PersistentVolumeClaim: its StorageClass and, once bound, its volume."""
@@ -212,3 +218,5 @@ class StorageClass:
     volume_binding_mode: str = "Immediate"  # or WaitForFirstConsumer
     # allowedTopologies as node selector terms (ORed).
     allowed_topologies: tuple[NodeSelectorTerm, ...] = ()
+    # metadata.creationTimestamp (RFC 3339, UTC): of several default classes the newest is a new claim's.
+    created: str = ""
