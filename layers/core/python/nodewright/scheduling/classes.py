@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 
 from nodewright.model.objects import (
+    EBS_CSI_DRIVER,
+    EBS_IN_TREE_PLUGIN,
     HOSTNAME_LABEL,
     LabelSelector,
     NodeSelectorTerm,
@@ -25,7 +27,6 @@ from nodewright.model.objects import (
 from nodewright.model.requirements import NORMALIZED_LABELS, Requirements
 from nodewright.model.taints import Taint, Toleration, untolerated
 
-EBS_CSI_DRIVER = "ebs.csi.aws.com"
 # The per-node EBS attachment limit is handled as one more resource: each pod requests one unit per EBS
 # volume it mounts and each instance type offers as many as it can attach.
 EBS_VOLUMES = "attachable-volumes-aws-ebs"
@@ -109,7 +110,8 @@ class PodClass:
     namespace: str
     labels: Mapping[str, str]
     requests: Mapping[str, int]
-    # Alternatives from ORed required node selector terms; each already includes nodeSelector and volumes.
+    # Alternatives from ORed required node selector terms, each crossed with the combinations of the volumes'
+    # ORed terms; each already includes nodeSelector and volumes.
     requirement_options: tuple[Requirements, ...]
     # The same alternatives without the volumes' requirements: what topology spread counts domains over (a
     # volume decides where the pod goes, not which domains its spread knows; Karpenter's StrictRequirements).
@@ -120,6 +122,9 @@ class PodClass:
     preferred_terms: tuple[TopologyTerm, ...]  # ScheduleAnyway spread, preferred (anti-)affinity
     host_ports: frozenset[tuple[str, int]]
     volume_error: str = ""
+    # How many of `requirement_options` each of the pod's own ORed terms has: one per combination of its
+    # volumes' ORed terms (1 without volume topology). The last term's group is what preferences relax with.
+    volume_alternatives: int = 1
     member_of: list[int] = field(default_factory=list)  # topology group indexes whose selectors match
     request_key: tuple[tuple[str, int], ...] = ()  # the requests as a sorted tuple, a dictionary key
 
@@ -177,11 +182,23 @@ class VolumeIndex:
             storage_class = self.storage_classes.get(claim.storage_class_name)
             if storage_class is None:
                 return [], 0, f"StorageClass {claim.storage_class_name} (of claim {claim_name}) not found"
-            if storage_class.provisioner == EBS_CSI_DRIVER:
+            if storage_class.provisioner in (EBS_CSI_DRIVER, EBS_IN_TREE_PLUGIN):
                 ebs += 1
             if storage_class.volume_binding_mode == "WaitForFirstConsumer" and storage_class.allowed_topologies:
                 alternatives.append(tuple(_term_requirements(t) for t in storage_class.allowed_topologies))
         return alternatives, ebs, ""
+
+
+def volume_options(per_claim: Sequence[tuple[Requirements, ...]]) -> tuple[Requirements, ...]:
+    """The combinations of each claim's ORed topology terms, one term per claim, in order (Karpenter's
+    GetRequirements): a combination that cannot be met (two claims pinning different zones) is dropped,
+    unless every one is disjoint, when all are kept and the pod's reason names the conflict."""
+    combined: tuple[Requirements, ...] = (Requirements({}),)
+    for alternatives in per_claim:
+        pairs = [(c, a) for c in combined for a in alternatives]
+        compatible = tuple(c.intersect(a) for c, a in pairs if c.conflict(a) is None)
+        combined = compatible or tuple(c.intersect(a) for c, a in pairs)
+    return combined
 
 
 def selector_keys(pods: Iterable[Pod]) -> frozenset[str]:
@@ -319,16 +336,16 @@ def _make_class(
     terms: tuple[tuple[TopologyTerm, ...], tuple[TopologyTerm, ...]],
 ) -> PodClass:
     pod = pods[0]
-    base = Requirements.from_labels(pod.node_selector)
     volume_alternatives, ebs, volume_error = volumes.constraints(pod)
-    for alternatives in volume_alternatives:
-        # A claim usually has exactly one term (its zone); with several we keep the first, as binding picks one.
-        base = base.intersect(alternatives[0])
-    options = (
-        tuple(base.intersect(_term_requirements(t)) for t in pod.required_node_terms)
-        if pod.required_node_terms
-        else (base,)
-    )
+    own = required_node_options(pod)
+    if volume_alternatives:
+        # Each of the pod's ORed terms with each combination of its volumes' ORed terms, in order: the pod may
+        # go wherever one combination allows (Karpenter's volume requirement alternatives).
+        combined = volume_options(volume_alternatives)
+        options = tuple(o.intersect(v) for o in own for v in combined)
+        topology_options = tuple(o for o in own for _ in combined)
+    else:
+        options = topology_options = own
     requests = dict(pod.requests)
     if ebs:
         requests[EBS_VOLUMES] = ebs
@@ -343,7 +360,8 @@ def _make_class(
         labels=dict(pod.labels),
         requests=requests,
         requirement_options=options,
-        topology_options=required_node_options(pod) if volume_alternatives else options,
+        topology_options=topology_options,
+        volume_alternatives=len(options) // len(own),
         preferred_node_terms=preferred_node,
         tolerations=pod.tolerations,
         terms=required,

@@ -40,7 +40,8 @@ def variants(cls: PodClass, prefer_no_schedule: bool) -> list[Variant]:
     which only the heaviest left is required at a time; then ScheduleAnyway spreads; last, when a NodePool
     has a PreferNoSchedule taint (`prefer_no_schedule`), a toleration of every PreferNoSchedule taint. Each
     variant keeps its required node requirements (`base`) apart: spread domains are counted over those,
-    not over a preference.
+    not over a preference. Each of these steps is tried with every combination of the volumes' ORed terms
+    in turn, as Karpenter tries each volume alternative on every NodeClaim.
     """
     if len(cls.requirement_options) == 1 and not (
         cls.preferred_terms or cls.preferred_node_terms or prefer_no_schedule
@@ -50,32 +51,37 @@ def variants(cls: PodClass, prefer_no_schedule: bool) -> list[Variant]:
     anti = [t for t in cls.preferred_terms if t.kind == "anti"]
     spread = [t for t in cls.preferred_terms if t.kind == "spread"]
     node_prefs = [r for _, r in cls.preferred_node_terms]  # heaviest first
-    *earlier, last = zip(cls.requirement_options, cls.topology_options, strict=True)
+    options = list(zip(cls.requirement_options, cls.topology_options, strict=True))
+    # The pod's last ORed term, with each combination of its volumes' terms: what the relaxations keep trying.
+    split = len(options) - cls.volume_alternatives
+    earlier, last = options[:split], options[split:]
+    preference = node_prefs[0] if node_prefs else None
     steps: list[tuple[tuple[Requirements, Requirements], Requirements | None, list[TopologyTerm]]] = []
     for option in earlier:
-        steps.append((option, node_prefs[0] if node_prefs else None, affinity + anti + spread))
-    steps.append((last, node_prefs[0] if node_prefs else None, affinity + anti + spread))
+        steps.append((option, preference, affinity + anti + spread))
+    relaxed: list[tuple[Requirements | None, list[TopologyTerm]]] = [(preference, affinity + anti + spread)]
     while affinity:
         affinity.pop(0)
-        steps.append((last, node_prefs[0] if node_prefs else None, affinity + anti + spread))
+        relaxed.append((node_prefs[0] if node_prefs else None, affinity + anti + spread))
     while anti:
         anti.pop(0)
-        steps.append((last, node_prefs[0] if node_prefs else None, anti + spread))
+        relaxed.append((node_prefs[0] if node_prefs else None, anti + spread))
     while node_prefs:
         node_prefs.pop(0)
-        steps.append((last, node_prefs[0] if node_prefs else None, list(spread)))
+        relaxed.append((node_prefs[0] if node_prefs else None, list(spread)))
     while spread:
         spread.pop(0)
-        steps.append((last, None, list(spread)))
+        relaxed.append((None, list(spread)))
+    steps += [(option, pref, terms) for pref, terms in relaxed for option in last]
     found: list[Variant] = []
-    for (placement, base), preference, extra_terms in steps:
-        requirements = placement if preference is None else placement.intersect(preference)
+    for (placement, base), pref, extra_terms in steps:
+        requirements = placement if pref is None else placement.intersect(pref)
         variant = Variant(requirements, cls.terms + tuple(extra_terms), base, cls.tolerations)
         if variant not in found:
             found.append(variant)
     if prefer_no_schedule and not any(_tolerates_all_prefer_no_schedule(t) for t in cls.tolerations):
-        placement, base = last
-        found.append(Variant(placement, cls.terms, base, (*cls.tolerations, TOLERATE_PREFER_NO_SCHEDULE)))
+        for placement, base in last:
+            found.append(Variant(placement, cls.terms, base, (*cls.tolerations, TOLERATE_PREFER_NO_SCHEDULE)))
     return found
 
 
