@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from builders import (
+    affinity_term,
     by_name,
     daemonset,
     inflight,
@@ -25,8 +26,10 @@ from builders import (
 
 from nodewright.catalog.allocatable import allocatable_for
 from nodewright.catalog.labels import ARCH, ZONE
-from nodewright.model.objects import StorageClass
+from nodewright.model.objects import PersistentVolume, StorageClass
+from nodewright.model.requirements import Requirements
 from nodewright.model.taints import Taint
+from nodewright.scheduling.classes import EBS_VOLUMES, volume_options
 
 # ----- volume topology -----------------------------------------------------------------------------------
 
@@ -115,6 +118,62 @@ def test_non_ebs_volume_does_not_count_against_ebs_limit() -> None:
         storage_classes=[StorageClass("nfs", "nfs.csi.k8s.io", "Immediate")],
     )
     assert len(results.nodeclaims) == 1
+
+
+def test_node_reporting_its_ebs_limit_counts_the_volumes_its_pods_attach() -> None:
+    # A node whose allocatable reports attachable-volumes-aws-ebs (1 here) has that many in all: its bound pod's
+    # EBS claim uses it up, so a pod with another EBS claim needs a new node.
+    it = by_name(small_catalog(), "m5.large")
+    existing = node("n1", it, bound=[pod("db-0", cpu="100m", memory="128Mi", pvc_names=("data-0",))])
+    existing = dataclasses.replace(existing, allocatable={**existing.allocatable, EBS_VOLUMES: 1})
+    results = run(
+        [pod("db-1", cpu="100m", memory="128Mi", pvc_names=("data-1",))],
+        nodes=[existing],
+        pvcs=[pvc("data-0", "gp3"), pvc("data-1", "gp3")],
+        storage_classes=[storage_class("gp3", "us-east-1a")],
+    )
+    assert not results.existing and [c.pods for c in results.nodeclaims] == [("default/db-1",)]
+
+
+def test_in_tree_ebs_storage_class_counts_against_the_ebs_limit() -> None:
+    # kubernetes.io/aws-ebs (EKS's gp2 class) is served by the EBS CSI driver since CSI migration.
+    types = [itype("m5.2xlarge", 8, 32, 0.384, ebs_limit=1)]
+    names = [f"db-{i}" for i in range(2)]
+    results = run(
+        [pod(n, cpu="100m", memory="128Mi", pvc_names=(f"data-{n}",)) for n in names],
+        types=types,
+        pvcs=[pvc(f"data-{n}", "gp2") for n in names],
+        storage_classes=[StorageClass("gp2", "kubernetes.io/aws-ebs", "WaitForFirstConsumer")],
+    )
+    assert sorted(len(c.pods) for c in results.nodeclaims) == [1, 1]
+
+
+def test_volume_with_ored_zones_lets_anti_affinity_pick_the_second() -> None:
+    # Both volumes allow zone a or b (two ORed terms): the second pod, avoiding the first's zone, takes b.
+    terms = node_terms([req(ZONE, "In", "us-east-1a")], [req(ZONE, "In", "us-east-1b")])
+    pvs = [PersistentVolume(f"pv-{i}", terms, "ebs.csi.aws.com") for i in range(2)]
+    pending = [
+        pod(
+            f"db-{i}",
+            cpu="100m",
+            memory="128Mi",
+            labels={"app": "db"},
+            pvc_names=(f"data-{i}",),
+            pod_anti_affinity=(affinity_term(ZONE, app="db"),),
+        )
+        for i in range(2)
+    ]
+    results = run(pending, pvcs=[pvc(f"data-{i}", "", f"pv-{i}") for i in range(2)], pvs=pvs)
+    assert not results.unschedulable
+    assert sorted(z for c in results.nodeclaims for z in c.zones) == ["us-east-1a", "us-east-1b"]
+
+
+def test_volume_options_keep_only_combinations_that_can_be_met() -> None:
+    a, b = Requirements.of([req(ZONE, "In", "us-east-1a")]), Requirements.of([req(ZONE, "In", "us-east-1b")])
+    arm = Requirements.of([req(ARCH, "In", "arm64")])
+    assert volume_options([(a, b), (b, arm)]) == (a.intersect(arm), b, b.intersect(arm))
+    # Every combination disjoint: all kept, so the pod's reason names the conflict.
+    assert volume_options([(a,), (b,)]) == (a.intersect(b),)
 
 
 # ----- DaemonSet overhead ---------------------------------------------------------------------------------------
