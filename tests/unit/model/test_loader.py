@@ -333,3 +333,21 @@ def test_the_parse_cache_is_bounded(monkeypatch: Any) -> None:
     for i in range(6):
         load_documents([api_node(f"n{i}", f"u{i}", "1", "us-east-1a")], "cluster", False, parsed)
     assert len(parsed) <= 4 and ("u5", "1") in parsed and ("u0", "1") not in parsed
+
+
+def test_deleting_and_lost_claims_and_deleting_volumes_are_marked_unusable() -> None:
+    def claim(name: str, metadata: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
+        meta = {"name": name, **metadata}
+        return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta, "spec": {}, "status": status}
+
+    deleting = {"deletionTimestamp": "2024-01-01T00:00:00Z"}
+    pv = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "v", **deleting}, "spec": {}}
+    docs = [claim("d", deleting, {}), claim("l", {}, {"phase": "Lost"}), claim("ok", {}, {"phase": "Bound"}), pv]
+    inputs, errors = load_documents(docs, "w.yaml")
+    assert errors == []
+    assert {c.name: c.unusable for c in inputs.pvcs} == {
+        "d": "is being deleted",
+        "l": "is Lost (its volume no longer exists)",
+        "ok": "",
+    }
+    assert inputs.pvs[0].deleting

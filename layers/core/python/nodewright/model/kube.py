@@ -740,7 +740,14 @@ def parse_pvc(ctx: Collector, doc: Mapping[str, Any]) -> PersistentVolumeClaim |
     spec = get_map(ctx, doc.get("spec"), "spec") or {}
     storage_class = get_str(ctx, spec.get("storageClassName"), "spec.storageClassName") or ""
     volume = get_str(ctx, spec.get("volumeName"), "spec.volumeName") or ""
-    return PersistentVolumeClaim(namespace, name, storage_class, volume)
+    metadata = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+    status = doc.get("status") if isinstance(doc.get("status"), dict) else {}
+    unusable = ""
+    if (metadata or {}).get("deletionTimestamp"):
+        unusable = "is being deleted"
+    elif (status or {}).get("phase") == "Lost":
+        unusable = "is Lost (its volume no longer exists)"
+    return PersistentVolumeClaim(namespace, name, storage_class, volume, unusable)
 
 
 def parse_pv(ctx: Collector, doc: Mapping[str, Any]) -> PersistentVolume | None:
@@ -764,7 +771,8 @@ def parse_pv(ctx: Collector, doc: Mapping[str, Any]) -> PersistentVolume | None:
     if not driver and spec.get("awsElasticBlockStore") is not None:
         driver = EBS_CSI_DRIVER  # an in-tree EBS volume is served by the EBS CSI driver (CSI migration)
     local = spec.get("local") is not None or spec.get("hostPath") is not None
-    return PersistentVolume(name, tuple(terms), driver, local)
+    metadata = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+    return PersistentVolume(name, tuple(terms), driver, local, bool((metadata or {}).get("deletionTimestamp")))
 
 
 def parse_storage_class(ctx: Collector, doc: Mapping[str, Any]) -> tuple[StorageClass, bool] | None:

@@ -195,6 +195,9 @@ class PersistentVolumeClaim:
     name: str
     storage_class_name: str = ""
     volume_name: str = ""  # set when bound
+    # Why no pod using it can start, as the kube-scheduler refuses it: "being deleted" (a deletionTimestamp) or
+    # "lost" (status.phase Lost: its volume is gone); "" when usable.
+    unusable: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,6 +210,8 @@ class PersistentVolume:
     csi_driver: str = ""
     # A local or hostPath volume: its data lives on one node, named by its hostname affinity.
     local: bool = False
+    # Being deleted (a deletionTimestamp): no pod can start with it.
+    deleting: bool = False
 
 
 @dataclass(frozen=True, slots=True)

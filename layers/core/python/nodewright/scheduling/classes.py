@@ -161,10 +161,14 @@ class VolumeIndex:
             claim = self.pvcs.get((pod.namespace, claim_name))
             if claim is None:
                 return [], 0, f"PersistentVolumeClaim {pod.namespace}/{claim_name} not found"
+            if claim.unusable:
+                return [], 0, f"PersistentVolumeClaim {pod.namespace}/{claim_name} {claim.unusable}"
             if claim.volume_name:
                 volume = self.pvs.get(claim.volume_name)
                 if volume is None:
                     return [], 0, f"PersistentVolume {claim.volume_name} (bound to {claim_name}) not found"
+                if volume.deleting:
+                    return [], 0, f"PersistentVolume {claim.volume_name} (bound to {claim_name}) is being deleted"
                 if volume.node_terms:
                     terms = tuple(_term_requirements(t) for t in volume.node_terms)
                     if volume.local:
