@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 from builders import daemonset, host_port, itype, node, pod, pods, pool, preferred, req, run, unschedulable
 from sched_fake import (
     ARM,
@@ -283,10 +284,21 @@ def test_constraints_validation_should_not_schedule_pods_that_have_node_selector
     assert "karpenter.sh/test" in not_scheduled(p(required_node_terms=required(req("karpenter.sh/test", "In", "test"))))
 
 
-def test_constraints_validation_should_schedule_pods_with_node_selectors_with_label_in_the_kubernetes_domains() -> None:
-    """It("should schedule pods that have node selectors with label in the kubernetes domains") (and its twin
-    "in kubernetes domains"): labels a NodePool's requirements set in kubernetes.io and k8s.io land on the node.
-    Whether the NodePool parser accepts such keys is the validation suite's case."""
+@pytest.mark.parametrize(
+    "wording",
+    [
+        "should schedule pods that have node selectors with label in the kubernetes domains",
+        "should schedule pods that have node selectors with label in kubernetes domains",
+    ],
+)
+def test_constraints_validation_should_schedule_pods_with_node_selectors_with_label_in_the_kubernetes_domains(
+    wording: str,
+) -> None:
+    """It("should schedule pods that have node selectors with label in the kubernetes domains") and its twin in
+    the suite's repeated contexts, It("should schedule pods that have node selectors with label in kubernetes
+    domains"), the same case (each parametrize id is one exact text): labels a NodePool's requirements set in
+    kubernetes.io and k8s.io land on the node. Whether the NodePool parser accepts such keys is the validation
+    suite's case."""
     prov = suite_pool(req("kubernetes.io/test", "In", "test-value"), req("k8s.io/test", "In", "test-value"))
     labels = labels_of(p(), prov)
     assert labels["kubernetes.io/test"] == labels["k8s.io/test"] == "test-value"
@@ -1254,3 +1266,53 @@ spec:
     second = p("b", cpu="1", memory="1Gi")
     results = run([second], nodes=[full], pools=[suite_pool()], types=default_catalog(), daemonsets=ds)
     assert "DaemonSet" in unschedulable(results)[second.key]
+
+
+# ----- NodePool requirements instance filtering ------------------------------------------------------------------
+# Karpenter's pod error reads "nodepool requirements filtered out all available instance types"; nodewright's names
+# the NodePool and the requirement no instance type satisfies.
+
+FILTERED = "NodePool default: no instance type satisfies"
+
+
+def test_nodepool_filtering_should_return_appropriate_pod_error_when_no_available_instance_types_exist() -> None:
+    """Describe("NodePool requirements instance filtering") It("should return appropriate pod error when no
+    available instance types exist"): a pod schedules, then the NodePool requires a type that does not exist;
+    a pod too large for the first node fails with the NodePool's requirement named."""
+    cluster = Cluster([suite_pool()])
+    first = p("normal")
+    assert not cluster.provision(first).unschedulable
+    assert cluster.where(first) is not None
+    cluster.pools = [suite_pool(req(INSTANCE_TYPE, "In", "non-existent-instance-type"))]  # type: ignore[list-item]
+    results = cluster.provision(p("test-pod-filtered", cpu="32", memory="256Gi"))
+    assert not results.nodeclaims and not results.existing
+    reason = unschedulable(results)["default/test-pod-filtered"]
+    assert f"{FILTERED} node.kubernetes.io/instance-type In [non-existent-instance-type]" in reason
+
+
+def test_nodepool_filtering_should_handle_multiple_pods_when_requirements_filter_out_all_instance_types() -> None:
+    """It("should handle multiple pods when requirements filter out all instance types")."""
+    results = run(
+        [p("pod-1"), p("pod-2"), p("pod-3")],
+        pools=[suite_pool(req(ARCH, "In", "non-existent-arch"))],  # type: ignore[list-item]
+        types=default_catalog(),
+    )
+    reasons = unschedulable(results)
+    assert not results.nodeclaims and len(reasons) == 3
+    assert all(f"{FILTERED} kubernetes.io/arch In [non-existent-arch]" in r for r in reasons.values())
+
+
+def test_nodepool_filtering_should_handle_conflicting_requirements_that_eliminate_all_instance_types() -> None:
+    """It("should handle conflicting requirements that eliminate all instance types"): arch In [amd64] and
+    In [arm64] together allow no value."""
+    reason = not_scheduled(
+        p("conflicting-requirements-pod"), suite_pool(req(ARCH, "In", "amd64"), req(ARCH, "In", "arm64"))
+    )
+    assert f"{FILTERED} kubernetes.io/arch In []" in reason
+
+
+def test_nodepool_filtering_should_handle_zone_requirements_that_filter_out_all_instance_types() -> None:
+    """It("should handle zone requirements that filter out all instance types")."""
+    pool_ = suite_pool(req(ZONE, "In", "non-existent-zone-1", "non-existent-zone-2"))
+    reason = not_scheduled(p("zone-filtered-pod"), pool_)
+    assert f"{FILTERED} topology.kubernetes.io/zone In [non-existent-zone-1, non-existent-zone-2]" in reason
