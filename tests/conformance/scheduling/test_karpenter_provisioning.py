@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 from builders import (
     daemonset,
     host_port,
@@ -677,39 +678,74 @@ def test_volume_topology_should_schedule_to_storage_class_zones_if_volume_does_n
 
 
 def test_volume_topology_should_not_schedule_if_storage_class_zones_are_incompatible() -> None:
-    """It("should not schedule if storage class zones are incompatible") and its ephemeral twin."""
+    """It("should not schedule if storage class zones are incompatible")."""
     spec = "volumes: [{name: v, persistentVolumeClaim: {claimName: claim}}]\n  " + ZONE_1_OR_3 % "us-east-1a"
     assert "default/p" in unschedulable(volume_case(claim_yaml(), spec))
-    assert "default/p" in unschedulable(volume_case("", EPHEMERAL + "\n  " + ZONE_1_OR_3 % "us-east-1a"))
+
+
+def test_volume_topology_should_not_schedule_if_storage_class_zones_are_incompatible_ephemeral_volume() -> None:
+    """It("should not schedule if storage class zones are incompatible (ephemeral volume)"): the claim the
+    ephemeral volume creates has the class of zones 2 and 3; the pod requires zone 1."""
+    results = volume_case("", EPHEMERAL + "\n  " + ZONE_1_OR_3 % "us-east-1a")
+    assert not results.nodeclaims or all("default/p" not in c.pods for c in results.nodeclaims)
+    assert "default/p" in unschedulable(results)
 
 
 def test_volume_topology_should_schedule_to_volume_zones_if_volume_already_bound() -> None:
-    """It("should schedule to volume zones if volume already bound") and its ephemeral twin (the claim the
-    ephemeral volume creates, <pod>-<volume>, already exists and is bound)."""
+    """It("should schedule to volume zones if volume already bound")."""
     bound = claim_yaml("zonal", "pv") + "---" + volume_yaml("pv", zones=("us-east-1c",))
     assert zone_of(volume_case(bound)) == ZONE_3
+
+
+def test_volume_topology_should_schedule_to_volume_zones_if_volume_already_bound_ephemeral_volume() -> None:
+    """It("should schedule to volume zones if volume already bound (ephemeral volume)"): the claim the ephemeral
+    volume creates, <pod>-<volume>, already exists and is bound to a zone-3 volume."""
     ephemeral = claim_yaml("zonal", "pv", name="p-v") + "---" + volume_yaml("pv", zones=("us-east-1c",))
     assert zone_of(volume_case(ephemeral, EPHEMERAL)) == ZONE_3
 
 
-def test_volume_topology_should_ignore_hostname_affinity_when_using_local_path_volumes() -> None:
-    """DescribeTable("should ignore hostname affinity scheduling when using local path volumes") (local and
-    hostPath entries, and the ephemeral twin): the volume's node may be gone; its hostname is not a rule."""
+LOCAL_SOURCES = [
+    pytest.param("local: {path: /mnt/disk}", id="when using local volumes"),
+    pytest.param("hostPath: {path: /mnt/disk}", id="when using hostpath volumes"),
+]
+
+
+def local_path_objects(source: str) -> str:
+    """A local-path class, claim `claim` bound to volume `pv` of `source` whose affinity names random-node."""
     local_class = STORAGE.replace("name: zonal", "name: local-path").replace(
         "provisioner: ebs.csi.aws.com", "provisioner: kubernetes.io/no-provisioner"
     )
-    for source in ("local: {path: /mnt/disk}", "hostPath: {path: /mnt/disk}"):
-        objects = (
-            local_class
-            + "---"
-            + claim_yaml("local-path", "pv")
-            + "---"
-            + volume_yaml("pv", hostname="random-node", local=source)
-        )
-        assert not volume_case(objects).unschedulable, source
-        ephemeral = objects.replace("name: claim,", "name: p-v,")
-        spec = EPHEMERAL.replace("storageClassName: zonal", "storageClassName: local-path")
-        assert not volume_case(ephemeral, spec).unschedulable, source
+    return (
+        local_class
+        + "---"
+        + claim_yaml("local-path", "pv")
+        + "---"
+        + volume_yaml("pv", hostname="random-node", local=source)
+    )
+
+
+@pytest.mark.parametrize("source", LOCAL_SOURCES)
+def test_volume_topology_should_ignore_hostname_affinity_scheduling_when_using_local_path_volumes(source: str) -> None:
+    """DescribeTable("should ignore hostname affinity scheduling when using local path volumes"), Entry("when
+    using local volumes") and Entry("when using hostpath volumes"): the volume's node may be gone; its hostname
+    is not a rule, so the pod schedules."""
+    results = volume_case(local_path_objects(source))
+    assert not results.unschedulable
+    assert any("default/p" in c.pods for c in results.nodeclaims)
+
+
+@pytest.mark.parametrize("source", LOCAL_SOURCES)
+def test_volume_topology_should_ignore_hostname_affinity_scheduling_when_using_local_path_volumes_ephemeral(
+    source: str,
+) -> None:
+    """DescribeTable("should ignore hostname affinity scheduling when using local path volumes (ephemeral
+    volume)"), Entry("when using local volumes") and Entry("when using hostpath volumes"): the same with the
+    claim <pod>-<volume> an ephemeral volume creates, already bound."""
+    objects = local_path_objects(source).replace("name: claim,", "name: p-v,")
+    spec = EPHEMERAL.replace("storageClassName: zonal", "storageClassName: local-path")
+    results = volume_case(objects, spec)
+    assert not results.unschedulable
+    assert any("default/p" in c.pods for c in results.nodeclaims)
 
 
 def test_volume_topology_should_not_ignore_hostname_affinity_when_using_non_local_path_volumes() -> None:
@@ -720,10 +756,15 @@ def test_volume_topology_should_not_ignore_hostname_affinity_when_using_non_loca
 
 
 def test_volume_topology_should_not_schedule_if_volume_zones_are_incompatible() -> None:
-    """It("should not schedule if volume zones are incompatible") and its ephemeral twin."""
+    """It("should not schedule if volume zones are incompatible")."""
     spec = "volumes: [{name: v, persistentVolumeClaim: {claimName: claim}}]\n  " + ZONE_1_OR_3 % "us-east-1a"
     bound = claim_yaml("zonal", "pv") + "---" + volume_yaml("pv", zones=("us-east-1c",))
     assert "default/p" in unschedulable(volume_case(bound, spec))
+
+
+def test_volume_topology_should_not_schedule_if_volume_zones_are_incompatible_ephemeral_volume() -> None:
+    """It("should not schedule if volume zones are incompatible (ephemeral volume)"): the ephemeral volume's claim
+    is bound to a zone-3 volume; the pod requires zone 1."""
     ephemeral = claim_yaml("zonal", "pv", name="p-v") + "---" + volume_yaml("pv", zones=("us-east-1c",))
     assert "default/p" in unschedulable(volume_case(ephemeral, EPHEMERAL + "\n  " + ZONE_1_OR_3 % "us-east-1a"))
 
