@@ -223,10 +223,6 @@ def test_volume_usage_should_launch_multiple_nodes_if_required_due_to_volume_lim
     assert on(cluster, first) == 1 + 5
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="nodewright charges each pod for its EBS claims, so pods sharing one claim on a node count it once per pod",
-)
 def test_volume_usage_should_launch_a_single_node_if_all_pods_use_the_same_pvc() -> None:
     """It("should launch a single node if all pods use the same PVC"): 100 pods sharing one bound EBS claim attach
     it once, so all fit the first node (10 attachments allowed) and no node is launched."""

@@ -108,6 +108,34 @@ def test_ebs_attachment_limit_caps_volumes_per_new_node() -> None:
     assert sorted(len(c.pods) for c in results.nodeclaims) == [1, 2, 2]
 
 
+def test_pods_sharing_an_ebs_claim_attach_it_once_per_node() -> None:
+    # Five pods mounting the same claim attach one volume: a node that may attach 2 takes them all, beside a pod
+    # with a claim of its own; a sixth pod with yet another claim needs a second node.
+    types = [itype("m5.2xlarge", 8, 32, 0.384, ebs_limit=2)]
+    shared = [pod(f"web-{i}", cpu="100m", memory="128Mi", pvc_names=("cache",)) for i in range(5)]
+    own = [pod(f"db-{i}", cpu="100m", memory="128Mi", pvc_names=(f"data-{i}",)) for i in range(2)]
+    results = run(
+        [*shared, *own],
+        types=types,
+        pvcs=[pvc("cache", "gp3"), pvc("data-0", "gp3"), pvc("data-1", "gp3")],
+        storage_classes=[storage_class("gp3")],
+    )
+    assert not results.unschedulable
+    assert sorted(len(c.pods) for c in results.nodeclaims) == [1, 6]
+    assert sorted(c.requests[EBS_VOLUMES] for c in results.nodeclaims) == [1, 2]
+
+
+def test_an_existing_node_counts_a_claim_its_pods_share_once() -> None:
+    # Its three bound pods share one claim: of the node's 2 attachments one is left, for one new claim.
+    it = itype("m5.2xlarge", 8, 32, 0.384, ebs_limit=2)
+    bound = [pod(f"web-{i}", cpu="100m", memory="128Mi", pvc_names=("cache",)) for i in range(3)]
+    existing = node("old", it, bound=bound)
+    claims = [pvc("cache", "gp3"), pvc("data-0", "gp3"), pvc("data-1", "gp3")]
+    pending = [pod(f"db-{i}", cpu="100m", memory="128Mi", pvc_names=(f"data-{i}",)) for i in range(2)]
+    results = run(pending, types=[it], nodes=[existing], pvcs=claims, storage_classes=[storage_class("gp3")])
+    assert len(results.existing["old"]) == 1 and len(results.nodeclaims) == 1
+
+
 def test_non_ebs_volume_does_not_count_against_ebs_limit() -> None:
     types = [itype("m5.2xlarge", 8, 32, 0.384, ebs_limit=1)]
     names = [f"nfs-{i}" for i in range(3)]

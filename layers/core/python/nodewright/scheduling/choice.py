@@ -14,7 +14,7 @@ from nodewright.model import resources as res
 from nodewright.model.requirements import Requirements
 from nodewright.model.resources import CPU, MEMORY, PODS
 from nodewright.model.taints import Toleration
-from nodewright.scheduling.classes import EBS_VOLUMES, PodClass
+from nodewright.scheduling.classes import PodClass
 from nodewright.scheduling.pools import PoolContext, Pools, ReqKey, within
 from nodewright.scheduling.preferences import untolerated
 from nodewright.scheduling.templates import Candidate, PoolCompat, req_key
@@ -157,7 +157,7 @@ class LookAhead:
         self.free_key: dict[int, tuple[object, ...]] = {}
         self.promised: dict[int, int] = {}  # per free class, pods new claims were sized to take
         for index, cls in enumerate(classes):
-            if cls.terms or cls.preferred_terms or cls.host_ports or cls.volume_error or EBS_VOLUMES in cls.requests:
+            if cls.terms or cls.preferred_terms or cls.host_ports or cls.volume_error or cls.ebs_claims:
                 continue
             free = (
                 tuple(req_key(r) for r in cls.requirement_options),

@@ -26,7 +26,7 @@ from nodewright.scheduling.choice import (
     pool_refusal,
     price_per_pod,
 )
-from nodewright.scheduling.classes import PodClass, TopologyTerm
+from nodewright.scheduling.classes import EBS_VOLUMES, PodClass, TopologyTerm
 from nodewright.scheduling.nodepods import NodePods
 from nodewright.scheduling.pools import PoolContext, Pools, ReqKey, consume, within
 from nodewright.scheduling.preferences import Variant, untolerated
@@ -47,6 +47,7 @@ class Bin:
     remaining: dict[str, int]
     pods: list[Pod] = field(default_factory=list)
     ports: set[tuple[str, int]] = field(default_factory=set)
+    volumes: set[str] = field(default_factory=set)  # the EBS claims its pods attach (namespace/name)
     pool: PoolContext | None = None
     chosen: Candidate | None = None
     used: dict[str, int] = field(default_factory=dict)
@@ -72,6 +73,7 @@ class Bin:
             dict(self.remaining),
             list(self.pods),
             set(self.ports),
+            set(self.volumes),
             pool_of[id(self.pool)] if self.pool is not None else None,
             self.chosen,
             dict(self.used),
@@ -265,7 +267,8 @@ class Claims:
             budget: dict[str, int] | None = None
             if ctx.remaining is not None:
                 budget = {k: v + (0 if k == "nodes" else current.capacity.get(k, 0)) for k, v in ctx.remaining.items()}
-            grown = _growth(b, compat, request, min(cap, len(pods)), budget, ceiling)
+            attach = len(cls.ebs_claims - b.volumes)
+            grown = _growth(b, compat, request, attach, min(cap, len(pods)), budget, ceiling)
             if grown is None:
                 continue
             candidate, j = grown
@@ -317,6 +320,11 @@ class Claims:
         b.used = res.add(b.used, total)
         b.pods.extend(placed)
         b.ports.update(cls.host_ports)
+        if cls.ebs_claims:
+            attached = {EBS_VOLUMES: len(cls.ebs_claims - b.volumes)}
+            b.remaining = res.subtract(b.remaining, attached)
+            b.used = res.add(b.used, attached)
+            b.volumes.update(cls.ebs_claims)
         for g in cls.member_of:
             self.topology.add_count(b, g, k)
         for term in cls.terms:
@@ -376,6 +384,8 @@ class Claims:
         if ctx.remaining is None and id(cls) in self.look_ahead.free_key:
             choice = self.look_ahead.mixed_choice(ctx, compat, cls, rkey, cap, choice)
         candidate, k = choice
+        if len(cls.ebs_claims) > candidate.allocatable.get(EBS_VOLUMES, 0):
+            return f"{len(cls.ebs_claims)} EBS volumes, more than {candidate.it.name} can attach"
         if cls.host_ports & candidate.ports:
             taken = ", ".join(f"{port}/{protocol}" for protocol, port in sorted(cls.host_ports & candidate.ports))
             return f"host port {taken} is taken by a DaemonSet pod"
@@ -420,13 +430,15 @@ def _growth(
     b: Bin,
     compat: PoolCompat,
     request: Mapping[str, int],
+    attach: int,
     most: int,
     budget: dict[str, int] | None,
     ceiling: float,
 ) -> tuple[Candidate, int] | None:
-    """The type new claim b should grow into to take up to `most` more pods of `request`, and how many it
-    then takes: the lowest extra price per extra pod, at most `ceiling`, within the NodePool's `budget`
-    (its limits left with b's type given back). None when no type gives b another pod."""
+    """The type new claim b should grow into to take up to `most` more pods of `request` (which attach `attach`
+    EBS volumes b does not have yet), and how many it then takes: the lowest extra price per extra pod, at most
+    `ceiling`, within the NodePool's `budget` (its limits left with b's type given back). None when no type gives
+    b another pod."""
     current = b.chosen
     assert current is not None
     current_price = current.offerings_with(offering_key_of(b.requirements))[0].price
@@ -455,6 +467,8 @@ def _growth(
         if candidate.exotic and not current.exotic:
             continue
         if budget is not None and not within(candidate.capacity, {**budget, "nodes": 1}):
+            continue
+        if attach and candidate.allocatable.get(EBS_VOLUMES, 0) < b.used.get(EBS_VOLUMES, 0) + attach:
             continue
         j = min(most, copies_beside(request, candidate.allocatable, b.used))
         if j <= 0:

@@ -27,8 +27,8 @@ from nodewright.model.objects import (
 from nodewright.model.requirements import NORMALIZED_LABELS, Requirements
 from nodewright.model.taints import Taint, Toleration, untolerated
 
-# The per-node EBS attachment limit is handled as one more resource: each pod requests one unit per EBS
-# volume it mounts and each instance type offers as many as it can attach.
+# The per-node EBS attachment limit is handled as one more resource: each instance type offers as many as it can
+# attach, and a node uses one per distinct EBS claim its pods mount (pods sharing a claim attach it once).
 EBS_VOLUMES = "attachable-volumes-aws-ebs"
 
 
@@ -122,6 +122,8 @@ class PodClass:
     preferred_terms: tuple[TopologyTerm, ...]  # ScheduleAnyway spread, preferred (anti-)affinity
     host_ports: frozenset[tuple[str, int]]
     volume_error: str = ""
+    # The EBS claims each pod mounts (namespace/name): charged once per node however many of its pods share them.
+    ebs_claims: frozenset[str] = frozenset()
     # How many of `requirement_options` each of the pod's own ORed terms has: one per combination of its
     # volumes' ORed terms (1 without volume topology). The last term's group is what preferences relax with.
     volume_alternatives: int = 1
@@ -153,22 +155,24 @@ class VolumeIndex:
         self.pvs = {v.name: v for v in pvs}
         self.storage_classes = {s.name: s for s in storage_classes}
 
-    def constraints(self, pod: Pod) -> tuple[list[tuple[Requirements, ...]], int, str]:
-        """For each claim of the pod: its ORed topology alternatives; the EBS volume count; an error."""
+    def constraints(self, pod: Pod) -> tuple[list[tuple[Requirements, ...]], frozenset[str], str]:
+        """For each claim of the pod: its ORed topology alternatives; the EBS claims it attaches (namespace/name);
+        an error."""
         alternatives: list[tuple[Requirements, ...]] = []
-        ebs = 0
+        ebs: set[str] = set()
         for claim_name in pod.pvc_names:
             claim = self.pvcs.get((pod.namespace, claim_name))
             if claim is None:
-                return [], 0, f"PersistentVolumeClaim {pod.namespace}/{claim_name} not found"
+                return [], frozenset(), f"PersistentVolumeClaim {pod.namespace}/{claim_name} not found"
             if claim.unusable:
-                return [], 0, f"PersistentVolumeClaim {pod.namespace}/{claim_name} {claim.unusable}"
+                return [], frozenset(), f"PersistentVolumeClaim {pod.namespace}/{claim_name} {claim.unusable}"
             if claim.volume_name:
                 volume = self.pvs.get(claim.volume_name)
                 if volume is None:
-                    return [], 0, f"PersistentVolume {claim.volume_name} (bound to {claim_name}) not found"
+                    return [], frozenset(), f"PersistentVolume {claim.volume_name} (bound to {claim_name}) not found"
                 if volume.deleting:
-                    return [], 0, f"PersistentVolume {claim.volume_name} (bound to {claim_name}) is being deleted"
+                    deleting = f"PersistentVolume {claim.volume_name} (bound to {claim_name}) is being deleted"
+                    return [], frozenset(), deleting
                 if volume.node_terms:
                     terms = tuple(_term_requirements(t) for t in volume.node_terms)
                     if volume.local:
@@ -177,20 +181,20 @@ class VolumeIndex:
                         terms = tuple(t.without((HOSTNAME_LABEL,)) for t in terms)
                     alternatives.append(terms)
                 if volume.csi_driver == EBS_CSI_DRIVER:
-                    ebs += 1
+                    ebs.add(f"{pod.namespace}/{claim_name}")
                 continue
             if not claim.storage_class_name:
                 # Kubernetes gives a new claim the default StorageClass; one still without a class is never
                 # provisioned, so the pod cannot start anywhere (Karpenter's rule).
-                return [], 0, f"PersistentVolumeClaim {claim_name} is not bound and names no storageClassName"
+                return [], frozenset(), f"PersistentVolumeClaim {claim_name} is not bound and names no storageClassName"
             storage_class = self.storage_classes.get(claim.storage_class_name)
             if storage_class is None:
-                return [], 0, f"StorageClass {claim.storage_class_name} (of claim {claim_name}) not found"
+                return [], frozenset(), f"StorageClass {claim.storage_class_name} (of claim {claim_name}) not found"
             if storage_class.provisioner in (EBS_CSI_DRIVER, EBS_IN_TREE_PLUGIN):
-                ebs += 1
+                ebs.add(f"{pod.namespace}/{claim_name}")
             if storage_class.volume_binding_mode == "WaitForFirstConsumer" and storage_class.allowed_topologies:
                 alternatives.append(tuple(_term_requirements(t) for t in storage_class.allowed_topologies))
-        return alternatives, ebs, ""
+        return alternatives, frozenset(ebs), ""
 
 
 def volume_options(per_claim: Sequence[tuple[Requirements, ...]]) -> tuple[Requirements, ...]:
@@ -351,8 +355,6 @@ def _make_class(
     else:
         options = topology_options = own
     requests = dict(pod.requests)
-    if ebs:
-        requests[EBS_VOLUMES] = ebs
     required, preferred = terms
     preferred_node = tuple(
         (p.weight, _term_requirements(p.term)) for p in sorted(pod.preferred_node_terms, key=lambda p: -p.weight)
@@ -372,4 +374,5 @@ def _make_class(
         preferred_terms=preferred,
         host_ports=frozenset((p.protocol, p.port) for p in pod.host_ports),
         volume_error=volume_error,
+        ebs_claims=ebs,
     )

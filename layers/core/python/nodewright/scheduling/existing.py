@@ -64,15 +64,19 @@ def node_bin(node: Node, pods: NodePods, claim: NodeClaim | None, pools: Pools, 
         res.subtract(node.allocatable, pods.used), _daemonsets_to_come(node, taints, pods.daemon_used, pools)
     )
     # The EBS attachments left: the node's own count when it reports one (its attachable-volumes-aws-ebs
-    # allocatable, as the CSINode's count is for Karpenter), else its instance type's, less the volumes its
-    # pods attach. Pods are not charged for volumes as requests, so the count is taken here either way.
+    # allocatable, as the CSINode's count is for Karpenter), else its instance type's, less the distinct EBS
+    # claims its pods attach. Pods are not charged for volumes as requests, so the count is taken here either way.
     it = pools.types_by_name.get(node.labels.get("node.kubernetes.io/instance-type", ""))
     limit = node.allocatable.get(EBS_VOLUMES, it.ebs_volume_limit if it is not None else None)
+    attached: set[str] = set()
+    for pod in pods.with_volumes:
+        attached.update(volumes.constraints(pod)[1])
     if limit is not None:
-        remaining[EBS_VOLUMES] = limit - sum(volumes.constraints(p)[1] for p in pods.with_volumes)
+        remaining[EBS_VOLUMES] = limit - len(attached)
     known = pools.templates.node_labels(node)
     b = Bin(node.name, "node", known.labels, known.requirements, pools.req_id_of(known.key), taints, remaining)
     b.shape = pools.req_id_of(known.shape)
+    b.volumes = attached
     return b
 
 

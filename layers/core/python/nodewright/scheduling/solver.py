@@ -40,7 +40,14 @@ from nodewright.model.resources import CPU, MEMORY, PODS
 from nodewright.model.taints import Toleration
 from nodewright.scheduling.choice import MIX_ALTERNATIVES, MIX_BELOW_PODS, MIX_DEPTH, LookAhead
 from nodewright.scheduling.claims import Bin, Claims, placement_order
-from nodewright.scheduling.classes import PodClass, TopologyTerm, VolumeIndex, build_classes, selector_keys
+from nodewright.scheduling.classes import (
+    EBS_VOLUMES,
+    PodClass,
+    TopologyTerm,
+    VolumeIndex,
+    build_classes,
+    selector_keys,
+)
 from nodewright.scheduling.existing import inflight_bin, initialized, node_bin
 from nodewright.scheduling.finalize import Finalizer
 from nodewright.scheduling.nodepods import NodePods, node_pods
@@ -400,6 +407,7 @@ class Solver:
         terms, tolerations = variant.terms, variant.tolerations
         bin_compat, bin_cap, assign = self.claims.bin_compat, self.topology.bin_cap, self.claims.assign
         may_take = self.claims.may_take_later
+        ebs_claims = cls.ebs_claims
         survivors: list[Bin] = []
         for index, b in enumerate(bins):
             if not pods:
@@ -408,6 +416,8 @@ class Solver:
             k = res.max_copies(request, b.remaining)
             if k <= 0 or b.grown or (closing and any(counts[g].get(b.name, 0) >= limit for g, limit in closing)):
                 continue
+            if ebs_claims and len(ebs_claims - b.volumes) > b.remaining.get(EBS_VOLUMES, 0):
+                continue  # the class's EBS volumes: attached once per node, whatever number of its pods go there
             if b.taints and untolerated(tolerations, b.taints) is not None:
                 continue  # taints and tolerations never change: the bin leaves this list for good
             merged = bin_compat(b, requirements, rkey)
