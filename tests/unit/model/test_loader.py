@@ -213,6 +213,49 @@ def test_the_newest_of_several_default_storage_classes_is_a_new_claims() -> None
     assert load_documents(docs, "w.yaml")[0].pvcs[0].storage_class_name == "a"
 
 
+def test_only_a_claim_that_omits_its_storage_class_gets_the_default() -> None:
+    # storageClassName "" asks for no class (a volume bound by hand): Kubernetes leaves it "", and an unbound one
+    # never gets a volume. Omitted, the default class applies: for claims, ephemeral volumes and StatefulSets.
+    default = {"storageclass.kubernetes.io/is-default-class": "true"}
+    docs: list[dict[str, object]] = [
+        {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "provisioner": "p", "metadata": {"name": "gp3"}},
+        {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "provisioner": "p"},
+        {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "omitted"}, "spec": {}},
+        {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "empty"}},
+    ]
+    docs[1]["metadata"] = {"name": "standard", "annotations": default}
+    docs[3]["spec"] = {"storageClassName": ""}
+    ephemeral = [
+        {"name": v, "ephemeral": {"volumeClaimTemplate": {"spec": spec}}}
+        for v, spec in (("omitted", {}), ("empty", {"storageClassName": ""}), ("named", {"storageClassName": "gp3"}))
+    ]
+    docs.append(pod({"containers": [container()], "volumes": ephemeral}, name="p"))
+    templates = [
+        {"metadata": {"name": name}, "spec": spec} for name, spec in (("o", {}), ("e", {"storageClassName": ""}))
+    ]
+    labels = {"app": "db"}
+    docs.append(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "StatefulSet",
+            "metadata": {"name": "db"},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": labels},
+                "template": {"metadata": {"labels": labels}, "spec": {"containers": [container()]}},
+                "volumeClaimTemplates": templates,
+            },
+        }
+    )
+    inputs, errors = load_documents(docs, "w.yaml")
+    assert errors == []
+    classes = {c.name: c.storage_class_name for c in inputs.pvcs}
+    assert classes == {
+        **{"omitted": "standard", "empty": "", "p-omitted": "standard", "p-empty": "", "p-named": "gp3"},
+        **{"o-db-0": "standard", "e-db-0": ""},
+    }
+
+
 def test_an_in_tree_ebs_volume_is_an_ebs_csi_volume() -> None:
     pv = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "v"}}
     pv["spec"] = {"awsElasticBlockStore": {"volumeID": "vol-1", "fsType": "ext4"}}

@@ -375,10 +375,11 @@ def _spread(ctx: Collector, raw: Any, path: str, labels: Mapping[str, str]) -> t
     return tuple(out)
 
 
-def _volumes(ctx: Collector, raw: Any, path: str) -> tuple[list[str], list[tuple[str, str]]]:
-    """Claim names the pod's volumes reference, and (volume name, storage class) of its ephemeral volumes."""
+def _volumes(ctx: Collector, raw: Any, path: str) -> tuple[list[str], list[tuple[str, str | None]]]:
+    """Claim names the pod's volumes reference, and (volume name, storage class, None when omitted) of its
+    ephemeral volumes."""
     claims: list[str] = []
-    ephemeral: list[tuple[str, str]] = []
+    ephemeral: list[tuple[str, str | None]] = []
     for i, raw_volume in enumerate(get_list(ctx, raw, path) or []):
         where = join(path, i)
         volume = get_map(ctx, raw_volume, where, required=True)
@@ -395,7 +396,7 @@ def _volumes(ctx: Collector, raw: Any, path: str) -> tuple[list[str], list[tuple
             template = eph.get("volumeClaimTemplate")
             spec = template.get("spec") if isinstance(template, dict) else None
             storage_class = spec.get("storageClassName") if isinstance(spec, dict) else None
-            ephemeral.append((name, storage_class if isinstance(storage_class, str) else ""))
+            ephemeral.append((name, storage_class if isinstance(storage_class, str) else None))
     return claims, ephemeral
 
 
@@ -405,12 +406,17 @@ class ParsedPod:
 
     pod: Pod
     static_claims: tuple[str, ...] = ()
-    ephemeral_volumes: tuple[tuple[str, str], ...] = ()  # (volume name, storage class)
+    ephemeral_volumes: tuple[tuple[str, str | None], ...] = ()  # (volume name, storage class; None: omitted)
 
     @property
     def ephemeral_claims(self) -> tuple[PersistentVolumeClaim, ...]:
         return tuple(
-            PersistentVolumeClaim(self.pod.namespace, f"{self.pod.name}-{volume}", storage_class)
+            PersistentVolumeClaim(
+                self.pod.namespace,
+                f"{self.pod.name}-{volume}",
+                storage_class or "",
+                default_class=storage_class is None,
+            )
             for volume, storage_class in self.ephemeral_volumes
         )
 
@@ -608,7 +614,7 @@ def parse_workload(ctx: Collector, doc: Mapping[str, Any], kind: str) -> Workloa
         return None
     if kind != "Job" or "selector" in spec:
         _check_selector(ctx, spec, template, path)
-    claim_templates: list[tuple[str, str]] = []
+    claim_templates: list[tuple[str, str | None]] = []
     if kind == "StatefulSet":
         for i, raw in enumerate(get_list(ctx, spec.get("volumeClaimTemplates"), "spec.volumeClaimTemplates") or []):
             where = join("spec.volumeClaimTemplates", i)
@@ -618,7 +624,7 @@ def parse_workload(ctx: Collector, doc: Mapping[str, Any], kind: str) -> Workloa
             claim_spec = get_map(ctx, item.get("spec"), join(where, "spec")) or {}
             storage_class = get_str(ctx, claim_spec.get("storageClassName"), join(where, "spec.storageClassName"))
             if claim:
-                claim_templates.append((claim, storage_class or ""))
+                claim_templates.append((claim, storage_class))
     pods: list[Pod] = []
     claims: list[PersistentVolumeClaim] = []
     # Every replica has the same template: parse it once (errors reported once), then name the copies.
@@ -631,7 +637,9 @@ def parse_workload(ctx: Collector, doc: Mapping[str, Any], kind: str) -> Workloa
         pods.append(parsed.pod)
         claims.extend(parsed.ephemeral_claims)
         claims.extend(
-            PersistentVolumeClaim(namespace, f"{claim}-{name}-{i}", storage_class)
+            PersistentVolumeClaim(
+                namespace, f"{claim}-{name}-{i}", storage_class or "", default_class=storage_class is None
+            )
             for claim, storage_class in claim_templates
         )
     return Workload(tuple(pods), tuple(claims), count)
@@ -738,7 +746,7 @@ def parse_pvc(ctx: Collector, doc: Mapping[str, Any]) -> PersistentVolumeClaim |
     check_kube_header(ctx, doc, "PersistentVolumeClaim")
     namespace, name = namespaced_name(doc)
     spec = get_map(ctx, doc.get("spec"), "spec") or {}
-    storage_class = get_str(ctx, spec.get("storageClassName"), "spec.storageClassName") or ""
+    storage_class = get_str(ctx, spec.get("storageClassName"), "spec.storageClassName")
     volume = get_str(ctx, spec.get("volumeName"), "spec.volumeName") or ""
     metadata = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
     status = doc.get("status") if isinstance(doc.get("status"), dict) else {}
@@ -747,7 +755,9 @@ def parse_pvc(ctx: Collector, doc: Mapping[str, Any]) -> PersistentVolumeClaim |
         unusable = "is being deleted"
     elif (status or {}).get("phase") == "Lost":
         unusable = "is Lost (its volume no longer exists)"
-    return PersistentVolumeClaim(namespace, name, storage_class, volume, unusable)
+    return PersistentVolumeClaim(
+        namespace, name, storage_class or "", volume, unusable, default_class=storage_class is None
+    )
 
 
 def parse_pv(ctx: Collector, doc: Mapping[str, Any]) -> PersistentVolume | None:

@@ -444,7 +444,7 @@ def _resolve_claims(state: _State) -> tuple[PersistentVolumeClaim, ...]:
     explicit = {(c.namespace, c.name) for c in state.pvcs}
     claims = list(state.pvcs) + [c for c in state.generated_pvcs if (c.namespace, c.name) not in explicit]
     if default:
-        claims = [c if c.storage_class_name else replace(c, storage_class_name=default) for c in claims]
+        claims = [replace(c, storage_class_name=default) if c.default_class else c for c in claims]
     return tuple(claims)
 
 

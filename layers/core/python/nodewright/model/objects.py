@@ -198,6 +198,9 @@ class PersistentVolumeClaim:
     # Why no pod using it can start, as the kube-scheduler refuses it: "being deleted" (a deletionTimestamp) or
     # "lost" (status.phase Lost: its volume is gone); "" when usable.
     unusable: str = ""
+    # storageClassName omitted (not ""): the cluster's default StorageClass applies, as Kubernetes assigns it. An
+    # explicit "" asks for no class (a volume bound by hand), so no default is filled in.
+    default_class: bool = False
 
 
 @dataclass(frozen=True, slots=True)
