@@ -136,6 +136,18 @@ def test_an_existing_node_counts_a_claim_its_pods_share_once() -> None:
     assert len(results.existing["old"]) == 1 and len(results.nodeclaims) == 1
 
 
+def test_a_running_pods_volume_being_deleted_is_still_attached() -> None:
+    # The bound pod's claim is being deleted: no new pod may start with it, but its volume stays attached until
+    # the pod goes, so of the node's 2 attachments one is left.
+    it = itype("m5.2xlarge", 8, 32, 0.384, ebs_limit=2)
+    existing = node("old", it, bound=[pod("web", cpu="100m", memory="128Mi", pvc_names=("cache",))])
+    leaving = dataclasses.replace(pvc("cache", "gp3"), unusable="is being deleted")
+    claims = [leaving, pvc("data-0", "gp3"), pvc("data-1", "gp3")]
+    pending = [pod(f"db-{i}", cpu="100m", memory="128Mi", pvc_names=(f"data-{i}",)) for i in range(2)]
+    results = run(pending, types=[it], nodes=[existing], pvcs=claims, storage_classes=[storage_class("gp3")])
+    assert len(results.existing["old"]) == 1 and len(results.nodeclaims) == 1
+
+
 def test_non_ebs_volume_does_not_count_against_ebs_limit() -> None:
     types = [itype("m5.2xlarge", 8, 32, 0.384, ebs_limit=1)]
     names = [f"nfs-{i}" for i in range(3)]

@@ -157,22 +157,24 @@ class VolumeIndex:
 
     def constraints(self, pod: Pod) -> tuple[list[tuple[Requirements, ...]], frozenset[str], str]:
         """For each claim of the pod: its ORed topology alternatives; the EBS claims it attaches (namespace/name);
-        an error."""
+        an error (then no alternatives). A claim or volume being deleted, or a Lost claim, keeps a pending pod
+        from starting, but a running pod's volume is still attached: its EBS claim is still counted."""
         alternatives: list[tuple[Requirements, ...]] = []
         ebs: set[str] = set()
+        error = ""
         for claim_name in pod.pvc_names:
             claim = self.pvcs.get((pod.namespace, claim_name))
             if claim is None:
-                return [], frozenset(), f"PersistentVolumeClaim {pod.namespace}/{claim_name} not found"
+                return [], frozenset(ebs), f"PersistentVolumeClaim {pod.namespace}/{claim_name} not found"
             if claim.unusable:
-                return [], frozenset(), f"PersistentVolumeClaim {pod.namespace}/{claim_name} {claim.unusable}"
+                error = error or f"PersistentVolumeClaim {pod.namespace}/{claim_name} {claim.unusable}"
             if claim.volume_name:
                 volume = self.pvs.get(claim.volume_name)
                 if volume is None:
-                    return [], frozenset(), f"PersistentVolume {claim.volume_name} (bound to {claim_name}) not found"
+                    missing = f"PersistentVolume {claim.volume_name} (bound to {claim_name}) not found"
+                    return [], frozenset(ebs), missing
                 if volume.deleting:
-                    deleting = f"PersistentVolume {claim.volume_name} (bound to {claim_name}) is being deleted"
-                    return [], frozenset(), deleting
+                    error = error or f"PersistentVolume {claim.volume_name} (bound to {claim_name}) is being deleted"
                 if volume.node_terms:
                     terms = tuple(_term_requirements(t) for t in volume.node_terms)
                     if volume.local:
@@ -186,15 +188,17 @@ class VolumeIndex:
             if not claim.storage_class_name:
                 # Kubernetes gives a new claim the default StorageClass; one still without a class is never
                 # provisioned, so the pod cannot start anywhere (Karpenter's rule).
-                return [], frozenset(), f"PersistentVolumeClaim {claim_name} is not bound and names no storageClassName"
+                unbound = f"PersistentVolumeClaim {claim_name} is not bound and names no storageClassName"
+                return [], frozenset(ebs), unbound
             storage_class = self.storage_classes.get(claim.storage_class_name)
             if storage_class is None:
-                return [], frozenset(), f"StorageClass {claim.storage_class_name} (of claim {claim_name}) not found"
+                missing = f"StorageClass {claim.storage_class_name} (of claim {claim_name}) not found"
+                return [], frozenset(ebs), missing
             if storage_class.provisioner in (EBS_CSI_DRIVER, EBS_IN_TREE_PLUGIN):
                 ebs.add(f"{pod.namespace}/{claim_name}")
             if storage_class.volume_binding_mode == "WaitForFirstConsumer" and storage_class.allowed_topologies:
                 alternatives.append(tuple(_term_requirements(t) for t in storage_class.allowed_topologies))
-        return alternatives, frozenset(ebs), ""
+        return ([] if error else alternatives), frozenset(ebs), error
 
 
 def volume_options(per_claim: Sequence[tuple[Requirements, ...]]) -> tuple[Requirements, ...]:
