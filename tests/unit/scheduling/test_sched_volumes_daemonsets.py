@@ -148,6 +148,18 @@ def test_a_running_pods_volume_being_deleted_is_still_attached() -> None:
     assert len(results.existing["old"]) == 1 and len(results.nodeclaims) == 1
 
 
+def test_a_claim_in_flight_takes_pods_with_ebs_volumes_up_to_its_types_limit() -> None:
+    # The claim in flight (an m5.2xlarge that may attach 2) carries a nominated pod with a volume: one more pod
+    # with a claim of its own joins it, the next needs a node of its own.
+    it = itype("m5.2xlarge", 8, 32, 0.384, ebs_limit=2)
+    nominated = pod("db-0", cpu="100m", memory="128Mi", pvc_names=("data-0",))
+    claims = [pvc(f"data-{i}", "gp3") for i in range(3)]
+    pending = [pod(f"db-{i}", cpu="100m", memory="128Mi", pvc_names=(f"data-{i}",)) for i in (1, 2)]
+    flying = inflight("c", it, nominated=[nominated])
+    results = run(pending, types=[it], nodeclaims=[flying], pvcs=claims, storage_classes=[storage_class("gp3")])
+    assert results.existing == {"c": ("default/db-1",)} and len(results.nodeclaims) == 1
+
+
 def test_non_ebs_volume_does_not_count_against_ebs_limit() -> None:
     types = [itype("m5.2xlarge", 8, 32, 0.384, ebs_limit=1)]
     names = [f"nfs-{i}" for i in range(3)]

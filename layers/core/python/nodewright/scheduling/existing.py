@@ -63,21 +63,27 @@ def node_bin(node: Node, pods: NodePods, claim: NodeClaim | None, pools: Pools, 
     remaining = res.subtract(
         res.subtract(node.allocatable, pods.used), _daemonsets_to_come(node, taints, pods.daemon_used, pools)
     )
-    # The EBS attachments left: the node's own count when it reports one (its attachable-volumes-aws-ebs
-    # allocatable, as the CSINode's count is for Karpenter), else its instance type's, less the distinct EBS
-    # claims its pods attach. Pods are not charged for volumes as requests, so the count is taken here either way.
+    # The node's own EBS attachment count when it reports one (its attachable-volumes-aws-ebs allocatable, as the
+    # CSINode's count is for Karpenter), else its instance type's.
     it = pools.types_by_name.get(node.labels.get("node.kubernetes.io/instance-type", ""))
-    limit = node.allocatable.get(EBS_VOLUMES, it.ebs_volume_limit if it is not None else None)
-    attached: set[str] = set()
-    for pod in pods.with_volumes:
-        attached.update(volumes.constraints(pod)[1])
-    if limit is not None:
-        remaining[EBS_VOLUMES] = limit - len(attached)
+    attached = _attach(remaining, node.allocatable.get(EBS_VOLUMES, it.ebs_volume_limit if it else None), pods, volumes)
     known = pools.templates.node_labels(node)
     b = Bin(node.name, "node", known.labels, known.requirements, pools.req_id_of(known.key), taints, remaining)
     b.shape = pools.req_id_of(known.shape)
     b.volumes = attached
     return b
+
+
+def _attach(remaining: dict[str, int], limit: int | None, pods: NodePods, volumes: VolumeIndex) -> set[str]:
+    """The distinct EBS claims `pods` attach; `remaining` gets the attachments left of `limit` (none when the
+    limit is unknown, so no pod with an EBS volume goes there). Pods are not charged for volumes as requests:
+    pods sharing a claim attach it once."""
+    attached: set[str] = set()
+    for pod in pods.with_volumes:
+        attached.update(volumes.constraints(pod)[1])
+    if limit is not None:
+        remaining[EBS_VOLUMES] = limit - len(attached)
+    return attached
 
 
 def _daemonsets_to_come(
@@ -91,16 +97,17 @@ def _daemonsets_to_come(
     return {name: max(0, value - daemon_used.get(name, 0)) for name, value in expected.items()}
 
 
-def inflight_bin(claim: NodeClaim, pools: Pools) -> Bin | None:
-    """A NodeClaim in flight as a place pods can go, its room what its instance type (its smallest option when
-    not launched yet) allocates less its nominated pods and the DaemonSet pods to come (None when no instance
-    type can satisfy it)."""
+def inflight_bin(claim: NodeClaim, pods: NodePods, pools: Pools, volumes: VolumeIndex) -> Bin | None:
+    """A NodeClaim in flight as a place pods can go (`pods`: its nominated pods' sums), its room what its instance
+    type (its smallest option when not launched yet) allocates less its nominated pods, their EBS volumes and
+    the DaemonSet pods to come (None when no instance type can satisfy it)."""
     requirements = Requirements.of(claim.requirements).intersect(Requirements.from_labels(claim.labels))
     pool = next((p for p in pools.contexts if p.pool.name == claim.nodepool), None)
     node_class = pool.node_class if pool else None
     it = pools.types_by_name.get(claim.instance_type)
     if it is not None:
         alloc = dict(allocatable_for(it, node_class))
+        limit = it.ebs_volume_limit
         labels = {**claim.labels, **it.labels}
         if claim.zone:
             labels[ZONE] = claim.zone
@@ -113,6 +120,7 @@ def inflight_bin(claim: NodeClaim, pools: Pools) -> Bin | None:
             return None
         smallest = min(options, key=lambda t: (t.vcpu, t.memory_mib, t.name))
         alloc = dict(allocatable_for(smallest, node_class))
+        limit = smallest.ebs_volume_limit
         labels = dict(claim.labels)
     labels.setdefault(HOSTNAME_LABEL, claim.node_name or claim.name)
     taints = claim.taints
@@ -120,6 +128,7 @@ def inflight_bin(claim: NodeClaim, pools: Pools) -> Bin | None:
     # back too (Karpenter's remaining daemon resources of an in-flight node), else a pod planned onto the claim
     # finds its node full once they bind. None is bound yet, and its startup taints do not keep them off.
     remaining = res.subtract(res.subtract(alloc, claim.requests), pools.daemonset_requests(labels, taints))
+    attached = _attach(remaining, limit, pods, volumes)
     b = Bin(
         claim.name,
         "inflight",
@@ -131,4 +140,5 @@ def inflight_bin(claim: NodeClaim, pools: Pools) -> Bin | None:
         pool=pool,
     )
     b.rkey = pools.req_id(b.requirements)
+    b.volumes = attached
     return b

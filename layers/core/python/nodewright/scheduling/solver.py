@@ -149,7 +149,7 @@ class Solver:
         for claim, pods in sorted(zip(nodeclaims, nominated, strict=True), key=lambda pair: pair[0].name):
             # A claim whose node has registered is that node: adding it again would count its room twice.
             if not (claim.node_name and claim.node_name in node_names):
-                b = inflight_bin(claim, self.pools)
+                b = inflight_bin(claim, pods, self.pools, volumes)
                 if b is not None:
                     self.claims.register(b, pods)
                     registered.append((b, pods))
