@@ -11,7 +11,7 @@ import hashlib
 import heapq
 
 from nodewright.catalog.labels import CAPACITY_TYPE, ZONE
-from nodewright.catalog.types import CAPACITY_TYPES
+from nodewright.catalog.types import CAPACITY_TYPES, RESERVED
 from nodewright.model import resources as res
 from nodewright.model.nodeclaim import LIFECYCLE_LABELS
 from nodewright.model.objects import HOSTNAME_LABEL
@@ -20,6 +20,7 @@ from nodewright.model.resources import CPU, MEMORY, PODS
 from nodewright.scheduling.choice import MAX_INSTANCE_TYPES
 from nodewright.scheduling.claims import Bin
 from nodewright.scheduling.pools import PoolContext, Pools, within
+from nodewright.scheduling.reservations import ReservationLedger
 from nodewright.scheduling.results import LaunchOption, PlannedNodeClaim
 from nodewright.scheduling.templates import OFFERING_KEYS, Candidate, PoolCompat, capacity_rank, offering_key_of
 
@@ -37,9 +38,14 @@ class Finalizer:
         self.pools = pools
         # Claims with the same requirements and usage get the same options: computed once.
         self.finalized: dict[tuple[object, ...], _Finalized] = {}
+        # The free instances of capacity reservations, taken by the claims as they are finished (plan order).
+        self.reservations = ReservationLedger(pools.instance_types)
 
-    def finalize(self, b: Bin) -> PlannedNodeClaim:
-        """The NodeClaim to launch for a new claim of this run; its name is a hash of its NodePool and pods."""
+    def finalize(self, b: Bin) -> PlannedNodeClaim | str:
+        """The NodeClaim to launch for a new claim of this run; its name is a hash of its NodePool and pods.
+
+        Its reserved launch options are those of the one reservation it takes (see `reservations`); when its
+        reservations are all taken by earlier claims and it may launch nothing else, why it is not launched."""
         ctx = b.pool
         assert ctx is not None and b.chosen is not None
         compat = self.pools.compat(ctx, b.requirements, b.rkey)
@@ -51,6 +57,13 @@ class Finalizer:
             memo = self._launch_options(b, ctx, compat)
             self.finalized[usage_key] = memo
         type_names, launch, capacity_types, zones, requirement_list, labels = memo
+        if launch and launch[0].capacity_type == RESERVED:
+            launch, capacity_types, requirement_list = self._reserve(launch, capacity_types, requirement_list)
+            if not launch:
+                return (
+                    "the capacity reservations its NodeClaim may launch into have no instance left that other "
+                    "NodeClaims of this plan do not take, and it allows no other capacity type; tried again next round"
+                )
         pods = tuple(sorted(p.key for p in b.pods))
         digest = hashlib.sha256("\n".join((ctx.pool.name, *pods)).encode()).hexdigest()[:8]
         return PlannedNodeClaim(
@@ -68,6 +81,20 @@ class Finalizer:
             requests=dict(b.used),
             node_class=ctx.pool.node_class_ref.name,
         )
+
+    def _reserve(
+        self, launch: tuple[LaunchOption, ...], capacity_types: tuple[str, ...], requirements: tuple[Requirement, ...]
+    ) -> tuple[tuple[LaunchOption, ...], tuple[str, ...], tuple[Requirement, ...]]:
+        """The claim's launch options once it takes a reservation; when it takes none, `reserved` leaves its
+        capacity types and capacity-type requirement too (the node cannot come up reserved)."""
+        launch = self.reservations.take(launch)
+        if launch and launch[0].capacity_type == RESERVED:
+            return launch, capacity_types, requirements
+        kept = tuple(c for c in capacity_types if c != RESERVED)
+        requirements = tuple(
+            Requirement(CAPACITY_TYPE, Operator.IN, kept) if r.key == CAPACITY_TYPE else r for r in requirements
+        )
+        return launch, kept, requirements
 
     def _launch_options(self, b: Bin, ctx: PoolContext, compat: PoolCompat) -> _Finalized:
         """A finished claim's instance types (every compatible one that holds its pods, cheapest first, at

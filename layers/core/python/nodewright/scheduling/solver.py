@@ -456,12 +456,17 @@ class Solver:
         for b in self.bins[: len(self.bins) - len(self.claims.new_bins)]:
             if len(b.pods) > b.bound or b.name in held:  # most of a thousand nodes take nothing
                 existing[b.name] = tuple(sorted([*held.get(b.name, ()), *(p.key for p in b.pods[b.bound :])]))
+        unschedulable = list(self.unschedulable)
         for b in self.claims.new_bins:
-            claims.append(self.finalizer.finalize(b))
+            claim = self.finalizer.finalize(b)
+            if isinstance(claim, str):  # its reservations are taken by earlier claims: its pods wait a round
+                unschedulable.extend(Unschedulable(p.key, claim) for p in b.pods)
+            else:
+                claims.append(claim)
         return Results(
             nodeclaims=tuple(claims),
             existing=existing,
-            unschedulable=tuple(sorted(self.unschedulable, key=lambda u: u.pod)),
+            unschedulable=tuple(sorted(unschedulable, key=lambda u: u.pod)),
         )
 
 
