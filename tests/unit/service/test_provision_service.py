@@ -8,7 +8,7 @@ from typing import Any
 from service_fakes import ZONES, FakeCloud, FixedClock, SmallCatalog, node_for, nodeclass, nodepool, pod
 
 from nodewright.adapters.memory import InMemoryCluster, InMemoryState
-from nodewright.catalog.catalog import Catalog
+from nodewright.catalog.catalog import CapacityReservation, Catalog
 from nodewright.localworld.userdata import parse_user_data
 from nodewright.ports import LaunchTemplateRecord
 from nodewright.service.batch import Batch, PodHint
@@ -503,3 +503,33 @@ def test_when_every_offering_is_marked_unavailable_the_reason_says_so() -> None:
     [refused] = actions(result, "unschedulable")
     assert "marked unavailable after capacity errors" in refused.reason
     assert not result.launched
+
+
+def test_a_nodepool_launches_only_into_the_capacity_reservations_its_own_ec2nodeclass_selects() -> None:
+    # Karpenter offers a NodePool the reservations of its own EC2NodeClass only: a NodePool on another class,
+    # even one allowing reserved capacity, must not launch into them.
+    class ReservingCloud(FakeCloud):
+        def capacity_reservations(self, resolved: Any) -> list[CapacityReservation]:
+            if resolved.node_class.name != "reserved":
+                return []
+            return [CapacityReservation("cr-0123456789abcdef0", "m5.large", "us-east-1a", 5)]
+
+    reserved = nodeclass("reserved")
+    reserved["spec"]["capacityReservationSelectorTerms"] = [{"id": "cr-0123456789abcdef0"}]
+    requirements = [
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["reserved", "on-demand"]},
+        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]},
+    ]
+    other = nodepool("other", requirements=requirements)
+    mine = nodepool("mine", requirements=requirements)
+    mine["spec"]["template"]["spec"]["nodeClassRef"]["name"] = "reserved"
+    docs = [other, mine, nodeclass(), reserved]
+    docs += [pod("a", nodeSelector={"karpenter.sh/nodepool": "other"})]
+    docs += [pod("b", nodeSelector={"karpenter.sh/nodepool": "mine"})]
+    clock = FixedClock()
+    cluster = InMemoryCluster(docs, clock=clock.now)
+    cloud = ReservingCloud(cluster_log=cluster.log)
+    result = run(cluster, cloud, InMemoryState(), clock)
+    by_pool = {c.nodepool: c for c in result.launched}
+    assert by_pool["mine"].capacity_type == "reserved" and by_pool["other"].capacity_type == "on-demand"
+    assert {spec.reservation_id for spec in cloud.templates.values()} == {"", "cr-0123456789abcdef0"}

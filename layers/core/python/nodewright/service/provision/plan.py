@@ -13,8 +13,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from nodewright.catalog.catalog import CapacityReservation, Catalog
-from nodewright.catalog.labels import ZONE
+from nodewright.catalog.catalog import Catalog
+from nodewright.catalog.labels import CAPACITY_RESERVATION_ID, ZONE
 from nodewright.catalog.types import InstanceTypeSource
 from nodewright.disruption.simulate import one_new_node
 from nodewright.launch.template import ResolvedNodeClass
@@ -60,9 +60,13 @@ def filtered(results: Results, plan_filter: Callable[[Results], Results | str]) 
     return Results(existing=results.existing, unschedulable=(*results.unschedulable, *refused))
 
 
-def restricted_pool(pool: NodePool, zones: Sequence[str]) -> NodePool:
-    """The pool bounded to the zones its EC2NodeClass has subnets in (Karpenter does the same)."""
-    return replace(pool, requirements=(*pool.requirements, Requirement(ZONE, Operator.IN, tuple(zones))))
+def restricted_pool(pool: NodePool, zones: Sequence[str], foreign_reservations: Sequence[str] = ()) -> NodePool:
+    """The pool bounded to the zones its EC2NodeClass has subnets in and kept out of the capacity reservations
+    only other EC2NodeClasses select (Karpenter offers a NodePool its own EC2NodeClass's reservations only)."""
+    bounds = [Requirement(ZONE, Operator.IN, tuple(zones))]
+    if foreign_reservations:
+        bounds.append(Requirement(CAPACITY_RESERVATION_ID, Operator.NOT_IN, tuple(foreign_reservations)))
+    return replace(pool, requirements=(*pool.requirements, *bounds))
 
 
 def plan(
@@ -90,6 +94,11 @@ def plan(
     for name, s in sorted(node_classes.items()):
         if not s.ready:
             result.decide("invalid", f"ec2nodeclass/{name}", s.problem)
+    reservations_of = {
+        name: list(cloud.capacity_reservations(rc)) if rc.node_class.capacity_reservation_selector_terms else []
+        for name, rc in resolved.items()
+    }
+    reservations = [r for found in reservations_of.values() for r in found]
     pools: list[NodePool] = []
     for pool in inputs.nodepools:
         ref = pool.node_class_ref.name
@@ -99,12 +108,12 @@ def plan(
             )
             continue
         rc = resolved.get(ref)
-        pools.append(restricted_pool(pool, rc.zones) if rc is not None else pool)
+        if rc is None:
+            pools.append(pool)
+            continue
+        own = {r.id for r in reservations_of[ref]}
+        pools.append(restricted_pool(pool, rc.zones, sorted({r.id for r in reservations} - own)))
     unavailable = set(state.unavailable_offerings(now))
-    reservations: list[CapacityReservation] = []
-    for rc in resolved.values():
-        if rc.node_class.capacity_reservation_selector_terms:
-            reservations.extend(cloud.capacity_reservations(rc))
     catalog = Catalog(catalog_source.instance_types()).with_reservations(reservations).with_unavailable(unavailable)
     if one_claim_in:
         pools = one_new_node(pools, capacity.nodes, capacity.inflight, one_claim_in)
