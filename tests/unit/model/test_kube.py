@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from nodewright.model import kube
+from nodewright.model import kube, storage
 from nodewright.model.errors import Collector
 from nodewright.model.kube import ContainerRequests, effective_requests
 from nodewright.model.objects import HostPort, LabelSelector, Pod
@@ -596,7 +596,7 @@ def test_pdb_pvc_pv_storage_class() -> None:
         },
     )
     assert pdb is not None and pdb.min_available == "50%" and pdb.selector.matches({"app": "web"})
-    pvc = kube.parse_pvc(
+    pvc = storage.parse_pvc(
         ctx,
         {
             "apiVersion": "v1",
@@ -606,7 +606,7 @@ def test_pdb_pvc_pv_storage_class() -> None:
         },
     )
     assert pvc is not None and (pvc.storage_class_name, pvc.volume_name) == ("gp3", "pv-1")
-    pv = kube.parse_pv(
+    pv = storage.parse_pv(
         ctx,
         {
             "apiVersion": "v1",
@@ -630,7 +630,7 @@ def test_pdb_pvc_pv_storage_class() -> None:
     )
     assert pv is not None and pv.csi_driver == "ebs.csi.aws.com"
     assert pv.node_terms[0].requirements == (Requirement("topology.kubernetes.io/zone", Operator.IN, ("us-east-1b",)),)
-    parsed = kube.parse_storage_class(
+    parsed = storage.parse_storage_class(
         ctx,
         {
             "apiVersion": "storage.k8s.io/v1",

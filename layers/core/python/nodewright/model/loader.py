@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from nodewright.gcpause import paused_cycle_collector
-from nodewright.model import kube
+from nodewright.model import kube, storage
 from nodewright.model.durations import format_duration
 from nodewright.model.errors import Collector, ValidationError
 from nodewright.model.inputs import ClusterInputs, LoadedObject
@@ -242,11 +242,11 @@ def _load_one(state: _State, doc: Mapping[str, Any], source: str) -> None:
     elif kind == "PodDisruptionBudget":
         value = kube.parse_pdb(ctx, doc)
     elif kind == "PersistentVolumeClaim":
-        value = kube.parse_pvc(ctx, doc)
+        value = storage.parse_pvc(ctx, doc)
     elif kind == "PersistentVolume":
-        value = kube.parse_pv(ctx, doc)
+        value = storage.parse_pv(ctx, doc)
     elif kind == "StorageClass":
-        value = kube.parse_storage_class(ctx, doc)
+        value = storage.parse_storage_class(ctx, doc)
     elif kind == "PriorityClass":
         value = kube.parse_priority_class(ctx, doc)
     if ctx.ok and value is not None and name and kind != "Pod":
