@@ -26,10 +26,22 @@ from builders import (
 
 from nodewright.catalog.allocatable import allocatable_for
 from nodewright.catalog.labels import ARCH, ZONE
-from nodewright.model.objects import PersistentVolume, StorageClass
+from nodewright.catalog.types import InstanceType
+from nodewright.model.objects import PersistentVolume, Pod, StorageClass
 from nodewright.model.requirements import Requirements
 from nodewright.model.taints import Taint
 from nodewright.scheduling.classes import EBS_VOLUMES, volume_options
+
+
+def mounting(name: str, *claims: str) -> Pod:
+    """A small pending pod that mounts these claims."""
+    return pod(name, cpu="100m", memory="128Mi", pvc_names=claims)
+
+
+def attaching(limit: int) -> InstanceType:
+    """An instance type with room for many small pods that may attach `limit` EBS volumes."""
+    return itype("m5.2xlarge", 8, 32, 0.384, ebs_limit=limit)
+
 
 # ----- volume topology -----------------------------------------------------------------------------------
 
@@ -96,10 +108,10 @@ def test_missing_claim_is_unschedulable_naming_it() -> None:
 
 
 def test_ebs_attachment_limit_caps_volumes_per_new_node() -> None:
-    types = [itype("m5.2xlarge", 8, 32, 0.384, ebs_limit=2)]
+    types = [attaching(2)]
     names = [f"db-{i}" for i in range(5)]
     results = run(
-        [pod(n, cpu="100m", memory="128Mi", pvc_names=(f"data-{n}",)) for n in names],
+        [mounting(n, f"data-{n}") for n in names],
         types=types,
         pvcs=[pvc(f"data-{n}", "gp3") for n in names],
         storage_classes=[storage_class("gp3")],
@@ -111,9 +123,9 @@ def test_ebs_attachment_limit_caps_volumes_per_new_node() -> None:
 def test_pods_sharing_an_ebs_claim_attach_it_once_per_node() -> None:
     # Five pods mounting the same claim attach one volume: a node that may attach 2 takes them all, beside a pod
     # with a claim of its own; a sixth pod with yet another claim needs a second node.
-    types = [itype("m5.2xlarge", 8, 32, 0.384, ebs_limit=2)]
-    shared = [pod(f"web-{i}", cpu="100m", memory="128Mi", pvc_names=("cache",)) for i in range(5)]
-    own = [pod(f"db-{i}", cpu="100m", memory="128Mi", pvc_names=(f"data-{i}",)) for i in range(2)]
+    types = [attaching(2)]
+    shared = [mounting(f"web-{i}", "cache") for i in range(5)]
+    own = [mounting(f"db-{i}", f"data-{i}") for i in range(2)]
     results = run(
         [*shared, *own],
         types=types,
@@ -127,11 +139,11 @@ def test_pods_sharing_an_ebs_claim_attach_it_once_per_node() -> None:
 
 def test_an_existing_node_counts_a_claim_its_pods_share_once() -> None:
     # Its three bound pods share one claim: of the node's 2 attachments one is left, for one new claim.
-    it = itype("m5.2xlarge", 8, 32, 0.384, ebs_limit=2)
-    bound = [pod(f"web-{i}", cpu="100m", memory="128Mi", pvc_names=("cache",)) for i in range(3)]
+    it = attaching(2)
+    bound = [mounting(f"web-{i}", "cache") for i in range(3)]
     existing = node("old", it, bound=bound)
     claims = [pvc("cache", "gp3"), pvc("data-0", "gp3"), pvc("data-1", "gp3")]
-    pending = [pod(f"db-{i}", cpu="100m", memory="128Mi", pvc_names=(f"data-{i}",)) for i in range(2)]
+    pending = [mounting(f"db-{i}", f"data-{i}") for i in range(2)]
     results = run(pending, types=[it], nodes=[existing], pvcs=claims, storage_classes=[storage_class("gp3")])
     assert len(results.existing["old"]) == 1 and len(results.nodeclaims) == 1
 
@@ -139,11 +151,11 @@ def test_an_existing_node_counts_a_claim_its_pods_share_once() -> None:
 def test_a_running_pods_volume_being_deleted_is_still_attached() -> None:
     # The bound pod's claim is being deleted: no new pod may start with it, but its volume stays attached until
     # the pod goes, so of the node's 2 attachments one is left.
-    it = itype("m5.2xlarge", 8, 32, 0.384, ebs_limit=2)
-    existing = node("old", it, bound=[pod("web", cpu="100m", memory="128Mi", pvc_names=("cache",))])
+    it = attaching(2)
+    existing = node("old", it, bound=[mounting("web", "cache")])
     leaving = dataclasses.replace(pvc("cache", "gp3"), unusable="is being deleted")
     claims = [leaving, pvc("data-0", "gp3"), pvc("data-1", "gp3")]
-    pending = [pod(f"db-{i}", cpu="100m", memory="128Mi", pvc_names=(f"data-{i}",)) for i in range(2)]
+    pending = [mounting(f"db-{i}", f"data-{i}") for i in range(2)]
     results = run(pending, types=[it], nodes=[existing], pvcs=claims, storage_classes=[storage_class("gp3")])
     assert len(results.existing["old"]) == 1 and len(results.nodeclaims) == 1
 
@@ -151,20 +163,20 @@ def test_a_running_pods_volume_being_deleted_is_still_attached() -> None:
 def test_a_claim_in_flight_takes_pods_with_ebs_volumes_up_to_its_types_limit() -> None:
     # The claim in flight (an m5.2xlarge that may attach 2) carries a nominated pod with a volume: one more pod
     # with a claim of its own joins it, the next needs a node of its own.
-    it = itype("m5.2xlarge", 8, 32, 0.384, ebs_limit=2)
-    nominated = pod("db-0", cpu="100m", memory="128Mi", pvc_names=("data-0",))
+    it = attaching(2)
+    nominated = mounting("db-0", "data-0")
     claims = [pvc(f"data-{i}", "gp3") for i in range(3)]
-    pending = [pod(f"db-{i}", cpu="100m", memory="128Mi", pvc_names=(f"data-{i}",)) for i in (1, 2)]
+    pending = [mounting(f"db-{i}", f"data-{i}") for i in (1, 2)]
     flying = inflight("c", it, nominated=[nominated])
     results = run(pending, types=[it], nodeclaims=[flying], pvcs=claims, storage_classes=[storage_class("gp3")])
     assert results.existing == {"c": ("default/db-1",)} and len(results.nodeclaims) == 1
 
 
 def test_non_ebs_volume_does_not_count_against_ebs_limit() -> None:
-    types = [itype("m5.2xlarge", 8, 32, 0.384, ebs_limit=1)]
+    types = [attaching(1)]
     names = [f"nfs-{i}" for i in range(3)]
     results = run(
-        [pod(n, cpu="100m", memory="128Mi", pvc_names=(f"data-{n}",)) for n in names],
+        [mounting(n, f"data-{n}") for n in names],
         types=types,
         pvcs=[pvc(f"data-{n}", "nfs") for n in names],
         storage_classes=[StorageClass("nfs", "nfs.csi.k8s.io", "Immediate")],
@@ -176,10 +188,10 @@ def test_node_reporting_its_ebs_limit_counts_the_volumes_its_pods_attach() -> No
     # A node whose allocatable reports attachable-volumes-aws-ebs (1 here) has that many in all: its bound pod's
     # EBS claim uses it up, so a pod with another EBS claim needs a new node.
     it = by_name(small_catalog(), "m5.large")
-    existing = node("n1", it, bound=[pod("db-0", cpu="100m", memory="128Mi", pvc_names=("data-0",))])
+    existing = node("n1", it, bound=[mounting("db-0", "data-0")])
     existing = dataclasses.replace(existing, allocatable={**existing.allocatable, EBS_VOLUMES: 1})
     results = run(
-        [pod("db-1", cpu="100m", memory="128Mi", pvc_names=("data-1",))],
+        [mounting("db-1", "data-1")],
         nodes=[existing],
         pvcs=[pvc("data-0", "gp3"), pvc("data-1", "gp3")],
         storage_classes=[storage_class("gp3", "us-east-1a")],
@@ -189,10 +201,10 @@ def test_node_reporting_its_ebs_limit_counts_the_volumes_its_pods_attach() -> No
 
 def test_in_tree_ebs_storage_class_counts_against_the_ebs_limit() -> None:
     # kubernetes.io/aws-ebs (EKS's gp2 class) is served by the EBS CSI driver since CSI migration.
-    types = [itype("m5.2xlarge", 8, 32, 0.384, ebs_limit=1)]
+    types = [attaching(1)]
     names = [f"db-{i}" for i in range(2)]
     results = run(
-        [pod(n, cpu="100m", memory="128Mi", pvc_names=(f"data-{n}",)) for n in names],
+        [mounting(n, f"data-{n}") for n in names],
         types=types,
         pvcs=[pvc(f"data-{n}", "gp2") for n in names],
         storage_classes=[StorageClass("gp2", "kubernetes.io/aws-ebs", "WaitForFirstConsumer")],
