@@ -15,6 +15,7 @@ import pytest
 from nodewright.adapters.kubernetes_cluster import MERGE_PATCH, ApiError, ApiServer, KubernetesCluster
 from nodewright.model.conditions import Condition
 from nodewright.ports import BLOCKED, EVICTED
+from nodewright.tags import CORDONED
 
 
 class _Server:
@@ -105,11 +106,44 @@ def test_every_request_carries_the_current_token(server: _Server) -> None:
 
 def test_patches_are_merge_patches_with_json_bodies(server: _Server) -> None:
     server.routes[("PATCH", "/api/v1/nodes/a")] = (200, {})
-    _cluster(server, ["t"]).set_unschedulable("a", True)
+    _cluster(server, ["t"]).label_node("a", {"x": "1"})
 
     (request,) = server.requests
     assert request["headers"]["Content-Type"] == MERGE_PATCH
-    assert request["body"] == {"spec": {"unschedulable": True}}
+    assert request["body"] == {"metadata": {"labels": {"x": "1"}}}
+
+
+def _node(unschedulable: bool, annotations: dict[str, str]) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "a", "resourceVersion": "7", "annotations": annotations},
+        "spec": {"unschedulable": unschedulable} if unschedulable else {},
+    }
+
+
+def test_a_cordon_marks_the_node_and_only_a_marked_cordon_is_lifted(server: _Server) -> None:
+    cluster = _cluster(server, ["t"] * 8)
+    server.routes[("PATCH", "/api/v1/nodes/a")] = (200, {})
+
+    server.routes[("GET", "/api/v1/nodes/a")] = (200, _node(False, {}))
+    cluster.set_unschedulable("a", True)
+    assert server.requests[-1]["body"] == {
+        "spec": {"unschedulable": True},
+        "metadata": {"annotations": {CORDONED: "true"}, "resourceVersion": "7"},
+    }
+
+    server.routes[("GET", "/api/v1/nodes/a")] = (200, _node(True, {CORDONED: "true"}))
+    cluster.set_unschedulable("a", False)
+    assert server.requests[-1]["body"] == {
+        "spec": {"unschedulable": None},
+        "metadata": {"annotations": {CORDONED: None}, "resourceVersion": "7"},
+    }
+
+    # Cordoned by someone else: neither marked again nor lifted.
+    server.routes[("GET", "/api/v1/nodes/a")] = (200, _node(True, {}))
+    before = len(server.requests)
+    cluster.set_unschedulable("a", True)
+    cluster.set_unschedulable("a", False)
+    assert [r["method"] for r in server.requests[before:]] == ["GET", "GET"]
 
 
 def test_eviction_answers_map_to_the_ports_outcomes(server: _Server) -> None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from nodewright.catalog.catalog import CapacityReservation
+from nodewright.disruption.lease import Lease
 from nodewright.launch.template import LaunchTemplateSpec, ResolvedNodeClass
 from nodewright.launch.userdata import ClusterInfo
 from nodewright.model.conditions import Condition
@@ -257,6 +258,11 @@ class Cluster(Protocol):
         the termination finalizer is removed first, so it goes at once. Absent is fine."""
         ...
 
+    def request_nodeclaim_deletion(self, name: str) -> None:
+        """Delete the NodeClaim as `kubectl delete` does: its termination finalizer keeps it, marked with a
+        deletionTimestamp, until nodewright has drained and terminated it. Absent or already deleting is fine."""
+        ...
+
     def get_nodeclaim(self, name: str) -> Mapping[str, Any] | None:
         """One NodeClaim (None when it does not exist)."""
         ...
@@ -275,8 +281,8 @@ class Cluster(Protocol):
         """Record Kubernetes events on pods (in bulk: a batch can name a thousand pods)."""
         ...
 
-    def remove_node_taint(self, node: str, taint_key: str) -> None:
-        """Remove every taint with this key from the node."""
+    def remove_node_taint(self, node: str, taint_key: str, effect: str = "") -> None:
+        """Remove every taint with this key (and this effect, when given) from the node; a missing node is fine."""
         ...
 
     def label_node(self, node: str, labels: Mapping[str, str]) -> None:
@@ -297,7 +303,9 @@ class Cluster(Protocol):
         ...
 
     def set_unschedulable(self, node: str, unschedulable: bool) -> None:
-        """Cordon (True) or uncordon (False) the node; a missing node is not an error."""
+        """Cordon (True) or uncordon (False) the node; a missing node is not an error. A cordon nodewright puts on
+        a schedulable node carries the `tags.CORDONED` annotation, and only a cordon carrying it is lifted: a node
+        someone else cordoned stays cordoned."""
         ...
 
     def evict_pod(self, namespace: str, name: str) -> str:
@@ -349,18 +357,30 @@ class StateStore(Protocol):
         """Mark offerings unavailable until now + ttl, each with the error that caused it."""
         ...
 
-    def acquire_lock(self, name: str, owner: str, now: float, ttl_seconds: int) -> str:
+    def acquire_lock(self, name: str, owner: str, now: float, ttl_seconds: int, interruption: bool = False) -> str:
         """Take the lock `name` for `owner` unless another owner holds it unexpired; returns the owner holding
-        it afterwards (== owner when taken or already held by this owner). One conditional write, so two
-        callers racing for the same name cannot both win."""
+        it afterwards (== owner when taken or already held by this owner: a renewal, which moves the expiry to
+        now + ttl). One conditional write, so two callers racing for the same name cannot both win.
+        `interruption` is recorded with the lease (see `disruption.lease`)."""
+        ...
+
+    def take_over_lock(
+        self, name: str, owner: str, previous: str, now: float, ttl_seconds: int, interruption: bool = False
+    ) -> bool:
+        """Take the lock from `previous` (whose lease is void, or who must give way to an interruption): one
+        conditional write that succeeds only while `previous` still holds it, or nobody does. True when taken."""
+        ...
+
+    def lease(self, name: str, now: float) -> Lease | None:
+        """The lease on `name` at `now` (None when free or expired). A consistent read."""
         ...
 
     def release_lock(self, name: str, owner: str) -> None:
         """Release the lock if `owner` holds it; a lock held by someone else (or nobody) is left alone."""
         ...
 
-    def held_locks(self, now: float) -> Mapping[str, str]:
-        """Every lock held at `now` (expired ones left out): name -> owner. One consistent read."""
+    def leases(self, now: float) -> Mapping[str, Lease]:
+        """Every lock held at `now` (expired ones left out), by name. One consistent read."""
         ...
 
     def recall_delivery(self, batch_id: str, now: float) -> Mapping[str, Any] | None:
@@ -376,4 +396,9 @@ class Workflows(Protocol):
     def start(self, name: str, document: Mapping[str, Any]) -> bool:
         """Start the disruption workflow as execution `name` with this input; False when an execution with
         that name exists already (a redelivered event), which is success for the caller."""
+        ...
+
+    def status(self, name: str) -> str:
+        """The Step Functions status of execution `name` (RUNNING, SUCCEEDED, FAILED, TIMED_OUT, ABORTED, ...),
+        "" when there is no such execution."""
         ...

@@ -35,6 +35,9 @@ INSTANCE_PROFILE_PATH = "/nodewright/"
 # The termination finalizer on nodewright's NodeClaims and Nodes; Karpenter's is karpenter.sh/termination, and
 # its node termination controller acts only on nodes carrying that one.
 FINALIZER = PREFIX + "termination"
+# On a node nodewright cordoned (it was schedulable before): only such a cordon is nodewright's to lift again, so a
+# node an operator cordoned stays cordoned through a disruption that is rolled back.
+CORDONED = PREFIX + "cordoned"
 
 # Karpenter's ownership tags: never put on what nodewright creates, and refused in an EC2NodeClass's
 # spec.tags, so no user tag can hand a resource to Karpenter. They are the keys of Karpenter v1.14.1's

@@ -60,7 +60,7 @@ SERVICES: Mapping[str, frozenset[str] | None] = {
     "iam": frozenset({"AddRoleToInstanceProfile", "CreateInstanceProfile", "GetInstanceProfile"}),
     "pricing": None,
     "ssm": frozenset({"GetParameter", "GetParameters"}),
-    "stepfunctions": frozenset({"StartExecution"}),
+    "stepfunctions": frozenset({"DescribeExecution", "StartExecution"}),
     "sts": None,
 }
 # Files of a service's version folder that are never read at run time.

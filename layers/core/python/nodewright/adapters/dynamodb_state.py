@@ -1,7 +1,7 @@
 """The StateStore port on DynamoDB: offerings recently refused for capacity, shared by every invocation, the
-locks of the disruption workflow and of the one planner of new capacity (partition `lock`, sort key the lock
-name, attribute `owner`), and the answers to deliveries that launched (partition `delivery`, sort key the
-batch id, attribute `answer`, JSON).
+leases of the disruption workflow and the lock of the one planner of new capacity (partition `lock`, sort key
+the lock name, attributes `owner`, `interruption`, `acquired_at`; see `disruption.lease`), and the answers to
+deliveries that launched (partition `delivery`, sort key the batch id, attribute `answer`, JSON).
 
 Items live in the stack's one table (partition `pk`, sort `sk`, TTL attribute `expires_at`). All marks
 share the partition `unavailable` with the offering as sort key (`<type>#<zone>#<capacity type>`), so one
@@ -17,6 +17,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from nodewright.disruption.lease import Lease
 from nodewright.ports import OfferingKey
 from nodewright.settings import TABLE_PARTITION_KEY, TABLE_SORT_KEY, TABLE_TTL_ATTRIBUTE
 
@@ -80,13 +81,24 @@ class DynamoDBState:
                 # Unprocessed items mean the table is throttling this partition: back off and resend them.
                 time.sleep(0.05 * 2**attempt)
 
-    def acquire_lock(self, name: str, owner: str, now: float, ttl_seconds: int) -> str:
-        key = {TABLE_PARTITION_KEY: {"S": LOCK_PARTITION}, TABLE_SORT_KEY: {"S": name}}
+    def _lock_key(self, name: str) -> dict[str, Any]:
+        return {TABLE_PARTITION_KEY: {"S": LOCK_PARTITION}, TABLE_SORT_KEY: {"S": name}}
+
+    def _lock_item(self, name: str, owner: str, now: float, ttl_seconds: int, interruption: bool) -> dict[str, Any]:
+        return {
+            **self._lock_key(name),
+            "owner": {"S": owner},
+            "interruption": {"BOOL": interruption},
+            "acquired_at": {"N": str(int(now))},
+            TABLE_TTL_ATTRIBUTE: {"N": str(int(now + ttl_seconds))},
+        }
+
+    def acquire_lock(self, name: str, owner: str, now: float, ttl_seconds: int, interruption: bool = False) -> str:
         try:
-            # One conditional write decides the race: free, expired, or already ours.
+            # One conditional write decides the race: free, expired, or already ours (a renewal).
             self.dynamodb.put_item(
                 TableName=self.table,
-                Item={**key, "owner": {"S": owner}, TABLE_TTL_ATTRIBUTE: {"N": str(int(now + ttl_seconds))}},
+                Item=self._lock_item(name, owner, now, ttl_seconds, interruption),
                 ConditionExpression="attribute_not_exists(#pk) OR #owner = :owner OR #expires <= :now",
                 ExpressionAttributeNames={
                     "#pk": TABLE_PARTITION_KEY,
@@ -96,12 +108,32 @@ class DynamoDBState:
                 ExpressionAttributeValues={":owner": {"S": owner}, ":now": {"N": str(int(now))}},
             )
         except self.dynamodb.exceptions.ConditionalCheckFailedException:
-            item = self.dynamodb.get_item(TableName=self.table, Key=key, ConsistentRead=True).get("Item") or {}
-            return str(item.get("owner", {}).get("S", "")) or self.acquire_lock(name, owner, now, ttl_seconds)
+            held = self.lease(name, now)
+            return held.owner if held is not None else self.acquire_lock(name, owner, now, ttl_seconds, interruption)
         return owner
 
-    def held_locks(self, now: float) -> Mapping[str, str]:
-        out: dict[str, str] = {}
+    def take_over_lock(
+        self, name: str, owner: str, previous: str, now: float, ttl_seconds: int, interruption: bool = False
+    ) -> bool:
+        try:
+            self.dynamodb.put_item(
+                TableName=self.table,
+                Item=self._lock_item(name, owner, now, ttl_seconds, interruption),
+                ConditionExpression="attribute_not_exists(#pk) OR #owner = :previous",
+                ExpressionAttributeNames={"#pk": TABLE_PARTITION_KEY, "#owner": "owner"},
+                ExpressionAttributeValues={":previous": {"S": previous}},
+            )
+        except self.dynamodb.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
+    def lease(self, name: str, now: float) -> Lease | None:
+        item = self.dynamodb.get_item(TableName=self.table, Key=self._lock_key(name), ConsistentRead=True).get("Item")
+        found = _lease(item) if item else None
+        return found if found is not None and found.expires_at > now else None
+
+    def leases(self, now: float) -> Mapping[str, Lease]:
+        out: dict[str, Lease] = {}
         kwargs: dict[str, Any] = {
             "TableName": self.table,
             "KeyConditionExpression": "#pk = :pk",
@@ -112,18 +144,18 @@ class DynamoDBState:
         while True:
             page = self.dynamodb.query(**kwargs)
             for item in page.get("Items", ()):
-                if float(item.get(TABLE_TTL_ATTRIBUTE, {}).get("N", "0")) > now:
-                    out[str(item[TABLE_SORT_KEY]["S"])] = str(item.get("owner", {}).get("S", ""))
+                found = _lease(item)
+                if found.expires_at > now:
+                    out[found.name] = found
             if "LastEvaluatedKey" not in page:
                 return out
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     def release_lock(self, name: str, owner: str) -> None:
-        key = {TABLE_PARTITION_KEY: {"S": LOCK_PARTITION}, TABLE_SORT_KEY: {"S": name}}
         try:
             self.dynamodb.delete_item(
                 TableName=self.table,
-                Key=key,
+                Key=self._lock_key(name),
                 ConditionExpression="#owner = :owner",
                 ExpressionAttributeNames={"#owner": "owner"},
                 ExpressionAttributeValues={":owner": {"S": owner}},
@@ -149,3 +181,15 @@ class DynamoDBState:
                 "answer": {"S": json.dumps(answer, separators=(",", ":"))},
             },
         )
+
+
+def _lease(item: Mapping[str, Any]) -> Lease:
+    """A lock item as a Lease (items written before leases recorded `interruption` and `acquired_at` read as a
+    voluntary lease taken at epoch 0)."""
+    return Lease(
+        name=str(item[TABLE_SORT_KEY]["S"]),
+        owner=str(item.get("owner", {}).get("S", "")),
+        interruption=bool(item.get("interruption", {}).get("BOOL", False)),
+        acquired_at=float(item.get("acquired_at", {}).get("N", "0")),
+        expires_at=float(item.get(TABLE_TTL_ATTRIBUTE, {}).get("N", "0")),
+    )

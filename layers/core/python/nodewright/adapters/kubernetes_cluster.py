@@ -39,7 +39,7 @@ from nodewright.model.conditions import Condition, merge_conditions
 from nodewright.model.objects import LabelSelector
 from nodewright.model.requirements import Operator
 from nodewright.ports import BLOCKED, EVICTED, GONE, ClusterView, FleetView, NodeEvent, PodEvent, ProvisioningView
-from nodewright.tags import FINALIZER
+from nodewright.tags import CORDONED, FINALIZER
 
 NODECLAIMS = ("nodewright.io", "v1", "nodeclaims")
 # The objects whose status nodewright writes besides NodeClaims: its own group only, never Karpenter's.
@@ -401,6 +401,13 @@ class KubernetesCluster:
     def delete_nodeclaim(self, name: str) -> None:
         self._release(self._nodeclaims(name))
 
+    def request_nodeclaim_deletion(self, name: str) -> None:
+        try:
+            self._call("DELETE", self._nodeclaims(name))
+        except ApiError as error:
+            if error.status != 404:
+                raise
+
     def _read_modify_write(self, path: str, change: Callable[[dict[str, Any]], dict[str, Any] | None]) -> bool:
         """Read the object at `path`, turn it into a merge-patch body with `change` (None: nothing to change) and
         patch it with the resourceVersion it was read at: a merge patch replaces whole lists (taints,
@@ -459,9 +466,9 @@ class KubernetesCluster:
 
         return self._read_modify_write(f"/api/v1/nodes/{node}", body)
 
-    def remove_node_taint(self, node: str, taint_key: str) -> None:
+    def remove_node_taint(self, node: str, taint_key: str, effect: str = "") -> None:
         def without(taints: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
-            kept = [t for t in taints if t.get("key") != taint_key]
+            kept = [t for t in taints if t.get("key") != taint_key or (effect and t.get("effect") != effect)]
             return kept if len(kept) != len(taints) else None
 
         self._change_taints(node, without)
@@ -483,12 +490,16 @@ class KubernetesCluster:
         return self._change_taints(node, with_taint)
 
     def set_unschedulable(self, node: str, unschedulable: bool) -> None:
-        try:
-            body = {"spec": {"unschedulable": unschedulable or None}}
-            self._call("PATCH", f"/api/v1/nodes/{node}", body=body, content_type=MERGE_PATCH)
-        except ApiError as error:
-            if error.status != 404:
-                raise
+        def change(current: dict[str, Any]) -> dict[str, Any] | None:
+            cordoned = bool((current.get("spec") or {}).get("unschedulable"))
+            ours = CORDONED in ((current.get("metadata") or {}).get("annotations") or {})
+            if unschedulable and not cordoned:
+                return {"spec": {"unschedulable": True}, "metadata": {"annotations": {CORDONED: "true"}}}
+            if not unschedulable and ours:
+                return {"spec": {"unschedulable": None}, "metadata": {"annotations": {CORDONED: None}}}
+            return None  # already cordoned (by whoever), or a cordon that is not ours to lift
+
+        self._read_modify_write(f"/api/v1/nodes/{node}", change)
 
     def evict_pod(self, namespace: str, name: str) -> str:
         body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": namespace}}

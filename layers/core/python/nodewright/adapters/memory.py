@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from nodewright.disruption.lease import Lease
 from nodewright.model.conditions import Condition, merge_conditions
 from nodewright.model.objects import LabelSelector
 from nodewright.ports import (
@@ -25,7 +26,7 @@ from nodewright.ports import (
     PodEvent,
     ProvisioningView,
 )
-from nodewright.tags import FINALIZER
+from nodewright.tags import CORDONED, FINALIZER
 
 
 def _key(doc: Mapping[str, Any]) -> tuple[str, str, str]:
@@ -200,6 +201,11 @@ class InMemoryCluster:
         self.objects.pop(("NodeClaim", "", name), None)
         self.log.append(f"delete nodeclaim/{name}")
 
+    def request_nodeclaim_deletion(self, name: str) -> None:
+        stamp = datetime.fromtimestamp(self._clock(), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        self.request_delete("NodeClaim", name, stamp)
+        self.log.append(f"request deletion nodeclaim/{name}")
+
     def record_events(self, events: Sequence[PodEvent]) -> None:
         for event in events:
             key = (event.pod, event.reason, event.dedupe or event.message)
@@ -208,11 +214,16 @@ class InMemoryCluster:
             self._event_keys.add(key)
             self.events.append(Event(event.pod, event.reason, event.message, event.type))
 
-    def remove_node_taint(self, node: str, taint_key: str) -> None:
-        doc = self.objects[("Node", "", node)]
+    def remove_node_taint(self, node: str, taint_key: str, effect: str = "") -> None:
+        doc = self.objects.get(("Node", "", node))
+        if doc is None:
+            return
         spec = doc.setdefault("spec", {})
-        spec["taints"] = [t for t in spec.get("taints") or [] if t.get("key") != taint_key]
-        self.log.append(f"untaint node/{node}")
+        taints = spec.get("taints") or []
+        kept = [t for t in taints if t.get("key") != taint_key or (effect and t.get("effect") != effect)]
+        if len(kept) != len(taints):
+            spec["taints"] = kept
+            self.log.append(f"untaint node/{node}")
 
     def read_fleet(self) -> FleetView:
         self.reads.append("read_fleet")
@@ -248,11 +259,15 @@ class InMemoryCluster:
         if doc is None:
             return
         spec = doc.setdefault("spec", {})
-        if unschedulable:
+        annotations = doc.setdefault("metadata", {}).setdefault("annotations", {})
+        if unschedulable and not spec.get("unschedulable"):
             spec["unschedulable"] = True
-        else:
+            annotations[CORDONED] = "true"
+            self.log.append(f"cordon node/{node}")
+        elif not unschedulable and CORDONED in annotations:
             spec.pop("unschedulable", None)
-        self.log.append(f"{'cordon' if unschedulable else 'uncordon'} node/{node}")
+            del annotations[CORDONED]
+            self.log.append(f"uncordon node/{node}")
 
     def evict_pod(self, namespace: str, name: str) -> str:
         """Evicts unless a test listed the pod in `eviction_blocked` (as a PodDisruptionBudget would)."""
@@ -304,10 +319,10 @@ class InMemoryCluster:
 
 @dataclass
 class InMemoryState:
-    """A StateStore in dicts: offering -> (expiry, reason); lock name -> (owner, expiry)."""
+    """A StateStore in dicts: offering -> (expiry, reason); lock name -> its lease."""
 
     marks: dict[OfferingKey, tuple[float, str]] = field(default_factory=dict)
-    locks: dict[str, tuple[str, float]] = field(default_factory=dict)
+    locks: dict[str, Lease] = field(default_factory=dict)
     deliveries: dict[str, tuple[float, dict[str, Any]]] = field(default_factory=dict)
 
     def recall_delivery(self, batch_id: str, now: float) -> Mapping[str, Any] | None:
@@ -317,19 +332,33 @@ class InMemoryState:
     def remember_delivery(self, batch_id: str, answer: Mapping[str, Any], now: float, ttl_seconds: int) -> None:
         self.deliveries[batch_id] = (now + ttl_seconds, copy.deepcopy(dict(answer)))
 
-    def acquire_lock(self, name: str, owner: str, now: float, ttl_seconds: int) -> str:
-        holder, expiry = self.locks.get(name, ("", 0.0))
-        if holder and holder != owner and expiry > now:
-            return holder
-        self.locks[name] = (owner, now + ttl_seconds)
+    def acquire_lock(self, name: str, owner: str, now: float, ttl_seconds: int, interruption: bool = False) -> str:
+        held = self.lease(name, now)
+        if held is not None and held.owner != owner:
+            return held.owner
+        self.locks[name] = Lease(name, owner, interruption, now, now + ttl_seconds)
         return owner
 
+    def take_over_lock(
+        self, name: str, owner: str, previous: str, now: float, ttl_seconds: int, interruption: bool = False
+    ) -> bool:
+        current = self.locks.get(name)
+        if current is not None and current.owner != previous:
+            return False
+        self.locks[name] = Lease(name, owner, interruption, now, now + ttl_seconds)
+        return True
+
+    def lease(self, name: str, now: float) -> Lease | None:
+        held = self.locks.get(name)
+        return held if held is not None and held.expires_at > now else None
+
     def release_lock(self, name: str, owner: str) -> None:
-        if self.locks.get(name, ("", 0.0))[0] == owner:
+        held = self.locks.get(name)
+        if held is not None and held.owner == owner:
             del self.locks[name]
 
-    def held_locks(self, now: float) -> Mapping[str, str]:
-        return {name: owner for name, (owner, expiry) in self.locks.items() if expiry > now}
+    def leases(self, now: float) -> Mapping[str, Lease]:
+        return {name: held for name, held in self.locks.items() if held.expires_at > now}
 
     def unavailable_offerings(self, now: float) -> frozenset[OfferingKey]:
         return frozenset(k for k, (expiry, _) in self.marks.items() if expiry > now)
@@ -337,3 +366,22 @@ class InMemoryState:
     def mark_unavailable(self, offerings: Mapping[OfferingKey, str], now: float, ttl_seconds: int) -> None:
         for offering, reason in offerings.items():
             self.marks[offering] = (now + ttl_seconds, reason)
+
+
+@dataclass
+class InMemoryWorkflows:
+    """A Workflows port that records what it started: name -> input, and each execution's status (RUNNING when
+    started; tests and simulations move it on)."""
+
+    started: dict[str, Mapping[str, Any]] = field(default_factory=dict)
+    statuses: dict[str, str] = field(default_factory=dict)
+
+    def start(self, name: str, document: Mapping[str, Any]) -> bool:
+        if name in self.started:
+            return False
+        self.started[name] = copy.deepcopy(dict(document))
+        self.statuses[name] = "RUNNING"
+        return True
+
+    def status(self, name: str) -> str:
+        return self.statuses.get(name, "")

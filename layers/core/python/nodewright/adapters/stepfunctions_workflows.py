@@ -1,4 +1,5 @@
-"""The Workflows port over a boto3 Step Functions client: start the disruption state machine.
+"""The Workflows port over a boto3 Step Functions client: start the disruption state machine, and ask how an
+execution is doing (the leases on nodes are valid while their execution runs, see `disruption.lease`).
 
 Executions are named by the caller (`DisruptionCommand.execution_name()`), so a duplicate request asks for a
 name Step Functions has already seen and gets ExecutionAlreadyExists, which this adapter reports as False:
@@ -14,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 ALREADY_EXISTS = "ExecutionAlreadyExists"
+DOES_NOT_EXIST = "ExecutionDoesNotExist"
 
 
 class StepFunctionsWorkflows:
@@ -37,3 +39,21 @@ class StepFunctionsWorkflows:
                 return False
             raise
         return True
+
+    def status(self, name: str) -> str:
+        """DescribeExecution's status of execution `name`; "" when Step Functions has no such execution."""
+        from botocore.exceptions import ClientError
+
+        try:
+            described = self.client.describe_execution(executionArn=execution_arn(self.state_machine_arn, name))
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") == DOES_NOT_EXIST:
+                return ""
+            raise
+        return str(described.get("status") or "")
+
+
+def execution_arn(state_machine_arn: str, name: str) -> str:
+    """`arn:aws:states:<region>:<account>:execution:<state machine>:<name>` from the state machine's ARN."""
+    prefix, _, machine = state_machine_arn.rpartition(":stateMachine:")
+    return f"{prefix}:execution:{machine}:{name}"

@@ -36,6 +36,7 @@ from nodewright.disruption.candidates import last_pod_event
 from nodewright.disruption.commands import DisruptionCommand
 from nodewright.disruption.drift import ClassFacts, InstanceFacts, drift_reason, restamps
 from nodewright.disruption.fleet import CONSOLIDATABLE, DRIFTED, FleetNode
+from nodewright.disruption.lease import lock_name
 from nodewright.disruption.methods import Method
 from nodewright.disruption.plan import DEFAULT_METHODS, Plan, plan
 from nodewright.disruption.state import ClusterState, DisruptionSettings, PodFactsCache, cluster_state
@@ -46,7 +47,6 @@ from nodewright.model.loader import ParsedPods, load_documents
 from nodewright.ports import Clock, Cloud, Cluster, NodeEvent, StateStore, Workflows
 from nodewright.service import provision as provisioning
 from nodewright.service.status import NodeClassState, resolve_node_classes, write_status
-from nodewright.service.workflow import lock_name
 
 # The planner takes a decision's locks for this long; IdentifyCandidate takes them again for the whole workflow. A
 # tick that died between taking them and starting the execution leaves them this long at most.
@@ -127,8 +127,7 @@ def tick(
     provisioning.cleanup_unregistered(inputs.nodeclaims, registered, ports.cluster, ports.cloud, now, result)
     out.registrations = [d.to_json() for d in result.decisions]
 
-    locks = ports.state.held_locks(now)
-    locked = frozenset(name.removeprefix("nodeclaim/") for name in locks if name.startswith("nodeclaim/"))
+    locked = frozenset(lease.nodeclaim for lease in ports.state.leases(now).values() if lease.nodeclaim)
     unavailable = ports.state.unavailable_offerings(now)
     types = Catalog(ports.catalog.instance_types()).with_unavailable(unavailable).instance_types
     version = ports.cloud.cluster_info().version if inputs.nodeclasses else ""

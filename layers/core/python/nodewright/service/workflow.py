@@ -23,6 +23,7 @@ from nodewright.disruption.commands import PREPARE, DisruptionCommand, Replaceme
 from nodewright.disruption.drain import DISRUPTED_TAINT_KEY, drain_pod, drain_round
 from nodewright.disruption.fleet import FleetNode, fleet_nodes
 from nodewright.disruption.identify import BLOCKED, GONE, PROCEED, identify
+from nodewright.disruption.lease import lock_name
 from nodewright.disruption.state import DisruptionSettings
 from nodewright.model.conditions import TRUE, Condition
 from nodewright.model.loader import load_documents
@@ -55,10 +56,6 @@ class Ports:
     clock: Clock
     catalog: InstanceTypeSource | None = None
     settings: DisruptionSettings = field(default_factory=DisruptionSettings)
-
-
-def lock_name(nodeclaim: str) -> str:
-    return f"nodeclaim/{nodeclaim}"
 
 
 def _pools(docs: Sequence[Mapping[str, Any]]) -> dict[str, NodePool]:
@@ -119,9 +116,7 @@ def identify_candidate(state: Mapping[str, Any], execution: str, ports: Ports) -
         _event(ports, node.node, "DisruptionSkipped", reason, execution)
         return {"outcome": LOCKED, "reason": reason}
     others = {
-        name.removeprefix("nodeclaim/")
-        for name, owner in ports.state.held_locks(now).items()
-        if owner != execution and name.startswith("nodeclaim/")
+        lease.nodeclaim for lease in ports.state.leases(now).values() if lease.owner != execution and lease.nodeclaim
     }
     if command.validated:
         why = _validate(command, ports, now, frozenset(others))
