@@ -32,6 +32,7 @@ from infra.provisioner import (
     instance_profile_statements,
     launch_environment,
 )
+from infra.workflow import acknowledge_executions, describe_executions_statement, state_machine_name
 from nodewright import settings as env
 
 # The planner reads the table (offerings refused for capacity, the workflows' locks) and takes locks.
@@ -53,6 +54,7 @@ class Planner(Construct):
         settings: Settings,
         layers: Layers,
         state_machine: sfn.IStateMachine,
+        executions_arn: str,
         table: dynamodb.ITable,
         node_role: iam.IRole,
         instance_profile: iam.IInstanceProfile,
@@ -68,6 +70,8 @@ class Planner(Construct):
                 actions=["states:StartExecution"],
                 resources=[state_machine.state_machine_arn],
             ),
+            # A lease is valid while its execution runs: the tick asks before it takes a node or restores one.
+            describe_executions_statement(executions_arn),
             # NodeClaims that never registered: their instances are found by tag and terminated.
             terminate_statement(stack, settings),
             *catalog_statements(),
@@ -131,6 +135,7 @@ class Planner(Construct):
             ),
         )
         acknowledge_read_policy(policy, settings, terminates=True)
+        acknowledge_executions(policy, state_machine_name(settings.cluster_name))
         nag.acknowledge(
             scheduler_role,
             "AwsSolutions-IAM5",

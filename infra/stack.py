@@ -70,6 +70,7 @@ class NodewrightStack(Stack):
             settings=settings,
             layers=layers,
             state_machine=workflow.state_machine,
+            executions_arn=workflow.executions_arn,
             table=state.table,
             node_role=nodes.role,
             instance_profile=nodes.instance_profile,

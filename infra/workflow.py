@@ -12,24 +12,30 @@ The definition, as a person reads it in the console:
                                   --gone, locked, blocked--> NothingToDisrupt
       Urgent? (an interruption: the instance goes in two minutes)
         yes: ReplaceAndDrain = Parallel(LaunchReplacementNow -> WaitForReplacementNow <-> CheckReplacementNow
+                                          (a failure here -> ReplacementFailedNow: the drain does not wait for it)
                                         | CordonAndDrainNow <-> WaitForDrainNow)
              -> TerminateInstanceNow -> Disrupted
-        no:  LaunchReplacement -> PrepareOnly? --yes--> ReleaseLock -> ReplacementPrepared (a rebalance)
+        no:  LaunchReplacement -> PrepareOnly? --yes--> ProtectReplacement (the protection window)
+                                                        -> ReleaseLock -> ReplacementPrepared (a rebalance)
              -> WaitForReplacement <-> CheckReplacement
              -> DrainAndTerminate = Map(each node: CordonAndDrain <-> WaitForDrain -> TerminateInstance) -> Disrupted
-    Any task's failure -> Rollback -> RolledBack (Fail)
+    LeaseLost from any task (another execution holds a node: an interruption took it over) -> Superseded
+    Any other failure -> Rollback -> RolledBack (Fail)
 
 In the urgent branch the replacement is still waited for (CheckReplacement finishes its registration, so the
 evicted pods can land on it); TerminateInstanceNow runs when both branches are done. The Map runs one iteration
-per node of the command: one for most, all the candidates of a multi-node consolidation at once.
+per node of the command: one for most, all the candidates of a multi-node consolidation at once. A drain waits
+10 s between rounds, then a minute once it has gone on for ten (`drain.wait_seconds`), and the time-out is 30 days:
+a PodDisruptionBudget that holds a node for days holds one execution, which keeps renewing its lease.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -50,22 +56,25 @@ from infra.provisioner import (
     launch_environment,
     provisioner_statements,
 )
+from nodewright import settings as env
 
 SOURCE = build.REPO_ROOT / "functions" / "workflow"
 KUBERNETES_GROUP = "nodewright:disruption"  # bound to a ClusterRole by the chart (rbac-functions.yaml)
 POWERTOOLS_SERVICE_NAME = "nodewright-disruption"
 REPLACEMENT_POLL = Duration.seconds(15)
-DRAIN_POLL = Duration.seconds(10)
 VALIDATION_DELAY = Duration.seconds(15)  # Karpenter's consolidation validation delay
-# The longest a disruption may take: a NodePool's terminationGracePeriod bounds the drain, and a day covers
-# any sensible one; the lock's TTL is at least as long as the deadline the step computes.
-WORKFLOW_TIMEOUT = Duration.hours(24)
+# A drain held by a PodDisruptionBudget goes on as long as the budget holds it (bounded only by the NodeClaim's
+# terminationGracePeriod where one is set); the time-out is a backstop, and an execution that reaches it loses its
+# lease, so the planner's reconciliation restores the node or restarts its Deleted workflow.
+WORKFLOW_TIMEOUT = Duration.days(30)
+# Every step renews its lease (GetItem answers who took it over); IdentifyCandidate also reads every lease (budgets
+# count the nodes other workflows hold) and the offerings refused for capacity (its validation simulates with them).
 LOCK_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem")
-# IdentifyCandidate also reads every lock (budgets count the nodes other workflows hold) and the offerings refused
-# for capacity (its validation simulates with the catalog).
 IDENTIFY_TABLE_ACTIONS = (*LOCK_ACTIONS, "dynamodb:Query")
-# Errors that retrying cannot fix: roll back at once.
-FINAL_ERRORS = ["DisruptionFailed", "CommandError"]
+# Errors that retrying cannot fix: roll back at once (or, for LeaseLost, stand down).
+LEASE_LOST = "LeaseLost"
+FINAL_ERRORS = ["DisruptionFailed", "CommandError", LEASE_LOST]
+PLANNER_BUSY = "PlannerBusy"  # the planner lock is held: LaunchReplacement tries again for about four minutes
 
 
 @dataclass(frozen=True)
@@ -81,15 +90,25 @@ class Step:
     terminates: bool = False
     describes_instances: bool = False
     reads_catalog: bool = False
+    # Asks Step Functions whether a lease's execution still runs (IdentifyCandidate, before taking a node over).
+    describes_executions: bool = False
 
 
 STEPS = (
     # Validating a consolidation runs the simulation on the whole cluster: sized like the provisioner.
-    Step("IdentifyCandidate", "identify", 60, 1769, table_actions=IDENTIFY_TABLE_ACTIONS, reads_catalog=True),
+    Step(
+        "IdentifyCandidate",
+        "identify",
+        60,
+        1769,
+        table_actions=IDENTIFY_TABLE_ACTIONS,
+        reads_catalog=True,
+        describes_executions=True,
+    ),
     # Sized like the provisioner: it runs the same simulation and CreateFleet calls.
     Step("LaunchReplacement", "launch_replacement", 120, 1769, TABLE_ACTIONS, launches=True),
-    Step("CheckReplacement", "check_replacement", 60),
-    Step("Drain", "drain", 120),
+    Step("CheckReplacement", "check_replacement", 60, table_actions=LOCK_ACTIONS),
+    Step("Drain", "drain", 120, table_actions=LOCK_ACTIONS),
     Step("TerminateInstance", "terminate", 60, table_actions=LOCK_ACTIONS, terminates=True),
     Step("ReleaseLock", "release", 30, table_actions=LOCK_ACTIONS),
     Step("Rollback", "rollback", 120, table_actions=LOCK_ACTIONS, terminates=True, describes_instances=True),
@@ -113,8 +132,21 @@ class DisruptionWorkflow(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
+        # Named, so its steps can know their own state machine's ARN without a reference to it (the state machine
+        # refers to the steps: a reference back would be a cycle).
+        self.name = state_machine_name(settings.cluster_name)
+        self.arn = stack.format_arn(
+            service="states", resource="stateMachine", resource_name=self.name, arn_format=ArnFormat.COLON_RESOURCE_NAME
+        )
+        self.executions_arn = stack.format_arn(
+            service="states",
+            resource="execution",
+            resource_name=f"{self.name}:*",
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
         code = code_from_bundle(build.function_bundle(source, "workflow"))
         environment = launch_environment(settings, table, node_role, instance_profile, POWERTOOLS_SERVICE_NAME)
+        environment[env.STATE_MACHINE] = self.arn
         self.functions: dict[str, lambda_.Function] = {}
         self.roles: dict[str, iam.Role] = {}
         self._function_scope = Construct(self, "Steps")
@@ -127,6 +159,7 @@ class DisruptionWorkflow(Construct):
         self.state_machine = sfn.StateMachine(
             self,
             "StateMachine",
+            state_machine_name=self.name,
             comment=f"nodewright disruption of one node of EKS cluster {settings.cluster_name}",
             definition_body=sfn.DefinitionBody.from_chainable(self._definition()),
             state_machine_type=sfn.StateMachineType.STANDARD,
@@ -176,11 +209,14 @@ class DisruptionWorkflow(Construct):
         self.roles[step.name] = parts.role
         self._acknowledge(step, settings, parts.policy)
 
-    @staticmethod
-    def _statements(stack: Stack, step: Step, settings: Settings, node_role: iam.IRole) -> list[iam.PolicyStatement]:
+    def _statements(
+        self, stack: Stack, step: Step, settings: Settings, node_role: iam.IRole
+    ) -> list[iam.PolicyStatement]:
         if step.launches:
             return provisioner_statements(stack, settings, node_role.role_arn)
         statements = [describe_cluster_statement(stack, settings)]
+        if step.describes_executions:
+            statements.append(describe_executions_statement(self.executions_arn))
         if step.terminates:
             statements.append(terminate_statement(stack, settings))
             # Finding a replacement's instance by its NodeClaim tag, and whether the node's instance still runs.
@@ -192,6 +228,8 @@ class DisruptionWorkflow(Construct):
         return statements
 
     def _acknowledge(self, step: Step, settings: Settings, policy: iam.Policy) -> None:
+        if step.describes_executions:
+            acknowledge_executions(policy, self.name)
         if step.launches:
             acknowledge_launch_policy(policy, settings)
         elif step.reads_catalog:
@@ -226,6 +264,7 @@ class DisruptionWorkflow(Construct):
             result_path=result_path,
         )
         task.add_retry(errors=FINAL_ERRORS, max_attempts=0)
+        task.add_retry(errors=[PLANNER_BUSY], interval=Duration.seconds(10), max_attempts=8, backoff_rate=1.5)
         task.add_retry(errors=[sfn.Errors.ALL], interval=Duration.seconds(2), max_attempts=3, backoff_rate=2.0)
         return task
 
@@ -235,11 +274,11 @@ class DisruptionWorkflow(Construct):
         """CordonAndDrain -> Drained? -> (done | WaitForDrain -> CheckDrain -> Drained?). Inside a Parallel
         branch (`rollback` None) the Parallel state's own catch covers the tasks."""
         start = self._task(f"CordonAndDrain{suffix}", "Drain", "$.drain")
-        wait = sfn.Wait(self, f"WaitForDrain{suffix}", time=sfn.WaitTime.duration(DRAIN_POLL))
+        wait = sfn.Wait(self, f"WaitForDrain{suffix}", time=sfn.WaitTime.seconds_path("$.drain.wait_seconds"))
         check = self._task(f"CheckDrain{suffix}", "Drain", "$.drain")
         if rollback is not None:
             for task in (start, check):
-                task.add_catch(rollback, errors=[sfn.Errors.ALL], result_path="$.error")
+                self._catch(task, rollback)
         drained = (
             sfn.Choice(self, f"Drained{suffix}?")
             .when(sfn.Condition.boolean_equals("$.drain.done", True), done)
@@ -250,12 +289,21 @@ class DisruptionWorkflow(Construct):
         check.next(drained)
         return start
 
-    def _replacement_loop(self, suffix: str, done: sfn.IChainable, rollback: sfn.IChainable | None = None) -> sfn.Wait:
-        """WaitForReplacement -> CheckReplacement -> ReplacementReady? -> (done | WaitForReplacement)."""
+    def _replacement_loop(
+        self,
+        suffix: str,
+        done: sfn.IChainable,
+        rollback: sfn.IChainable | None = None,
+        failed: sfn.IChainable | None = None,
+    ) -> sfn.Wait:
+        """WaitForReplacement -> CheckReplacement -> ReplacementReady? -> (done | WaitForReplacement). A failed check
+        rolls back (`rollback`), or ends the branch (`failed`, the urgent branch)."""
         wait = sfn.Wait(self, f"WaitForReplacement{suffix}", time=sfn.WaitTime.duration(REPLACEMENT_POLL))
         check = self._task(f"CheckReplacement{suffix}", "CheckReplacement", "$.replacement_check")
         if rollback is not None:
-            check.add_catch(rollback, errors=[sfn.Errors.ALL], result_path="$.error")
+            self._catch(check, rollback)
+        if failed is not None:
+            check.add_catch(failed, errors=[sfn.Errors.ALL], result_path="$.replacement_error")
         ready = (
             sfn.Choice(self, f"ReplacementReady{suffix}?")
             .when(sfn.Condition.boolean_equals("$.replacement_check.ready", True), done)
@@ -265,7 +313,18 @@ class DisruptionWorkflow(Construct):
         check.next(ready)
         return wait
 
+    def _catch(self, task: tasks.LambdaInvoke | sfn.Parallel | sfn.Map, rollback: sfn.IChainable) -> None:
+        """LeaseLost ends the execution as Superseded (the node is another execution's now: nothing to roll back);
+        any other error rolls back."""
+        task.add_catch(self._superseded, errors=[LEASE_LOST], result_path="$.error")
+        task.add_catch(rollback, errors=[sfn.Errors.ALL], result_path="$.error")
+
     def _definition(self) -> sfn.IChainable:
+        self._superseded = sfn.Succeed(
+            self,
+            "Superseded",
+            comment="another execution holds a node of this one (an interruption took it over): it stands down",
+        )
         rolled_back = sfn.Fail(
             self,
             "RolledBack",
@@ -276,7 +335,7 @@ class DisruptionWorkflow(Construct):
         rollback.next(rolled_back)
 
         def catching(task: tasks.LambdaInvoke | sfn.Parallel | sfn.Map) -> tasks.LambdaInvoke | sfn.Parallel | sfn.Map:
-            task.add_catch(rollback, errors=[sfn.Errors.ALL], result_path="$.error")
+            self._catch(task, rollback)
             return task
 
         disrupted = sfn.Succeed(self, "Disrupted")
@@ -290,7 +349,15 @@ class DisruptionWorkflow(Construct):
         replaced = sfn.Pass(
             self, "ReplacementReadyNow", parameters={"replacement": sfn.JsonPath.object_at("$.replacement")}
         )
-        urgent_launch.next(self._replacement_loop("Now", replaced))
+        # The instance goes whatever happens to its replacement: a replacement that cannot launch or come up ends
+        # this branch alone, and the drain goes on (the pods it could not place are pending, for the provisioner).
+        failed = sfn.Pass(
+            self,
+            "ReplacementFailedNow",
+            parameters={"replacement_error": sfn.JsonPath.object_at("$.replacement_error")},
+        )
+        urgent_launch.add_catch(failed, errors=[sfn.Errors.ALL], result_path="$.replacement_error")
+        urgent_launch.next(self._replacement_loop("Now", replaced, failed=failed))
         drained = sfn.Pass(self, "DrainComplete", parameters={"drain": sfn.JsonPath.object_at("$.drain")})
         urgent_drain = self._drain_loop("Now", drained)
         parallel = sfn.Parallel(self, "ReplaceAndDrain", result_path="$.replace_and_drain")
@@ -315,9 +382,13 @@ class DisruptionWorkflow(Construct):
         launch = catching(self._task("LaunchReplacement", "LaunchReplacement", "$.replacement"))
         release = catching(self._task("ReleaseLock", "ReleaseLock", "$.release"))
         release.next(sfn.Succeed(self, "ReplacementPrepared"))
+        # A rebalance holds the node (and its soft taint) through the protection window, then lets both go.
+        protect = sfn.Wait(
+            self, "ProtectReplacement", time=sfn.WaitTime.seconds_path("$.identify.protect_seconds")
+        ).next(release)
         launch.next(
             sfn.Choice(self, "PrepareOnly?")
-            .when(sfn.Condition.boolean_equals("$.identify.prepare_only", True), release)
+            .when(sfn.Condition.boolean_equals("$.identify.prepare_only", True), protect)
             .otherwise(self._replacement_loop("", each_node, rollback))
         )
 
@@ -355,3 +426,31 @@ class DisruptionWorkflow(Construct):
             )
             .otherwise(identify)
         )
+
+
+def state_machine_name(cluster: str) -> str:
+    """`nodewright-<cluster>-disruption`, at most 80 characters (Step Functions' limit): a long cluster name is cut
+    and a hash of it keeps two such names apart."""
+    name = f"nodewright-{cluster}-disruption"
+    if len(name) <= 80:
+        return name
+    digest = hashlib.sha256(cluster.encode()).hexdigest()[:8]
+    return f"nodewright-{cluster[:48]}-{digest}-disruption"
+
+
+def describe_executions_statement(executions_arn: str) -> iam.PolicyStatement:
+    """states:DescribeExecution on the disruption workflow's executions: is a lease's holder still running?"""
+    return iam.PolicyStatement(
+        sid="DescribeExecutions", actions=["states:DescribeExecution"], resources=[executions_arn]
+    )
+
+
+def acknowledge_executions(policy: iam.Policy, name: str) -> None:
+    """The one wildcard of `describe_executions_statement`: the execution names, which are per command."""
+    nag.acknowledge(
+        policy,
+        "AwsSolutions-IAM5",
+        "states:DescribeExecution is granted on the disruption state machine's executions only; their names are "
+        "derived per command (execution:<state machine>:*).",
+        findings=[f"Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:{name}:*"],
+    )

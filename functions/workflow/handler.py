@@ -4,7 +4,8 @@ Each function of the state machine (infra/workflow.py) names one entry point her
 `handler.drain`, ...). The state machine passes `{"input": <execution state>, "execution": <name>}`; the entry
 point calls the matching step of `nodewright.service.workflow` and returns its result, which the state
 machine stores under the step's key. `DisruptionFailed` and `CommandError` are raised as they are (the
-state machine catches them and rolls back, without retrying); anything else is retried by the state machine.
+state machine catches them and rolls back, without retrying), `LeaseLost` too (the state machine ends Superseded),
+`PlannerBusy` is retried for a few minutes; anything else is retried by the state machine.
 
 Nothing reads settings at import time; ports are built on the first invocation and kept for the container's
 life (the EKS token is cached about 14 minutes by its source).
@@ -42,9 +43,10 @@ def build_ports(cluster: Any = None) -> Any:
     from nodewright.adapters.ec2_launcher import ec2_cloud
     from nodewright.adapters.eks_token import EksTokenSource
     from nodewright.adapters.kubernetes_cluster import KubernetesCluster
+    from nodewright.adapters.stepfunctions_workflows import StepFunctionsWorkflows
     from nodewright.disruption.state import DisruptionSettings
     from nodewright.service.workflow import Ports
-    from nodewright.settings import ProvisionerSettings, catalog_mode, spot_to_spot
+    from nodewright.settings import ProvisionerSettings, catalog_mode, spot_to_spot, state_machine
 
     settings = ProvisionerSettings.from_env()
     session = aws_sdk.session(settings.region)
@@ -65,7 +67,9 @@ def build_ports(cluster: Any = None) -> Any:
     catalog = kept_catalog(catalog_mode(os.environ), settings.region, cloud.ec2, session)
     state = DynamoDBState(settings.table, session.client("dynamodb"))
     disruption = DisruptionSettings(spot_to_spot=spot_to_spot(os.environ))
-    return Ports(cluster, cloud, state, _SystemClock(), catalog, disruption)
+    # Whether a lease's holder still runs is Step Functions' answer about its own executions.
+    workflows = StepFunctionsWorkflows(state_machine(os.environ), session.client("stepfunctions"))
+    return Ports(cluster, cloud, state, _SystemClock(), catalog, disruption, workflows)
 
 
 def _ports() -> Any:

@@ -57,17 +57,28 @@ def planner_for(
     cluster: InMemoryCluster, definition: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> tuple[Any, str, Any]:
     """The planner handler on `cluster`, starting executions of a state machine with `definition` in moto."""
+    machine = state_machine(monkeypatch, definition)
     sfn = boto3.client("stepfunctions", region_name=REGION)
-    machine = sfn.create_state_machine(
-        name="disruption", definition=json.dumps(definition), roleArn="arn:aws:iam::123456789012:role/sfn"
-    )["stateMachineArn"]
-    monkeypatch.setenv("NODEWRIGHT_STATE_MACHINE", machine)
     planner = load_handler("planner")
     planner._PORTS = planner.build_ports(cluster=cluster)
     return sfn, machine, planner
 
 
-def test_identify_locks_in_dynamodb_drain_evicts_and_terminate_reaches_ec2(account: dict[str, Any]) -> None:
+def state_machine(monkeypatch: pytest.MonkeyPatch, definition: dict[str, Any] | None = None) -> str:
+    """A state machine in moto, named in the handlers' environment as the stack names theirs."""
+    sfn = boto3.client("stepfunctions", region_name=REGION)
+    definition = definition or {"StartAt": "Wait", "States": {"Wait": {"Type": "Wait", "Seconds": 600, "End": True}}}
+    machine = sfn.create_state_machine(
+        name="disruption", definition=json.dumps(definition), roleArn="arn:aws:iam::123456789012:role/sfn"
+    )["stateMachineArn"]
+    monkeypatch.setenv("NODEWRIGHT_STATE_MACHINE", machine)
+    return str(machine)
+
+
+def test_identify_locks_in_dynamodb_drain_evicts_and_terminate_reaches_ec2(
+    account: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state_machine(monkeypatch)
     cluster, claim = launched_node(account)
     steps = load_handler("workflow")
     steps._PORTS = steps.build_ports(cluster=cluster)
@@ -98,7 +109,10 @@ def test_identify_locks_in_dynamodb_drain_evicts_and_terminate_reaches_ec2(accou
     assert cluster.nodeclaim(claim["name"]) is None and ("Node", "", "node-a") not in cluster.objects
 
 
-def test_a_payload_without_the_execution_is_refused_with_what_to_fix(account: dict[str, Any]) -> None:
+def test_a_payload_without_the_execution_is_refused_with_what_to_fix(
+    account: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state_machine(monkeypatch)
     steps = load_handler("workflow")
     steps._PORTS = steps.build_ports(cluster=InMemoryCluster())
     with pytest.raises(CommandError, match="execution"):

@@ -40,14 +40,22 @@ def test_the_states_read_as_the_workflow_and_every_task_rolls_back(default_synth
     inner = each["ItemProcessor"]["States"]
     assert each["ItemProcessor"]["StartAt"] == "CordonAndDrain"
     assert inner["WaitForDrain"]["Type"] == "Wait" and inner["TerminateInstance"]["Next"] == "NodeDisrupted"
+    # A lost lease stands the execution down (the node is another execution's); anything else rolls back.
+    catch = [
+        {"ErrorEquals": ["LeaseLost"], "ResultPath": "$.error", "Next": "Superseded"},
+        {"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "Rollback"},
+    ]
     for name, state in states.items():
-        if state["Type"] in ("Task", "Parallel", "Map") and name != "Rollback":
-            assert state["Catch"] == [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "Rollback"}]
+        if state["Type"] in ("Task", "Parallel", "Map") and name not in ("Rollback", "LaunchReplacementNow"):
+            assert state["Catch"] == catch, name
         if state["Type"] == "Task":
             assert state["Parameters"] == {"input.$": "$", "execution.$": "$$.Execution.Name"}
-            # A failure retrying cannot fix goes straight to the catch.
-            assert {"ErrorEquals": ["DisruptionFailed", "CommandError"], "MaxAttempts": 0} in state["Retry"]
+            # A failure retrying cannot fix goes straight to the catch; a busy planner is waited for.
+            retries = {tuple(r["ErrorEquals"]): r for r in state["Retry"]}
+            assert retries[("DisruptionFailed", "CommandError", "LeaseLost")]["MaxAttempts"] == 0
+            assert retries[("PlannerBusy",)]["MaxAttempts"] == 8
     assert states["Rollback"]["Next"] == "RolledBack" and states["RolledBack"]["Type"] == "Fail"
+    assert states["Superseded"]["Type"] == "Succeed"
     assert states["Urgent?"]["Choices"][0]["Next"] == "ReplaceAndDrain"
     outcomes = {c["StringEquals"]: c["Next"] for c in states["Proceed?"]["Choices"]}
     assert outcomes == {"proceed": "Urgent?", "invalidated": "Invalidated"}
@@ -59,7 +67,53 @@ def test_the_state_machine_logs_traces_and_times_out(default_synth: Synth) -> No
     assert props["StateMachineType"] == "STANDARD"
     assert props["TracingConfiguration"] == {"Enabled": True}
     assert props["LoggingConfiguration"]["Level"] == "ALL"
-    assert definition(default_synth)["TimeoutSeconds"] == 24 * 3600
+    assert definition(default_synth)["TimeoutSeconds"] == 30 * 24 * 3600
+    assert props["StateMachineName"] == f"nodewright-{CLUSTER}-disruption"
+
+
+def test_the_urgent_drain_does_not_wait_for_a_replacement_that_fails(default_synth: Synth) -> None:
+    branch, drain = definition(default_synth)["States"]["ReplaceAndDrain"]["Branches"]
+    launch = branch["States"]["LaunchReplacementNow"]
+    check = branch["States"]["CheckReplacementNow"]
+    for task in (launch, check):
+        assert task["Catch"] == [
+            {"ErrorEquals": ["States.ALL"], "ResultPath": "$.replacement_error", "Next": "ReplacementFailedNow"}
+        ]
+    assert branch["States"]["ReplacementFailedNow"]["End"] is True
+    assert drain["StartAt"] == "CordonAndDrainNow" and "Catch" not in drain["States"]["CordonAndDrainNow"]
+
+
+def test_drains_back_off_and_a_rebalance_holds_its_node_through_the_protection_window(default_synth: Synth) -> None:
+    states = definition(default_synth)["States"]
+    inner = states["DrainAndTerminate"]["ItemProcessor"]["States"]
+    assert inner["WaitForDrain"]["SecondsPath"] == "$.drain.wait_seconds"
+    now_branch = states["ReplaceAndDrain"]["Branches"][1]["States"]
+    assert now_branch["WaitForDrainNow"]["SecondsPath"] == "$.drain.wait_seconds"
+    prepare = {c["Next"] for c in states["PrepareOnly?"]["Choices"]}
+    assert prepare == {"ProtectReplacement"}
+    assert states["ProtectReplacement"] == {
+        "Type": "Wait",
+        "SecondsPath": "$.identify.protect_seconds",
+        "Next": "ReleaseLock",
+    }
+
+
+def test_who_may_ask_step_functions_whether_a_lease_holder_runs(default_synth: Synth) -> None:
+    executions = f":states:${{AWS::Region}}:${{AWS::AccountId}}:execution:nodewright-{CLUSTER}-disruption:*"
+    for step in STEPS:
+        statements = role_statements(default_synth, step_role(default_synth, step.name))
+        found = granting(statements, "states:DescribeExecution")
+        assert bool(found) == (step.name == "IdentifyCandidate"), step.name
+        for st in found:
+            assert render(st["Resource"]).endswith(executions)
+    planner = role_statements(default_synth, logical_id(default_synth, "AWS::IAM::Role", "PlannerRole"))
+    (describe,) = granting(planner, "states:DescribeExecution")
+    assert render(describe["Resource"]).endswith(executions)
+    functions = default_synth.resources("AWS::Lambda::Function")
+    for step in STEPS:
+        fid = logical_id(default_synth, "AWS::Lambda::Function", f"DisruptionSteps{step.name}Function")
+        variables = functions[fid]["Properties"]["Environment"]["Variables"]
+        assert render(variables["NODEWRIGHT_STATE_MACHINE"]).endswith(f":stateMachine:nodewright-{CLUSTER}-disruption")
 
 
 def test_only_the_launch_step_may_launch_and_only_terminating_steps_terminate_tagged_instances(

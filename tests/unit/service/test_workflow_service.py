@@ -187,16 +187,25 @@ def test_check_replacement_finishes_registration_and_waits_for_ready() -> None:
         run("check_replacement", state, ports)
 
 
-def test_a_rebalance_only_prepares_with_a_soft_taint() -> None:
+def test_a_rebalance_only_prepares_with_a_soft_taint_that_does_not_outlive_its_workflow() -> None:
     cluster, _, _, ports = setup()
+    cluster.objects[("NodePool", "", "general")]["spec"]["disruption"] = {"consolidateAfter": "30m"}
     state = command("RebalanceRecommendation", action=PREPARE, deadline=None)
     state["forceful"] = False
-    run("identify", state, ports)
+    found = run("identify", state, ports)
+    # Held through the protection window: the pool's consolidateAfter, at least ten minutes.
+    assert found["protect_seconds"] == 1800
     run("launch_replacement", state, ports)
     taints = cluster.objects[("Node", "", "node-old")]["spec"]["taints"]
     assert {"key": "karpenter.sh/disrupted", "effect": "PreferNoSchedule"} in taints
+    cluster.objects[("Node", "", "node-old")]["spec"]["taints"].append(
+        {"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}  # someone else's (an interruption's) drain
+    )
     run("release", state, ports)
     assert ports.state.locks == {}  # type: ignore[attr-defined]
+    assert cluster.objects[("Node", "", "node-old")]["spec"]["taints"] == [
+        {"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}
+    ]
 
 
 def test_a_voluntary_disruption_blocked_by_do_not_disrupt_releases_its_lock() -> None:

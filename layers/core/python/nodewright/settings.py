@@ -57,6 +57,11 @@ def spot_to_spot(env: Mapping[str, str]) -> bool:
     return value == "true"
 
 
+def state_machine(env: Mapping[str, str]) -> str:
+    """NODEWRIGHT_STATE_MACHINE: the disruption state machine's ARN (the workflow's steps ask it who holds a node)."""
+    return _required(env, STATE_MACHINE, "the ARN of the disruption state machine")
+
+
 def catalog_mode(env: Mapping[str, str]) -> str:
     """NODEWRIGHT_CATALOG: live (default) or snapshot."""
     value = env.get(CATALOG, "").strip().lower() or "live"

@@ -41,6 +41,8 @@ REASONS = (
     UNDERUTILIZED,
     DELETED,
 )
+# What AWS is taking away anyway: these take a node from any other disruption that holds it (see disruption.lease).
+INTERRUPTIONS = frozenset({SPOT_INTERRUPTION, SCHEDULED_CHANGE, INSTANCE_STOPPING, RESERVATION_INTERRUPTION})
 # Decisions IdentifyCandidate checks again against the cluster as it is when the execution runs (after Karpenter's
 # 15-second validation delay): pods may have landed on the nodes since the planner decided.
 VALIDATED_METHODS = frozenset({"emptiness", "single-node", "multi-node"})
@@ -158,6 +160,11 @@ class DisruptionCommand:
     def targets(self) -> tuple[Target, ...]:
         """Every node of the command: the first, then the others of a multi-node consolidation."""
         return (Target(self.nodeclaim, self.node, self.instance_id), *self.others)
+
+    @property
+    def interruption(self) -> bool:
+        """AWS takes the instance whatever nodewright does: the command outranks every other holder of the node."""
+        return self.forceful and self.reason in INTERRUPTIONS
 
     @property
     def validated(self) -> bool:

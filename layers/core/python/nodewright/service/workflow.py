@@ -5,7 +5,13 @@ name>}`. The state starts as a `DisruptionCommand` document and gathers each ste
 (`identify`, `replacement`, `drain`, `terminate`). A step returns a JSON-safe dict; a step that cannot go on
 raises `DisruptionFailed`, which the state machine catches and sends to `rollback`.
 
-Idempotency: the lock's owner is the execution name, so a re-run of IdentifyCandidate re-enters its own lock;
+Leases (`disruption.lease`, `service.leases`): IdentifyCandidate takes each node's lease for this execution, taking
+over a holder whose execution no longer runs, and, for an interruption, any holder that is not one. Every later step
+renews the lease before it acts and raises `LeaseLost` when another execution holds it: the state machine then
+ends `Superseded`, without Rollback, since the node is that execution's now. An interruption whose lease cannot be
+written (the state store refuses) goes on without it: the instance goes either way.
+
+Idempotency: the lease's owner is the execution name, so a re-run of IdentifyCandidate re-enters its own lease;
 the replacement's NodeClaims are named from `replace-<execution>` (the provisioner's own idempotency does the
 rest); taints, cordons, evictions, terminations and deletions are all no-ops the second time; events carry the
 execution name as their dedupe key.
@@ -29,8 +35,9 @@ from nodewright.model.conditions import TRUE, Condition
 from nodewright.model.loader import load_documents
 from nodewright.model.nodepool import NodePool
 from nodewright.ports import BLOCKED as EVICTION_BLOCKED
-from nodewright.ports import EVICTED, Clock, Cloud, Cluster, NodeEvent, StateStore
+from nodewright.ports import EVICTED, Clock, Cloud, Cluster, NodeEvent, StateStore, Workflows
 from nodewright.scheduling import Results
+from nodewright.service import leases
 from nodewright.service import provision as provisioning
 from nodewright.service.batch import Batch
 
@@ -38,12 +45,29 @@ LOCKED = "locked"
 INVALIDATED = "invalidated"
 DISRUPTION_REASON = "DisruptionReason"  # the NodeClaim condition Karpenter sets on the nodes a command takes away
 REPLACEMENT_TIMEOUT_SECONDS = 15 * 60  # as long as the provisioner waits for any node to register
-LOCK_MIN_SECONDS = 2 * 3600
+# A rebalance's early replacement is kept (and the node softly tainted) at least this long, or the NodePool's
+# consolidateAfter when longer: a Spot warning often follows a recommendation within minutes.
+PREPARE_PROTECTION_SECONDS = 600
+PROTECTED_UNTIL_ANNOTATION = "nodewright.io/protected-until"
+# Drain rounds: every 10 s for the first ten minutes, then every minute, so a PodDisruptionBudget that holds a node
+# for days fits in one execution's history (Step Functions keeps 25,000 events).
+DRAIN_POLL_SECONDS = 10
+DRAIN_SLOW_POLL_SECONDS = 60
+DRAIN_FAST_ROUNDS = 60
 _LIVE_STATES = frozenset({"pending", "running"})
 
 
 class DisruptionFailed(Exception):
     """The workflow cannot go on (the replacement cannot launch or never became Ready); roll back."""
+
+
+class LeaseLost(Exception):
+    """Another execution holds a node of this one (an interruption took it, or this execution was judged dead): stand
+    down without touching the node."""
+
+
+class PlannerBusy(Exception):
+    """The one planner of new capacity is busy: LaunchReplacement is retried (never read as "nothing to launch")."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +80,8 @@ class Ports:
     clock: Clock
     catalog: InstanceTypeSource | None = None
     settings: DisruptionSettings = field(default_factory=DisruptionSettings)
+    # Whether a lease's execution still runs; without it (dry runs, tests) every unexpired holder counts as alive.
+    workflows: Workflows | None = None
 
 
 def _pools(docs: Sequence[Mapping[str, Any]]) -> dict[str, NodePool]:
@@ -95,11 +121,12 @@ def _targets(state: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def identify_candidate(state: Mapping[str, Any], execution: str, ports: Ports) -> dict[str, Any]:
-    """IdentifyCandidate: the NodeClaims still exist, this execution holds all their locks, a decision the planner
+    """IdentifyCandidate: the NodeClaims still exist, this execution holds all their leases, a decision the planner
     made is still valid against the cluster now (emptiness, consolidation), and (for voluntary reasons) nothing
     blocks it. Output `outcome`: proceed | gone | locked | blocked | invalidated, with `reason`, the pods that must
     move, the deadline, whether the disruption is urgent (replacement and drain side by side), and `targets`: one
-    state document per node, which the drain-and-terminate Map runs on."""
+    state document per node, which the drain-and-terminate Map runs on. `lease` says how the nodes are held: "held",
+    or why an interruption goes on without its leases."""
     command = DisruptionCommand.from_input(state)
     now = ports.clock.now()
     view = ports.cluster.read_fleet()
@@ -108,18 +135,14 @@ def identify_candidate(state: Mapping[str, Any], execution: str, ports: Ports) -
     node = fleet.get(command.nodeclaim)
     if node is None:
         return {"outcome": GONE, "reason": f"nodeclaim/{command.nodeclaim} no longer exists"}
-    deadline_hint = command.deadline if command.deadline is not None else now
-    ttl = max(LOCK_MIN_SECONDS, int(deadline_hint - now) + (node.termination_grace_period or 0) + 3600)
-    holder = _lock_all(ports, command.targets, execution, now, ttl)
+    holder, unleased = _lease_all(ports, command, execution, now)
     if holder:
         reason = f"execution {holder} is already disrupting a node of this command"
         _event(ports, node.node, "DisruptionSkipped", reason, execution)
         return {"outcome": LOCKED, "reason": reason}
-    others = {
-        lease.nodeclaim for lease in ports.state.leases(now).values() if lease.owner != execution and lease.nodeclaim
-    }
+    others = frozenset() if command.forceful else _held_by_others(ports, execution, now)
     if command.validated:
-        why = _validate(command, ports, now, frozenset(others))
+        why = _validate(command, ports, now, others)
         if why:
             _release_all(ports, command.targets, execution)
             message = f"{command.reason} ({command.method}) no longer holds: {why}"
@@ -133,7 +156,8 @@ def identify_candidate(state: Mapping[str, Any], execution: str, ports: Ports) -
         for n in in_pool
         if n.nodeclaim not in ours and (n.disrupting or n.deleting or n.nodeclaim in others or not n.ready)
     )
-    decision = identify(command, node, pods, pools.get(node.nodepool), len(in_pool), disrupting, now)
+    pool = pools.get(node.nodepool)
+    decision = identify(command, node, pods, pool, len(in_pool), disrupting, now)
     if decision.outcome == BLOCKED:
         _release_all(ports, command.targets, execution)
         _event(ports, node.node, "DisruptionBlocked", f"{command.reason}: {decision.reason}", execution, "Warning")
@@ -148,7 +172,10 @@ def identify_candidate(state: Mapping[str, Any], execution: str, ports: Ports) -
         "moving": list(decision.moving),
         "deadline": decision.deadline,
         "urgent": decision.urgent,
+        "interruption": command.interruption,
+        "lease": f"not held: {unleased}" if unleased else "held",
         "prepare_only": command.action == PREPARE,
+        "protect_seconds": _protection(pool),
         "started_at": now,
     }
     if decision.outcome == PROCEED:
@@ -156,17 +183,67 @@ def identify_candidate(state: Mapping[str, Any], execution: str, ports: Ports) -
     return found
 
 
-def _lock_all(ports: Ports, targets: Sequence[Target], execution: str, now: float, ttl: int) -> str:
-    """Take every target's lock for this execution; on the first held by another, give back the ones taken and
-    return that holder ("" when all are ours)."""
+def _protection(pool: NodePool | None) -> int:
+    """How long a rebalance's early replacement is protected: the pool's consolidateAfter, at least ten minutes."""
+    after = pool.disruption.consolidate_after_seconds if pool is not None else None
+    return max(PREPARE_PROTECTION_SECONDS, after or 0)
+
+
+def _lease_all(ports: Ports, command: DisruptionCommand, execution: str, now: float) -> tuple[str, str]:
+    """Take every target's lease for this execution. Returns ("", "") when all are ours; (holder, "") when another
+    execution keeps one (the leases taken are given back); ("", why) when an interruption could not write its leases
+    and goes on without them (a voluntary command raises instead, and the state machine retries)."""
     taken: list[Target] = []
-    for target in targets:
-        holder = ports.state.acquire_lock(lock_name(target.nodeclaim), execution, now, ttl)
-        if holder != execution:
-            _release_all(ports, taken, execution)
-            return holder
-        taken.append(target)
-    return ""
+    try:
+        for target in command.targets:
+            holder = leases.acquire(
+                ports.state, ports.workflows, lock_name(target.nodeclaim), execution, now, command.interruption
+            )
+            if holder:
+                _release_all(ports, taken, execution)
+                return holder, ""
+            taken.append(target)
+    except Exception as error:  # the state store's failure: an interruption must not wait for it
+        if not command.interruption:
+            raise
+        return "", f"{type(error).__name__}: {error}"
+    return "", ""
+
+
+def _held_by_others(ports: Ports, execution: str, now: float) -> frozenset[str]:
+    """The NodeClaims other executions hold (their budgets count them as being disrupted)."""
+    return frozenset(
+        lease.nodeclaim for lease in ports.state.leases(now).values() if lease.owner != execution and lease.nodeclaim
+    )
+
+
+def hold(state: Mapping[str, Any], execution: str, ports: Ports) -> None:
+    """Renew this execution's lease on every node of `state` before a step acts; raises LeaseLost when another
+    execution holds one. An interruption whose lease cannot be written goes on (the instance goes either way)."""
+    command = DisruptionCommand.from_input(state)
+    held = _renewed(command, execution, ports)
+    lost = [t.nodeclaim for t in command.targets if t.nodeclaim not in held]
+    if lost:
+        holder = ports.state.lease(lock_name(lost[0]), ports.clock.now())
+        by = holder.owner if holder is not None else "another execution"
+        raise LeaseLost(f"{by} now holds nodeclaim/{lost[0]}; this execution stands down")
+
+
+def _renewed(command: DisruptionCommand, execution: str, ports: Ports) -> set[str]:
+    """The command's NodeClaims whose lease this execution holds, each renewed now. An interruption whose leases
+    cannot be written counts every node as its own; anything else raises the state store's error (retried)."""
+    now = ports.clock.now()
+    held: set[str] = set()
+    for target in command.targets:
+        try:
+            ours = leases.renew(ports.state, lock_name(target.nodeclaim), execution, now, command.interruption)
+        except Exception:  # the state store's failure
+            if not command.interruption:
+                raise
+            ours = True
+        if ours:
+            held.add(target.nodeclaim)
+    return held
 
 
 def _release_all(ports: Ports, targets: Sequence[Target], execution: str) -> None:
@@ -241,6 +318,7 @@ def launch_replacement(state: Mapping[str, Any], execution: str, ports: Ports) -
     found = _identified(state)
     command = DisruptionCommand.from_input(state)
     targets = _targets(state)
+    hold(state, execution, ports)
     effect = "PreferNoSchedule" if found.get("prepare_only") else "NoSchedule"
     nodes = [str((t.get("identify") or found).get("node") or "") for t in targets]
     for node in filter(None, nodes):
@@ -263,6 +341,9 @@ def launch_replacement(state: Mapping[str, Any], execution: str, ports: Ports) -
         plan_filter=plan_filter,
         one_claim_in=command.replacement.nodepool if command.replacement is not None else "",
     )
+    busy = [d for d in result.decisions if d.action == "busy"]
+    if busy:
+        raise PlannerBusy(f"replacement for node(s) {', '.join(filter(None, nodes))} not planned yet: {busy[0].reason}")
     claims = sorted({c.name for c in result.launched})
     stuck = [d for d in result.decisions if d.action in ("unschedulable", "throttled", "launch-failed")]
     summary = f"launched {len(claims)} nodeclaim(s) for {len(moving)} pod(s)"
@@ -294,6 +375,7 @@ def check_replacement(state: Mapping[str, Any], execution: str, ports: Ports) ->
     """WaitForReplacement's check: every replacement NodeClaim has a Ready node. Finishes their registration
     (removes karpenter.sh/unregistered) so pods can land at once. Raises DisruptionFailed when a replacement
     disappeared (its launch failed) or is not Ready REPLACEMENT_TIMEOUT_SECONDS after launch."""
+    hold(state, execution, ports)
     replacement = state.get("replacement") or {}
     names = list(replacement.get("nodeclaims") or [])
     now = ports.clock.now()
@@ -328,9 +410,10 @@ def drain(state: Mapping[str, Any], execution: str, ports: Ports) -> dict[str, A
     the node, however they went."""
     found = _identified(state)
     node = str(found.get("node") or "")
+    hold(state, execution, ports)
     now = ports.clock.now()
     if not node:
-        return {"done": True, "reason": "the NodeClaim never registered a node: nothing to drain"}
+        return {"done": True, "reason": "the NodeClaim never registered a node: nothing to drain", "wait_seconds": 0}
     ports.cluster.add_node_taint(node, DISRUPTED_TAINT_KEY, "", "NoSchedule")
     ports.cluster.set_unschedulable(node, True)
     deadline = found.get("deadline")
@@ -343,6 +426,7 @@ def drain(state: Mapping[str, Any], execution: str, ports: Ports) -> dict[str, A
     evicted = sorted(k for k, v in outcomes.items() if v == EVICTED)
     blocked = sorted(k for k, v in outcomes.items() if v == EVICTION_BLOCKED)
     previous = state.get("drain") or {}
+    rounds = int(previous.get("rounds") or 0) + 1
     if not previous:
         reason = str(state.get("reason") or "")
         nodeclaim = str(state.get("nodeclaim") or "")
@@ -361,7 +445,8 @@ def drain(state: Mapping[str, Any], execution: str, ports: Ports) -> dict[str, A
         "deleted": list(work.delete),
         "waiting": dict(work.waiting),
         "started_at": float(previous.get("started_at") or now),
-        "rounds": int(previous.get("rounds") or 0) + 1,
+        "rounds": rounds,
+        "wait_seconds": DRAIN_POLL_SECONDS if rounds < DRAIN_FAST_ROUNDS else DRAIN_SLOW_POLL_SECONDS,
         "evicted_total": int(previous.get("evicted_total") or 0) + len(evicted),
         "blocked_total": int(previous.get("blocked_total") or 0) + len(blocked),
         "left_total": len(left),
@@ -374,6 +459,7 @@ def terminate_instance(state: Mapping[str, Any], execution: str, ports: Ports) -
     its tag (a launch may have been under way)."""
     command = DisruptionCommand.from_input(state)
     found = _identified(state)
+    hold(state, execution, ports)
     node = str(found.get("node") or "")
     instance = str(found.get("instance_id") or "")
     ids = [instance] if instance else [i.id for i in ports.cloud.instances_of_nodeclaim(command.nodeclaim)]
@@ -389,22 +475,37 @@ def terminate_instance(state: Mapping[str, Any], execution: str, ports: Ports) -
 
 
 def release(state: Mapping[str, Any], execution: str, ports: Ports) -> dict[str, Any]:
-    """ReleaseLock: the end of a workflow that keeps the node (a rebalance only prepares its replacement)."""
+    """ReleaseLock: the end of a workflow that keeps the node (a rebalance prepared its replacement and held the node
+    through the protection window): the soft taint comes off, so no taint outlives the workflow, and the leases go."""
     command = DisruptionCommand.from_input(state)
+    hold(state, execution, ports)
+    for target in command.targets:
+        node = str(_identified(state).get("node") or "") if target.nodeclaim == command.nodeclaim else target.node
+        if node:
+            ports.cluster.remove_node_taint(node, DISRUPTED_TAINT_KEY, "PreferNoSchedule")
     _release_all(ports, command.targets, execution)
     return {"released": [lock_name(t.nodeclaim) for t in command.targets]}
 
 
 def rollback(state: Mapping[str, Any], execution: str, ports: Ports) -> dict[str, Any]:
-    """Rollback: every node of the command whose instance still runs is untainted and uncordoned; replacement
-    NodeClaims no pod landed on are terminated and deleted; the locks are released. Returns what it did; the state
-    machine then fails with the original cause."""
+    """Rollback: every node of the command that this execution still holds, whose instance still runs and whose
+    NodeClaim is not being deleted, is untainted and uncordoned (a node another execution took over is that
+    execution's; a deleting NodeClaim's node must go, through its Deleted workflow); replacement NodeClaims no pod
+    landed on are terminated and deleted; the leases still held are released. Returns what it did; the state machine
+    then fails with the original cause."""
     command = DisruptionCommand.from_input(state)
     found = state.get("identify") or {}
     node = str(found.get("node") or command.node)
     cause = str((state.get("error") or {}).get("Cause") or "")
-    nodes_by_instance = {t.instance_id: t.node for t in command.targets if t.instance_id and t.node}
-    if node and found.get("instance_id"):
+    view = ports.cluster.read_fleet()
+    fleet = {n.nodeclaim: n for n in fleet_nodes(view.nodeclaims, view.nodes, _pools(view.nodepools))}
+    mine = _renewed(command, execution, ports)
+    nodes_by_instance = {
+        t.instance_id: t.node
+        for t in command.targets
+        if t.instance_id and t.node and t.nodeclaim in mine and not _deleting(fleet.get(t.nodeclaim))
+    }
+    if node and found.get("instance_id") and command.nodeclaim in mine and not _deleting(fleet.get(command.nodeclaim)):
         nodes_by_instance[str(found["instance_id"])] = node
     running = ports.cloud.describe_instances(sorted(nodes_by_instance)) if nodes_by_instance else ()
     restored = sorted(nodes_by_instance[i.id] for i in running if i.state in _LIVE_STATES)
@@ -412,10 +513,9 @@ def rollback(state: Mapping[str, Any], execution: str, ports: Ports) -> dict[str
         ports.cluster.remove_node_taint(name, DISRUPTED_TAINT_KEY)
         ports.cluster.set_unschedulable(name, False)
     for target in command.targets:
-        ports.cluster.set_nodeclaim_conditions(target.nodeclaim, [], clear=[DISRUPTION_REASON])
+        if target.nodeclaim in mine:
+            ports.cluster.set_nodeclaim_conditions(target.nodeclaim, [], clear=[DISRUPTION_REASON])
     removed = []
-    view = ports.cluster.read_fleet()
-    fleet = {n.nodeclaim: n for n in fleet_nodes(view.nodeclaims, view.nodes, _pools(view.nodepools))}
     batch = replacement_batch(execution)
     for doc in view.nodeclaims:
         metadata = doc.get("metadata") or {}
@@ -433,9 +533,12 @@ def rollback(state: Mapping[str, Any], execution: str, ports: Ports) -> dict[str
             ports.cluster.delete_node(replacement.node)
         ports.cluster.delete_nodeclaim(name)
         removed.append(name)
-    _release_all(ports, command.targets, execution)
+    _release_all(ports, [t for t in command.targets if t.nodeclaim in mine], execution)
     message = f"rolled back ({cause[:300] or 'no cause given'}); nodes restored: {restored or 'none'}; "
     message += f"removed {removed or 'none'}"
+    lost = sorted({t.nodeclaim for t in command.targets} - mine)
+    if lost:
+        message += f"; left to the executions that hold {', '.join(lost)}"
     for name in restored or [node]:
         _event(ports, name, "DisruptionRolledBack", message, execution, "Warning")
     return {
@@ -444,6 +547,11 @@ def rollback(state: Mapping[str, Any], execution: str, ports: Ports) -> dict[str
         "removed_replacements": sorted(removed),
         "cause": cause,
     }
+
+
+def _deleting(member: FleetNode | None) -> bool:
+    """A NodeClaim being deleted is not given back: its node must go (the planner starts its Deleted workflow)."""
+    return member is not None and member.deleting
 
 
 def _has_workload(pods: Sequence[Mapping[str, Any]]) -> bool:
