@@ -542,6 +542,9 @@ def measure_interruption(state: lw.WorldState, outputs: dict[str, str]) -> None:
         def start(self, name: str, document: Any) -> bool:
             return True
 
+        def status(self, name: str) -> str:
+            return "RUNNING"
+
     class Clock:
         def now(self) -> float:
             return time.time()

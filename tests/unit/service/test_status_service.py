@@ -123,6 +123,9 @@ def test_the_planners_tick_refreshes_status() -> None:
         def start(self, name: str, document: Any) -> bool:
             raise AssertionError("nothing to disrupt")
 
+        def status(self, name: str) -> str:
+            raise AssertionError("no lease to judge")
+
     result = tick(PlannerPorts(cluster, FakeCloud(), NoWorkflows(), clock, InMemoryState(), CATALOG))
     assert result.status["ready"] == {"ec2nodeclass/default": "True", "nodepool/general": "True"}
     assert conditions(obj(cluster, "NodePool", "general"))["Ready"] == ("True", "Ready")

@@ -9,7 +9,7 @@ from typing import Any
 from service_fakes import FakeCloud, FixedClock, SmallCatalog, node_for, nodeclass, nodepool, pod
 from test_provision_service import batch_of
 
-from nodewright.adapters.memory import InMemoryCluster, InMemoryState
+from nodewright.adapters.memory import InMemoryCluster, InMemoryState, InMemoryWorkflows
 from nodewright.disruption.commands import DELETED
 from nodewright.disruption.termination import GC_GRACE_SECONDS
 from nodewright.ports import Instance
@@ -22,19 +22,6 @@ from nodewright.tags import launch_tags
 
 CATALOG = SmallCatalog()
 NODE = "ip-10-0-0-1.ec2.internal"
-
-
-class Workflows:
-    """Step Functions as the planner sees it: a name starts once."""
-
-    def __init__(self) -> None:
-        self.started: dict[str, Any] = {}
-
-    def start(self, name: str, document: Any) -> bool:
-        if name in self.started:
-            return False
-        self.started[name] = document
-        return True
 
 
 def running_node() -> tuple[InMemoryCluster, FakeCloud, InMemoryState, FixedClock, str, str]:
@@ -51,7 +38,7 @@ def running_node() -> tuple[InMemoryCluster, FakeCloud, InMemoryState, FixedCloc
 
 
 def planner_tick(cluster: InMemoryCluster, cloud: FakeCloud, state: InMemoryState, clock: FixedClock) -> TickResult:
-    return tick(PlannerPorts(cluster, cloud, Workflows(), clock, state, CATALOG))
+    return tick(PlannerPorts(cluster, cloud, InMemoryWorkflows(), clock, state, CATALOG))
 
 
 def test_a_nodeclaim_is_created_with_the_finalizer_and_its_nodepool_as_owner_and_its_node_gets_it_at_registration():
@@ -84,14 +71,15 @@ def test_deleting_a_nodeclaim_drains_and_terminates_it_through_the_workflow_then
     cluster.request_delete("NodeClaim", claim, at="2026-01-01T00:00:00Z")
     assert cluster.nodeclaim(claim) is not None  # held by the finalizer
 
-    workflows = Workflows()
+    workflows = InMemoryWorkflows()
     ports = PlannerPorts(cluster, cloud, workflows, clock, state, CATALOG)
     result = tick(ports)
     [started] = [s for s in result.started if s["reason"] == DELETED]
     assert started["nodeclaim"] == claim
     document = workflows.started[started["execution"]]
     assert document["forceful"] and document["requested"] == "2026-01-01T00:00:00Z"
-    assert tick(ports).already_running == [started["execution"]]  # every tick asks for the same execution
+    # While that execution runs, its lease keeps every later tick from starting another attempt.
+    assert tick(ports).started == [] and list(workflows.started) == [started["execution"]]
 
     run_workflow(document, started["execution"], Ports(cluster, cloud, state, clock, CATALOG))
     assert instance in cloud.terminated

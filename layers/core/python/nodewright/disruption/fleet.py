@@ -18,6 +18,7 @@ from nodewright.model.conditions import condition_of
 from nodewright.model.durations import DurationError, parse_duration
 from nodewright.model.nodepool import NodePool
 from nodewright.model.objects import DO_NOT_DISRUPT
+from nodewright.tags import CORDONED
 
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
@@ -36,7 +37,9 @@ class FleetNode:
     """A NodeClaim and (once registered) its Node.
 
     `expire_after` / `termination_grace_period`: seconds, None for Never / unset. `disrupting`: the node carries
-    karpenter.sh/disrupted (a workflow is taking it away). `deleting`: the NodeClaim or Node has a deletion
+    karpenter.sh/disrupted:NoSchedule (a workflow is draining it). `tainted`: it carries a karpenter.sh/disrupted taint
+    of any effect (a rebalance's PreferNoSchedule too); `cordoned`: nodewright cordoned it (`tags.CORDONED`): both are
+    undone when no live lease is behind them. `deleting`: the NodeClaim or Node has a deletion
     timestamp. `labels`: the Node's labels over the NodeClaim's (what the node is: instance type, zone, capacity
     type, pool). `initialized`: the NodeClaim says Initialized, or (until a writer sets that condition) its node is
     registered, Ready and without startup or registration taints; `initialized_at` is when. `last_pod_event`:
@@ -58,6 +61,8 @@ class FleetNode:
     disrupting: bool
     do_not_disrupt: bool
     problems: tuple[str, ...] = ()
+    tainted: bool = False
+    cordoned: bool = False
     deleting: bool = False
     deleted_at: float = 0.0  # the earlier deletionTimestamp of the NodeClaim and its Node, when deleting
     labels: Mapping[str, str] = field(default_factory=dict)
@@ -184,9 +189,11 @@ def _fleet_node(
             problems,
             allow_never=False,
         ),
-        disrupting=any(t.get("key") == DISRUPTED_TAINT_KEY for t in taints),
+        disrupting=any(t.get("key") == DISRUPTED_TAINT_KEY and t.get("effect") == "NoSchedule" for t in taints),
         do_not_disrupt=str((node_meta.get("annotations") or {}).get(DO_NOT_DISRUPT, "")) == "true",
         problems=tuple(problems),
+        tainted=any(t.get("key") == DISRUPTED_TAINT_KEY for t in taints),
+        cordoned=CORDONED in (node_meta.get("annotations") or {}),
         deleting=bool(metadata.get("deletionTimestamp") or node_meta.get("deletionTimestamp")),
         deleted_at=min(
             (epoch(str(m["deletionTimestamp"])) for m in (metadata, node_meta) if m.get("deletionTimestamp")),

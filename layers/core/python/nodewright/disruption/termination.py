@@ -17,6 +17,7 @@ Pure: the fleet, the instances and the time in; commands and instances out.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
@@ -31,13 +32,15 @@ from nodewright.ports import Instance
 GC_GRACE_SECONDS = 30
 
 
-def deletions(fleet: Sequence[FleetNode], locked: Collection[str], now: float) -> list[DisruptionCommand]:
-    """A forceful `Deleted` command for each NodeClaim being deleted (or whose Node is), unless a workflow holds
-    it already: that workflow takes the node away, or gives it back (rollback) and a later tick starts this one.
-    The trigger is the deletion's time, so every tick asks for the same execution."""
+def deletions(fleet: Sequence[FleetNode], leased: Collection[str], now: float) -> list[DisruptionCommand]:
+    """A forceful `Deleted` command for each NodeClaim being deleted (or whose Node is), unless a live lease holds it
+    already: that workflow takes the node away, or gives it back (rollback) and a later tick starts this one. Each
+    attempt has its own execution (the trigger is the deletion's time and the tick's minute): an attempt that failed
+    is followed by a fresh one at the next tick, and the planner takes the lease before starting it, so two attempts
+    never run at once."""
     out = []
     for member in fleet:
-        if not member.deleting or member.nodeclaim in locked:
+        if not member.deleting or member.nodeclaim in leased:
             continue
         deleted_at = member.deleted_at or now
         out.append(
@@ -47,7 +50,7 @@ def deletions(fleet: Sequence[FleetNode], locked: Collection[str], now: float) -
                 instance_id=member.instance_id,
                 reason=DELETED,
                 forceful=True,
-                trigger=f"deleted:{deleted_at:.0f}",
+                trigger=f"deleted:{deleted_at:.0f}:{math.floor(now / 60)}",
                 requested_at=deleted_at,
             )
         )

@@ -10,13 +10,18 @@ On each tick (EventBridge Scheduler, every minute):
    subnets, security groups) and what each instance was launched with, compared by `disruption.drift`.
    NodeClaims get Karpenter's `Drifted` and `Consolidatable` conditions (written only when they change), and
    stamps of an older hash version are replaced.
-4. `disruption.plan` decides (expiration, emptiness, drift, multi-node, single-node consolidation, under budgets).
-   Each voluntary decision takes its nodes' locks (owned by the execution it is about to start, so no later tick
-   and no other workflow takes them meanwhile) and starts the disruption workflow under its derived name.
-5. Termination (`disruption.termination`): a NodeClaim or Node being deleted gets a forceful `Deleted` workflow
-   (drain, terminate, then the finalizer comes off); instances tagged as this cluster's nodewright capacity that
-   no NodeClaim accounts for 30 s after launch are terminated, with their Node.
-6. Events as Karpenter records them: `DisruptionBlocked` (a budget, a do-not-disrupt pod or node, a budget of the
+4. Leases and reconciliation (`service.leases`, `service.reconcile`): the leases whose execution no longer runs are
+   released; a node tainted or cordoned by nodewright with no live lease behind it is given back; a NodeClaim whose
+   instance is gone is deleted with its Node; an instance stopping or stopped gets its InstanceStopping workflow.
+5. `disruption.plan` decides (expiration, emptiness, drift, multi-node, single-node consolidation, under budgets).
+   Each command takes its nodes' leases (owned by the execution it is about to start, so no later tick and no other
+   workflow takes them meanwhile) and starts the disruption workflow under its derived name; a start that fails
+   gives its leases back and is reported, and the rest of the tick goes on.
+6. Termination (`disruption.termination`): a NodeClaim or Node being deleted with no live lease gets a forceful
+   `Deleted` workflow, a new attempt each tick until one holds it (drain, terminate, then the finalizer comes off);
+   instances tagged as this cluster's nodewright capacity that no NodeClaim accounts for 30 s after launch are
+   terminated, with their Node.
+7. Events as Karpenter records them: `DisruptionBlocked` (a budget, a do-not-disrupt pod or node, a budget of the
    pods) and `Unconsolidatable` (why consolidation found no move), on the node and its NodeClaim, at most once per
    15 minutes each.
 """
@@ -44,13 +49,13 @@ from nodewright.disruption.termination import deletions, leaked
 from nodewright.interruption.ownership import parse_provider_id
 from nodewright.model.conditions import TRUE, Condition
 from nodewright.model.loader import ParsedPods, load_documents
-from nodewright.ports import Clock, Cloud, Cluster, NodeEvent, StateStore, Workflows
+from nodewright.ports import Clock, Cloud, Cluster, Instance, NodeEvent, StateStore, Workflows
+from nodewright.service import leases
 from nodewright.service import provision as provisioning
+from nodewright.service.leases import live_leases
+from nodewright.service.reconcile import reconcile
 from nodewright.service.status import NodeClassState, resolve_node_classes, write_status
 
-# The planner takes a decision's locks for this long; IdentifyCandidate takes them again for the whole workflow. A
-# tick that died between taking them and starting the execution leaves them this long at most.
-PLANNER_LOCK_SECONDS = 600
 EVENT_WINDOW_SECONDS = 900  # Karpenter's dedupe timeout for Unconsolidatable events
 _WRITERS = 8
 
@@ -68,6 +73,7 @@ class TickResult:
     decisions: dict[str, Any] = field(default_factory=dict)
     methods: list[dict[str, Any]] = field(default_factory=list)
     collected: list[str] = field(default_factory=list)
+    repaired: list[dict[str, Any]] = field(default_factory=list)
     conditions_written: int = 0
     blocked: int = 0
     unconsolidatable: int = 0
@@ -83,6 +89,7 @@ class TickResult:
             "decisions": self.decisions,
             "methods": self.methods,
             "collected": self.collected,
+            "repaired": self.repaired,
             "conditions_written": self.conditions_written,
             "blocked": self.blocked,
             "unconsolidatable": self.unconsolidatable,
@@ -127,7 +134,8 @@ def tick(
     provisioning.cleanup_unregistered(inputs.nodeclaims, registered, ports.cluster, ports.cloud, now, result)
     out.registrations = [d.to_json() for d in result.decisions]
 
-    locked = frozenset(lease.nodeclaim for lease in ports.state.leases(now).values() if lease.nodeclaim)
+    alive, dead = live_leases(ports.state, ports.workflows, now)
+    locked = frozenset(lease.nodeclaim for lease in alive.values())
     unavailable = ports.state.unavailable_offerings(now)
     types = Catalog(ports.catalog.instance_types()).with_unavailable(unavailable).instance_types
     version = ports.cloud.cluster_info().version if inputs.nodeclasses else ""
@@ -138,9 +146,10 @@ def tick(
         documents, types, now, locked, ports.settings, class_zones=zones, loaded=loaded, known_facts=ports.pod_facts
     )
     out.problems.extend(f"nodeclaim/{m.nodeclaim}: {p}" for m in state.fleet for p in m.problems)
-    instances = _instance_facts(ports.cloud, state.fleet)
+    instances = _instances(ports.cloud, state.fleet)
     drift = _drift(state, facts, instances)
     out.conditions_written = _record_status(ports.cluster, state, drift)
+    out.repaired, stopping, forgotten = reconcile(ports.cluster, state, dead, instances, out.problems)
 
     decided = plan(state, drift, methods, timer)
     out.skipped = dict(decided.skipped)
@@ -149,8 +158,9 @@ def tick(
         {"method": m.method, "reason": m.reason, "eligible": m.eligible, "decisions": m.decisions, "seconds": m.seconds}
         for m in decided.methods
     ]
-    for command in [*decided.commands(now), *deletions(state.fleet, locked, now)]:
-        _start(ports, command, now, out)
+    for command in [*stopping, *decided.commands(now), *deletions(state.fleet, locked, now)]:
+        if not forgotten & {t.nodeclaim for t in command.targets}:
+            _start(ports, command, now, out)
     out.collected = _collect_instances(ports, view.documents, now, out.problems)
     out.blocked, out.unconsolidatable = _record_events(ports.cluster, state, decided, now)
     return out
@@ -201,19 +211,13 @@ def _write_status(
         return {}
 
 
-def _instance_facts(cloud: Cloud, fleet: Sequence[FleetNode]) -> dict[str, InstanceFacts]:
+def _instances(cloud: Cloud, fleet: Sequence[FleetNode]) -> dict[str, Instance]:
+    """What EC2 says of the fleet's instances (drift and reconciliation read the same answer), by id."""
     ids = [m.instance_id for m in fleet if m.instance_id]
-    if not ids:
-        return {}
-    return {
-        i.id: InstanceFacts(i.image_id, i.subnet_id, frozenset(i.security_group_ids))
-        for i in cloud.describe_instances(ids)
-    }
+    return {i.id: i for i in cloud.describe_instances(ids)} if ids else {}
 
 
-def _drift(
-    state: ClusterState, facts: Mapping[str, ClassFacts], instances: Mapping[str, InstanceFacts]
-) -> dict[str, str]:
+def _drift(state: ClusterState, facts: Mapping[str, ClassFacts], instances: Mapping[str, Instance]) -> dict[str, str]:
     """NodeClaim -> drift reason ("" when not drifted) for every launched NodeClaim of a known pool."""
     classes = {c.name: c for c in state.inputs.nodeclasses}
     out: dict[str, str] = {}
@@ -228,9 +232,15 @@ def _drift(
             node_class,
             state.instance_type(member),
             facts.get(pool.node_class_ref.name),
-            instances.get(member.instance_id),
+            _launched_with(instances.get(member.instance_id)),
         )
     return out
+
+
+def _launched_with(instance: Instance | None) -> InstanceFacts | None:
+    if instance is None:
+        return None
+    return InstanceFacts(instance.image_id, instance.subnet_id, frozenset(instance.security_group_ids))
 
 
 def _record_status(cluster: Cluster, state: ClusterState, drift: Mapping[str, str]) -> int:
@@ -276,21 +286,19 @@ def _annotations_write(cluster: Cluster, name: str, stamps: Mapping[str, str]) -
 
 
 def _start(ports: PlannerPorts, command: DisruptionCommand, now: float, out: TickResult) -> None:
-    """Take the command's locks for its execution (voluntary commands), then start it. A node another workflow
-    holds is left for a later tick."""
+    """Take the command's leases for its execution, then start it. A node another live execution holds is left for a
+    later tick; a start that fails gives the leases back and is reported, and the tick goes on."""
     name = command.execution_name()
-    if not command.forceful:
-        taken: list[str] = []
-        for target in command.targets:
-            holder = ports.state.acquire_lock(lock_name(target.nodeclaim), name, now, PLANNER_LOCK_SECONDS)
-            if holder != name:
-                for nodeclaim in taken:
-                    ports.state.release_lock(lock_name(nodeclaim), name)
-                out.skipped[command.nodeclaim] = (
-                    f"{command.reason}: execution {holder} holds nodeclaim/{target.nodeclaim}"
-                )
-                return
-            taken.append(target.nodeclaim)
+    taken: list[str] = []
+    for target in command.targets:
+        holder = leases.acquire(
+            ports.state, ports.workflows, lock_name(target.nodeclaim), name, now, command.interruption
+        )
+        if holder:
+            _give_back(ports, taken, name)
+            out.skipped[command.nodeclaim] = f"{command.reason}: execution {holder} holds nodeclaim/{target.nodeclaim}"
+            return
+        taken.append(target.nodeclaim)
     entry: dict[str, Any] = {
         "execution": name,
         "nodeclaim": command.nodeclaim,
@@ -299,10 +307,21 @@ def _start(ports: PlannerPorts, command: DisruptionCommand, now: float, out: Tic
     }
     if command.others:
         entry["others"] = [t.nodeclaim for t in command.others]
-    if ports.workflows.start(name, command.to_input()):
+    try:
+        started = ports.workflows.start(name, command.to_input())
+    except Exception as error:  # Step Functions refused: the next tick decides again
+        _give_back(ports, taken, name)
+        out.problems.append(f"execution {name}: StartExecution failed: {type(error).__name__}: {error}")
+        return
+    if started:
         out.started.append(entry)
     else:
         out.already_running.append(name)
+
+
+def _give_back(ports: PlannerPorts, nodeclaims: Sequence[str], owner: str) -> None:
+    for nodeclaim in nodeclaims:
+        ports.state.release_lock(lock_name(nodeclaim), owner)
 
 
 def _collect_instances(
