@@ -130,6 +130,7 @@ class Interruption(Construct):
                 env.TABLE: table.table_name,
                 env.STATE_MACHINE: state_machine.state_machine_arn,
                 env.REBALANCE: rebalance,
+                env.ACCOUNT: stack.account,
                 "POWERTOOLS_SERVICE_NAME": POWERTOOLS_SERVICE_NAME,
                 "POWERTOOLS_METRICS_NAMESPACE": POWERTOOLS_METRICS_NAMESPACE,
             },

@@ -12,8 +12,11 @@ Failures, and what SQS then does:
   which is the same outcome.)
 - An event for an instance this cluster does not own succeeds (acknowledged, with a log line): retrying
   would never make the instance ours.
-- A port error (the API server, Step Functions, DynamoDB) fails the record, and the retry is safe: the
-  execution name derives from the event id and NodeClaim, so a workflow that did start is not started again.
+- A port error (EC2, the API server, Step Functions) fails the record, and the retry is safe: the execution name
+  derives from the event id and NodeClaim, so a workflow that did start is not started again. DynamoDB is written
+  only after the workflow started, and its failure is reported (UnavailableMarksFailed), not raised.
+- An event this stack does not trust (another account or region, a warning past its notice, one EC2 contradicts)
+  succeeds as refused: logged as a warning, counted as EventsRefused, and nothing is started or deleted.
 - Missing settings fail the whole invocation before any record is touched, so the batch comes back intact.
 
 Event parsing lives in the pure core (`nodewright.interruption.messages`, one parser per event type), not in
@@ -44,7 +47,12 @@ metrics = Metrics(service="interruption")  # namespace: POWERTOOLS_METRICS_NAMES
 # Reports failed records as batchItemFailures (the event source mapping needs ReportBatchItemFailures).
 processor = BatchProcessor(event_type=EventType.SQS)
 
-ACTION_METRICS = {"interrupt": "InstancesInterrupted", "rebalance": "InstancesRebalanced", "ignore": "InstancesIgnored"}
+ACTION_METRICS = {
+    "interrupt": "InstancesInterrupted",
+    "rebalance": "InstancesRebalanced",
+    "refuse": "EventsRefused",
+    "ignore": "InstancesIgnored",
+}
 
 
 class _SystemClock:
@@ -104,8 +112,12 @@ def build_runtime(cluster: Any = None, workflows: Any = None) -> _Runtime:
     cloud = Ec2Cloud(settings.cluster, "", "", ec2=session.client("ec2", config=config), ssm=None, eks=eks)
     clock = _SystemClock()
 
+    trusted = (settings.account, settings.region)
+
     def handle(body: str) -> Any:
-        return handle_message(body, cluster, state, workflows, clock, settings.rebalance, cloud, settings.cluster)
+        return handle_message(
+            body, cluster, state, workflows, clock, settings.rebalance, cloud, settings.cluster, trusted
+        )
 
     logger.info("interruption handler ready", extra={"cluster": settings.cluster, "rebalance": settings.rebalance})
     return _Runtime(settings.cluster, handle)
@@ -129,7 +141,12 @@ def record_handler(record: SQSRecord) -> dict[str, Any]:
     summary: dict[str, Any] = result.to_json()
     for decision in summary["decisions"]:
         metrics.add_metric(ACTION_METRICS[decision["action"]], MetricUnit.Count, 1)
-        if decision["action"] == "ignore" and "nodeclaim" not in decision:
+        if decision["action"] == "refuse":
+            logger.warning(
+                "event refused: it deletes nothing",
+                extra={"event_id": summary["event_id"], "instance": decision["instance"], "reason": decision["reason"]},
+            )
+        elif decision["action"] == "ignore" and "nodeclaim" not in decision:
             logger.info(
                 "instance not owned by this cluster (or event not acted on); acknowledged",
                 extra={"event_id": summary["event_id"], "instance": decision["instance"], "reason": decision["reason"]},
@@ -141,6 +158,9 @@ def record_handler(record: SQSRecord) -> dict[str, Any]:
         # From the event (e.g. the Spot warning) to its workflow started: the part of the two minutes spent here.
         latency = max(0.0, time.time() - result.message.time)
         metrics.add_metric("EventToWorkflowLatency", MetricUnit.Milliseconds, latency * 1000)
+    if "unavailable_error" in summary:
+        metrics.add_metric("UnavailableMarksFailed", MetricUnit.Count, 1)
+        logger.warning("offering not marked unavailable", extra={"error": summary["unavailable_error"]})
     if "events_error" in summary:
         logger.warning("node events not recorded", extra={"error": summary["events_error"]})
     logger.info("event handled", extra={"message_id": record.message_id, "result": summary})

@@ -230,10 +230,13 @@ def test_only_the_workflow_evicts_and_deletes_pods_and_only_it_and_the_planner_d
     assert node_delete in granted["planner"]
     assert {("", "nodes", "get"), ("", "nodes", "patch")} <= granted["planner"]
     assert node_delete not in granted["provisioner"] | granted["interruption"]
-    # It reads the NodeClaim and Node its instance's tags name; the lists are its fallback without EC2.
+    # It reads the NodeClaim and Node its instance's tags name (the lists are its fallback without EC2), and deletes
+    # an interrupted instance's NodeClaim, which its finalizer keeps until the workflow is done; it patches nothing,
+    # so it can never take the finalizer off.
     assert granted["interruption"] == {
         ("nodewright.io", "nodeclaims", "get"),
         ("nodewright.io", "nodeclaims", "list"),
+        ("nodewright.io", "nodeclaims", "delete"),
         ("nodewright.io", "nodepools", "list"),
         ("nodewright.io", "ec2nodeclasses", "list"),
         ("", "nodes", "get"),

@@ -5,6 +5,10 @@ import pytest
 from test_provisioner_handler import account  # noqa: F401
 
 from nodewright.adapters import aws_sdk
+from nodewright.localworld.motoserver import complete_event_envelope
+
+# moto's EventBridge drops the event's `account` on the way to an SQS target; EventBridge keeps it.
+complete_event_envelope()
 
 
 @pytest.fixture(autouse=True)

@@ -46,7 +46,9 @@ class World:
     mine: str  # an instance launched for the NodeClaim default-abc12, tagged as nodewright tags it
 
 
-def launch(ec2: Any, nodeclaim: str, zone: str = "us-east-1a", instance_type: str = "m5.large") -> str:
+def launch(
+    ec2: Any, nodeclaim: str, zone: str = "us-east-1a", instance_type: str = "m5.large", spot: bool = True
+) -> str:
     image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
     pool = nodeclaim.rsplit("-", 1)[0]
     tags = [{"Key": k, "Value": v} for k, v in launch_tags(CLUSTER, pool, "default", nodeclaim).items()]
@@ -57,6 +59,7 @@ def launch(ec2: Any, nodeclaim: str, zone: str = "us-east-1a", instance_type: st
         InstanceType=instance_type,
         Placement={"AvailabilityZone": zone},
         TagSpecifications=[{"ResourceType": "instance", "Tags": tags}],
+        **({"InstanceMarketOptions": {"MarketType": "spot"}} if spot else {}),
     )["Instances"][0]["InstanceId"]
     return instance
 
@@ -78,6 +81,7 @@ def world(monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
             settings.CLUSTER: CLUSTER,
             settings.TABLE: TABLE,
             settings.STATE_MACHINE: state_machine,
+            settings.ACCOUNT: "123456789012",
             "POWERTOOLS_TRACE_DISABLED": "true",
             "POWERTOOLS_METRICS_NAMESPACE": "nodewright",
         }.items():
@@ -218,6 +222,7 @@ def test_spot_warning_from_eventbridge_starts_the_workflow_and_marks_the_offerin
 
 def test_a_redelivered_record_starts_no_second_execution(world: World) -> None:
     handler = handler_with(cluster(world))
+    world.ec2.terminate_instances(InstanceIds=[world.mine])  # what the event reports, as EC2 says it too
     put(world, "EC2 Instance State-change Notification", {"instance-id": world.mine, "state": "shutting-down"})
     records = received(world)
     assert run(handler, records) == {"batchItemFailures": []}
@@ -327,3 +332,18 @@ def test_a_bad_rebalance_mode_is_named(world: World, monkeypatch: pytest.MonkeyP
     monkeypatch.setenv(settings.REBALANCE, "sometimes")
     with pytest.raises(settings.SettingsError, match=f"{settings.REBALANCE} is 'sometimes'"):
         load_handler("interruption").build_runtime(cluster=cluster(world))
+
+
+def test_a_state_change_ec2_contradicts_and_a_spot_warning_for_on_demand_capacity_start_nothing(world: World) -> None:
+    on_demand = launch(world.ec2, "default-od111", spot=False)
+    claim = {
+        "apiVersion": "nodewright.io/v1",
+        "kind": "NodeClaim",
+        "metadata": {"name": "default-od111", "labels": {"karpenter.sh/nodepool": "default"}},
+        "status": {"providerID": f"aws:///us-east-1a/{on_demand}"},
+    }
+    handler = handler_with(cluster(world, claim))
+    put(world, "EC2 Instance State-change Notification", {"instance-id": world.mine, "state": "stopping"})
+    put(world, "EC2 Spot Instance Interruption Warning", {"instance-id": on_demand, "instance-action": "terminate"})
+    assert run(handler, received(world)) == {"batchItemFailures": []}
+    assert executions(world) == []

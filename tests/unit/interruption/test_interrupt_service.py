@@ -71,6 +71,7 @@ def fleet(cls: type[InMemoryCluster] = InMemoryCluster) -> InMemoryCluster:
                 "kind": "NodeClaim",
                 "metadata": {
                     "name": "default-abc12",
+                    "finalizers": ["nodewright.io/termination"],
                     "labels": {
                         "karpenter.sh/nodepool": "default",
                         "node.kubernetes.io/instance-type": "m5.large",
@@ -80,7 +81,11 @@ def fleet(cls: type[InMemoryCluster] = InMemoryCluster) -> InMemoryCluster:
                 },
                 "status": {"providerID": f"aws:///us-east-1a/{MINE}", "nodeName": "ip-10-0-1-5"},
             },
-            {"apiVersion": "nodewright.io/v1", "kind": "NodeClaim", "metadata": {"name": "default-late9"}},
+            {
+                "apiVersion": "nodewright.io/v1",
+                "kind": "NodeClaim",
+                "metadata": {"name": "default-late9", "finalizers": ["nodewright.io/termination"]},
+            },
             {
                 "apiVersion": "v1",
                 "kind": "Node",
@@ -125,7 +130,10 @@ def test_spot_warning_starts_one_forceful_workflow_marks_the_offering_and_record
     assert name == command.execution_name()
     assert (command.nodeclaim, command.node, command.instance_id) == ("default-abc12", "ip-10-0-1-5", MINE)
     assert (command.reason, command.forceful, command.trigger) == (SPOT_INTERRUPTION, True, "evt-1")
-    assert command.deadline == 1_772_366_400.0 + 120
+    # Two minutes from receipt (NOW, five seconds after the event was sent), not from the sender's clock.
+    assert command.deadline == NOW + 120
+    # Marked for deletion, as Karpenter deletes the NodeClaim: its finalizer keeps it for the workflow.
+    assert cluster.objects[("NodeClaim", "", "default-abc12")]["metadata"]["deletionTimestamp"]
     assert state.marks[("m5.large", "us-east-1a", "spot")][0] == NOW + UNAVAILABLE_TTL_SECONDS
     assert [(e.pod, e.reason, e.type) for e in cluster.events] == [("node/ip-10-0-1-5", "SpotInterrupted", "Warning")]
     summary = result.to_json()
@@ -280,3 +288,95 @@ def test_malformed_messages_raise_an_error_naming_the_field(raw: str, path: str)
     with pytest.raises(EventError) as raised:
         handle_message(raw, fleet(), InMemoryState(), RecordingWorkflows(), Clock(), "replace")
     assert raised.value.path == path
+
+
+TRUSTED = ("123456789012", "us-east-1")
+
+
+def raw(detail_type: str, detail: dict[str, Any], **envelope: Any) -> str:
+    document = json.loads(body(detail_type, detail))
+    document.update(envelope)
+    return json.dumps(document)
+
+
+def spot_instance(capacity_type: str = "spot", state: str = "running") -> Instance:
+    tags = launch_tags("demo", "default", "default", "default-abc12")
+    return Instance(MINE, "m5.large", "us-east-1a", state, capacity_type, 0.0, tags)
+
+
+@pytest.mark.parametrize(
+    ("message", "clock", "why"),
+    [
+        (
+            raw(
+                "EC2 Spot Instance Interruption Warning",
+                {"instance-id": MINE, "instance-action": "terminate"},
+                account="999999999999",
+            ),
+            NOW,
+            "from account 999999999999",
+        ),
+        (
+            raw(
+                "EC2 Spot Instance Interruption Warning",
+                {"instance-id": MINE, "instance-action": "terminate"},
+                region="eu-west-1",
+            ),
+            NOW,
+            "from region eu-west-1",
+        ),
+        # Sent at 12:00:00, received three minutes later: the instance is gone, or this was never a warning.
+        (
+            raw("EC2 Spot Instance Interruption Warning", {"instance-id": MINE, "instance-action": "terminate"}),
+            1_772_366_400.0 + 180,
+            "received 180s after it was sent",
+        ),
+    ],
+)
+def test_a_message_not_to_be_trusted_is_refused_before_anything_is_read(message: str, clock: float, why: str) -> None:
+    cluster, state, workflows = fleet(), InMemoryState(), RecordingWorkflows()
+    cloud = TagCloud([spot_instance()])
+    result = handle_message(message, cluster, state, workflows, Clock(clock), "replace", cloud, "demo", TRUSTED)
+    assert result.plan.action == "refuse" and why in result.plan.reason
+    assert workflows.executions == {} and state.marks == {} and cloud.asked == [] and cluster.reads == []
+    assert "deletionTimestamp" not in cluster.objects[("NodeClaim", "", "default-abc12")]["metadata"]
+
+
+def test_a_spot_warning_for_an_instance_ec2_says_is_on_demand_deletes_nothing() -> None:
+    cluster, state, workflows = fleet(), InMemoryState(), RecordingWorkflows()
+    cloud = TagCloud([spot_instance("on-demand")])
+    result = handle_message(spot(), cluster, state, workflows, Clock(), "replace", cloud, "demo", TRUSTED)
+    assert result.plan.action == "refuse" and "is on-demand capacity, not spot" in result.plan.reason
+    assert workflows.executions == {} and state.marks == {}
+
+
+def test_a_state_change_ec2_contradicts_is_refused() -> None:
+    cluster, state, workflows = fleet(), InMemoryState(), RecordingWorkflows()
+    stopping = body("EC2 Instance State-change Notification", {"instance-id": MINE, "state": "stopping"})
+    cloud = TagCloud([spot_instance(state="running")])
+    result = handle_message(stopping, cluster, state, workflows, Clock(), "replace", cloud, "demo", TRUSTED)
+    assert result.plan.action == "refuse" and "is running, not stopping" in result.plan.reason
+    assert workflows.executions == {}
+
+
+class MarksDown(InMemoryState):
+    def mark_unavailable(self, offerings: Any, now: float, ttl_seconds: int) -> None:
+        raise RuntimeError("AccessDeniedException: dynamodb:BatchWriteItem")
+
+
+def test_the_workflow_starts_before_any_dynamodb_write_and_a_failed_mark_does_not_fail_the_message() -> None:
+    cluster, workflows = fleet(), RecordingWorkflows()
+    cloud = TagCloud([spot_instance()])
+    result = handle_message(spot(), cluster, MarksDown(), workflows, Clock(), "replace", cloud, "demo", TRUSTED)
+    assert result.plan.action == "interrupt" and len(workflows.executions) == 1
+    assert result.to_json()["unavailable_error"].startswith("RuntimeError: AccessDenied")
+    assert cluster.objects[("NodeClaim", "", "default-abc12")]["metadata"]["deletionTimestamp"]
+
+
+def test_a_rebalance_recommendation_marks_nothing_for_deletion() -> None:
+    cluster, workflows = fleet(), RecordingWorkflows()
+    message = body("EC2 Instance Rebalance Recommendation", {"instance-id": MINE})
+    cloud = TagCloud([spot_instance()])
+    handle_message(message, cluster, InMemoryState(), workflows, Clock(), "replace", cloud, "demo", TRUSTED)
+    assert len(workflows.executions) == 1
+    assert "deletionTimestamp" not in cluster.objects[("NodeClaim", "", "default-abc12")]["metadata"]

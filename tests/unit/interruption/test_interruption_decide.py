@@ -58,13 +58,13 @@ def test_spot_warning_interrupts_forcefully_with_a_two_minute_deadline_and_marks
         forceful=True,
         trigger="evt-1",
         requested_at=NOW,
-        deadline=T + 120,
+        deadline=NOW + 120,  # two minutes from receipt, not from the event's time
         action=DISRUPT,
     )
     assert set(plan.unavailable) == {("m5.large", "us-east-1a", "spot")}
     assert "evt-1" in plan.unavailable[("m5.large", "us-east-1a", "spot")]
     assert plan.decisions[0].notify
-    assert "2026-03-01T12:02:00Z" in plan.reason
+    assert "2026-03-01T12:02:03Z" in plan.reason
 
 
 def test_a_redelivered_event_names_the_same_execution() -> None:
@@ -83,9 +83,11 @@ def test_spot_warning_without_offering_labels_marks_nothing() -> None:
 @pytest.mark.parametrize(
     ("kind", "fields", "reason", "deadline"),
     [
-        (RESERVATION_WARNING, {"not_after": T + 90}, RESERVATION_INTERRUPTION, T + 90),
-        (STATE_CHANGE, {"state": "stopping"}, INSTANCE_STOPPING, T),
-        (STATE_CHANGE, {"state": "terminated"}, INSTANCE_STOPPING, T),
+        # Counted from receipt, never earlier than the notice allows (the event's own deadline only when later).
+        (RESERVATION_WARNING, {"not_after": T + 90}, RESERVATION_INTERRUPTION, NOW + 120),
+        (RESERVATION_WARNING, {"not_after": T + 600}, RESERVATION_INTERRUPTION, T + 600),
+        (STATE_CHANGE, {"state": "stopping"}, INSTANCE_STOPPING, NOW),
+        (STATE_CHANGE, {"state": "terminated"}, INSTANCE_STOPPING, NOW),
         (
             HEALTH,
             {"service": "EC2", "category": "scheduledChange", "not_after": T + 86400},

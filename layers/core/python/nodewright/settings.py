@@ -150,17 +150,20 @@ class ForwarderSettings:
 
 
 REBALANCE = "NODEWRIGHT_REBALANCE"  # what a rebalance recommendation does: replace | drain | ignore
+ACCOUNT = "NODEWRIGHT_ACCOUNT"  # the stack's account: interruption events of any other are refused
 REBALANCE_MODES = ("replace", "drain", "ignore")  # the same as nodewright.interruption.decide.REBALANCE_MODES
 
 
 @dataclass(frozen=True, slots=True)
 class InterruptionSettings:
-    """The interruption Lambda's settings. `rebalance`: replace (default), drain or ignore."""
+    """The interruption Lambda's settings. `rebalance`: replace (default), drain or ignore; `account` and `region`:
+    where the events it acts on must come from."""
 
     cluster: str
     table: str
     state_machine: str
     region: str
+    account: str
     rebalance: str = "replace"
 
     @staticmethod
@@ -179,5 +182,6 @@ class InterruptionSettings:
             table=_required(env, TABLE, "the DynamoDB table the stack created"),
             state_machine=_required(env, STATE_MACHINE, "the disruption state machine's ARN"),
             region=_required(env, REGION, "the AWS region, e.g. us-east-1"),
+            account=_required(env, ACCOUNT, "the AWS account id of the stack (the CDK sets it)"),
             rebalance=rebalance,
         )

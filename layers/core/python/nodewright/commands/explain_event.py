@@ -7,7 +7,8 @@ telling which instances are this cluster's, so every instance is assumed to be o
 Events nodewright does not act on (a state change to running, a Health event for RDS) say why.
 
 Prints one line (`ACTION: instances - reason`), or with --json one object:
-{"action": "interrupt" | "rebalance" | "ignore", "instances": [...], "reason": "...", "deadline": "..." | null}.
+{"action": "interrupt" | "rebalance" | "ignore", "instances": [...], "reason": "...", "deadline": "..." | null},
+the deadline counted from receipt, here the event's own time.
 A malformed event exits 1 with an error naming the field (`detail.instance-id: missing`).
 """
 
@@ -52,14 +53,15 @@ def explain(event: Any, rebalance_mode: str = REBALANCE_REPLACE) -> dict[str, An
     message = parse_event(event)
     # Every instance counts as owned; nodeclaim and node are unknown, so the reasons name the instance only.
     owned = {i: OwnedInstance(i, "") for i in message.instance_ids}
-    # Decided as of the event's own time, so the same file always gives the same answer.
+    # Decided as if received when it was sent, so the same file always gives the same answer (the deadline of a
+    # drain counts from receipt).
     plan = decide(message, owned, rebalance_mode, message.time)
     reason = plan.reason
     if message.kind == SPOT_WARNING and plan.action != "ignore":
         reason += f"; its offering (instance type, zone, spot) is marked unavailable for {UNAVAILABLE_TTL_SECONDS} s"
     if message.instance_ids and ignored_reason(message) is None:
         reason += f"; {ASSUMED}"
-    deadline = message.deadline if plan.commands else None
+    deadline = plan.commands[0].deadline if plan.commands else None
     return {
         "action": plan.action,
         "instances": list(message.instance_ids),

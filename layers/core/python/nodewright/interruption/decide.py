@@ -16,6 +16,11 @@
   `ignore`: **ignore**; only a Kubernetes event on the node records it.
 - Everything else is **ignore** with the reason: other states, Health events for other services or
   categories, and instances this cluster does not own (acknowledged, never retried).
+- A message `interruption.trust` does not trust (another account or region, a warning past its notice, a Spot
+  warning for an instance EC2 says is not spot, a state change EC2 contradicts) is **refuse**: acknowledged, logged
+  and counted, and nothing is started or deleted.
+
+The deadline of an interrupting command counts from receipt (`trust.drain_deadline`), never from the event's time.
 """
 
 from __future__ import annotations
@@ -43,13 +48,15 @@ from nodewright.interruption.messages import (
     Message,
 )
 from nodewright.interruption.ownership import OwnedInstance
+from nodewright.interruption.trust import drain_deadline
 
 OfferingKey = tuple[str, str, str]  # (instance type, zone, capacity type), as ports.OfferingKey
 
 INTERRUPT = "interrupt"
 REBALANCE_ACTION = "rebalance"
+REFUSE = "refuse"
 IGNORE = "ignore"
-ACTIONS = (INTERRUPT, REBALANCE_ACTION, IGNORE)  # in order of precedence for a message's summary
+ACTIONS = (INTERRUPT, REBALANCE_ACTION, REFUSE, IGNORE)  # in order of precedence for a message's summary
 
 REBALANCE_REPLACE = "replace"
 REBALANCE_DRAIN = "drain"
@@ -105,19 +112,30 @@ class Plan:
         return tuple(d.command for d in self.decisions if d.command is not None)
 
 
-def decide(message: Message, owned: Mapping[str, OwnedInstance], rebalance_mode: str, now: float) -> Plan:
+def decide(
+    message: Message,
+    owned: Mapping[str, OwnedInstance],
+    rebalance_mode: str,
+    now: float,
+    refused: Mapping[str, str] | None = None,
+) -> Plan:
     """Decide for every instance the message names. `owned`: instance id -> this cluster's NodeClaim and Node
-    (instances not in it are ignored); `rebalance_mode`: replace | drain | ignore; `now`: epoch seconds, the
-    commands' `requested_at`. Raises ValueError for an unknown rebalance mode."""
+    (instances not in it are ignored); `rebalance_mode`: replace | drain | ignore; `now`: epoch seconds, when the
+    message was received (the commands' `requested_at`, and where their deadlines count from); `refused`: instance
+    id -> why the message may not act on it (`interruption.trust`). Raises ValueError for an unknown rebalance
+    mode."""
     if rebalance_mode not in REBALANCE_MODES:
         raise ValueError(f"rebalance mode {rebalance_mode!r} is not one of {', '.join(REBALANCE_MODES)}")
     skip = ignored_reason(message)
+    refused = refused or {}
     decisions: list[Decision] = []
     unavailable: dict[OfferingKey, str] = {}
     for instance_id in message.instance_ids:
         instance = owned.get(instance_id)
         if skip is not None:
             decisions.append(Decision(instance_id, IGNORE, skip))
+        elif instance_id in refused:
+            decisions.append(Decision(instance_id, REFUSE, f"refused: {refused[instance_id]}"))
         elif instance is None:
             decisions.append(
                 Decision(
@@ -172,7 +190,7 @@ def _decide_owned(message: Message, instance: OwnedInstance, mode: str, now: flo
         )
 
     def interrupt(reason: str, why: str, event_reason: str) -> Decision:
-        deadline = message.deadline
+        deadline = drain_deadline(message, now)
         by = f" by {_iso(deadline)}" if deadline is not None else ""
         return Decision(
             instance.instance_id,

@@ -184,6 +184,18 @@ def _install_short_waits() -> None:
     setattr(wait_function.WaitFunction, "_wait_interval", _short_wait)  # noqa: B010
 
 
+def complete_event_envelope() -> None:
+    """EventBridge delivers a rule target's event whole, `account` included; moto's default target template drops
+    it, and nodewright refuses an interruption event that does not name this stack's account. Put it back."""
+    from moto.events.utils import EventTemplateParser
+
+    template = EventTemplateParser.DEFAULT_EVENT_INPUT_TEMPLATE
+    if '"account"' not in template:
+        EventTemplateParser.DEFAULT_EVENT_INPUT_TEMPLATE = template.replace(
+            '"source": "<source>",', '"source": "<source>", "account": "<account>",'
+        )
+
+
 def release_ami(doc: dict[str, Any]) -> dict[str, Any]:
     """A new AMI release behind a public AMI parameter, as EKS publishes one: a new image of the same
     architecture is registered and becomes the parameter's next version. Returns the old and new image ids."""
@@ -433,6 +445,7 @@ def main(argv: list[str] | None = None) -> int:
     lambda_seam.install(args.repo_root.resolve(), args.state_dir / "lambda-code", endpoint)
     sqs_poller.install()
     install_launch_template_security_groups()
+    complete_event_envelope()
     if args.short_waits:
         _install_short_waits()
 

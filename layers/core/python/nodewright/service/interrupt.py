@@ -12,12 +12,18 @@
    (by name), and their Nodes (by the name the claim recorded); a tagged instance whose NodeClaim is gone is
    not ours either. Instances of no NodeClaim are acknowledged and ignored: retrying would never make them
    ours. Without a Cloud port (tests, `explain-event`), the fleet is read and matched by providerID.
-3. Decide (`interruption.decide`), then act, each step safe to repeat when SQS redelivers the message:
-   mark offerings unavailable (a Spot warning; the provisioner's TTL), start one workflow per command
-   (execution names derive from the event id and NodeClaim, so a redelivery starts nothing: the port
-   answers False), and record a Kubernetes event on each affected node (deduplicated by event id).
-   A failure to record events is reported in the result, not raised: events are for people, and
-   failing the record for them would redrive a message whose workflows already run.
+3. Trust (`interruption.trust`): a message of another account or region, or a warning received past its notice,
+   is refused before anything is read; an instance EC2 contradicts (a Spot warning for an on-demand instance, a
+   state change for an instance that runs) is refused on its own. Refused is acknowledged, logged and counted.
+4. Decide (`interruption.decide`; deadlines count from receipt), then act, each step safe to repeat when SQS
+   redelivers the message, and in this order, because the two-minute notice is what matters:
+   start one workflow per command (execution names derive from the event id and NodeClaim, so a redelivery starts
+   nothing: the port answers False); mark each interrupted NodeClaim for deletion, as Karpenter's interruption
+   controller deletes it (its finalizer keeps it until the workflow is done, and should the workflow die, the
+   planner restarts its deletion from that mark); then mark the offering unavailable (a Spot warning; the
+   provisioner's TTL), where a failure is reported, not raised: the workflow has started, and a redelivery 180 s
+   later would be past the notice; then record a Kubernetes event on each affected node (deduplicated by event id).
+   Events are best effort too: failing the record for them would redrive a message whose workflows already run.
 """
 
 from __future__ import annotations
@@ -30,7 +36,8 @@ from typing import Any
 from nodewright.interruption.decide import Plan, decide, ignored_reason
 from nodewright.interruption.messages import EventError, Message, parse_event
 from nodewright.interruption.ownership import OwnedInstance, claimed_by_tags, owned_by_tags, owned_instances
-from nodewright.ports import Clock, Cloud, Cluster, NodeEvent, StateStore, Workflows
+from nodewright.interruption.trust import instance_refusal, message_refusal
+from nodewright.ports import Clock, Cloud, Cluster, Instance, NodeEvent, StateStore, Workflows
 from nodewright.service.provision.launch import UNAVAILABLE_TTL_SECONDS
 
 
@@ -43,6 +50,7 @@ class InterruptResult:
     executions: dict[str, bool] = field(default_factory=dict)
     events_recorded: int = 0
     events_error: str = ""
+    unavailable_error: str = ""
 
     @property
     def message(self) -> Message:
@@ -79,6 +87,8 @@ class InterruptResult:
         }
         if self.events_error:
             out["events_error"] = self.events_error
+        if self.unavailable_error:
+            out["unavailable_error"] = self.unavailable_error
         return out
 
 
@@ -92,10 +102,9 @@ def parse_body(body: str) -> Message:
 
 
 def _owned_by_tags_first(
-    instance_ids: Sequence[str], cluster: Cluster, cloud: Cloud, cluster_name: str
+    instances: Sequence[Instance], cluster: Cluster, cluster_name: str
 ) -> dict[str, OwnedInstance]:
     """Ownership from the instances' tags, then only the NodeClaims (and Nodes) those tags name."""
-    instances = cloud.describe_instances(instance_ids)
     named = claimed_by_tags(instances, cluster_name)
     if not named:
         return {}
@@ -117,44 +126,61 @@ def handle_message(
     rebalance_mode: str,
     cloud: Cloud | None = None,
     cluster_name: str = "",
+    trusted: tuple[str, str] | None = None,
 ) -> InterruptResult:
     """Handle one message body. `cloud` and `cluster_name` decide ownership by the instances' tags before the
-    cluster is read (the Lambda always passes them). Raises EventError for a malformed message; errors of the
-    ports (EC2, the API server, Step Functions, DynamoDB) propagate so the record is retried."""
+    cluster is read, and what EC2 says of each instance is checked against the message (the Lambda always passes
+    them); `trusted`: the (account, region) a message must come from (the Lambda's own; None only where no message
+    is trusted or refused, in tests). Raises EventError for a malformed message; errors of the ports that decide
+    (EC2, the API server, Step Functions) propagate so the record is retried."""
     message = parse_body(body)
     now = clock.now()
     owned: dict[str, OwnedInstance] = {}
-    if message.instance_ids and ignored_reason(message) is None:
+    refused: dict[str, str] = {}
+    why = message_refusal(message, *trusted, now) if trusted is not None else ""
+    if why:
+        refused = dict.fromkeys(message.instance_ids, why)
+    elif message.instance_ids and ignored_reason(message) is None:
         if cloud is not None and cluster_name:
-            owned = _owned_by_tags_first(message.instance_ids, cluster, cloud, cluster_name)
+            instances = cloud.describe_instances(message.instance_ids)
+            owned = _owned_by_tags_first(instances, cluster, cluster_name)
+            refused = {i.id: r for i in instances if i.id in owned and (r := instance_refusal(message, i))}
         else:
             fleet = cluster.read_fleet()
             owned = owned_instances(fleet.nodeclaims, fleet.nodes)
-    plan = decide(message, owned, rebalance_mode, now)
+    plan = decide(message, owned, rebalance_mode, now, refused)
 
-    if plan.unavailable:
-        state.mark_unavailable(plan.unavailable, now, UNAVAILABLE_TTL_SECONDS)
-    executions: dict[str, bool] = {}
+    executions = {c.execution_name(): workflows.start(c.execution_name(), c.to_input()) for c in plan.commands}
     for command in plan.commands:
-        name = command.execution_name()
-        executions[name] = workflows.start(name, command.to_input())
+        if command.interruption:
+            cluster.request_nodeclaim_deletion(command.nodeclaim)
+    unavailable_error = ""
+    if plan.unavailable:
+        try:
+            state.mark_unavailable(plan.unavailable, now, UNAVAILABLE_TTL_SECONDS)
+        except Exception as exc:  # the workflow runs already; see the module docstring
+            unavailable_error = f"{type(exc).__name__}: {exc}"
+    recorded, error = _record_events(cluster, plan)
+    return InterruptResult(plan, executions, recorded, error, unavailable_error)
 
+
+def _record_events(cluster: Cluster, plan: Plan) -> tuple[int, str]:
+    """A Kubernetes event on each node the message concerns; (how many were recorded, the error if they were not)."""
     events = [
         NodeEvent(
             node=d.node,
             reason=d.event_reason,
             message=d.reason,
             type="Warning" if d.command is not None and d.command.forceful else "Normal",
-            dedupe=f"{message.id}/{d.instance_id}",
+            dedupe=f"{plan.message.id}/{d.instance_id}",
         )
         for d in plan.decisions
         if d.notify and d.node
     ]
-    recorded, error = 0, ""
-    if events:
-        try:
-            cluster.record_node_events(events)
-            recorded = len(events)
-        except Exception as exc:  # events are best effort; see the module docstring
-            error = f"{type(exc).__name__}: {exc}"
-    return InterruptResult(plan, executions, recorded, error)
+    if not events:
+        return 0, ""
+    try:
+        cluster.record_node_events(events)
+    except Exception as exc:  # events are best effort; see the module docstring
+        return 0, f"{type(exc).__name__}: {exc}"
+    return len(events), ""
