@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cluster_builder import M5_ON_DEMAND, T0, Cluster
+from cluster_builder import M5_ON_DEMAND, T0, Cluster, iso
 
 from nodewright.disruption.consolidation import MIN_SPOT_TO_SPOT_TYPES, restrict
 from nodewright.disruption.decision import EMPTINESS, MULTI_NODE, SINGLE_NODE
@@ -225,3 +225,22 @@ def test_balanced_pools_take_only_moves_that_save_enough_for_their_disruption() 
     decided, shown = decide(cluster_with("Balanced"))
     assert shown["commands"] == []
     assert "is Balanced" in decided.unconsolidatable["claim-crowded"]
+
+
+def test_a_rebalances_early_replacement_is_left_alone_until_its_protection_ends() -> None:
+    cluster = Cluster()
+    cluster.pool(disruption={"consolidateAfter": "5m", **ALL}, requirements=M5_ON_DEMAND)
+    cluster.node("early", "m5.large")  # launched for a rebalance's pods, which are still on the recommended node
+    until = cluster.now + 300
+    cluster.find("NodeClaim", "claim-early")["metadata"].setdefault("annotations", {})[
+        "nodewright.io/protected-until"
+    ] = iso(until)
+    _, shown = decide(cluster)
+    assert shown["commands"] == []
+    assert (
+        "launched early for a rebalance recommendation"
+        in {s["nodeclaim"]: s["reason"] for s in shown["skipped"]}["claim-early"]
+    )
+    cluster.now = until + 1
+    _, shown = decide(cluster)
+    assert [(c["nodeclaim"], c["reason"]) for c in shown["commands"]] == [("claim-early", "Empty")]

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from nodewright.catalog.types import InstanceType
-from nodewright.disruption.fleet import FleetNode
+from nodewright.disruption.fleet import PROTECTED_UNTIL_ANNOTATION, FleetNode, epoch
 from nodewright.disruption.state import ClusterState, PodFacts
 from nodewright.model.nodepool import NodePool
 from nodewright.model.objects import DO_NOT_DISRUPT, Pod
@@ -108,6 +108,9 @@ def _node_block(state: ClusterState, member: FleetNode) -> str:
         return "node is nominated for a pending pod"
     if member.do_not_disrupt:
         return f'disruption is blocked through the "{DO_NOT_DISRUPT}" annotation'
+    protected = str(member.annotations.get(PROTECTED_UNTIL_ANNOTATION) or "")
+    if protected and epoch(protected) > state.now:
+        return f"launched early for a rebalance recommendation: protected until {protected}"
     if member.nodepool not in state.pools:
         if not member.nodepool:
             return "node has no karpenter.sh/nodepool label"

@@ -30,6 +30,9 @@ DRIFTED = "Drifted"
 CONSOLIDATABLE = "Consolidatable"
 # The pods the provisioner nominated to a NodeClaim (a JSON list of namespace/name), written at creation.
 NOMINATED_PODS_ANNOTATION = "nodewright.io/pods"
+# On a rebalance's early replacement (RFC 3339): emptiness and consolidation leave it alone until then, while the
+# recommendation may still turn into a Spot warning whose pods it is there for.
+PROTECTED_UNTIL_ANNOTATION = "nodewright.io/protected-until"
 
 
 @dataclass(frozen=True, slots=True)

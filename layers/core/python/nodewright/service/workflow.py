@@ -48,7 +48,6 @@ REPLACEMENT_TIMEOUT_SECONDS = 15 * 60  # as long as the provisioner waits for an
 # A rebalance's early replacement is kept (and the node softly tainted) at least this long, or the NodePool's
 # consolidateAfter when longer: a Spot warning often follows a recommendation within minutes.
 PREPARE_PROTECTION_SECONDS = 600
-PROTECTED_UNTIL_ANNOTATION = "nodewright.io/protected-until"
 # Drain rounds: every 10 s for the first ten minutes, then every minute, so a PodDisruptionBudget that holds a node
 # for days fits in one execution's history (Step Functions keeps 25,000 events).
 DRAIN_POLL_SECONDS = 10
