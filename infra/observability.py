@@ -84,6 +84,13 @@ def _forwarder(name: str, cluster: str, statistic: str) -> cloudwatch.Metric:
     )
 
 
+def _function_metric(name: str, service: str) -> cloudwatch.Metric:
+    """A metric a function publishes in EMF (Powertools' `service` dimension is the function's)."""
+    return cloudwatch.Metric(
+        namespace=NAMESPACE, metric_name=name, dimensions_map={"service": service}, statistic="Sum", period=PERIOD
+    )
+
+
 class Observability(Construct):
     """`alarms` (by name) and the `dashboard`."""
 
@@ -161,6 +168,32 @@ class Observability(Construct):
                 evaluation_periods=5,
                 datapoints_to_alarm=3,
                 comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            ),
+            "EventsRefused": cloudwatch.Alarm(
+                self,
+                "EventsRefused",
+                alarm_description=f"nodewright ({cluster}): an interruption event was refused and deleted nothing "
+                "(another account or region, a warning received past its two-minute notice, or one EC2 "
+                "contradicts); the interruption function's log line 'event refused' names the reason: a late "
+                "warning means the queue or the function lagged, a forged one that something else can send to "
+                "the queue",
+                metric=_function_metric("EventsRefused", "interruption"),
+                threshold=1,
+                evaluation_periods=1,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            ),
+            "NodesRestored": cloudwatch.Alarm(
+                self,
+                "NodesRestored",
+                alarm_description=f"nodewright ({cluster}): the planner gave back a node whose disruption workflow "
+                "ended without finishing or rolling back (aborted, timed out, killed outside its Catch); the "
+                "node's DisruptionRestored event names the execution and how it ended",
+                metric=_function_metric("NodesRestored", "planner"),
+                threshold=1,
+                evaluation_periods=1,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
                 treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
             ),
             "ForwarderSilent": cloudwatch.Alarm(

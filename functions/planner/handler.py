@@ -91,6 +91,10 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     metrics.add_metric("Unconsolidatable", MetricUnit.Count, result["unconsolidatable"])
     metrics.add_metric("PlannerProblems", MetricUnit.Count, len(result["problems"]))
     metrics.add_metric("InstancesCollected", MetricUnit.Count, len(result["collected"]))
+    # Reconciliation: nodes given back (their workflow ended without finishing) and NodeClaims of vanished instances.
+    repaired = [r["kind"] for r in result["repaired"]]
+    metrics.add_metric("NodesRestored", MetricUnit.Count, repaired.count("restore"))
+    metrics.add_metric("NodeClaimsForgotten", MetricUnit.Count, repaired.count("forget"))
     decisions = result["decisions"]
     metrics.add_metric("CostPerHourBefore", MetricUnit.Count, decisions.get("cost_per_hour_before", 0.0))
     for figures in result["methods"]:
@@ -101,6 +105,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         logger.info("disruption decided", extra=entry)
     for instance in result["collected"]:
         logger.warning("terminated an instance no NodeClaim accounts for", extra={"instance_id": instance})
+    for repair in result["repaired"]:
+        logger.warning("reconciled", extra=repair)
     logger.info("tick", extra={k: v for k, v in result.items() if k != "decisions"})
     return result
 

@@ -176,3 +176,16 @@ def test_malformed_settings_are_refused_naming_the_key_and_how_to_pass_it(contex
     with pytest.raises(ContextError) as caught:
         Settings.from_context({"clusterName": CLUSTER, **context}.get)
     assert named in str(caught.value) and f"-c {named}=" in str(caught.value)
+
+
+def test_refused_interruption_events_and_nodes_given_back_by_reconciliation_raise_alarms(default_synth: Synth) -> None:
+    alarms = {
+        a["Properties"].get("MetricName"): a["Properties"]
+        for a in default_synth.resources("AWS::CloudWatch::Alarm").values()
+    }
+    refused, restored = alarms["EventsRefused"], alarms["NodesRestored"]
+    assert refused["Dimensions"] == [{"Name": "service", "Value": "interruption"}]
+    assert restored["Dimensions"] == [{"Name": "service", "Value": "planner"}]
+    for alarm in (refused, restored):
+        assert alarm["Namespace"] == env.METRICS_NAMESPACE and alarm["Threshold"] == 1
+        assert alarm["AlarmActions"] and alarm["OKActions"]
