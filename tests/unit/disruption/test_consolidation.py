@@ -45,7 +45,7 @@ def test_a_nodeclaim_pointed_at_a_node_nodewright_did_not_launch_makes_it_no_can
     assert [c["nodeclaim"] for c in decide(cluster)[1]["commands"]] == ["claim-idle"]  # while it is ours
     # The node of a managed node group: no karpenter.sh/nodepool label, only the providerID the claim names.
     del node["metadata"]["labels"]["karpenter.sh/nodepool"]
-    decided, shown = decide(cluster)
+    _, shown = decide(cluster)
     assert shown["commands"] == []
     assert not any(m.registered for m in cluster.state().fleet if m.nodeclaim == "claim-idle")
     # Nor a node of another NodePool (Karpenter's, say, under the same providerID).
