@@ -3,7 +3,9 @@
 Thin by design: validate the forwarder's payload at the edge (`service.batch.parse_batch`), check it is
 for this cluster, answer a retried delivery that launched from its record (`service.provision.delivery`, in
 the stack's DynamoDB table), otherwise run `nodewright.service.provision.provision`, and map the result to the
-response, one structured log line per launch and per pod that could not be placed, and metrics.
+response, one structured log line per launch and per pod that could not be placed, and metrics. Then write the
+pod events the payload reports as NodeClaims' `status.lastPodEventTime`, where the API server confirms them
+(`service.provision.podevents`; the forwarder may not write NodeClaim status itself).
 
 Nothing reads settings at import time: clients and adapters are built on the first invocation and kept in
 this module for the container's life (warm invocations reuse the EKS token, the parts of EC2NodeClasses
@@ -110,10 +112,21 @@ def build_runtime(cluster: Any = None) -> _Runtime:
     nodepool_templates = TemplateCache()  # NodePools prepared against the catalog, kept batch after batch
 
     def run(batch: Any) -> dict[str, Any]:
+        if batch.pods or batch.nodes or not batch.pod_events:
+            answer = provide(batch)
+        else:
+            # Pod events only (the forwarder had nothing else to send): no lifecycle pass, no fleet read.
+            answer = {"cluster": settings.cluster, "batch_id": batch.batch_id}
+        if batch.pod_events:
+            # After the decision, so recording pod events never delays a launch.
+            answer["pod_events"] = _record_pod_events(batch.pod_events, cluster, clock.now())
+        return answer
+
+    def provide(batch: Any) -> dict[str, Any]:
         replayed = delivery.recall(state, batch.batch_id, clock.now())
         if replayed is not None:
             logger.info("delivery answered from its record", extra={"batch_id": batch.batch_id})
-            return replayed
+            return dict(replayed)
         result = provision(
             batch,
             cluster,
@@ -132,6 +145,23 @@ def build_runtime(cluster: Any = None) -> _Runtime:
 
     logger.info("provisioner ready", extra={"cluster": settings.cluster, "catalog": mode})
     return _Runtime(settings.cluster, run)
+
+
+def _record_pod_events(events: Any, cluster: Any, now: float) -> dict[str, int]:
+    """Write the forwarder's pod events as `status.lastPodEventTime` where the API server confirms them
+    (`service.provision.podevents`); one log line per refusal or failure, counts for the answer and metrics."""
+    from nodewright.service.provision.podevents import FAILED, REFUSED, record_pod_events
+
+    counts: dict[str, int] = {}
+    for outcome in record_pod_events(events, cluster, now):
+        counts[outcome.outcome] = counts.get(outcome.outcome, 0) + 1
+        if outcome.outcome == REFUSED:
+            logger.warning("pod event refused", extra=outcome.to_json())
+        elif outcome.outcome == FAILED:
+            logger.error("pod event not recorded", extra=outcome.to_json())
+    metrics.add_metric("PodEventsRecorded", MetricUnit.Count, counts.get("recorded", 0))
+    metrics.add_metric("PodEventsRefused", MetricUnit.Count, counts.get(REFUSED, 0))
+    return dict(sorted(counts.items()))
 
 
 def _emit(result: dict[str, Any]) -> None:

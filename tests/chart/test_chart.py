@@ -199,19 +199,26 @@ def test_no_rule_reaches_karpenters_objects(render: Any) -> None:
         assert "*" not in str(role["rules"]), role["metadata"]["name"]
 
 
-def test_the_forwarder_only_reads_pods_and_nodes_and_stamps_nodeclaim_status(render: Any) -> None:
+def test_the_forwarder_only_reads_pods_nodes_and_nodeclaims_and_writes_no_nodeclaim(render: Any) -> None:
     rendered: Rendered = render()
     role = rendered.one("ClusterRole", "nodewright-forwarder")
     # It watches nodes to report the ones that joined still tainted karpenter.sh/unregistered (the provisioner,
-    # not the forwarder, takes the taint off), and stamps each NodeClaim's last pod event for consolidation.
+    # not the forwarder, takes the taint off), and lists NodeClaims to name a node's claim in the pod events it
+    # reports. It may not write NodeClaim status: that could move a claim's providerID onto a node nodewright did
+    # not launch; the provisioner writes lastPodEventTime once the API server confirms the report.
     assert _rules(role) == {
         ("", "pods", "list"),
         ("", "pods", "watch"),
         ("", "nodes", "list"),
         ("", "nodes", "watch"),
         ("nodewright.io", "nodeclaims", "list"),
-        ("nodewright.io", "nodeclaims/status", "patch"),
     }
+    provisioner = _rules(rendered.one("ClusterRole", "nodewright-provisioner"))
+    assert {
+        ("nodewright.io", "nodeclaims", "get"),
+        ("", "nodes", "get"),
+        ("nodewright.io", "nodeclaims/status", "patch"),
+    } <= provisioner
 
 
 def test_only_the_workflow_evicts_and_deletes_pods_and_only_it_and_the_planner_delete_nodes(render: Any) -> None:

@@ -466,3 +466,47 @@ def test_a_registration_payload_from_the_forwarder_takes_the_unregistered_taint_
     assert record is not None and record["status"]["nodeName"] == "ip-10-0-0-9.ec2.internal"
     # Nothing was launched for it.
     assert len(instances(account["ec2"])) == 1
+
+
+def test_pod_events_in_a_payload_are_written_only_where_the_api_server_confirms_them(account: dict[str, Any]) -> None:
+    handler = load_handler("provisioner")
+    cluster = InMemoryCluster(manifests(pod("web-0")))
+    handler._RUNTIME = handler.build_runtime(cluster=cluster)
+    [launched] = handler.handler(event(cluster), Context())["nodeclaims"]
+    provider = f"aws:///{launched['zone']}/{launched['instance_id']}"
+    labels = {"karpenter.sh/nodepool": "general"}
+    cluster.put(
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": "n1", "labels": labels},
+            "spec": {"providerID": provider},
+        }
+    )
+    # A managed node group's node: not labelled as nodewright's, whatever a report says about it.
+    cluster.put(
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": "mng", "labels": {}},
+            "spec": {"providerID": provider},
+        }
+    )
+    now = time.time()
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now - 30))
+    ahead = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now + 3600))
+    reports = [
+        {"nodeclaim": launched["name"], "node": "mng", "at": stamp},
+        {"nodeclaim": launched["name"], "node": "n1", "at": ahead},
+        {"nodeclaim": "nobody", "node": "n1", "at": stamp},
+    ]
+    payload = {"batch_id": "events-1", "cluster": CLUSTER, "pods": [], "pod_events": reports}
+    response = handler.handler(payload, Context())
+    # Pod events alone: no lifecycle pass, nothing planned; every report refused, nothing written.
+    assert response == {"cluster": CLUSTER, "batch_id": "events-1", "pod_events": {"refused": 3}}
+    assert "lastPodEventTime" not in cluster.nodeclaim(launched["name"])["status"]
+    # Riding along with a retried pod batch (answered from its record): the confirmed report is written.
+    retried = {**event(cluster), "pod_events": [{"nodeclaim": launched["name"], "node": "n1", "at": stamp}]}
+    response = handler.handler(retried, Context())
+    assert response["replayed"] is True and response["pod_events"] == {"recorded": 1}
+    assert cluster.nodeclaim(launched["name"])["status"]["lastPodEventTime"] == stamp

@@ -31,10 +31,26 @@ def test_an_empty_node_goes_without_a_replacement_once_consolidate_after_passed(
     [command] = shown["commands"]
     assert (command["nodeclaim"], command["method"], command["reason"]) == ("claim-idle", EMPTINESS, "Empty")
     assert command["replacement"] is None and command["pods"] == [] and command["savings_per_hour"] > 0
-    # A pod removed from the node a minute ago restarts the timer (status.lastPodEventTime, from the forwarder).
+    # A pod removed from the node a minute ago restarts the timer (status.lastPodEventTime: the forwarder reports
+    # the pod event, the provisioner writes it).
     cluster.find("NodeClaim", "claim-idle")["status"]["lastPodEventTime"] = "2027-01-15T07:59:00Z"
     decided, shown = decide(cluster)
     assert shown["commands"] == [] and "has not passed" in decided.skipped["claim-idle"]
+
+
+def test_a_nodeclaim_pointed_at_a_node_nodewright_did_not_launch_makes_it_no_candidate() -> None:
+    cluster = Cluster()
+    cluster.pool(disruption={"consolidateAfter": "5m", **ALL}, requirements=M5_ON_DEMAND)
+    _, node = cluster.node("idle", "m5.large")
+    assert [c["nodeclaim"] for c in decide(cluster)[1]["commands"]] == ["claim-idle"]  # while it is ours
+    # The node of a managed node group: no karpenter.sh/nodepool label, only the providerID the claim names.
+    del node["metadata"]["labels"]["karpenter.sh/nodepool"]
+    _, shown = decide(cluster)
+    assert shown["commands"] == []
+    assert not any(m.registered for m in cluster.state().fleet if m.nodeclaim == "claim-idle")
+    # Nor a node of another NodePool (Karpenter's, say, under the same providerID).
+    node["metadata"]["labels"]["karpenter.sh/nodepool"] = "karpenters"
+    assert decide(cluster)[1]["commands"] == []
 
 
 def test_consolidate_after_never_disables_emptiness_and_consolidation() -> None:

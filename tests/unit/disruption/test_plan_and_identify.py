@@ -36,10 +36,11 @@ def claim(name: str, created: str = "2027-01-15T08:00:00Z", **spec: Any) -> dict
     }
 
 
-def node(name: str, instance: str, ready: bool = True, **extra: Any) -> dict[str, Any]:
+def node(name: str, instance: str, ready: bool = True, pool: str = "general", **extra: Any) -> dict[str, Any]:
+    labels = {"karpenter.sh/nodepool": pool} if pool else {}
     return {
         "kind": "Node",
-        "metadata": {"name": name, "annotations": extra.get("annotations", {})},
+        "metadata": {"name": name, "labels": labels, "annotations": extra.get("annotations", {})},
         "spec": {"providerID": f"aws:///us-east-1a/i-{instance}", "taints": extra.get("taints", [])},
         "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]},
     }
@@ -61,6 +62,18 @@ def test_the_fleet_joins_by_provider_id_and_claims_carry_their_own_expiry() -> N
     )
     assert b.expire_after == POOL.expire_after_seconds and not b.ready and b.registered
     assert c.expire_after is None and not c.registered
+
+
+def test_a_claim_pointed_at_a_node_nodewright_did_not_launch_joins_nothing() -> None:
+    # A managed node group's node has no karpenter.sh/nodepool label; another pool's node carries another one.
+    pointed = claim("mng")
+    pointed["status"]["nodeName"] = "ip-10-0-0-9"
+    fleet = fleet_nodes(
+        [pointed, claim("other")],
+        [node("ip-10-0-0-9", "mng", pool=""), node("node-other", "other", pool="batch")],
+        {"general": POOL},
+    )
+    assert [(f.nodeclaim, f.node, f.registered) for f in fleet] == [("mng", "", False), ("other", "", False)]
 
 
 def test_a_malformed_duration_is_reported_and_the_pool_value_used() -> None:

@@ -341,3 +341,56 @@ def test_a_standby_does_not_send_registrations_and_readiness_waits_for_both_list
     assert b.registrations.due(clock.now) and b.next_wait() == 1.0  # a standby waits, it does not spin
     b.step(0)
     assert sink.payloads == []
+
+
+def bound(name: str, node: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": "web", "uid": f"uid-{name}", "ownerReferences": [{"kind": "Job"}]},
+        "spec": {"nodeName": node},
+        "status": {"phase": "Running"},
+    }
+
+
+def test_pod_events_go_to_the_provisioner_never_to_the_api_server() -> None:
+    clock, leases, sink = Clock(), Leases(), Sink()
+    claims = {"n1": "claim-1"}
+    a, b = (replace_nodeclaim_of(replica(identity, leases, sink, clock), claims.get) for identity in ("a", "b"))
+    a.elect_once()
+    b.elect_once()
+    for forwarder in (a, b):
+        forwarder._pod_event("RESET", [])
+        forwarder._pod_event("ADDED", bound("job-0", "n1"))
+        forwarder._pod_event("ADDED", bound("job-1", "n9"))  # a node nodewright did not launch: no NodeClaim
+        forwarder.step(0)
+    assert sink.payloads == [] and a.next_wait() == 1.0  # waiting for a payload to ride along with
+    clock.now += 10.0
+    a.elect_once()  # renewed, as its elector thread does every few seconds
+    b.step(0)
+    assert sink.payloads == []  # a standby keeps its events, and sends nothing
+    a.step(0)
+    [alone] = sink.payloads
+    assert alone["pods"] == [] and alone["cluster"] == "demo"
+    assert alone["pod_events"] == [{"nodeclaim": "claim-1", "node": "n1", "at": "2026-01-01T00:00:00Z"}]
+
+    # The next event rides along with a pod batch; a failed Invoke puts it back for the next payload.
+    clock.now += 20.0
+    a.elect_once()
+    a._pod_event("DELETED", bound("job-0", "n1"))
+    a.apply("ADDED", pod("p1"))
+    sink.fail = True
+    clock.now += 1.0
+    a.step(0)
+    assert [p["name"] for p in sink.payloads[1]["pods"]] == ["p1"] and len(sink.payloads[1]["pod_events"]) == 1
+    sink.fail = False
+    # The pods' undelivered retry, then their window closes: before the events' own flush.
+    clock.now += 5.0
+    a.step(0)
+    clock.now += 1.0
+    a.step(0)
+    assert sink.payloads[2]["pods"] and sink.payloads[2]["pod_events"][0]["nodeclaim"] == "claim-1"
+    assert a.pod_event_outbox.count == 0
+
+
+def replace_nodeclaim_of(forwarder: Forwarder, lookup: Any) -> Forwarder:
+    forwarder.nodeclaim_of = lambda node, now: lookup(node)
+    return forwarder

@@ -231,11 +231,17 @@ def pod(name: str, cpu: str = "1", memory: str = "1Gi", namespace: str = "web", 
     }
 
 
-def node_for(instance: Instance, name: str) -> dict[str, Any]:
+def node_for(instance: Instance, name: str, pool: str = "general") -> dict[str, Any]:
+    # As the kubelet registers: with the labels of nodewright's user data, its NodePool (the instance's tag) among
+    # them.
+    labels = {
+        "node.kubernetes.io/instance-type": instance.instance_type,
+        "karpenter.sh/nodepool": instance.tags.get("nodewright.io/nodepool") or pool,
+    }
     return {
         "apiVersion": "v1",
         "kind": "Node",
-        "metadata": {"name": name, "labels": {"node.kubernetes.io/instance-type": instance.instance_type}},
+        "metadata": {"name": name, "labels": labels},
         "spec": {
             "providerID": f"aws:///{instance.zone}/{instance.id}",
             "taints": [{"key": "karpenter.sh/unregistered", "effect": "NoExecute"}],

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from nodewright.service.batch import Batch, PayloadError, PodHint, parse_batch
+from nodewright.service.batch import MAX_POD_EVENTS, Batch, PayloadError, PodEventHint, PodHint, parse_batch
 
 POD = {"namespace": "web", "name": "web-0", "uid": "u-1", "resourceVersion": "7"}
 
@@ -75,3 +75,21 @@ def test_every_bad_field_is_reported_at_once() -> None:
 def test_a_payload_that_is_not_an_object_is_refused() -> None:
     with pytest.raises(PayloadError, match="expected a JSON object from the forwarder, got list"):
         parse_batch([])
+
+
+def test_pod_events_are_read_with_their_times_and_bad_ones_named() -> None:
+    event = {"nodeclaim": "general-abc", "node": "ip-10-0-0-1", "at": "2027-01-15T08:00:00Z"}
+    batch = parse_batch({"batch_id": "p1", "cluster": "prod", "pods": [], "pod_events": [event]})
+    assert batch.pod_events == (PodEventHint("general-abc", "ip-10-0-0-1", 1_800_000_000.0),)
+    assert batch.pod_events[0].to_json() == event
+    assert parse_batch({"batch_id": "b1", "cluster": "prod", "pods": []}).pod_events == ()
+    bad = [{**event, "at": "yesterday"}, {**event, "at": "2027-01-15T08:00:00"}, {"node": "n"}]
+    with pytest.raises(PayloadError) as error:
+        parse_batch({"batch_id": "p1", "cluster": "prod", "pods": [], "pod_events": bad})
+    assert all(f"pod_events[{i}]" in str(error.value) for i in range(3))
+
+
+def test_a_payload_cannot_make_the_provisioner_read_without_bound() -> None:
+    event = {"nodeclaim": "c", "node": "n", "at": "2027-01-15T08:00:00Z"}
+    with pytest.raises(PayloadError, match=f"at most {MAX_POD_EVENTS}"):
+        parse_batch({"batch_id": "p1", "cluster": "prod", "pods": [], "pod_events": [event] * (MAX_POD_EVENTS + 1)})

@@ -178,5 +178,6 @@ def candidates(state: ClusterState, disruption_class: str = GRACEFUL) -> tuple[l
 
 def last_pod_event(state: ClusterState, member: FleetNode) -> float:
     """When a pod was last bound to the node, from the pods it holds (DaemonSet pods do not count, as in Karpenter's
-    pod-events controller). Removals are only known through `status.lastPodEventTime`, which the forwarder writes."""
+    pod-events controller). Removals are only known through `status.lastPodEventTime`, which the provisioner writes
+    from the pod events the forwarder reports (`service.provision.podevents`)."""
     return max((state.facts(p).bound_at for p in state.pods_on(member) if not state.facts(p).daemonset), default=0.0)

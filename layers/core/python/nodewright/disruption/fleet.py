@@ -137,10 +137,31 @@ def _initialized(claim: Mapping[str, Any], node: Mapping[str, Any] | None, ready
     return True, registered_at
 
 
+def disowns(claim: Mapping[str, Any], node: Mapping[str, Any]) -> str:
+    """Why `node` is not `claim`'s node ("" when it is): their providerIDs must agree and the node must carry the
+    claim's `karpenter.sh/nodepool` label.
+
+    A NodeClaim's status is only as trustworthy as whoever may write it. The label is the node's own (the kubelet
+    registers with it from nodewright's user data), so a claim pointed at a node nodewright did not launch (a
+    managed node group's, whose nodes carry no such label) joins nothing, and that node is never drained, expired
+    or consolidated through it.
+    """
+    claim_provider = str((claim.get("status") or {}).get("providerID") or "")
+    node_provider = str((node.get("spec") or {}).get("providerID") or "")
+    if not claim_provider or claim_provider != node_provider:
+        return f"the node's providerID {node_provider or '(none)'} is not the NodeClaim's {claim_provider or '(none)'}"
+    pool = str(((claim.get("metadata") or {}).get("labels") or {}).get(NODEPOOL_LABEL) or "")
+    node_pool = str(((node.get("metadata") or {}).get("labels") or {}).get(NODEPOOL_LABEL) or "")
+    if not pool or node_pool != pool:
+        return f"the node's {NODEPOOL_LABEL} label {node_pool or '(none)'} is not the NodeClaim's {pool or '(none)'}"
+    return ""
+
+
 def fleet_nodes(
     nodeclaims: Sequence[Mapping[str, Any]], nodes: Sequence[Mapping[str, Any]], pools: Mapping[str, NodePool]
 ) -> list[FleetNode]:
-    """Join NodeClaims to Nodes (by providerID, then by status.nodeName); sorted by NodeClaim name."""
+    """Join NodeClaims to Nodes (by providerID, then by status.nodeName), only where `disowns` finds nothing to
+    object to; sorted by NodeClaim name."""
     by_provider: dict[str, Mapping[str, Any]] = {}
     by_name: dict[str, Mapping[str, Any]] = {}
     for doc in nodes:
@@ -167,6 +188,10 @@ def _fleet_node(
     node: Mapping[str, Any] | None = by_provider.get(provider) if provider else None
     if node is None and status.get("nodeName"):
         node = by_name.get(str(status["nodeName"]))
+    if node is not None and disowns(claim, node):
+        # Not ours to act on: the claim stays unregistered (the registration timeout or instance garbage
+        # collection deals with it), and the node is never a candidate through it.
+        node = None
     node_meta = (node or {}).get("metadata") or {}
     taints = ((node or {}).get("spec") or {}).get("taints") or []
     ready = node is not None and _condition(node, "Ready")

@@ -53,7 +53,7 @@ def main() -> int:
         pods=kube.PodSource(api),
         nodes=kube.NodeSource(api),
         bound_pods=kube.BoundPodSource(api),
-        pod_event_writer=kube.LastPodEventWriter(api).record,
+        nodeclaim_of=kube.NodeClaimIndex(api).nodeclaim_of,
         leases=lease,
         invoker=LambdaInvoker(
             config.settings.provisioner_function,

@@ -5,8 +5,9 @@
 - the node watcher does the same for the nodes nodewright launched, so a node that has joined but still
   carries `karpenter.sh/unregistered` is reported to the provisioner at once (registration.py), instead
   of waiting for the next batch of pods, which their re-send back-off may hold back for minutes;
-- the pod-events watcher follows the pods bound to nodes, and the leader writes each node's last pod event on its
-  NodeClaim (`status.lastPodEventTime`, podevents.py), which emptiness and consolidation wait `consolidateAfter` from;
+- the pod-events watcher follows the pods bound to nodes and queues each node's pod events with its NodeClaim
+  (podevents.py); they go to the provisioner, which writes `status.lastPodEventTime` (emptiness and consolidation
+  wait `consolidateAfter` from it), with the next payload or in one of their own;
 - the elector reads and writes the Lease every `retry_seconds` (leader.py decides) and releases it on
   shutdown, so the other replica takes over at once instead of after the lease duration;
 - the main loop applies queued events to the `Batcher` and `Registrations`; when this replica leads and the
@@ -38,8 +39,9 @@ from nodewright.forwarder.heartbeat import oldest_pending_seconds
 from nodewright.forwarder.leader import Action, Elector
 from nodewright.forwarder.metrics import ForwarderMetrics
 from nodewright.forwarder.outcome import InvokeResult, summarize
-from nodewright.forwarder.podevents import PodEvents
+from nodewright.forwarder.podevents import PodEventOutbox, PodEvents, attach, pod_events_payload
 from nodewright.forwarder.registration import Registrations, registration_payload
+from nodewright.service.batch import PodEventHint
 
 log = logging.getLogger("nodewright.forwarder")
 
@@ -90,9 +92,10 @@ class Forwarder:
     leases: LeaseStoreLike
     invoker: InvokerLike
     nodes: PodSourceLike | None = None
-    # Pod events on nodes (forwarder.podevents): the bound pods' source and what writes lastPodEventTime.
+    # Pod events on nodes (forwarder.podevents): the bound pods' source, and the NodeClaim of a node (None when
+    # nodewright did not launch it) given the node's name and the monotonic time.
     bound_pods: PodSourceLike | None = None
-    pod_event_writer: Callable[[str, float, datetime.datetime], bool] | None = None
+    nodeclaim_of: Callable[[str, float], str | None] | None = None
     gone: type[Exception] = GoneError
     metrics: ForwarderMetrics = field(default_factory=ForwarderMetrics)
     publisher: PublisherLike | None = None  # the heartbeat (heartbeat.py); None publishes nothing
@@ -105,6 +108,7 @@ class Forwarder:
         self.batcher = Batcher(self.config.batch)
         self.registrations = Registrations(self.config.registration)
         self.pod_events = PodEvents()
+        self.pod_event_outbox = PodEventOutbox()
         self.elector = Elector(self.config.identity, self.config.lease)
         self.events: queue.Queue[tuple[str, Any]] = queue.Queue()
         self.synced = threading.Event()
@@ -137,8 +141,8 @@ class Forwarder:
             self._watch(stop, self.nodes, "NODE_", self.nodes_synced, "nodes")
 
     def watch_pod_events_loop(self, stop: threading.Event) -> None:
-        """Watch the pods bound to nodes; the leader records their pod events on the nodes' NodeClaims."""
-        if self.bound_pods is not None and self.pod_event_writer is not None:
+        """Watch the pods bound to nodes; their pod events are queued (`POD_EVENT`) for the provisioner."""
+        if self.bound_pods is not None and self.nodeclaim_of is not None:
             self._watch(stop, self.bound_pods, "", threading.Event(), "bound pods", sink=self._pod_event)
 
     def _pod_event(self, kind: str, obj: Any) -> None:
@@ -146,13 +150,16 @@ class Forwarder:
             self.pod_events.reset(obj)
             return
         node = self.pod_events.observe(kind, obj, self.clock())
-        if not node or self.pod_event_writer is None or not self.is_leader():
+        if not node or self.nodeclaim_of is None:
             return
         try:
-            self.pod_event_writer(node, self.clock(), self.wall())
+            claim = self.nodeclaim_of(node, self.clock())
         except Exception as exc:
             self.metrics.errors.inc(labels=("pod-event",))
-            log.warning("could not record a pod event", extra=_fields(node=node, error=str(exc)))
+            log.warning("could not find a node's NodeClaim", extra=_fields(node=node, error=str(exc)))
+            return
+        if claim:  # a node without one is not nodewright's: nothing to record
+            self.events.put(("POD_EVENT", PodEventHint(claim, node, self.wall().timestamp())))
 
     def _watch(
         self,
@@ -264,6 +271,9 @@ class Forwarder:
         if kind.startswith("NODE_"):
             self._apply_node(kind.removeprefix("NODE_"), obj)
             return
+        if kind == "POD_EVENT":
+            self.pod_event_outbox.add(obj, now)
+            return
         if kind == "RESET":
             before = self.batcher.pending_count
             self.batcher.replace_all(obj, now)
@@ -303,6 +313,8 @@ class Forwarder:
             self.send(now)
         if self.registrations.due(now) and self.is_leader():
             self.send_registrations(now)
+        if self.pod_event_outbox.due(now) and self.is_leader():
+            self.send_pod_events()
         if self.publisher is not None and now >= self._next_heartbeat and self.is_leader():
             self.publish_heartbeat(now)
 
@@ -321,12 +333,15 @@ class Forwarder:
         """Tell the provisioner which nodes have joined but still carry `karpenter.sh/unregistered`, or await
         initialization."""
         nodes = self.registrations.take(now)
-        payload = registration_payload(nodes, self.config.settings.cluster, self._sent_at())
+        payload, events = self._with_pod_events(
+            registration_payload(nodes, self.config.settings.cluster, self._sent_at())
+        )
         self._sending = True
         try:
             result = self.invoker.invoke(payload)
         finally:
             self._sending = False
+        self._settle_pod_events(events, result.ok)
         if result.ok:
             self.registrations.delivered((n.name for n in nodes), self.clock())
         self.metrics.invoke_latency.observe(result.seconds)
@@ -346,6 +361,41 @@ class Forwarder:
             details["fields"]["error"] = result.error
             log.error("registration not delivered; sent again shortly", extra=details)
 
+    def send_pod_events(self) -> None:
+        """Send the queued pod events on their own: nothing else went out while the oldest waited."""
+        events = self.pod_event_outbox.take()
+        payload = pod_events_payload(events, self.config.settings.cluster, self._sent_at())
+        self._sending = True
+        try:
+            result = self.invoker.invoke(payload)
+        finally:
+            self._sending = False
+        self._settle_pod_events(events, result.ok)
+        self.metrics.invoke_latency.observe(result.seconds)
+        details = _fields(batch_id=payload.batch_id, pod_events=len(events), attempts=result.attempts)
+        if result.ok:
+            details["fields"]["response"] = summarize(result.response)
+            log.info("pod events sent", extra=details)
+        else:
+            self.metrics.errors.inc(labels=("invoke",))
+            details["fields"]["error"] = result.error
+            log.error("pod events not delivered; sent again with the next payload", extra=details)
+
+    def _with_pod_events(self, payload: Payload) -> tuple[Payload, list[PodEventHint]]:
+        """The payload with the queued pod events riding along (as many as the limits allow), and those events."""
+        if not self.pod_event_outbox.count:
+            return payload, []
+        events = self.pod_event_outbox.take()
+        joined = attach(payload, events, self.config.payload_limit)
+        if joined is None:  # too large to carry them: they go on their own once due
+            self.pod_event_outbox.undelivered(events, self.clock())
+            return payload, []
+        return joined, events
+
+    def _settle_pod_events(self, events: list[PodEventHint], ok: bool) -> None:
+        if events and not ok:
+            self.pod_event_outbox.undelivered(events, self.clock())
+
     def _sent_at(self) -> str:
         return self.wall().strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
@@ -355,8 +405,10 @@ class Forwarder:
         payloads = build_payloads(hints, self.config.settings.cluster, self._sent_at(), self.config.payload_limit)
         self._sending = True
         try:
-            for payload in payloads:
+            for original in payloads:
+                payload, events = self._with_pod_events(original)
                 result = self.invoker.invoke(payload)
+                self._settle_pod_events(events, result.ok)
                 # Only a delivered batch counts towards a pod's re-send back-off; the pods of a failed one go
                 # out again shortly, as if this send had not happened.
                 if result.ok:
@@ -396,9 +448,11 @@ class Forwarder:
         """
         bound = min(1.0, self.config.lease.retry_seconds)
         now = self.clock()
-        if (self.batcher.due(now) or self.registrations.due(now)) and not self.is_leader():
+        outbox = self.pod_event_outbox
+        if (self.batcher.due(now) or self.registrations.due(now) or outbox.due(now)) and not self.is_leader():
             return bound
-        wakeups = [w for w in (self.batcher.next_wakeup(), self.registrations.next_wakeup()) if w is not None]
+        candidates = (self.batcher.next_wakeup(), self.registrations.next_wakeup(), outbox.next_wakeup())
+        wakeups = [w for w in candidates if w is not None]
         if not wakeups:
             return bound
         return min(bound, max(0.0, min(wakeups) - now))

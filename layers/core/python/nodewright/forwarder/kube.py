@@ -220,33 +220,22 @@ class BoundPodSource(PodSource):
 
 
 @dataclass
-class LastPodEventWriter:
-    """Writes `status.lastPodEventTime` on the NodeClaim of a node. NodeClaims are found by `status.nodeName` from a
-    list kept for `refresh_seconds` (listed again when a node is not in it: a NodeClaim registers after its pods are
-    nominated, so a new node shows up soon after its first pods)."""
+class NodeClaimIndex:
+    """The NodeClaim of each node, by `status.nodeName`, from a list kept for `refresh_seconds` (listed again when a
+    node is not in it: a NodeClaim registers after its pods are nominated, so a new node shows up soon after its
+    first pods). Read-only: the provisioner writes `status.lastPodEventTime` (see `forwarder.podevents`)."""
 
     api: client.ApiClient
     refresh_seconds: float = 60.0
     _by_node: dict[str, str] = field(default_factory=dict)
     _listed_at: float = float("-inf")
 
-    def record(self, node: str, now: float, when: datetime.datetime) -> bool:
-        """True when a NodeClaim was found and written; a node nodewright did not launch has none."""
+    def nodeclaim_of(self, node: str, now: float) -> str | None:
+        """The name of the node's NodeClaim; None for a node nodewright did not launch (or not yet known)."""
         stale = now - self._listed_at >= self.refresh_seconds
         if stale or (node not in self._by_node and now - self._listed_at >= RELIST_MIN_SECONDS):
             self._relist(now)
-        name = self._by_node.get(node)
-        if name is None:
-            return False
-        custom: Any = client.CustomObjectsApi(self.api)
-        body = {"status": {"lastPodEventTime": when.strftime("%Y-%m-%dT%H:%M:%SZ")}}
-        try:
-            custom.patch_cluster_custom_object_status(*NODECLAIMS, name, body, _preload_content=False)
-        except ApiException as exc:
-            if exc.status != 404:  # the NodeClaim is gone with its node: nothing to record
-                raise
-            return False
-        return True
+        return self._by_node.get(node)
 
     def _relist(self, now: float) -> None:
         custom: Any = client.CustomObjectsApi(self.api)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 
@@ -47,11 +48,34 @@ class PodHint:
 
 
 @dataclass(frozen=True, slots=True)
+class PodEventHint:
+    """The forwarder saw a pod event on `node` (a pod bound to it, finished, terminating or deleted) at `at`
+    (epoch seconds), and took `nodeclaim` for the node's NodeClaim.
+
+    A claim, not a fact: the provisioner writes `status.lastPodEventTime` only once the API server confirms that
+    the NodeClaim and the node exist and belong together, and never later than its own clock
+    (`service.provision.podevents`).
+    """
+
+    nodeclaim: str
+    node: str
+    at: float
+
+    def to_json(self) -> dict[str, str]:
+        return {"nodeclaim": self.nodeclaim, "node": self.node, "at": rfc3339(self.at)}
+
+
+def rfc3339(epoch: float) -> str:
+    """Epoch seconds as the API server writes timestamps (UTC, whole seconds)."""
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True, slots=True)
 class Batch:
     """The forwarder's payload: hints of pending pods, with an id for the delivery.
 
     A registration payload has no pods and names `nodes` that joined with `karpenter.sh/unregistered` (or
-    await initialization).
+    await initialization). Any payload may carry `pod_events` (a payload of its own when nothing else is sent).
     """
 
     batch_id: str
@@ -59,6 +83,7 @@ class Batch:
     pods: Sequence[PodHint]
     sent_at: str = ""
     nodes: Sequence[str] = ()
+    pod_events: Sequence[PodEventHint] = ()
 
 
 class PayloadError(ValueError):
@@ -66,6 +91,9 @@ class PayloadError(ValueError):
 
 
 MAX_BATCH_ID = 256
+# At most this many pod events in one payload (the forwarder sends the rest with the next one): each costs the
+# provisioner two consistent GETs, so a payload cannot make it read without bound.
+MAX_POD_EVENTS = 500
 
 
 def _hint(item: Any) -> PodHint | None:
@@ -82,12 +110,29 @@ def _hint(item: Any) -> PodHint | None:
     return PodHint(namespace, name, uid, version)
 
 
+def _pod_event(item: Any) -> PodEventHint | None:
+    """`{"nodeclaim", "node", "at"}` with non-empty strings, `at` an RFC 3339 time with its zone; else None."""
+    if not isinstance(item, Mapping):
+        return None
+    claim, node, at = item.get("nodeclaim"), item.get("node"), item.get("at")
+    if not all(isinstance(v, str) and v for v in (claim, node, at)):
+        return None
+    try:
+        when = datetime.fromisoformat(str(at).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        return None
+    return PodEventHint(str(claim), str(node), when.timestamp())
+
+
 def parse_batch(payload: Any) -> Batch:
     """Validate the forwarder's payload into a Batch.
 
     `payload` is the decoded JSON: `batch_id` (1-256 characters), `cluster` (non-empty), `pods` (a list of
     hints: objects with a non-empty `name` and optional `namespace`, `uid`, `resourceVersion`), optional
-    `sent_at` (string) and `nodes` (a list of node names). Unknown keys are ignored, so a newer forwarder can
+    `sent_at` (string), `nodes` (a list of node names) and `pod_events` (at most `MAX_POD_EVENTS` objects with
+    string `nodeclaim`, `node` and an RFC 3339 `at`). Unknown keys are ignored, so a newer forwarder can
     add some. Raises PayloadError naming every wrong field.
     """
     if not isinstance(payload, Mapping):
@@ -124,6 +169,22 @@ def parse_batch(payload: Any) -> Batch:
     if not isinstance(nodes, list) or not all(isinstance(n, str) for n in nodes):
         problems.append("nodes: must be a list of node names")
         nodes = []
+    events: list[PodEventHint] = []
+    raw_events = payload.get("pod_events", [])
+    if not isinstance(raw_events, list):
+        problems.append("pod_events: must be a list of pod events")
+    elif len(raw_events) > MAX_POD_EVENTS:
+        problems.append(f"pod_events: {len(raw_events)} entries, at most {MAX_POD_EVENTS} allowed")
+    else:
+        for index, item in enumerate(raw_events):
+            event = _pod_event(item)
+            if event is None:
+                problems.append(
+                    f"pod_events[{index}]: must be an object with non-empty string `nodeclaim` and `node` and an "
+                    "RFC 3339 `at` with its time zone"
+                )
+            else:
+                events.append(event)
     if problems:
         raise PayloadError("payload: " + "; ".join(problems[:20]))
-    return Batch(batch_id, cluster, tuple(hints), sent_at, tuple(nodes))
+    return Batch(batch_id, cluster, tuple(hints), sent_at, tuple(nodes), tuple(events))
