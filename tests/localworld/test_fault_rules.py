@@ -237,3 +237,26 @@ def test_a_killed_invocation_stops_before_the_call_and_every_later_one_in_any_th
         with pytest.raises(InvocationKilled):
             api.request("GET", "/api/v1/namespaces")
     assert faults.to_json()["kill"][0]["fired"] == 1
+
+
+def test_work_chained_through_done_callbacks_still_belongs_to_the_invocation() -> None:
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    from nodewright.localworld.lambda_seam import current, install_step_hooks, running
+
+    install_step_hooks()
+    seen: list[str] = []
+    chained: Future[None] = Future()
+    with running("stack-Provisioner-1", Faults()), ThreadPoolExecutor(2) as first, ThreadPoolExecutor(2) as second:
+
+        def launch() -> None:
+            invocation = current()
+            seen.append(invocation.function if invocation else "")
+
+        def created(_: Future[None]) -> None:
+            # As the provisioner's pipeline does: a claim created in one pool launches in another.
+            second.submit(launch).add_done_callback(lambda _: chained.set_result(None))
+
+        first.submit(lambda: None).add_done_callback(created)
+        chained.result(timeout=5)
+    assert seen == ["stack-Provisioner-1"]

@@ -96,7 +96,7 @@ def running(function: str, faults: Faults | None) -> Iterator[Invocation]:
 def install_step_hooks() -> None:
     """Wrap botocore's API calls, the Kubernetes adapter's requests and thread-pool submission (once per
     process) so kill rules see every step an invocation takes, in any of its threads."""
-    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import Future, ThreadPoolExecutor
 
     from botocore.client import BaseClient
     from botocore.exceptions import ClientError
@@ -141,11 +141,24 @@ def install_step_hooks() -> None:
     setattr(ApiServer, "request", kubernetes_request)  # noqa: B010
 
     submit = ThreadPoolExecutor.submit
+    add_done_callback = Future.add_done_callback
 
     def submit_in_context(self: Any, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
         # Worker threads start with an empty context; a handler's pool must still count as the invocation.
+        if _CURRENT.get() is None:
+            return submit(self, fn, *args, **kwargs)
         return submit(self, contextvars.copy_context().run, fn, *args, **kwargs)
 
+    def add_done_callback_in_context(self: Any, fn: Any) -> None:
+        # A done callback runs in whichever thread finished the future, outside the work's context; a handler's
+        # callback that submits more work (the provisioner's create-then-launch pipeline) must carry it along.
+        if _CURRENT.get() is None:
+            add_done_callback(self, fn)
+            return
+        context = contextvars.copy_context()
+        add_done_callback(self, lambda future: context.run(fn, future))
+
+    setattr(Future, "add_done_callback", add_done_callback_in_context)  # noqa: B010
     setattr(ThreadPoolExecutor, "submit", submit_in_context)  # noqa: B010
 
 

@@ -198,7 +198,7 @@ class ScheduleRunner:
             # Moved on before firing, so a tick that runs long or a concurrent tick(due_only) never repeats it.
             for schedule in due:
                 self._timetable.fired(schedule.spec(), now)
-        records = (self._run(s, unless_paused=True) for s in due)
+        records = (self._run(s, unless_paused=True, source="schedule") for s in due)
         return [r for r in records if r is not None]
 
     def tick(self, due_only: bool = False, name: str = "") -> list[dict[str, Any]]:
@@ -213,10 +213,10 @@ class ScheduleRunner:
                 schedules = [s for s in schedules if s.key in due]
                 for schedule in schedules:
                     self._timetable.fired(schedule.spec(), now)
-        records = (self._run(s, unless_paused=False) for s in schedules)
+        records = (self._run(s, unless_paused=False, source="tick") for s in schedules)
         return [r for r in records if r is not None]
 
-    def _run(self, schedule: Found, unless_paused: bool) -> dict[str, Any] | None:
+    def _run(self, schedule: Found, unless_paused: bool, source: str) -> dict[str, Any] | None:
         with self._firing:
             if unless_paused and self.paused:
                 return None  # paused while waiting for the previous firing: pause() promised nothing more fires
@@ -225,6 +225,7 @@ class ScheduleRunner:
             outcome = self._fire(schedule)
             record = {
                 "schedule": f"{schedule.group}/{schedule.name}",
+                "source": source,  # "schedule": fired on time; "tick": fired on request
                 "target": schedule.target.get("Arn", ""),
                 "at": started.isoformat(),
                 "seconds": round(time.monotonic() - began, 3),
