@@ -1,4 +1,5 @@
-"""End-to-end fixtures: one local world per test session, a namespace per test, faults reset.
+"""End-to-end fixtures: one local world per test session, a namespace per test, faults reset, the stack's
+schedules paused unless a test asks for them (`planner_schedule`).
 
 The world is started by the same code as `nodewright localworld up`, in a temporary state directory
 so a developer's own `.localworld/` is left alone, with short Step Functions waits (at most a second) and a short boot
@@ -37,8 +38,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def local_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     """A running local world for the whole session, torn down at the end."""
     state_dir = tmp_path_factory.mktemp("localworld")
+    # Schedules paused: a planner ticking behind a test's back would take its nodes; `planner_schedule` resumes them.
     options = world.Options(
-        cluster=f"e2e-{uuid.uuid4().hex[:6]}", short_waits=True, boot_delay=1.0, startup_timeout=120
+        cluster=f"e2e-{uuid.uuid4().hex[:6]}",
+        short_waits=True,
+        schedules_paused=True,
+        boot_delay=1.0,
+        startup_timeout=120,
     )
     state = world.up(state_dir, options)
     try:
@@ -59,6 +65,23 @@ def namespace(local_world: World) -> Iterator[str]:
     )
     yield name
     local_world.core.delete_namespace(name)
+
+
+# Seconds between planner ticks while `planner_schedule` runs; `@pytest.mark.tick_seconds(N)` changes it for a test.
+TICK_SECONDS = 10.0
+
+
+@pytest.fixture
+def planner_schedule(local_world: World, stack: Any, request: pytest.FixtureRequest) -> Iterator[float]:
+    """The stack's schedules firing on their own, every TICK_SECONDS (or the test's `tick_seconds` marker), as the
+    planner runs in AWS; paused again afterwards (waiting for a tick in progress). Yields the period."""
+    marker = request.node.get_closest_marker("tick_seconds")
+    period = float(marker.args[0]) if marker is not None else TICK_SECONDS
+    local_world.resume_schedules(period_seconds=period)
+    try:
+        yield period
+    finally:
+        local_world.pause_schedules()
 
 
 @pytest.fixture(autouse=True)

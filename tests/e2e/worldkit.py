@@ -1,5 +1,5 @@
 """Helpers for end-to-end tests over a running local world: clients, a node factory, Lambda
-functions from tests/e2e/functions, fault switching, and bounded waiting."""
+functions from tests/e2e/functions, fault switching, the world's schedules, and bounded waiting."""
 
 from __future__ import annotations
 
@@ -89,13 +89,40 @@ class World:
             return int(exc.code)
 
     def set_faults(self, doc: dict[str, Any]) -> dict[str, Any]:
-        """Replace the moto server's fault rules (see nodewright.localworld.faults)."""
+        """Replace the moto server's fault rules (see nodewright.localworld.faults): `unavailable`, `throttle`,
+        `refuse` and `kill`; `{}` clears them all. Returns the rules with each one's `remaining` and `fired`."""
         request = urllib.request.Request(
             f"{self.state.endpoint_url}/_nodewright/faults", data=json.dumps(doc).encode(), method="PUT"
         )
         with urllib.request.urlopen(request, timeout=10) as response:
             result: dict[str, Any] = json.loads(response.read())
             return result
+
+    def faults(self) -> dict[str, Any]:
+        """The fault rules in force, each with its `remaining` count and how often it `fired`."""
+        return world.control(self.state, "faults", method="GET")
+
+    def schedules(self) -> dict[str, Any]:
+        """The stack's EventBridge Scheduler schedules as the world runs them: `paused`, `period_seconds`,
+        `schedules` (name, expression, target, next, last firing) and `history` (recent firings)."""
+        return world.control(self.state, "schedules", method="GET")
+
+    def pause_schedules(self) -> dict[str, Any]:
+        """Stop firing schedules; returns once a firing in progress has ended."""
+        return world.control(self.state, "schedules/pause", {})
+
+    def resume_schedules(self, period_seconds: float | None = None) -> dict[str, Any]:
+        """Fire schedules again, counted from now: every `period_seconds` if given, else on their expressions."""
+        return world.control(self.state, "schedules/resume", {"period_seconds": period_seconds})
+
+    def tick_schedules(self, due_only: bool = False, name: str = "") -> list[dict[str, Any]]:
+        """Fire the schedules now (paused or not; only the due ones with `due_only`; only those whose name contains
+        `name`), wait for their targets and return one record per firing: `schedule`, `target`, `at`, `seconds`,
+        `ok`, `result` (the Lambda's answer), `error`, `dead_lettered`."""
+        results: list[dict[str, Any]] = world.control(
+            self.state, "schedules/tick", {"due_only": due_only, "name": name}
+        )["results"]
+        return results
 
     def release_ami(self, parameter: str) -> dict[str, str]:
         """Publish a new AMI behind a public AMI parameter, as an EKS release does; returns old and new ids."""

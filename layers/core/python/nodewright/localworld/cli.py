@@ -1,4 +1,7 @@
-"""`nodewright localworld up | down | status`.
+"""`nodewright localworld up | down | status | schedules | pause | resume | tick`.
+
+`schedules` lists the stack's EventBridge Scheduler schedules as the world runs them (next firing, last result);
+`pause` and `resume [--period S]` stop and restart them; `tick` fires them once now and prints what they returned.
 
 Imports stay light here (no boto3, kubernetes or moto) because the top-level CLI imports every
 sub-command's module just to build its parser.
@@ -18,10 +21,18 @@ def add_parser(subparsers: Any) -> None:
         help="run a local Kubernetes control plane with KWOK nodes and moto as AWS",
         description="Start, inspect or stop the local world (see README, 'The local world').",
     )
-    parser.add_argument("action", choices=["up", "down", "status"])
+    parser.add_argument("action", choices=["up", "down", "status", "schedules", "pause", "resume", "tick"])
     parser.add_argument("--state-dir", type=Path, default=None, help="default: <repo>/.localworld")
     parser.add_argument("--cluster", default=None, help="cluster name and discovery tag value")
     parser.add_argument("--short-waits", action="store_true", help="Wait states and Retry intervals last <= 1 s")
+    parser.add_argument(
+        "--schedules-paused",
+        action="store_true",
+        help="start with the stack's EventBridge Scheduler schedules (the planner's tick) paused",
+    )
+    parser.add_argument(
+        "--period", type=float, default=None, help="resume: fire every PERIOD seconds instead of each expression"
+    )
     parser.add_argument("--boot-delay", type=float, default=3.0, help="seconds before an instance's node registers")
     parser.add_argument("--timeout", type=float, default=120.0, help="start-up deadline per component (s)")
     parser.add_argument("--cdk-out", type=Path, default=None, help="a synthesized cloud assembly to deploy on up")
@@ -38,7 +49,12 @@ def run(args: argparse.Namespace) -> int:
 
     state_dir: Path = args.state_dir or world.state_dir_default()
     if args.action == "up":
-        options = world.Options(short_waits=args.short_waits, boot_delay=args.boot_delay, startup_timeout=args.timeout)
+        options = world.Options(
+            short_waits=args.short_waits,
+            schedules_paused=args.schedules_paused,
+            boot_delay=args.boot_delay,
+            startup_timeout=args.timeout,
+        )
         if args.cluster:
             options.cluster = args.cluster
         try:
@@ -68,6 +84,8 @@ def run(args: argparse.Namespace) -> int:
         print("no local world")
         return 1
     state = recorded
+    if args.action in ("schedules", "pause", "resume", "tick"):
+        return _schedules(state, args)
     alive = world.running(state)
     memory = world.resident_memory_kib(state.pids)
     print(f"cluster {state.cluster} ({state.region}); ready in {state.ready_seconds}s at start")
@@ -80,3 +98,21 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {name:<24} pid {pid:<8} {status:<8} {memory[name] / 1024:7.1f} MiB  {state.logs[name]}")
     print(f"  total resident memory {sum(memory.values()) / 1024:.0f} MiB")
     return 0 if all(alive.values()) else 1
+
+
+def _schedules(state: Any, args: argparse.Namespace) -> int:
+    """The schedule actions: each prints the server's JSON answer."""
+    import json
+
+    from nodewright.localworld import world
+
+    if args.action == "schedules":
+        answer = world.control(state, "schedules", method="GET")
+    elif args.action == "pause":
+        answer = world.control(state, "schedules/pause", {})
+    elif args.action == "resume":
+        answer = world.control(state, "schedules/resume", {"period_seconds": args.period})
+    else:
+        answer = world.control(state, "schedules/tick", {})
+    print(json.dumps(answer, indent=2))
+    return 0 if all(r.get("ok", True) for r in answer.get("results", [])) else 1

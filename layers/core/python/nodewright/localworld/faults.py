@@ -4,13 +4,35 @@
   marked unavailable are removed from the request before moto sees it, and reported in the response's
   `errorSet` with `InsufficientInstanceCapacity`, exactly where an instant fleet reports them in AWS.
 - Throttling: the next N calls of chosen actions answer HTTP 503 `RequestLimitExceeded`.
+- Refusals: calls of an action (`dynamodb:PutItem`), optionally only those a named Lambda function makes, answer
+  an AWS error of the test's choosing (`ProvisionedThroughputExceededException`, HTTP 400) N times or for ever,
+  in the wire format of the service's protocol, so botocore raises the ClientError it would raise in AWS.
+- Kills: a Lambda function running in the seam (`lambda_seam`) dies at a named step, before an AWS call is sent
+  or after its answer arrived (`ec2:CreateFleet`, `states:StartExecution`), or at a Kubernetes request
+  (`k8s:POST /apis/nodewright.io/v1/nodeclaims`), as a crashed container would: `InvocationKilled` is a
+  BaseException, so no `except Exception` in handler code stops it, and the invocation ends with Lambda's
+  `Runtime.ExitError`.
 
-This module is the pure part (rules, request rewriting, XML); the WSGI middleware in `motoserver`
-applies it. Rules are JSON so tests switch them per test through the server's control endpoint.
+The rules document (`PUT /_nodewright/faults`, every key optional; a missing key means no rules of that kind,
+so `{}` resets everything):
+
+    {"unavailable": [{"instance_type": "m5.large", "zone": "us-east-1a", "capacity_type": "spot"}],
+     "throttle": {"DescribeInstanceTypes": 2},
+     "refuse": [{"action": "dynamodb:PutItem", "code": "ProvisionedThroughputExceededException",
+                 "status": 400, "count": -1, "function": "Interruption", "message": "..."}],
+     "kill": [{"function": "Provisioner", "before": "ec2:CreateFleet", "count": 1, "error": "..."}]}
+
+`count` is how many matching calls the rule takes (-1: for ever; refusals default to -1, kills to 1); a
+`function` matches a function name exactly or as a substring (empty: any caller). The server reports each
+rule back with `remaining` and `fired` so a test can see that its fault happened.
+
+This module is the pure part (rules, request rewriting, error bodies); the WSGI middleware in `motoserver`
+and the seam apply it. Rules are JSON so tests switch them per test through the server's control endpoint.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 import uuid
@@ -39,12 +61,154 @@ class Offering:
         )
 
 
+FOREVER = -1
+KILL_PHASES = ("before", "after")
+K8S_PREFIX = "k8s:"
+
+
+def function_matches(pattern: str, function: str) -> bool:
+    """A rule's `function` names a function exactly or by a substring of its (generated) name; empty: any."""
+    return not pattern or pattern == function or pattern in function
+
+
+def _count(value: Any, default: int) -> int:
+    count = int(default if value is None else value)
+    if count < FOREVER:
+        raise ValueError(f"count {count}: use a positive number, or -1 for ever")
+    return count
+
+
+def action_matches(pattern: str, service: str, action: str) -> bool:
+    """`service:Action`, `service:*`, a bare `Action` (any service) or `*` against one call."""
+    if pattern == WILDCARD:
+        return True
+    wanted_service, sep, wanted_action = pattern.rpartition(":")
+    if sep and wanted_service.lower() != service.lower():
+        return False
+    return wanted_action in (WILDCARD, action)
+
+
+@dataclass
+class RefuseRule:
+    """Answer calls of `action` with an AWS error `code` (HTTP `status`), `remaining` times (-1: for ever)."""
+
+    action: str
+    code: str
+    status: int = 400
+    message: str = ""
+    remaining: int = FOREVER
+    function: str = ""
+    fired: int = 0
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> RefuseRule:
+        """Read one rule; `action` and `code` are required."""
+        if not doc.get("action") or not doc.get("code"):
+            raise ValueError(f"a refuse rule needs an action and a code: {doc}")
+        return cls(
+            action=str(doc["action"]),
+            code=str(doc["code"]),
+            status=int(doc.get("status", 400)),
+            message=str(doc.get("message") or f"{doc['code']} (injected by the local world)"),
+            remaining=_count(doc.get("count"), FOREVER),
+            function=str(doc.get("function", "")),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The rule as the control endpoint reports it."""
+        return {
+            "action": self.action,
+            "code": self.code,
+            "status": self.status,
+            "message": self.message,
+            "function": self.function,
+            "remaining": self.remaining,
+            "fired": self.fired,
+        }
+
+
+@dataclass
+class KillRule:
+    """Kill an invocation of `function` when it reaches `step` (`phase` before the call or after its answer)."""
+
+    function: str
+    phase: str
+    step: str
+    remaining: int = 1
+    error: str = ""
+    fired: int = 0
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> KillRule:
+        """Read one rule: exactly one of `before` / `after` names the step."""
+        phases = [p for p in KILL_PHASES if doc.get(p)]
+        if len(phases) != 1:
+            raise ValueError(f"a kill rule names its step with exactly one of 'before' or 'after': {doc}")
+        step = str(doc[phases[0]])
+        if step.startswith(K8S_PREFIX):
+            re.compile(step.removeprefix(K8S_PREFIX))  # a bad pattern fails when the rule is set, not mid-test
+        elif ":" not in step:
+            raise ValueError(f"step {step!r}: use service:Action (ec2:CreateFleet) or k8s:<METHOD path regex>")
+        return cls(
+            function=str(doc.get("function", "")),
+            phase=phases[0],
+            step=step,
+            remaining=_count(doc.get("count"), 1),
+            error=str(doc.get("error", "")),
+        )
+
+    def matches(self, function: str, phase: str, step: str) -> bool:
+        """True when this rule stops `function` at `step` in `phase` (count aside).
+
+        AWS steps compare as `service:Action` (service case-insensitive, `service:*` for any action); a
+        Kubernetes step `k8s:<METHOD> <path>` is matched by the rule's regex from its start."""
+        if phase != self.phase or not function_matches(self.function, function):
+            return False
+        if self.step.startswith(K8S_PREFIX):
+            return (
+                step.startswith(K8S_PREFIX)
+                and re.match(self.step.removeprefix(K8S_PREFIX), step.removeprefix(K8S_PREFIX)) is not None
+            )
+        service, _, action = step.partition(":")
+        return not step.startswith(K8S_PREFIX) and action_matches(self.step, service, action)
+
+    def to_json(self) -> dict[str, Any]:
+        """The rule as the control endpoint reports it."""
+        return {
+            "function": self.function,
+            self.phase: self.step,
+            "error": self.error,
+            "remaining": self.remaining,
+            "fired": self.fired,
+        }
+
+
+class InvocationKilled(BaseException):
+    """A kill rule stopped the Lambda invocation: a BaseException, so that handler code catching Exception
+    does not survive what a real crash would end."""
+
+    def __init__(self, function: str, phase: str, step: str, error: str = "") -> None:
+        self.function, self.phase, self.step = function, phase, step
+        super().__init__(error or f"killed {phase} {step} (local world kill rule)")
+
+
+def _take(rule: RefuseRule | KillRule) -> bool:
+    if rule.remaining == 0:
+        return False
+    if rule.remaining > 0:
+        rule.remaining -= 1
+    rule.fired += 1
+    return True
+
+
 @dataclass
 class Faults:
     """The switchable fault state of one moto server; thread-safe because moto serves threaded."""
 
     unavailable: list[Offering] = field(default_factory=list)
     throttle: dict[str, int] = field(default_factory=dict)
+    refuse: list[RefuseRule] = field(default_factory=list)
+    kill: list[KillRule] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def to_json(self) -> dict[str, Any]:
@@ -56,6 +220,8 @@ class Faults:
                     for o in self.unavailable
                 ],
                 "throttle": dict(self.throttle),
+                "refuse": [r.to_json() for r in self.refuse],
+                "kill": [k.to_json() for k in self.kill],
             }
 
     def replace(self, doc: dict[str, Any]) -> None:
@@ -69,9 +235,36 @@ class Faults:
             for o in doc.get("unavailable", [])
         ]
         throttle = {str(k): int(v) for k, v in dict(doc.get("throttle", {})).items()}
+        refuse = [RefuseRule.from_json(dict(r)) for r in doc.get("refuse", [])]
+        kill = [KillRule.from_json(dict(k)) for k in doc.get("kill", [])]
         with self._lock:
             self.unavailable = offerings
             self.throttle = throttle
+            self.refuse = refuse
+            self.kill = kill
+
+    def take_refusal(self, service: str, action: str, caller: Callable[[], str]) -> RefuseRule | None:
+        """Consume one refusal of `service:action` and return its rule, or None when the call goes through.
+        `caller()` names the Lambda function making the call (empty for others); it is only asked when a rule
+        scoped to a function matches the action, because finding it costs a lookup."""
+        with self._lock:
+            candidates = [r for r in self.refuse if r.remaining != 0 and action_matches(r.action, service, action)]
+        if not candidates:
+            return None
+        function = caller() if any(r.function for r in candidates) else ""
+        with self._lock:
+            for rule in candidates:
+                if (not rule.function or (function and function_matches(rule.function, function))) and _take(rule):
+                    return rule
+        return None
+
+    def take_kill(self, function: str, phase: str, step: str) -> KillRule | None:
+        """Consume one kill for `function` at `step` in `phase`; the rule that fired, or None."""
+        with self._lock:
+            for rule in self.kill:
+                if rule.matches(function, phase, step) and _take(rule):
+                    return rule
+        return None
 
     def take_throttle(self, action: str) -> bool:
         """Consume one throttled call for `action` (or for `*`); True when this call is throttled."""
@@ -98,6 +291,35 @@ THROTTLE_BODY = (
 def throttle_response_body() -> bytes:
     """The body EC2 sends with HTTP 503 when an account's request rate is exceeded."""
     return THROTTLE_BODY.format(rid=uuid.uuid4()).encode()
+
+
+# Services whose REST protocol speaks XML; every other REST service (lambda, eks, scheduler) speaks JSON.
+_REST_XML = frozenset({"s3", "route53", "cloudfront"})
+
+
+def error_response(protocol: str, service: str, code: str, message: str) -> tuple[list[tuple[str, str]], bytes]:
+    """Headers (without Content-Length) and body of an AWS error in the wire format botocore parses for
+    `protocol`: "json" (X-Amz-Target: DynamoDB, Step Functions, SQS), "query" (Action=: EC2's own shape, else
+    the ErrorResponse of STS, IAM, SNS) or "rest" (a path per operation: Lambda, EKS, S3)."""
+    rid = str(uuid.uuid4())
+    if protocol == "json":
+        body = json.dumps({"__type": f"com.amazonaws.{service}#{code}", "message": message}).encode()
+        return [("Content-Type", "application/x-amz-json-1.0"), ("x-amzn-RequestId", rid)], body
+    if protocol == "query" and service == "ec2":
+        xml = (
+            '<?xml version="1.0" encoding="UTF-8"?>\n<Response><Errors><Error>'
+            f"<Code>{escape(code)}</Code><Message>{escape(message)}</Message></Error></Errors>"
+            f"<RequestID>{rid}</RequestID></Response>"
+        )
+        return [("Content-Type", "text/xml")], xml.encode()
+    if protocol == "query" or service in _REST_XML:
+        xml = (
+            f"<ErrorResponse><Error><Type>Sender</Type><Code>{escape(code)}</Code>"
+            f"<Message>{escape(message)}</Message></Error><RequestId>{rid}</RequestId></ErrorResponse>"
+        )
+        return [("Content-Type", "text/xml"), ("x-amzn-RequestId", rid)], xml.encode()
+    body = json.dumps({"message": message, "Type": "User"}).encode()
+    return [("Content-Type", "application/json"), ("x-amzn-ErrorType", code), ("x-amzn-RequestId", rid)], body
 
 
 _OVERRIDE_KEY = re.compile(r"^LaunchTemplateConfigs\.(\d+)\.Overrides\.(\d+)\.(.+)$")

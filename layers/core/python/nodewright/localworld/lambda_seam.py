@@ -16,12 +16,19 @@ Each invocation runs with the function's environment, `AWS_ENDPOINT_URL` pointin
 moto server, and credentials obtained by assuming the function's execution role in moto's STS, so
 the identity the handler presents (for example inside an EKS token) is the role's, as in AWS.
 Environment variables are process-wide, so invocations are serialized by a lock.
+
+Kill rules (`faults.KillRule`) stop an invocation at a named step: every AWS call a handler makes goes through
+botocore's `BaseClient._make_api_call` and every Kubernetes request through the adapter's `ApiServer.request`;
+both are wrapped once, and consult the rules only inside an invocation (a context variable, carried into the
+handler's thread pools), so moto's own clients (Step Functions calling Lambda) are never stopped. Once killed,
+every later call of the invocation is refused too: a dead container sends nothing more.
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
+import contextvars
 import hashlib
 import importlib.util
 import io
@@ -39,10 +46,120 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from nodewright.localworld.faults import Faults, InvocationKilled
+
 SOURCE_TAG = "nodewright:source"
 
 _LOCK = threading.RLock()
 _MODULES: dict[tuple[str, str], ModuleType] = {}
+
+
+class Invocation:
+    """One running invocation, as the kill hooks see it: the function's name and whether it is dead."""
+
+    def __init__(self, function: str, faults: Faults | None) -> None:
+        self.function = function
+        self.faults = faults
+        self.killed: InvocationKilled | None = None
+
+    def step(self, phase: str, step: str) -> None:
+        """Raise InvocationKilled when a kill rule stops this invocation at `step`, or it was already killed."""
+        if self.killed is not None:
+            raise InvocationKilled(self.function, self.killed.phase, self.killed.step, str(self.killed))
+        if self.faults is None:
+            return
+        rule = self.faults.take_kill(self.function, phase, step)
+        if rule is not None:
+            self.killed = InvocationKilled(self.function, phase, step, rule.error)
+            raise self.killed
+
+
+_CURRENT: contextvars.ContextVar[Invocation | None] = contextvars.ContextVar("nodewright_invocation", default=None)
+
+
+def current() -> Invocation | None:
+    """The invocation the calling code runs in (None outside handlers)."""
+    return _CURRENT.get()
+
+
+@contextlib.contextmanager
+def running(function: str, faults: Faults | None) -> Iterator[Invocation]:
+    """Run the body as an invocation of `function`: the kill hooks apply `faults` to its steps."""
+    invocation = Invocation(function, faults)
+    token = _CURRENT.set(invocation)
+    try:
+        yield invocation
+    finally:
+        _CURRENT.reset(token)
+
+
+def install_step_hooks() -> None:
+    """Wrap botocore's API calls, the Kubernetes adapter's requests and thread-pool submission (once per
+    process) so kill rules see every step an invocation takes, in any of its threads."""
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    from botocore.client import BaseClient
+    from botocore.exceptions import ClientError
+
+    from nodewright.adapters.kubernetes_cluster import ApiServer
+
+    # Private to botocore and absent from its stubs, but the one place every client's every call passes.
+    make_api_call = getattr(BaseClient, "_make_api_call")  # noqa: B009
+    if getattr(make_api_call, "_nodewright_hooked", False):
+        return
+
+    def api_call(self: Any, operation_name: str, api_params: Any) -> Any:
+        invocation = _CURRENT.get()
+        if invocation is None:
+            return make_api_call(self, operation_name, api_params)
+        step = f"{self.meta.service_model.signing_name}:{operation_name}"
+        invocation.step("before", step)
+        try:
+            result = make_api_call(self, operation_name, api_params)
+        except ClientError:
+            # An error answer is an answer: the call went out and came back.
+            invocation.step("after", step)
+            raise
+        invocation.step("after", step)
+        return result
+
+    api_call._nodewright_hooked = True  # type: ignore[attr-defined]
+    setattr(BaseClient, "_make_api_call", api_call)  # noqa: B010
+
+    request = ApiServer.request
+
+    def kubernetes_request(self: Any, method: str, path: str, *args: Any, **kwargs: Any) -> tuple[int, bytes]:
+        invocation = _CURRENT.get()
+        if invocation is None:
+            return request(self, method, path, *args, **kwargs)
+        step = f"k8s:{method.upper()} {path}"
+        invocation.step("before", step)
+        answer = request(self, method, path, *args, **kwargs)
+        invocation.step("after", step)
+        return answer
+
+    setattr(ApiServer, "request", kubernetes_request)  # noqa: B010
+
+    submit = ThreadPoolExecutor.submit
+    add_done_callback = Future.add_done_callback
+
+    def submit_in_context(self: Any, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        # Worker threads start with an empty context; a handler's pool must still count as the invocation.
+        if _CURRENT.get() is None:
+            return submit(self, fn, *args, **kwargs)
+        return submit(self, contextvars.copy_context().run, fn, *args, **kwargs)
+
+    def add_done_callback_in_context(self: Any, fn: Any) -> None:
+        # A done callback runs in whichever thread finished the future, outside the work's context; a handler's
+        # callback that submits more work (the provisioner's create-then-launch pipeline) must carry it along.
+        if _CURRENT.get() is None:
+            add_done_callback(self, fn)
+            return
+        context = contextvars.copy_context()
+        add_done_callback(self, lambda future: context.run(fn, future))
+
+    setattr(Future, "add_done_callback", add_done_callback_in_context)  # noqa: B010
+    setattr(ThreadPoolExecutor, "submit", submit_in_context)  # noqa: B010
 
 
 @dataclass(frozen=True)
@@ -154,14 +271,24 @@ def error_payload(exc: BaseException) -> dict[str, Any]:
     }
 
 
-def install(repo_root: Path, unpack_root: Path, endpoint_url: str) -> None:
-    """Replace moto's Docker-based Lambda execution with an in-process call (moto server only)."""
+def killed_payload(exc: InvocationKilled, request_id: str) -> dict[str, Any]:
+    """What Lambda answers when the runtime process died mid-invocation (`Runtime.ExitError`)."""
+    return {
+        "errorMessage": f"RequestId: {request_id} Error: Runtime exited with error: signal: killed ({exc})",
+        "errorType": "Runtime.ExitError",
+    }
+
+
+def install(repo_root: Path, unpack_root: Path, endpoint_url: str, faults: Faults | None = None) -> None:
+    """Replace moto's Docker-based Lambda execution with an in-process call (moto server only); with `faults`,
+    its kill rules can stop invocations at a named step."""
     import boto3
     from moto.awslambda import models as lambda_models
     from moto.sts.models import sts_backends
 
     from nodewright.adapters import aws_sdk
 
+    install_step_hooks()
     unpack_root.mkdir(parents=True, exist_ok=True)
     # A function's layers are this interpreter's packages here, so the trimmed AWS models its dependencies
     # layer carries are built from the installed botocore and replace the layer path in its environment.
@@ -202,20 +329,26 @@ def install(repo_root: Path, unpack_root: Path, endpoint_url: str) -> None:
             }
             if aws_sdk.MODELS_ENV in env:
                 env[aws_sdk.MODELS_ENV] = aws_models
+            request_id = ""
             try:
                 code_dir = resolve_code_dir(dict(fn.tags or {}), fn.code_bytes, repo_root, unpack_root)
                 # boto3's default session caches the first credentials it finds; each function must
                 # see its own role's, as it would in its own Lambda sandbox.
                 boto3.DEFAULT_SESSION = None
                 with (
+                    running(fn.function_name, faults),
                     _environment(env),
                     contextlib.redirect_stdout(log_buffer),
                     contextlib.redirect_stderr(log_buffer),
                 ):
                     handler = load_handler(code_dir, fn.handler)
                     context = LambdaContext(fn.function_name, fn.function_arn, int(fn.memory_size), float(fn.timeout))
+                    request_id = context.aws_request_id
                     result = handler(event, context)
                 output, errored = json.dumps(result, default=str), False
+            except InvocationKilled as exc:
+                log_buffer.write(f"nodewright local world: invocation killed {exc.phase} {exc.step}\n")
+                output, errored = json.dumps(killed_payload(exc, request_id)), True
             except Exception as exc:
                 traceback.print_exc(file=log_buffer)
                 output, errored = json.dumps(error_payload(exc)), True

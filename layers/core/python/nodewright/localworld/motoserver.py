@@ -6,12 +6,17 @@
    run our handlers in-process through `lambda_seam` (no Docker). `--short-waits` cuts Wait states and
    Retry intervals to at most a second, so tests do not sleep for minutes while poll loops still pace
    themselves.
-2. Faults at the wire (`faults`): CreateFleet capacity errors and RequestLimitExceeded throttling,
-   switched per test through `PUT /_nodewright/faults`.
+2. Faults (`faults`): CreateFleet capacity errors, RequestLimitExceeded throttling and refusals of chosen
+   actions at the wire, and kills of Lambda invocations at a named step in the seam, switched per test through
+   `PUT /_nodewright/faults`.
 3. Seeding what the public AWS namespace holds and moto refuses to accept from a client
    (`POST /_nodewright/seed`): the EKS and Bottlerocket AMI SSM parameters (with matching AMIs), and
    an EKS cluster record pointing at the local API server; and publishing a new AMI release behind one of
    those parameters (`POST /_nodewright/release-ami`), as EKS does, for drift.
+4. EventBridge Scheduler running the deployed stack's schedules (`schedule_runner`): `GET /_nodewright/schedules`
+   lists them, `POST .../pause`, `.../resume` (`{"period_seconds": 10}` to tick faster than the expression)
+   and `.../tick` (fire now, synchronously; `{"due_only": true}`, `{"name": "<substring>"}`) control them.
+   `--schedules-paused` starts the server with them paused, as the end-to-end tests do.
 
 Control endpoints live under `/_nodewright/` on the same port; nothing in AWS answers that path.
 """
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import http
 import io
 import json
 import os
@@ -31,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from nodewright.localworld import faults as faultmod
-from nodewright.localworld import lambda_seam, sqs_poller
+from nodewright.localworld import lambda_seam, schedule_runner, sqs_poller
 
 DEFAULT_ACCOUNT = "123456789012"
 EKS_AMI_OWNER = "602401143452"
@@ -270,6 +276,40 @@ def install_launch_template_security_groups() -> None:
 
 
 _REGION_IN_AUTH = re.compile(r"Credential=([^/]+)/\d{8}/([^/]+)/")
+_CREDENTIAL_SCOPE = re.compile(r"Credential=([^/]+)/\d{8}/[^/]+/([^/]+)/")
+
+
+def _request_service(environ: dict[str, Any]) -> tuple[str, str]:
+    """The access key and the service (its signing name: ec2, dynamodb, states) of a SigV4-signed request."""
+    match = _CREDENTIAL_SCOPE.search(str(environ.get("HTTP_AUTHORIZATION", "")))
+    return (match.group(1), match.group(2)) if match else ("", "")
+
+
+def _request_protocol(environ: dict[str, Any], action: str) -> str:
+    """How the service speaks errors: "json" (X-Amz-Target), "query" (an Action parameter) or "rest"."""
+    if environ.get("HTTP_X_AMZ_TARGET"):
+        return "json"
+    return "query" if action else "rest"
+
+
+def _reason(status: int) -> str:
+    try:
+        return http.HTTPStatus(status).phrase
+    except ValueError:
+        return "Error"
+
+
+def caller_function(access_key: str) -> str:
+    """The Lambda function behind `access_key`: the seam signs each invocation's calls with a session of the
+    function's role named after the function (`lambda_seam`), so the session name is the function's name
+    (cut at 64 characters, as STS does). Empty for any other caller."""
+    from moto.sts.models import sts_backends
+
+    for account_id in list(sts_backends.keys()):
+        role = sts_backends[account_id]["aws"].get_assumed_role_from_access_key(access_key)
+        if role is not None:
+            return str(role.session_name)
+    return ""
 
 
 def _request_action(environ: dict[str, Any], body: bytes) -> str:
@@ -289,11 +329,14 @@ def _request_action(environ: dict[str, Any], body: bytes) -> str:
 
 
 class FaultMiddleware:
-    """WSGI middleware in front of moto: control endpoints, throttling and CreateFleet capacity."""
+    """WSGI middleware in front of moto: control endpoints, throttling, refusals and CreateFleet capacity."""
 
-    def __init__(self, app: WsgiApp, faults: faultmod.Faults) -> None:
+    def __init__(
+        self, app: WsgiApp, faults: faultmod.Faults, schedules: schedule_runner.ScheduleRunner | None = None
+    ) -> None:
         self.app = app
         self.faults = faults
+        self.schedules = schedules
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         path = str(environ.get("PATH_INFO", ""))
@@ -311,6 +354,17 @@ class FaultMiddleware:
                 [("Content-Type", "text/xml"), ("Content-Length", str(len(payload)))],
             )
             return [payload]
+
+        if action:
+            access_key, service = _request_service(environ)
+            refusal = self.faults.take_refusal(service, action, lambda: caller_function(access_key))
+            if refusal is not None:
+                headers, payload = faultmod.error_response(
+                    _request_protocol(environ, action), service, refusal.code, refusal.message
+                )
+                headers.append(("Content-Length", str(len(payload))))
+                start_response(f"{refusal.status} {_reason(refusal.status)}", headers)
+                return [payload]
 
         rejected: list[faultmod.Rejected] = []
         if action == "CreateFleet":
@@ -384,6 +438,8 @@ class FaultMiddleware:
                 result = self.faults.to_json()
             elif path == "/_nodewright/faults":
                 result = self.faults.to_json()
+            elif path.startswith("/_nodewright/schedules"):
+                status, result = self._schedules(path, method, doc)
             elif path == "/_nodewright/seed" and method == "POST":
                 result = seed(doc)
             elif path == "/_nodewright/release-ami" and method == "POST":
@@ -398,6 +454,25 @@ class FaultMiddleware:
         payload = json.dumps(result).encode()
         start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(payload)))])
         return [payload]
+
+    def _schedules(self, path: str, method: str, doc: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        runner = self.schedules
+        if runner is None:
+            return "404 Not Found", {"error": "this server runs no schedules"}
+        verb = path.removeprefix("/_nodewright/schedules").strip("/")
+        if verb == "" and method == "GET":
+            return "200 OK", runner.describe()
+        if verb == "pause" and method == "POST":
+            runner.pause()
+            return "200 OK", runner.describe()
+        if verb == "resume" and method == "POST":
+            period = doc.get("period_seconds")
+            runner.resume(float(period) if period is not None else None)
+            return "200 OK", runner.describe()
+        if verb == "tick" and method == "POST":
+            results = runner.tick(due_only=bool(doc.get("due_only", False)), name=str(doc.get("name", "")))
+            return "200 OK", {"results": results}
+        return "404 Not Found", {"error": f"no control endpoint {method} {path}"}
 
 
 def _accept_cloudformation_key_tags() -> None:
@@ -429,6 +504,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--state-dir", type=Path, required=True)
     parser.add_argument("--repo-root", type=Path, required=True)
     parser.add_argument("--short-waits", action="store_true")
+    parser.add_argument("--schedules-paused", action="store_true", help="start with the schedules paused")
     args = parser.parse_args(argv)
 
     # moto's Step Functions and Lambda call back into "the server" through MOTO_PORT.
@@ -442,16 +518,24 @@ def main(argv: list[str] | None = None) -> int:
     default_user_config["stepfunctions"] = {"execute_state_machine": True}
     _route_cloudformation_state_machines()
     _accept_cloudformation_key_tags()
-    lambda_seam.install(args.repo_root.resolve(), args.state_dir / "lambda-code", endpoint)
+    faults = faultmod.Faults()
+    lambda_seam.install(args.repo_root.resolve(), args.state_dir / "lambda-code", endpoint, faults)
     sqs_poller.install()
+    schedule_runner.install_cloudformation_schedules()
+    schedules = schedule_runner.ScheduleRunner(paused=args.schedules_paused)
+    schedules.start()
     install_launch_template_security_groups()
     complete_event_envelope()
     if args.short_waits:
         _install_short_waits()
 
     app = DomainDispatcherApplication(create_backend_app)
-    wrapped = FaultMiddleware(app, faultmod.Faults())
-    print(f"nodewright moto server on {endpoint} (short waits: {args.short_waits})", flush=True)
+    wrapped = FaultMiddleware(app, faults, schedules)
+    print(
+        f"nodewright moto server on {endpoint} (short waits: {args.short_waits}, "
+        f"schedules {'paused' if args.schedules_paused else 'running'})",
+        flush=True,
+    )
     run_simple("127.0.0.1", args.port, wrapped, threaded=True)
     return 0
 

@@ -71,6 +71,9 @@ class Options:
     cluster: str = DEFAULT_CLUSTER
     region: str = DEFAULT_REGION
     short_waits: bool = False
+    # The stack's EventBridge Scheduler schedules (the planner's tick) run as in AWS unless paused; the end-to-end
+    # tests start paused and resume them only where a test wants the planner ticking behind its back.
+    schedules_paused: bool = False
     boot_delay: float = 3.0
     startup_timeout: float = 120.0
     timing: controlplane.Timing = field(default_factory=controlplane.Timing)
@@ -167,6 +170,22 @@ def _post_json(url: str, doc: dict[str, Any]) -> dict[str, Any]:
         url, data=json.dumps(doc).encode(), method="POST", headers={"Content-Type": "application/json"}
     )
     with urllib.request.urlopen(request, timeout=30) as response:
+        result: dict[str, Any] = json.loads(response.read())
+        return result
+
+
+def control(state: WorldState, path: str, doc: dict[str, Any] | None = None, method: str = "POST") -> dict[str, Any]:
+    """Call one of the moto server's control endpoints (`/_nodewright/<path>`); its JSON answer.
+
+    A tick waits for the targets it fires (a planner tick takes seconds), hence the long time-out."""
+    data = json.dumps(doc).encode() if doc is not None else None
+    request = urllib.request.Request(
+        f"{state.endpoint_url}/_nodewright/{path}",
+        data=data,
+        method=method,
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=300) as response:
         result: dict[str, Any] = json.loads(response.read())
         return result
 
@@ -304,6 +323,8 @@ def up(state_dir: Path, options: Options, log: Callable[[str], None] = print) ->
         argv += [f"--state-dir={state_dir}", f"--repo-root={repo_root()}"]
         if options.short_waits:
             argv.append("--short-waits")
+        if options.schedules_paused:
+            argv.append("--schedules-paused")
         moto = procs.start("moto", argv, logs, env=env)
         started.append(moto)
         log(f"moto server on {endpoint_url}")
