@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
+from typing import Any
 
-from service_fakes import FixedClock, SmallCatalog, pod
+from service_fakes import FakeCloud, FixedClock, SmallCatalog, nodeclass, nodepool, pod
 from test_provision_service import actions, batch_of, world
 
-from nodewright.adapters.memory import InMemoryState
+from nodewright.adapters.memory import InMemoryCluster, InMemoryState
+from nodewright.ports import ProvisioningView
 from nodewright.scheduling import Results
 from nodewright.service.provision import provision
 from nodewright.service.provision.serial import LOCK_TTL_SECONDS, PLANNER_LOCK, PlannerLock, one_planner
@@ -69,3 +72,35 @@ def test_a_planner_whose_lock_is_about_to_expire_unrenewed_creates_nothing() -> 
     result = provision(batch_of(cluster), cluster, cloud, state, clock, CATALOG, plan_filter=slow)
     assert cluster.of_kind("NodeClaim") == [] and not cloud.fleets
     assert "not renewed in time" in actions(result, "busy")[0].reason
+
+
+class LaggingCache(InMemoryCluster):
+    """The watch cache (resourceVersion=0) has not seen the NodeClaims created since `freeze()`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.cached_claims: list[dict[str, Any]] | None = None
+
+    def freeze(self) -> None:
+        self.cached_claims = [dict(c) for c in self.of_kind("NodeClaim")]
+
+    def read_for_provisioning(self) -> ProvisioningView:
+        view = super().read_for_provisioning()
+        return view if self.cached_claims is None else replace(view, nodeclaims=list(self.cached_claims))
+
+
+def test_a_planner_that_takes_the_lock_right_after_another_created_nodeclaims_counts_them_despite_a_lagging_cache() -> (
+    None
+):
+    """Issue 21 item 12: one pod, two instances. The first batch creates a NodeClaim for the pod; the watch cache
+    has not seen it when the next batch (the pod sent again) takes the lock."""
+    clock = FixedClock()
+    cluster = LaggingCache([nodepool(), nodeclass(), pod("web-0")], clock=clock.now)
+    cloud, state = FakeCloud(cluster_log=cluster.log), InMemoryState()
+    cluster.freeze()
+    first = provision(batch_of(cluster, "b1"), cluster, cloud, state, clock, CATALOG)
+    assert len(first.launched) == 1
+    clock.t += 5
+    second = provision(batch_of(cluster, "b2"), cluster, cloud, state, clock, CATALOG)
+    assert not second.launched and len(cloud.fleets) == 1
+    assert [d.subject for d in actions(second, "waiting")] == ["pod/web/web-0"]

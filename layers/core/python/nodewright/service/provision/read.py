@@ -8,9 +8,11 @@ real pending pods sooner.
 
 Reads, in order:
 
-1. `Cluster.read_for_provisioning()`: NodePools, EC2NodeClasses, NodeClaims, Nodes, DaemonSets, StorageClasses
-   and the pending pods, from the watch cache. When a hinted pod is missing there or at another version, the
-   cache may be behind the forwarder's watch, so the pending set is read again consistently.
+1. `Cluster.read_for_provisioning()`: NodePools, EC2NodeClasses, Nodes, DaemonSets, StorageClasses and the
+   pending pods, from the watch cache, and beside it `Cluster.nodeclaims()`, consistently (the planner lock's
+   previous holder may have created NodeClaims the cache does not hold yet). When a hinted pod is missing there
+   or at another version, the cache may be behind the forwarder's watch, so the pending set is read again
+   consistently.
 2. For the pods to plan and the pods nominated to NodeClaims in flight: the pods bound to nodes that their
    topology spread and pod (anti-)affinity terms select (label-selected lists, per namespace), the pods on
    nodes that registered in the last `NOMINATION_GRACE_SECONDS` (their room was planned for pods the
@@ -112,8 +114,13 @@ def read_cluster(
     batch: Batch, cluster: Cluster, result: ProvisionResult, parsed_pods: ParsedPods | None = None
 ) -> Snapshot:
     """Step 1 (see the module doc): the cached read, verified against the batch's hints. `parsed_pods`: a
-    container's cache of parsed pods (see `model.loader`), kept across calls."""
-    view = cluster.read_for_provisioning()
+    container's cache of parsed pods (see `model.loader`), kept across calls. NodeClaims are read consistently,
+    beside the cached read: the watch cache may lag behind the NodeClaims the previous holder of the planner lock
+    created, and a planner that missed them would launch for their pods again."""
+    with ThreadPoolExecutor(max_workers=1) as executor:
+        claims = executor.submit(cluster.nodeclaims)
+        view = cluster.read_for_provisioning()
+        view = replace(view, nodeclaims=list(claims.result()))
     stale = sorted(
         {h.namespace for h in batch.pods if (found := view.pending.get(h.key)) is None or not h.matches(found)}
     )
