@@ -159,7 +159,7 @@ def provision(
         removed = cleanup_unregistered(snapshot.base.nodeclaims, registered, cluster, cloud, now, result)
         recent = recent_nodes(snapshot, registered, now)
         planned: Plan | None = None
-        if read_pods(batch, snapshot, cluster, recent, set(displaced_nodes), result):
+        if read_pods(batch, snapshot, cluster, recent, set(displaced_nodes), result, registered):
             # A NodeClaim being deleted is not capacity on its way (Karpenter leaves deleting claims out too).
             gone = removed | deleting(snapshot.view.nodeclaims)
             capacity = capacity_in_flight(snapshot, registered, recent, gone, now, result)

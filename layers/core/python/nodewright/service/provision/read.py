@@ -108,6 +108,9 @@ class Snapshot:
     inputs: ClusterInputs = field(default_factory=ClusterInputs)
     nominated: dict[str, Pod] = field(default_factory=dict)
     room_known: set[str] = field(default_factory=set)
+    # The pods that must leave nodes being disrupted (or displaced), planned as pending: a NodeClaim that names one
+    # keeps room for it for as long as it drains, however long ago that claim's node registered.
+    moving: set[str] = field(default_factory=set)
 
 
 def read_cluster(
@@ -269,15 +272,19 @@ def read_pods(
     recent: Mapping[str, float],
     displaced_nodes: Collection[str],
     result: ProvisionResult,
+    registered: Mapping[str, str] | None = None,
 ) -> bool:
     """Step 2 (see the module doc): read the pods the decision needs and load everything into `snapshot`.
     `recent`: the nodes that registered within the nomination grace period; `displaced_nodes`: the workflow's
-    replacement (see `displace`). Nodes `being_disrupted` are displaced on every call: their pods that must
-    move are planned with the batch's. Returns False when there is nothing to plan."""
+    replacement (see `displace`); `registered`: claim -> node for claims whose node exists. Nodes
+    `being_disrupted` are displaced on every call: their pods that must move are planned with the batch's, and
+    the pods on the nodes of the NodeClaims named for them are read, so that room is counted for them (see
+    `inflight`). Returns False when there is nothing to plan."""
     disrupted = being_disrupted(snapshot.view.nodes)
     if displaced_nodes:
         to_plan, bound = displace(snapshot, cluster, {*displaced_nodes, *disrupted})
         room_known: set[str] = {n.name for n in snapshot.base.nodes}
+        snapshot.moving = {pod_key(d) for d in to_plan}
     else:
         to_plan = pods_to_plan(batch, snapshot, result)
         pods, _ = load_documents(to_plan, "cluster", False, snapshot.parsed_pods)
@@ -285,16 +292,29 @@ def read_pods(
         on_nodes = side_by_side([partial(cluster.pods_on_node, node) for node in (*sorted(recent), *leaving)])
         bound = [p for docs in on_nodes[: len(recent)] for p in docs]
         bound += selected_pods(cluster, pods.pending_pods)
+        room_known = set(recent) - disrupted
         if leaving:
             _drop_nodes(snapshot, disrupted)
             moving, _ = split_moving([p for docs in on_nodes[len(recent) :] for p in docs], disrupted)
             planned = {pod_key(d) for d in to_plan}
             to_plan = [*to_plan, *(d for d in moving if pod_key(d) not in planned)]
-        room_known = set(recent) - disrupted
+            snapshot.moving = {pod_key(d) for d in moving}
+            holders = sorted(_holders(snapshot, registered or {}, snapshot.moving) - disrupted - set(recent))
+            bound += [p for docs in side_by_side([partial(cluster.pods_on_node, n) for n in holders]) for p in docs]
+            room_known |= set(holders)
     if not to_plan:
         return False
     assemble(snapshot, cluster, to_plan, bound, room_known, result)
     return bool(snapshot.inputs.pending_pods)
+
+
+def _holders(snapshot: Snapshot, registered: Mapping[str, str], moving: Collection[str]) -> set[str]:
+    """The nodes of registered NodeClaims that name a pod of a node being drained: a replacement (or a claim an
+    earlier batch launched for those pods), whose room is theirs until they are evicted."""
+    keys = set(moving)
+    return {
+        registered[c.name] for c in snapshot.base.nodeclaims if c.name in registered and keys.intersection(nominated(c))
+    }
 
 
 def full_nodes(nodes: Sequence[Node], room_known: set[str]) -> tuple[Node, ...]:
