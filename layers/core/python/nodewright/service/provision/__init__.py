@@ -117,6 +117,7 @@ def provision(
     parsed_pods: ParsedPods | None = None,
     one_claim_in: str = "",
     nodepool_templates: TemplateCache | None = None,
+    claim_annotations: Mapping[str, str] | None = None,
 ) -> ProvisionResult:
     """Turn a batch of pending pods into NodeClaims and instances; see the module docstring.
 
@@ -138,6 +139,9 @@ def provision(
     NodePool (a consolidation's replacement: the solver grows one claim rather than opening a second, exactly
     as the consolidation's own simulation did). `nodepool_templates`: the NodePools prepared against the catalog
     by earlier batches (a warm container keeps one cache; `solve()` then skips preparing them again).
+    `claim_annotations`: added to every NodeClaim this call creates (a rebalance's early replacement carries the
+    end of its protection window). `ProvisionResult.waiting`: the pods not planned because a NodeClaim already
+    has room for them, with that claim.
     """
     started = timer()
     now = clock.now()
@@ -180,7 +184,19 @@ def provision(
             result.timings["prepare"] = planned.prepared_at - started
             # What is created here is what launches: `plan_filter` has narrowed the plan already. Each claim
             # launches as soon as it exists; the lock is kept until they all do.
-            pipeline = _start(batch.batch_id, planned, cluster, cloud, state, now, result, started, timer, lock.fence)
+            pipeline = _start(
+                batch.batch_id,
+                planned,
+                cluster,
+                cloud,
+                state,
+                now,
+                result,
+                started,
+                timer,
+                lock.fence,
+                claim_annotations,
+            )
             try:
                 pipeline.wait_created()
             except PlannerLockLost as lost:
@@ -245,6 +261,7 @@ def _start(
     started: float,
     timer: Callable[[], float],
     fence: Callable[[], None],
+    annotations: Mapping[str, str] | None = None,
 ) -> Pipeline:
     """Create the plan's NodeClaims and launch each one as soon as it exists (see `pipeline`); `fence` is asked
     before each creation and raises when the planner lock is no longer certainly held."""
@@ -268,7 +285,7 @@ def _start(
         pool = planned.pools[claim.nodepool]
         return launch_claim(name, claim, pool, existing, cluster, launcher, tagged.of)
 
-    creator = nodeclaim_creator(planned.pools, classes, batch_id, cluster)
+    creator = nodeclaim_creator(planned.pools, classes, batch_id, cluster, annotations)
 
     def create(item: tuple[str, PlannedNodeClaim]) -> tuple[str, PlannedNodeClaim, Mapping[str, Any] | None]:
         fence()
