@@ -466,3 +466,37 @@ def test_a_registration_payload_from_the_forwarder_takes_the_unregistered_taint_
     assert record is not None and record["status"]["nodeName"] == "ip-10-0-0-9.ec2.internal"
     # Nothing was launched for it.
     assert len(instances(account["ec2"])) == 1
+
+
+class _Died(Exception):
+    """The Lambda ended here (a time-out, an out-of-memory kill)."""
+
+
+def test_a_provisioner_that_died_after_create_fleet_leaves_an_instance_its_nodeclaim_adopts(
+    account: dict[str, Any],
+) -> None:
+    handler = load_handler("provisioner")
+    # NodeClaims are stamped ten minutes ago: the claim is past the launch time-out when the pod comes again.
+    cluster = InMemoryCluster(manifests(pod("web-0")), clock=lambda: time.time() - 600)
+    handler._RUNTIME = handler.build_runtime(cluster=cluster)
+    update = cluster.update_nodeclaim
+
+    def dying(*args: Any, **kwargs: Any) -> None:
+        cluster.update_nodeclaim = update  # type: ignore[method-assign]
+        raise _Died
+
+    cluster.update_nodeclaim = dying  # type: ignore[method-assign]
+    with pytest.raises(_Died):
+        handler.handler(event(cluster), Context())
+    [launched] = instances(account["ec2"])
+    [claim] = cluster.of_kind("NodeClaim")
+    assert not (claim.get("status") or {}).get("providerID")
+
+    again = handler.handler(event(cluster, batch_id="batch-2"), Context())
+    name = claim["metadata"]["name"]
+    assert [d["subject"] for d in again["decisions"] if d["action"] == "adopted"] == [f"nodeclaim/{name}"]
+    assert not again["nodeclaims"]  # the pod waits on the adopted claim: nothing launched twice
+    [still] = instances(account["ec2"])
+    assert still["InstanceId"] == launched["InstanceId"] and still["State"]["Name"] == "running"
+    recorded = cluster.nodeclaim(name)
+    assert recorded is not None and recorded["status"]["providerID"].endswith(launched["InstanceId"])

@@ -15,7 +15,7 @@ class Decision:
     """One thing the provisioner decided, about one subject, and why.
 
     `action` is one of: launched, launch-failed, nominated, waiting, existing, unschedulable, skipped,
-    registered, initialized, terminated, invalid, unavailable, throttled, deleted, busy.
+    registered, initialized, terminated, adopted, invalid, unavailable, throttled, deleted, busy.
     """
 
     action: str
