@@ -500,3 +500,20 @@ def test_a_provisioner_that_died_after_create_fleet_leaves_an_instance_its_nodec
     assert still["InstanceId"] == launched["InstanceId"] and still["State"]["Name"] == "running"
     recorded = cluster.nodeclaim(name)
     assert recorded is not None and recorded["status"]["providerID"].endswith(launched["InstanceId"])
+
+
+def test_forged_hints_in_many_namespaces_are_read_again_at_most_the_cap_and_counted(
+    account: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    handler = load_handler("provisioner")
+    cluster = InMemoryCluster(manifests())
+    handler._RUNTIME = handler.build_runtime(cluster=cluster)
+    forged = [{"namespace": f"ns-{i}", "name": "made-up", "uid": f"u-{i}", "resourceVersion": "9"} for i in range(30)]
+    payload = {"batch_id": "forged", "cluster": CLUSTER, "sent_at": "2026-12-02T11:00:00Z", "pods": forged}
+    response = handler.handler(payload, Context())
+    reads = [r for r in cluster.reads if r.startswith("pending_pods")]
+    assert len(reads) == 8 and not response["nodeclaims"]
+    [summary] = [d for d in response["decisions"] if d["subject"] == "hints"]
+    assert summary["details"] == {"namespaces": 22, "pods": 22}
+    emitted = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"CloudWatchMetrics"' in line]
+    assert [m["HintNamespacesNotReread"] for m in emitted if "HintNamespacesNotReread" in m] == [[22.0]]
