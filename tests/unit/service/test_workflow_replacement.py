@@ -3,8 +3,10 @@ a rebalance's early replacement carries the end of its protection window."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+import pytest
 from service_fakes import node_for
 from test_workflow_service import CATALOG, command, run, setup
 
@@ -12,6 +14,8 @@ from nodewright.disruption.commands import DRIFTED, PREPARE, REBALANCE
 from nodewright.disruption.fleet import PROTECTED_UNTIL_ANNOTATION, epoch
 from nodewright.service.batch import Batch
 from nodewright.service.provision import provision
+from nodewright.service.provision.serial import LOCK_TTL_SECONDS
+from nodewright.service.workflow import PlannerBusy
 
 PREPARING = "RebalanceRecommendation-old-1"
 URGENT = "SpotInterruption-old-2"
@@ -68,3 +72,24 @@ def test_a_voluntary_drain_whose_pods_wait_on_a_batch_claim_waits_for_that_claim
     node["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
     cluster.put(node)
     assert run("check_replacement", drift, ports, "Drifted-old-1")["ready"]
+
+
+class SlowCatalog:
+    """A catalog whose read takes longer than the planner lock's TTL, with no heartbeat landing meanwhile."""
+
+    def __init__(self, clock: Any) -> None:
+        self.clock = clock
+
+    def instance_types(self) -> Any:
+        self.clock.t += LOCK_TTL_SECONDS + 10
+        return CATALOG.instance_types()
+
+
+def test_a_replacement_whose_planner_lock_ran_out_while_planning_is_retried_and_creates_nothing() -> None:
+    cluster, cloud, clock, ports = setup()
+    state = command()
+    run("identify", state, ports)
+    slow = replace(ports, catalog=SlowCatalog(clock))
+    with pytest.raises(PlannerBusy, match="planner lock"):
+        run("launch_replacement", state, slow)
+    assert not [c for c in cluster.of_kind("NodeClaim") if c["metadata"]["name"] != "old"] and not cloud.fleets
