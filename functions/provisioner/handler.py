@@ -176,6 +176,11 @@ def _emit(result: dict[str, Any]) -> None:
     metrics.add_metric("PodsUnschedulable", MetricUnit.Count, summary.get("unschedulable", 0))
     metrics.add_metric("OfferingsUnavailable", MetricUnit.Count, summary.get("unavailable", 0))
     metrics.add_metric("FleetRequests", MetricUnit.Count, result.get("fleet_requests", 0))
+    # Namespaces of unconfirmed hints not read again (the per-batch cap): a steady count means forged hints.
+    unread = sum(
+        int((d.get("details") or {}).get("namespaces", 0)) for d in result["decisions"] if d["subject"] == "hints"
+    )
+    metrics.add_metric("HintNamespacesNotReread", MetricUnit.Count, unread)
     timings = result.get("timings", {})
     if "first_create_fleet" in timings:
         metrics.add_metric("DecisionLatency", MetricUnit.Milliseconds, timings["first_create_fleet"] * 1000)

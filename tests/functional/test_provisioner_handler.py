@@ -510,3 +510,54 @@ def test_pod_events_in_a_payload_are_written_only_where_the_api_server_confirms_
     response = handler.handler(retried, Context())
     assert response["replayed"] is True and response["pod_events"] == {"recorded": 1}
     assert cluster.nodeclaim(launched["name"])["status"]["lastPodEventTime"] == stamp
+
+
+class _Died(Exception):
+    """The Lambda ended here (a time-out, an out-of-memory kill)."""
+
+
+def test_a_provisioner_that_died_after_create_fleet_leaves_an_instance_its_nodeclaim_adopts(
+    account: dict[str, Any],
+) -> None:
+    handler = load_handler("provisioner")
+    # NodeClaims are stamped ten minutes ago: the claim is past the launch time-out when the pod comes again.
+    cluster = InMemoryCluster(manifests(pod("web-0")), clock=lambda: time.time() - 600)
+    handler._RUNTIME = handler.build_runtime(cluster=cluster)
+    update = cluster.update_nodeclaim
+
+    def dying(*args: Any, **kwargs: Any) -> None:
+        cluster.update_nodeclaim = update  # type: ignore[method-assign]
+        raise _Died
+
+    cluster.update_nodeclaim = dying  # type: ignore[method-assign]
+    with pytest.raises(_Died):
+        handler.handler(event(cluster), Context())
+    [launched] = instances(account["ec2"])
+    [claim] = cluster.of_kind("NodeClaim")
+    assert not (claim.get("status") or {}).get("providerID")
+
+    again = handler.handler(event(cluster, batch_id="batch-2"), Context())
+    name = claim["metadata"]["name"]
+    assert [d["subject"] for d in again["decisions"] if d["action"] == "adopted"] == [f"nodeclaim/{name}"]
+    assert not again["nodeclaims"]  # the pod waits on the adopted claim: nothing launched twice
+    [still] = instances(account["ec2"])
+    assert still["InstanceId"] == launched["InstanceId"] and still["State"]["Name"] == "running"
+    recorded = cluster.nodeclaim(name)
+    assert recorded is not None and recorded["status"]["providerID"].endswith(launched["InstanceId"])
+
+
+def test_forged_hints_in_many_namespaces_are_read_again_at_most_the_cap_and_counted(
+    account: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    handler = load_handler("provisioner")
+    cluster = InMemoryCluster(manifests())
+    handler._RUNTIME = handler.build_runtime(cluster=cluster)
+    forged = [{"namespace": f"ns-{i}", "name": "made-up", "uid": f"u-{i}", "resourceVersion": "9"} for i in range(30)]
+    payload = {"batch_id": "forged", "cluster": CLUSTER, "sent_at": "2026-12-02T11:00:00Z", "pods": forged}
+    response = handler.handler(payload, Context())
+    reads = [r for r in cluster.reads if r.startswith("pending_pods")]
+    assert len(reads) == 8 and not response["nodeclaims"]
+    [summary] = [d for d in response["decisions"] if d["subject"] == "hints"]
+    assert summary["details"] == {"namespaces": 22, "pods": 22}
+    emitted = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"CloudWatchMetrics"' in line]
+    assert [m["HintNamespacesNotReread"] for m in emitted if "HintNamespacesNotReread" in m] == [[22.0]]

@@ -320,3 +320,13 @@ def test_only_nodewrights_own_objects_are_read_never_karpenters(server: _Server)
     assert [p["metadata"]["name"] for p in cluster.read_fleet().nodepools] == ["ours"]
     asked = {r["path"] for r in server.requests}
     assert not {p for p in asked if "/apis/karpenter." in p}, asked
+
+
+def test_nodeclaims_are_read_consistently_not_from_the_watch_cache(server: _Server) -> None:
+    claim = {"metadata": {"name": "default-abc"}}
+    server.routes[("GET", "/apis/nodewright.io/v1/nodeclaims")] = (200, {"items": [claim], "metadata": {}})
+    cluster = _cluster(server, ["t"])
+    assert [c["metadata"]["name"] for c in cluster.nodeclaims()] == ["default-abc"]
+    [request] = server.requests
+    # resourceVersion=0 would let a planner that just took the lock miss the NodeClaims its predecessor created.
+    assert "resourceVersion" not in request["query"]

@@ -110,7 +110,7 @@ def test_instances_no_nodeclaim_accounts_for_are_terminated_30_seconds_after_lau
     tags = launch_tags("demo", "default", "default", "gone")
     cloud.instances["i-leaked"] = Instance("i-leaked", "m5.large", "us-east-1a", "running", "on-demand", now - 31, tags)
     cloud.instances["i-young"] = Instance("i-young", "m5.large", "us-east-1a", "running", "on-demand", now - 10, tags)
-    # Its NodeClaim exists but has not recorded the launch yet: named by the tag, it is not collected.
+    # Tagged for a NodeClaim that records another instance (a second launch for it): collected by providerID.
     named = launch_tags("demo", "default", "default", claim)
     cloud.instances["i-named"] = Instance("i-named", "m5.large", "us-east-1a", "running", "on-demand", now - 600, named)
     # Karpenter's own capacity in the same cluster carries its tags and the shared cluster tag, none of nodewright's.
@@ -130,7 +130,7 @@ def test_instances_no_nodeclaim_accounts_for_are_terminated_30_seconds_after_lau
     cluster.put(orphan)
 
     result = planner_tick(cluster, cloud, state, clock)
-    assert result.collected == ["i-leaked"] and cloud.terminated == ["i-leaked"]
+    assert result.collected == ["i-leaked", "i-named"] and sorted(cloud.terminated) == ["i-leaked", "i-named"]
     assert ("Node", "", "ip-10-0-0-9.ec2.internal") not in cluster.objects
     assert GC_GRACE_SECONDS == 30  # Karpenter AWS's garbage collection
 

@@ -221,6 +221,11 @@ class Cluster(Protocol):
         the watch cache (see `ProvisioningView`)."""
         ...
 
+    def nodeclaims(self) -> Sequence[Mapping[str, Any]]:
+        """Every NodeClaim, read consistently (never from the watch cache): what a planner holding the planner lock
+        counts in flight must include the NodeClaims the previous holder created moments ago."""
+        ...
+
     def pending_pods(self, namespaces: Sequence[str] | None = None) -> Mapping[str, Mapping[str, Any]]:
         """The live pods without a node, by `ns/name`, read consistently (not from the watch cache): in
         `namespaces` (one list each), or in every namespace (None)."""

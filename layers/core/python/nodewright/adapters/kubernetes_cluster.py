@@ -275,6 +275,10 @@ class KubernetesCluster:
         path = f"/api/v1/namespaces/{namespace}/pods" if namespace else "/api/v1/pods"
         return self._list(path, "Pod", "v1", [("fieldSelector", PENDING_PODS)], cached=cached)
 
+    def nodeclaims(self) -> Sequence[Mapping[str, Any]]:
+        # Not resourceVersion=0: the watch cache may not yet hold the NodeClaims another planner just created.
+        return self._custom(*NODECLAIMS, cached=False)
+
     def pending_pods(self, namespaces: Sequence[str] | None = None) -> Mapping[str, Mapping[str, Any]]:
         if namespaces is None:
             return {_pod_key(p): p for p in self._pending(cached=False)}

@@ -106,6 +106,10 @@ class InMemoryCluster:
             key: copy.deepcopy(doc) for key, doc in self._live_pods() if not (doc.get("spec") or {}).get("nodeName")
         }
 
+    def nodeclaims(self) -> Sequence[Mapping[str, Any]]:
+        self.reads.append("nodeclaims")
+        return [copy.deepcopy(d) for d in self.of_kind("NodeClaim")]
+
     def pending_pods(self, namespaces: Sequence[str] | None = None) -> Mapping[str, Mapping[str, Any]]:
         if namespaces is None:
             self.reads.append("pending_pods")

@@ -6,11 +6,14 @@
   the planner starts the disruption workflow for it, forceful as a deletion is (budgets and do-not-disrupt do
   not hold it back; the drain respects PodDisruptionBudgets until the NodeClaim's terminationGracePeriod,
   counted from the deletion, has passed), and the workflow's last step takes the finalizer off.
-- Instance garbage collection (Karpenter AWS `pkg/controllers/nodeclaim/garbagecollection`): an instance tagged
-  as this cluster's nodewright capacity (`nodewright.tags.is_owned`: `nodewright.io/cluster=<cluster>` and a
-  `nodewright.io/nodepool` key, never Karpenter's tags, so neither side collects the other's), launched more
-  than `GC_GRACE_SECONDS` ago, that no NodeClaim records (status.providerID) or names (the instance's
-  `nodewright.io/nodeclaim` tag) is terminated, and a Node for it deleted.
+- Instance garbage collection by providerID (Karpenter AWS `pkg/controllers/nodeclaim/garbagecollection`): an
+  instance tagged as this cluster's nodewright capacity (`nodewright.tags.is_owned`: `nodewright.io/cluster=<cluster>`
+  and a `nodewright.io/nodepool` key, never Karpenter's tags, so neither side collects the other's), launched more
+  than `GC_GRACE_SECONDS` ago, that no NodeClaim records (status.providerID) is terminated, and a Node for it
+  deleted, unless its `nodewright.io/nodeclaim` tag names a NodeClaim that records no instance at all: the
+  provisioner that launched it died after CreateFleet, before recording it, and the NodeClaim adopts it (a second
+  launch for the same pods is what adopting avoids). An instance whose NodeClaim records another instance is
+  terminated: a NodeClaim has one instance, and the one it records is the one it keeps.
 
 Pure: the fleet, the instances and the time in; commands and instances out.
 """
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from nodewright import tags
@@ -30,6 +34,7 @@ from nodewright.ports import Instance
 # Karpenter AWS leaves an instance this long after launch before it may be collected: the NodeClaim that
 # launched it records the instance moments after CreateFleet answers.
 GC_GRACE_SECONDS = 30
+_ADOPTABLE = frozenset({"pending", "running"})
 
 
 def deletions(fleet: Sequence[FleetNode], leased: Collection[str], now: float) -> list[DisruptionCommand]:
@@ -57,23 +62,38 @@ def deletions(fleet: Sequence[FleetNode], leased: Collection[str], now: float) -
     return out
 
 
-def leaked(instances: Sequence[Instance], nodeclaims: Sequence[Mapping[str, Any]], now: float) -> list[Instance]:
-    """The instances no NodeClaim accounts for, launched more than `GC_GRACE_SECONDS` ago, by instance id."""
-    names: set[str] = set()
-    recorded: set[str] = set()
+@dataclass(frozen=True, slots=True)
+class InstanceGC:
+    """What instance garbage collection does: the instances to terminate (by id), and NodeClaim -> the instance it
+    adopts (tagged with its name, while it records none)."""
+
+    terminate: list[Instance] = field(default_factory=list)
+    adopt: dict[str, Instance] = field(default_factory=dict)
+
+
+def instance_gc(instances: Sequence[Instance], nodeclaims: Sequence[Mapping[str, Any]], now: float) -> InstanceGC:
+    """Garbage collection by providerID (module doc), over instances launched more than `GC_GRACE_SECONDS` ago."""
+    records: dict[str, str] = {}  # NodeClaim -> the instance it records ("" for none)
     for claim in nodeclaims:
-        names.add(str((claim.get("metadata") or {}).get("name") or ""))
+        name = str((claim.get("metadata") or {}).get("name") or "")
         parsed = parse_provider_id(str((claim.get("status") or {}).get("providerID") or ""))
-        if parsed is not None:
-            recorded.add(parsed[1])
-    names.discard("")
-    return sorted(
-        (
-            i
-            for i in instances
-            if i.id not in recorded
-            and i.tags.get(tags.NODECLAIM) not in names
-            and now - i.launch_time > GC_GRACE_SECONDS
-        ),
-        key=lambda i: i.id,
-    )
+        if name:
+            records[name] = parsed[1] if parsed is not None else ""
+    recorded = set(records.values())
+    out = InstanceGC()
+    # The oldest first: of two unrecorded launches for one NodeClaim, the first is adopted and the second goes.
+    for i in sorted(instances, key=lambda i: (i.launch_time, i.id)):
+        if i.id in recorded or now - i.launch_time <= GC_GRACE_SECONDS:
+            continue
+        owner = i.tags.get(tags.NODECLAIM, "")
+        if owner in records and not records[owner] and owner not in out.adopt and i.state in _ADOPTABLE:
+            out.adopt[owner] = i
+            continue
+        out.terminate.append(i)
+    out.terminate.sort(key=lambda i: i.id)
+    return out
+
+
+def leaked(instances: Sequence[Instance], nodeclaims: Sequence[Mapping[str, Any]], now: float) -> list[Instance]:
+    """The instances no NodeClaim accounts for (see `instance_gc`), by instance id."""
+    return instance_gc(instances, nodeclaims, now).terminate

@@ -19,8 +19,8 @@ On each tick (EventBridge Scheduler, every minute):
    gives its leases back and is reported, and the rest of the tick goes on.
 6. Termination (`disruption.termination`): a NodeClaim or Node being deleted with no live lease gets a forceful
    `Deleted` workflow, a new attempt each tick until one holds it (drain, terminate, then the finalizer comes off);
-   instances tagged as this cluster's nodewright capacity that no NodeClaim accounts for 30 s after launch are
-   terminated, with their Node.
+   instances tagged as this cluster's nodewright capacity that no NodeClaim records 30 s after launch are
+   terminated, with their Node, unless the NodeClaim their tag names records none: that claim adopts it.
 7. Events as Karpenter records them: `DisruptionBlocked` (a budget, a do-not-disrupt pod or node, a budget of the
    pods) and `Unconsolidatable` (why consolidation found no move), on the node and its NodeClaim, at most once per
    15 minutes each.
@@ -45,7 +45,7 @@ from nodewright.disruption.lease import lock_name
 from nodewright.disruption.methods import Method
 from nodewright.disruption.plan import DEFAULT_METHODS, Plan, plan
 from nodewright.disruption.state import ClusterState, DisruptionSettings, PodFactsCache, cluster_state
-from nodewright.disruption.termination import deletions, leaked
+from nodewright.disruption.termination import deletions, instance_gc
 from nodewright.interruption.ownership import parse_provider_id
 from nodewright.model.conditions import TRUE, Condition
 from nodewright.model.loader import ParsedPods, load_documents
@@ -53,6 +53,7 @@ from nodewright.ports import Clock, Cloud, Cluster, Instance, NodeEvent, StateSt
 from nodewright.service import leases
 from nodewright.service import provision as provisioning
 from nodewright.service.leases import live_leases
+from nodewright.service.provision.adopt import adopt_instance
 from nodewright.service.reconcile import reconcile
 from nodewright.service.status import NodeClassState, resolve_node_classes, write_status
 
@@ -161,7 +162,7 @@ def tick(
     for command in [*stopping, *decided.commands(now), *deletions(state.fleet, locked, now)]:
         if not forgotten & {t.nodeclaim for t in command.targets}:
             _start(ports, command, now, out)
-    out.collected = _collect_instances(ports, view.documents, now, out.problems)
+    out.collected = _collect_instances(ports, view.documents, now, out.problems, out.repaired)
     out.blocked, out.unconsolidatable = _record_events(ports.cluster, state, decided, now)
     return out
 
@@ -325,13 +326,23 @@ def _give_back(ports: PlannerPorts, nodeclaims: Sequence[str], owner: str) -> No
 
 
 def _collect_instances(
-    ports: PlannerPorts, documents: Sequence[Mapping[str, Any]], now: float, problems: list[str]
+    ports: PlannerPorts,
+    documents: Sequence[Mapping[str, Any]],
+    now: float,
+    problems: list[str],
+    repaired: list[dict[str, Any]],
 ) -> list[str]:
-    """Instance garbage collection (`disruption.termination.leaked`): terminate, then delete the Node that
-    names the instance. Returns the instance ids terminated."""
+    """Instance garbage collection by providerID (`disruption.termination.instance_gc`): a NodeClaim that records no
+    instance adopts the one tagged for it; the others are terminated, then the Node that names one is deleted.
+    Adoptions go to `repaired`. Returns the instance ids terminated."""
     claims = [d for d in documents if d.get("kind") == "NodeClaim"]
     try:
-        found = leaked(ports.cloud.capacity_instances(), claims, now)
+        collected = instance_gc(ports.cloud.capacity_instances(), claims, now)
+        for nodeclaim, instance in sorted(collected.adopt.items()):
+            adopt_instance(ports.cluster, nodeclaim, instance)
+            reason = f"instance {instance.id} was launched for it but never recorded (its provisioner died)"
+            repaired.append({"kind": "adopt", "nodeclaim": nodeclaim, "node": "", "reason": reason})
+        found = collected.terminate
         if found:
             ports.cloud.terminate([i.id for i in found])
     except Exception as error:  # a later tick tries again; disruption must not stop for it

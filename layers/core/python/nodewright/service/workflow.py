@@ -27,11 +27,11 @@ from nodewright.catalog.catalog import Catalog
 from nodewright.catalog.types import InstanceTypeSource
 from nodewright.disruption.commands import PREPARE, DisruptionCommand, Replacement, Target
 from nodewright.disruption.drain import DISRUPTED_TAINT_KEY, drain_pod, drain_round
-from nodewright.disruption.fleet import FleetNode, fleet_nodes
+from nodewright.disruption.fleet import PROTECTED_UNTIL_ANNOTATION, FleetNode, fleet_nodes
 from nodewright.disruption.identify import BLOCKED, GONE, PROCEED, identify
 from nodewright.disruption.lease import lock_name
 from nodewright.disruption.state import DisruptionSettings
-from nodewright.model.conditions import TRUE, Condition
+from nodewright.model.conditions import TRUE, Condition, rfc3339
 from nodewright.model.loader import load_documents
 from nodewright.model.nodepool import NodePool
 from nodewright.ports import BLOCKED as EVICTION_BLOCKED
@@ -312,8 +312,11 @@ def _target_states(
 def launch_replacement(state: Mapping[str, Any], execution: str, ports: Ports) -> dict[str, Any]:
     """LaunchReplacement: taint the command's nodes (NoSchedule; PreferNoSchedule when only preparing for a
     rebalance), then launch only what their moving pods need through the provisioning service; a consolidation
-    launches only within the cheaper offerings it decided. Raises DisruptionFailed when pods cannot be placed,
-    unless the disruption is urgent (the node goes anyway; the drain must not wait)."""
+    launches only within the cheaper offerings it decided. Pods another NodeClaim already has room for (`waiting`)
+    make that claim a replacement too (adopted: WaitForReplacement waits for it to be Ready). Raises PlannerBusy
+    when the planner lock is held or was lost (retried), DisruptionFailed when pods cannot be placed, unless the
+    disruption is urgent (the node goes anyway; the drain must not wait). A rebalance's early replacement carries
+    `nodewright.io/protected-until`, the end of its protection window."""
     found = _identified(state)
     command = DisruptionCommand.from_input(state)
     targets = _targets(state)
@@ -329,6 +332,11 @@ def launch_replacement(state: Mapping[str, Any], execution: str, ports: Ports) -
         raise DisruptionFailed("no instance catalog configured for LaunchReplacement")
     plan_filter = _within(command.replacement) if command.replacement is not None else None
     batch = Batch(batch_id=replacement_batch(execution), cluster="", pods=())
+    annotations: dict[str, str] = {}
+    if found.get("prepare_only"):
+        # Emptiness and consolidation leave the early replacement alone while a Spot warning may still follow.
+        until = ports.clock.now() + float(found.get("protect_seconds") or PREPARE_PROTECTION_SECONDS)
+        annotations[PROTECTED_UNTIL_ANNOTATION] = rfc3339(until)
     result = provisioning.provision(
         batch,
         ports.cluster,
@@ -339,23 +347,31 @@ def launch_replacement(state: Mapping[str, Any], execution: str, ports: Ports) -
         displaced_nodes=[n for n in nodes if n],
         plan_filter=plan_filter,
         one_claim_in=command.replacement.nodepool if command.replacement is not None else "",
+        claim_annotations=annotations,
     )
     busy = [d for d in result.decisions if d.action == "busy"]
     if busy:
+        # Never "nothing to launch": the node would be drained with its pods' room never planned.
         raise PlannerBusy(f"replacement for node(s) {', '.join(filter(None, nodes))} not planned yet: {busy[0].reason}")
-    claims = sorted({c.name for c in result.launched})
+    launched = sorted({c.name for c in result.launched})
+    # Pods another NodeClaim already has room for (a rebalance's early replacement, a batch's claim): that claim is
+    # this workflow's replacement too, and the drain waits until it is Ready.
+    adopted = sorted(set(result.waiting.values()) - set(launched))
+    claims = sorted({*launched, *adopted})
     stuck = [d for d in result.decisions if d.action in ("unschedulable", "throttled", "launch-failed")]
-    summary = f"launched {len(claims)} nodeclaim(s) for {len(moving)} pod(s)"
+    summary = f"launched {len(launched)} nodeclaim(s) for {len(moving)} pod(s)"
+    if adopted:
+        summary += f"; {len(result.waiting)} pod(s) wait on nodeclaim(s) {', '.join(adopted)}"
     if stuck:
         why = "; ".join(f"{d.subject}: {d.reason}" for d in stuck[:5])
         if not found.get("urgent"):
             raise DisruptionFailed(f"replacement for node(s) {', '.join(filter(None, nodes))} cannot launch: {why}")
         summary += f"; {len(stuck)} could not be placed ({why})"
-    for claim in claims:
+    for claim in launched:
         _event(ports, "", "DisruptionLaunching", f"Launching NodeClaim: {command.reason}", execution, nodeclaim=claim)
     for node in filter(None, nodes):
         _event(ports, node, "ReplacementLaunched", summary, execution)
-    return {"nodeclaims": claims, "reason": summary, "launched_at": ports.clock.now()}
+    return {"nodeclaims": claims, "adopted": adopted, "reason": summary, "launched_at": ports.clock.now()}
 
 
 def _within(replacement: Replacement) -> Callable[[Results], Results | str]:

@@ -68,7 +68,7 @@ from nodewright.service.provision.read import (
     recent_nodes,
 )
 from nodewright.service.provision.result import Decision, LaunchedClaim, ProvisionResult
-from nodewright.service.provision.serial import one_planner
+from nodewright.service.provision.serial import PlannerLockLost, one_planner
 from nodewright.service.provision.templates import (
     TEMPLATE_MIN_AGE_SECONDS,
     collect_launch_templates,
@@ -117,6 +117,7 @@ def provision(
     parsed_pods: ParsedPods | None = None,
     one_claim_in: str = "",
     nodepool_templates: TemplateCache | None = None,
+    claim_annotations: Mapping[str, str] | None = None,
 ) -> ProvisionResult:
     """Turn a batch of pending pods into NodeClaims and instances; see the module docstring.
 
@@ -138,6 +139,9 @@ def provision(
     NodePool (a consolidation's replacement: the solver grows one claim rather than opening a second, exactly
     as the consolidation's own simulation did). `nodepool_templates`: the NodePools prepared against the catalog
     by earlier batches (a warm container keeps one cache; `solve()` then skips preparing them again).
+    `claim_annotations`: added to every NodeClaim this call creates (a rebalance's early replacement carries the
+    end of its protection window). `ProvisionResult.waiting`: the pods not planned because a NodeClaim already
+    has room for them, with that claim.
     """
     started = timer()
     now = clock.now()
@@ -146,9 +150,9 @@ def provision(
         return _lifecycle_only(batch, cluster, cloud, now, result, templates, started, timer)
 
     owner = f"{batch.batch_id}/{uuid.uuid4().hex[:8]}"
-    with one_planner(state, owner, clock, sleep) as holder:
-        if holder:
-            result.decide("busy", "planner", f"{holder} is planning new capacity; evaluated again in the next window")
+    with one_planner(state, owner, clock, sleep) as lock:
+        if isinstance(lock, str):
+            result.decide("busy", "planner", f"{lock} is planning new capacity; evaluated again in the next window")
             result.timings["total"] = timer() - started
             return result
         snapshot = read_cluster(batch, cluster, result, parsed_pods)
@@ -159,7 +163,7 @@ def provision(
         removed = cleanup_unregistered(snapshot.base.nodeclaims, registered, cluster, cloud, now, result)
         recent = recent_nodes(snapshot, registered, now)
         planned: Plan | None = None
-        if read_pods(batch, snapshot, cluster, recent, set(displaced_nodes), result):
+        if read_pods(batch, snapshot, cluster, recent, set(displaced_nodes), result, registered):
             # A NodeClaim being deleted is not capacity on its way (Karpenter leaves deleting claims out too).
             gone = removed | deleting(snapshot.view.nodeclaims)
             capacity = capacity_in_flight(snapshot, registered, recent, gone, now, result)
@@ -180,8 +184,25 @@ def provision(
             result.timings["prepare"] = planned.prepared_at - started
             # What is created here is what launches: `plan_filter` has narrowed the plan already. Each claim
             # launches as soon as it exists; the lock is kept until they all do.
-            pipeline = _start(batch.batch_id, planned, cluster, cloud, state, now, result, started, timer)
-            pipeline.wait_created()
+            pipeline = _start(
+                batch.batch_id,
+                planned,
+                cluster,
+                cloud,
+                state,
+                now,
+                result,
+                started,
+                timer,
+                lock.fence,
+                claim_annotations,
+            )
+            try:
+                pipeline.wait_created()
+            except PlannerLockLost as lost:
+                # Another planner may be planning these pods now: what was not created is left to it, or to the
+                # next window (a replacement's step is retried on `busy`).
+                result.decide("busy", "planner", f"{lost}; the NodeClaims not created are planned again")
     # The planner lock is released: the NodeClaims exist, so whoever plans next counts them in flight.
     if planned is not None:
         for outcome in pipeline.outcomes():
@@ -239,8 +260,11 @@ def _start(
     result: ProvisionResult,
     started: float,
     timer: Callable[[], float],
+    fence: Callable[[], None],
+    annotations: Mapping[str, str] | None = None,
 ) -> Pipeline:
-    """Create the plan's NodeClaims and launch each one as soon as it exists (see `pipeline`)."""
+    """Create the plan's NodeClaims and launch each one as soon as it exists (see `pipeline`); `fence` is asked
+    before each creation and raises when the planner lock is no longer certainly held."""
     launcher = Launcher(
         cloud,
         state,
@@ -261,7 +285,12 @@ def _start(
         pool = planned.pools[claim.nodepool]
         return launch_claim(name, claim, pool, existing, cluster, launcher, tagged.of)
 
-    create = nodeclaim_creator(planned.pools, classes, batch_id, cluster)
+    creator = nodeclaim_creator(planned.pools, classes, batch_id, cluster, annotations)
+
+    def create(item: tuple[str, PlannedNodeClaim]) -> tuple[str, PlannedNodeClaim, Mapping[str, Any] | None]:
+        fence()
+        return creator(item)
+
     return Pipeline(planned.claims, create, launch)
 
 

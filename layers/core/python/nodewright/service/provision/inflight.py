@@ -5,6 +5,12 @@ nominated to it that are still pending (one bound elsewhere or deleted frees its
 claim whose node registered moments ago waits for the kube-scheduler to bind it there, and its requests are
 reserved on that node: planning it afresh could pack the new nodes in another order and launch capacity
 that is not needed. After `NOMINATION_GRACE_SECONDS` a pod still pending is planned like any other.
+
+A pod of a node being drained (planned with every batch, see `read.being_disrupted`) is different: the NodeClaim
+named for it (the workflow's replacement, or a claim an earlier batch launched for it) keeps room for it for as
+long as the drain lasts, in flight or registered however long ago, while the room is still free. A drain that a
+PodDisruptionBudget holds for hours must not get a new NodeClaim for its pods from every batch. Each pod that
+waits is reported with the claim it waits on (`ProvisionResult.waiting`).
 """
 
 from __future__ import annotations
@@ -47,11 +53,10 @@ def capacity_in_flight(
     pending_by_key = {p.key: p for p in inputs.pending_pods}
     known = {**snapshot.nominated, **pending_by_key}
     nodes_by_name = {n.name: n for n in inputs.nodes}
-    # Room is counted only on nodes whose claims registered within the grace period: the only ones a nominated
-    # pod is reserved on (every other node is full as far as the simulation goes, see `read.full_nodes`).
-    node_used = {
-        name: res.total(p.requests for p in nodes_by_name[name].pods) for name in registered_at if name in nodes_by_name
-    }
+    # Room is counted only on nodes whose every pod was read: those whose claims registered within the grace period
+    # and those whose claims name a pod of a node being drained (every other node is full as far as the
+    # simulation goes, see `read.full_nodes`).
+    node_used: dict[str, res.Resources] = {}
     inflight: list[NodeClaim] = []
     waiting: set[str] = set()
     reserved: dict[str, list[Pod]] = {}
@@ -62,24 +67,29 @@ def capacity_in_flight(
         node_name = registered.get(claim.name)
         if node_name is not None:
             node = nodes_by_name.get(node_name)
-            if node is None or now - registered_at.get(node_name, now - NOMINATION_GRACE_SECONDS) >= (
-                NOMINATION_GRACE_SECONDS
-            ):
+            if node is None:
                 continue
-            for pod in mine:
+            fresh = now - registered_at.get(node_name, now - NOMINATION_GRACE_SECONDS) < NOMINATION_GRACE_SECONDS
+            # A pod of a node being drained keeps its room on the claim named for it until it is evicted, however
+            # long a PodDisruptionBudget holds the drain: planned again, it would get a new NodeClaim every batch.
+            for pod in [p for p in mine if fresh or p.key in snapshot.moving]:
                 # Only while the node still has room for it: the kube-scheduler may have filled it with
                 # other pods, and then this one must be planned now, not after the grace period.
-                used = res.add(node_used.get(node_name, {}), pod.requests)
+                if node_name not in node_used:
+                    node_used[node_name] = res.total(p.requests for p in node.pods)
+                used = res.add(node_used[node_name], pod.requests)
                 if not res.fits(used, node.allocatable):
                     continue
                 node_used[node_name] = used
                 reserved.setdefault(node_name, []).append(pod)
                 if pod.key in pending_by_key:
                     waiting.add(pod.key)
+                    result.waiting[pod.key] = claim.name
                     result.decide(
                         "waiting",
                         f"pod/{pod.key}",
-                        f"nominated to nodeclaim/{claim.name}, whose node {node_name} has registered",
+                        f"nominated to nodeclaim/{claim.name}, whose node {node_name} has registered"
+                        + (" and keeps room for it while its node drains" if pod.key in snapshot.moving else ""),
                     )
             continue
         if claim.registered:
@@ -87,6 +97,7 @@ def capacity_in_flight(
         for pod in mine:
             if pod.key in pending_by_key:
                 waiting.add(pod.key)
+                result.waiting[pod.key] = claim.name
                 result.decide("waiting", f"pod/{pod.key}", f"nominated to nodeclaim/{claim.name}, which is in flight")
         inflight.append(replace(claim, nominated_pods=tuple(mine), requests=res.total(p.requests for p in mine)))
     # The nodes registered by this call have just lost karpenter.sh/unregistered; other nodes keep what they have.

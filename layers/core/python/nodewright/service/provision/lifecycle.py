@@ -33,6 +33,7 @@ from nodewright.model.nodeclaim import INITIALIZED_LABEL, REGISTERED_LABEL, Node
 from nodewright.model.objects import Node
 from nodewright.model.taints import Taint
 from nodewright.ports import Clock, Cloud, Cluster, LaunchTemplateStore
+from nodewright.service.provision.adopt import ADOPTABLE_STATES, adopt_instance
 from nodewright.service.provision.nodeclaim import INITIALIZED, LAUNCHED, READY, REGISTERED
 from nodewright.service.provision.result import Decision, ProvisionResult
 from nodewright.service.provision.templates import collect_launch_templates
@@ -179,7 +180,9 @@ def cleanup_unregistered(
 ) -> set[str]:
     """Terminate and delete NodeClaims whose node has not registered `timeout` seconds after creation, and
     claims never recorded as launched `LAUNCH_TIMEOUT_SECONDS` after creation (the invocation that created
-    them died between creating and launching; their pods are planned again at once).
+    them died between creating and launching; their pods are planned again at once). A claim never recorded as
+    launched whose instance is found by its tag (the invocation died after CreateFleet) adopts that instance
+    instead (`adopt`): terminating it would throw a healthy launch away and launch again for the same pods.
 
     Returns the names removed. The planner calls this too (see `cleanup`).
     """
@@ -191,7 +194,18 @@ def cleanup_unregistered(
         limit = timeout if claim.provider_id else min(timeout, LAUNCH_TIMEOUT_SECONDS)
         if age < limit:
             continue
-        ids = [claim.instance_id] if claim.instance_id else [i.id for i in cloud.instances_of_nodeclaim(claim.name)]
+        tagged = [] if claim.instance_id else list(cloud.instances_of_nodeclaim(claim.name))
+        live = sorted((i for i in tagged if i.state in ADOPTABLE_STATES), key=lambda i: (i.launch_time, i.id))
+        if not claim.provider_id and live:
+            # The oldest is kept; any other tagged for this claim is collected by providerID once this is recorded.
+            adopt_instance(cluster, claim.name, live[0])
+            result.decide(
+                "adopted",
+                f"nodeclaim/{claim.name}",
+                f"instance {live[0].id} was launched for it but never recorded ({int(age)}s after creation)",
+            )
+            continue
+        ids = [claim.instance_id] if claim.instance_id else [i.id for i in tagged]
         if ids:
             cloud.terminate(ids)
         cluster.delete_nodeclaim(claim.name)

@@ -64,11 +64,18 @@ def _taint_json(key: str, value: str, effect: str) -> dict[str, str]:
 
 
 def nodeclaim_document(
-    name: str, claim: PlannedNodeClaim, pool: NodePool, batch_id: str, node_class: EC2NodeClass | None = None
+    name: str,
+    claim: PlannedNodeClaim,
+    pool: NodePool,
+    batch_id: str,
+    node_class: EC2NodeClass | None = None,
+    extra_annotations: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The NodeClaim object created before launch (spec as Karpenter v1 writes it), stamped with the hashes of its
-    NodePool and EC2NodeClass as they are now, so drift can be told later."""
+    NodePool and EC2NodeClass as they are now, so drift can be told later. `extra_annotations`: what the caller
+    adds (a rebalance's early replacement: the end of its protection window)."""
     annotations = {
+        **(extra_annotations or {}),
         BATCH_ANNOTATION: batch_id,
         PODS_ANNOTATION: json.dumps(list(claim.pods)),
         **hash_annotations(pool, node_class),
@@ -165,14 +172,17 @@ def nodeclaim_creator(
     node_classes: Mapping[str, EC2NodeClass],
     batch_id: str,
     cluster: Cluster,
+    annotations: Mapping[str, str] | None = None,
 ) -> Callable[[tuple[str, PlannedNodeClaim]], tuple[str, PlannedNodeClaim, Mapping[str, Any] | None]]:
     """What creates one planned NodeClaim: (name, plan) -> (name, plan, the object already there when its name
-    was taken by an earlier run of the same delivery, else None). `node_classes`: by name, for the hashes."""
+    was taken by an earlier run of the same delivery, else None). `node_classes`: by name, for the hashes;
+    `annotations`: added to every NodeClaim created."""
 
     def create(item: tuple[str, PlannedNodeClaim]) -> tuple[str, PlannedNodeClaim, Mapping[str, Any] | None]:
         name, claim = item
         pool = pools[claim.nodepool]
-        document = nodeclaim_document(name, claim, pool, batch_id, node_classes.get(pool.node_class_ref.name))
+        node_class = node_classes.get(pool.node_class_ref.name)
+        document = nodeclaim_document(name, claim, pool, batch_id, node_class, annotations)
         return name, claim, cluster.create_nodeclaim(document)
 
     return create

@@ -79,8 +79,10 @@ class Pipeline:
             raise self._errors[0]
 
     def outcomes(self) -> list[Any]:
-        """Every claim's launch outcome, in plan order (after `wait_created`)."""
-        self.wait_created()
+        """Every claim's launch outcome, in plan order (after `wait_created`, which reported any creation error:
+        the claims that were created launched all the same)."""
+        self._all_created.wait()
+        self._creating.shutdown(wait=True)
         try:
             return [launch.result() for launch in self._launches if launch is not None]
         finally:

@@ -8,9 +8,12 @@ real pending pods sooner.
 
 Reads, in order:
 
-1. `Cluster.read_for_provisioning()`: NodePools, EC2NodeClasses, NodeClaims, Nodes, DaemonSets, StorageClasses
-   and the pending pods, from the watch cache. When a hinted pod is missing there or at another version, the
-   cache may be behind the forwarder's watch, so the pending set is read again consistently.
+1. `Cluster.read_for_provisioning()`: NodePools, EC2NodeClasses, Nodes, DaemonSets, StorageClasses and the
+   pending pods, from the watch cache, and beside it `Cluster.nodeclaims()`, consistently (the planner lock's
+   previous holder may have created NodeClaims the cache does not hold yet). When a hinted pod is missing there
+   or at another version, the cache may be behind the forwarder's watch, so the pending pods of those hints'
+   namespaces are read again consistently, at most `NAMESPACE_REREADS` namespaces per batch (those with hinted pods
+   the cache knows first); the others wait for the next window.
 2. For the pods to plan and the pods nominated to NodeClaims in flight: the pods bound to nodes that their
    topology spread and pod (anti-)affinity terms select (label-selected lists, per namespace), the pods on
    nodes that registered in the last `NOMINATION_GRACE_SECONDS` (their room was planned for pods the
@@ -55,6 +58,9 @@ from nodewright.service.provision.result import ProvisionResult
 # How long pods nominated to a freshly registered node are left to the kube-scheduler before being planned again.
 NOMINATION_GRACE_SECONDS = 120
 READ_CONCURRENCY = 8
+# Namespaces read again consistently per batch for hints the watch cache does not confirm (one LIST each, inside the
+# planner lock): the cache is rarely behind by more than a few namespaces, and forged hints must not cost thousands.
+NAMESPACE_REREADS = 8
 
 
 def pod_key(doc: Mapping[str, Any]) -> str:
@@ -106,17 +112,36 @@ class Snapshot:
     inputs: ClusterInputs = field(default_factory=ClusterInputs)
     nominated: dict[str, Pod] = field(default_factory=dict)
     room_known: set[str] = field(default_factory=set)
+    # The pods that must leave nodes being disrupted (or displaced), planned as pending: a NodeClaim that names one
+    # keeps room for it for as long as it drains, however long ago that claim's node registered.
+    moving: set[str] = field(default_factory=set)
+    # Namespaces of unconfirmed hints left unread past the re-read cap (`NAMESPACE_REREADS`).
+    unread: set[str] = field(default_factory=set)
 
 
 def read_cluster(
     batch: Batch, cluster: Cluster, result: ProvisionResult, parsed_pods: ParsedPods | None = None
 ) -> Snapshot:
     """Step 1 (see the module doc): the cached read, verified against the batch's hints. `parsed_pods`: a
-    container's cache of parsed pods (see `model.loader`), kept across calls."""
-    view = cluster.read_for_provisioning()
-    stale = sorted(
-        {h.namespace for h in batch.pods if (found := view.pending.get(h.key)) is None or not h.matches(found)}
-    )
+    container's cache of parsed pods (see `model.loader`), kept across calls. NodeClaims are read consistently,
+    beside the cached read: the watch cache may lag behind the NodeClaims the previous holder of the planner lock
+    created, and a planner that missed them would launch for their pods again."""
+    with ThreadPoolExecutor(max_workers=1) as executor:
+        claims = executor.submit(cluster.nodeclaims)
+        view = cluster.read_for_provisioning()
+        view = replace(view, nodeclaims=list(claims.result()))
+    stale, unread = reread_namespaces(batch, view.pending)
+    if unread:
+        # Each namespace re-read is one consistent LIST inside the planner lock: forged hints must not buy thousands.
+        hinted = sum(1 for h in batch.pods if h.namespace in unread)
+        result.decide(
+            "skipped",
+            "hints",
+            f"{len(unread)} namespace(s) with {hinted} hinted pod(s) the watch cache does not confirm were not read "
+            f"again (at most {NAMESPACE_REREADS} per batch); the forwarder sends pods still pending again",
+            namespaces=len(unread),
+            pods=hinted,
+        )
     if stale:
         # The watch cache is behind the forwarder (or the pod moved on): the consistent read of the stale hints'
         # namespaces decides for their pods; the other namespaces keep the cached read.
@@ -127,7 +152,26 @@ def read_cluster(
     base, errors = load_documents(view.documents, "cluster", False, parsed)
     for error in errors:
         result.decide("invalid", f"{error.kind or 'object'}/{error.name}", f"{error.path}: {error.message}")
-    return Snapshot(view, base, parsed)
+    return Snapshot(view, base, parsed, unread=set(unread))
+
+
+def reread_namespaces(batch: Batch, cached: Mapping[str, Mapping[str, Any]]) -> tuple[list[str], list[str]]:
+    """(the namespaces to read again consistently, those left unread past `NAMESPACE_REREADS`) for the hints the
+    watch cache does not confirm (missing, or at another version). Namespaces with a hinted pod the cache knows
+    (same uid, another version: a real pod the cache is behind on) go first, then those with the most hints: a
+    forged hint names a pod the cache has never seen."""
+    known: dict[str, int] = {}
+    hints: dict[str, int] = {}
+    for hint in batch.pods:
+        found = cached.get(hint.key)
+        if found is not None and hint.matches(found):
+            continue
+        hints[hint.namespace] = hints.get(hint.namespace, 0) + 1
+        uid = (found.get("metadata") or {}).get("uid") if found is not None else None
+        if found is not None and (not hint.uid or uid == hint.uid):
+            known[hint.namespace] = known.get(hint.namespace, 0) + 1
+    ranked = sorted(hints, key=lambda ns: (-known.get(ns, 0), -hints[ns], ns))
+    return sorted(ranked[:NAMESPACE_REREADS]), sorted(ranked[NAMESPACE_REREADS:])
 
 
 def pods_to_plan(batch: Batch, snapshot: Snapshot, result: ProvisionResult) -> list[Mapping[str, Any]]:
@@ -139,6 +183,10 @@ def pods_to_plan(batch: Batch, snapshot: Snapshot, result: ProvisionResult) -> l
             continue
         seen.add(hint.key)
         doc = snapshot.view.pending.get(hint.key)
+        if doc is None and hint.namespace in snapshot.unread:
+            why = "not in the watch cache, and its namespace was not read again this batch (the re-read cap)"
+            result.decide("skipped", f"pod/{hint.key}", why)
+            continue
         if doc is None:
             result.decide("skipped", f"pod/{hint.key}", "not pending: bound to a node or deleted since it was sent")
             continue
@@ -262,15 +310,19 @@ def read_pods(
     recent: Mapping[str, float],
     displaced_nodes: Collection[str],
     result: ProvisionResult,
+    registered: Mapping[str, str] | None = None,
 ) -> bool:
     """Step 2 (see the module doc): read the pods the decision needs and load everything into `snapshot`.
     `recent`: the nodes that registered within the nomination grace period; `displaced_nodes`: the workflow's
-    replacement (see `displace`). Nodes `being_disrupted` are displaced on every call: their pods that must
-    move are planned with the batch's. Returns False when there is nothing to plan."""
+    replacement (see `displace`); `registered`: claim -> node for claims whose node exists. Nodes
+    `being_disrupted` are displaced on every call: their pods that must move are planned with the batch's, and
+    the pods on the nodes of the NodeClaims named for them are read, so that room is counted for them (see
+    `inflight`). Returns False when there is nothing to plan."""
     disrupted = being_disrupted(snapshot.view.nodes)
     if displaced_nodes:
         to_plan, bound = displace(snapshot, cluster, {*displaced_nodes, *disrupted})
         room_known: set[str] = {n.name for n in snapshot.base.nodes}
+        snapshot.moving = {pod_key(d) for d in to_plan}
     else:
         to_plan = pods_to_plan(batch, snapshot, result)
         pods, _ = load_documents(to_plan, "cluster", False, snapshot.parsed_pods)
@@ -278,16 +330,29 @@ def read_pods(
         on_nodes = side_by_side([partial(cluster.pods_on_node, node) for node in (*sorted(recent), *leaving)])
         bound = [p for docs in on_nodes[: len(recent)] for p in docs]
         bound += selected_pods(cluster, pods.pending_pods)
+        room_known = set(recent) - disrupted
         if leaving:
             _drop_nodes(snapshot, disrupted)
             moving, _ = split_moving([p for docs in on_nodes[len(recent) :] for p in docs], disrupted)
             planned = {pod_key(d) for d in to_plan}
             to_plan = [*to_plan, *(d for d in moving if pod_key(d) not in planned)]
-        room_known = set(recent) - disrupted
+            snapshot.moving = {pod_key(d) for d in moving}
+            holders = sorted(_holders(snapshot, registered or {}, snapshot.moving) - disrupted - set(recent))
+            bound += [p for docs in side_by_side([partial(cluster.pods_on_node, n) for n in holders]) for p in docs]
+            room_known |= set(holders)
     if not to_plan:
         return False
     assemble(snapshot, cluster, to_plan, bound, room_known, result)
     return bool(snapshot.inputs.pending_pods)
+
+
+def _holders(snapshot: Snapshot, registered: Mapping[str, str], moving: Collection[str]) -> set[str]:
+    """The nodes of registered NodeClaims that name a pod of a node being drained: a replacement (or a claim an
+    earlier batch launched for those pods), whose room is theirs until they are evicted."""
+    keys = set(moving)
+    return {
+        registered[c.name] for c in snapshot.base.nodeclaims if c.name in registered and keys.intersection(nominated(c))
+    }
 
 
 def full_nodes(nodes: Sequence[Node], room_known: set[str]) -> tuple[Node, ...]:

@@ -15,7 +15,7 @@ class Decision:
     """One thing the provisioner decided, about one subject, and why.
 
     `action` is one of: launched, launch-failed, nominated, waiting, existing, unschedulable, skipped,
-    registered, initialized, terminated, invalid, unavailable, throttled, deleted, busy.
+    registered, initialized, terminated, adopted, invalid, unavailable, throttled, deleted, busy.
     """
 
     action: str
@@ -73,6 +73,9 @@ class ProvisionResult:
     launched: list[LaunchedClaim] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     fleet_requests: int = 0
+    # Pods not planned because a NodeClaim in flight (or the node of one named for them) already has room for
+    # them: pod key -> that NodeClaim. A replacement adopts these claims as its own.
+    waiting: dict[str, str] = field(default_factory=dict)
 
     def decide(self, action: str, subject: str, reason: str, **details: Any) -> None:
         self.decisions.append(Decision(action, subject, reason, details))
@@ -93,4 +96,5 @@ class ProvisionResult:
             "decisions": [d.to_json() for d in self.decisions],
             "timings": {k: round(v, 4) for k, v in sorted(self.timings.items())},
             "fleet_requests": self.fleet_requests,
+            **({"waiting": dict(sorted(self.waiting.items()))} if self.waiting else {}),
         }

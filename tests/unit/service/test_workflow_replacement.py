@@ -1,0 +1,95 @@
+"""LaunchReplacement launches the replacement that was decided, or adopts the NodeClaim its pods already wait on;
+a rebalance's early replacement carries the end of its protection window."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from service_fakes import node_for
+from test_workflow_service import CATALOG, command, run, setup
+
+from nodewright.disruption.commands import DRIFTED, PREPARE, REBALANCE
+from nodewright.disruption.fleet import PROTECTED_UNTIL_ANNOTATION, epoch
+from nodewright.service.batch import Batch
+from nodewright.service.provision import provision
+from nodewright.service.provision.serial import LOCK_TTL_SECONDS
+from nodewright.service.workflow import PlannerBusy
+
+PREPARING = "RebalanceRecommendation-old-1"
+URGENT = "SpotInterruption-old-2"
+
+
+def prepare_state() -> dict[str, Any]:
+    state = command(REBALANCE, action=PREPARE, deadline=None)
+    state["forceful"] = False
+    return state
+
+
+def test_a_rebalance_early_replacement_is_protected_until_its_window_ends() -> None:
+    cluster, _, clock, ports = setup()
+    state = prepare_state()
+    found = run("identify", state, ports, PREPARING)
+    [claim] = run("launch_replacement", state, ports, PREPARING)["nodeclaims"]
+    stamp = cluster.objects[("NodeClaim", "", claim)]["metadata"]["annotations"][PROTECTED_UNTIL_ANNOTATION]
+    assert epoch(stamp) == clock.t + found["protect_seconds"]
+
+
+def test_a_spot_warning_after_a_rebalance_adopts_the_early_replacement_and_waits_for_it() -> None:
+    """Issue 21 item 10: the pods wait on the early replacement; nothing new launches, and the replacement is
+    waited for instead of reported ready with nothing launched."""
+    _, cloud, clock, ports = setup()
+    prepared = prepare_state()
+    run("identify", prepared, ports, PREPARING)
+    [early] = run("launch_replacement", prepared, ports, PREPARING)["nodeclaims"]
+    fleets = len(cloud.fleets)
+    clock.t += 30
+    urgent = command()
+    assert run("identify", urgent, ports, URGENT)["outcome"] == "proceed"
+    replacement = run("launch_replacement", urgent, ports, URGENT)
+    assert replacement["nodeclaims"] == [early] and replacement["adopted"] == [early]
+    assert len(cloud.fleets) == fleets  # nothing launched twice
+    assert run("check_replacement", urgent, ports, URGENT) == {"ready": False, "waiting_for": [early]}
+
+
+def test_a_voluntary_drain_whose_pods_wait_on_a_batch_claim_waits_for_that_claim_before_draining() -> None:
+    cluster, cloud, clock, ports = setup()
+    # A batch planned the node's pods (it saw the node tainted) and launched a NodeClaim for them.
+    drift = command(DRIFTED, deadline=None)
+    drift["forceful"] = False
+    run("identify", drift, ports, "Drifted-old-1")
+    cluster.add_node_taint("node-old", "karpenter.sh/disrupted", "", "NoSchedule")
+    batch = provision(
+        Batch("b1", "demo", []), cluster, cloud, ports.state, clock, CATALOG, displaced_nodes=["node-old"]
+    )
+    [claim] = batch.launched
+    replacement = run("launch_replacement", drift, ports, "Drifted-old-1")
+    assert replacement["nodeclaims"] == [claim.name]
+    assert not run("check_replacement", drift, ports, "Drifted-old-1")["ready"]
+    node = node_for(cloud.instances[claim.instance_id], "node-new")
+    node["spec"]["taints"] = []
+    node["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+    cluster.put(node)
+    assert run("check_replacement", drift, ports, "Drifted-old-1")["ready"]
+
+
+class SlowCatalog:
+    """A catalog whose read takes longer than the planner lock's TTL, with no heartbeat landing meanwhile."""
+
+    def __init__(self, clock: Any) -> None:
+        self.clock = clock
+
+    def instance_types(self) -> Any:
+        self.clock.t += LOCK_TTL_SECONDS + 10
+        return CATALOG.instance_types()
+
+
+def test_a_replacement_whose_planner_lock_ran_out_while_planning_is_retried_and_creates_nothing() -> None:
+    cluster, cloud, clock, ports = setup()
+    state = command()
+    run("identify", state, ports)
+    slow = replace(ports, catalog=SlowCatalog(clock))
+    with pytest.raises(PlannerBusy, match="planner lock"):
+        run("launch_replacement", state, slow)
+    assert not [c for c in cluster.of_kind("NodeClaim") if c["metadata"]["name"] != "old"] and not cloud.fleets
