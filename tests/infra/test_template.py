@@ -128,11 +128,11 @@ def test_the_stack_holds_exactly_the_components(default_synth: Synth) -> None:
     template.resource_count_is("AWS::Logs::LogGroup", 11)
     template.resource_count_is("AWS::StepFunctions::StateMachine", 1)
     template.resource_count_is("AWS::Scheduler::Schedule", 1)
-    # The interruption queue and its DLQ, the planner's missed ticks; five EventBridge rules; sixteen alarms
+    # The interruption queue and its DLQ, the planner's missed ticks; five EventBridge rules; eighteen alarms
     # (docs/architecture.md) notifying one encrypted topic.
     template.resource_count_is("AWS::SQS::Queue", 3)
     template.resource_count_is("AWS::Events::Rule", 5)
-    template.resource_count_is("AWS::CloudWatch::Alarm", 16)
+    template.resource_count_is("AWS::CloudWatch::Alarm", 18)
     template.resource_count_is("AWS::CloudWatch::Dashboard", 1)
     template.resource_count_is("AWS::SNS::Topic", 1)
     template.resource_count_is("AWS::KMS::Key", 1)
