@@ -27,6 +27,17 @@ from nodewright.disruption.commands import EXPIRED, SPOT_INTERRUPTION, Disruptio
 EVENTS = Path(__file__).resolve().parents[2] / "examples" / "events"
 
 
+def fresh_warning(instance_id: str, region: str) -> dict[str, Any]:
+    """The example Spot warning for `instance_id`, sent now (a warning past its two-minute notice is refused)."""
+    event: dict[str, Any] = json.loads((EVENTS / "spot-interruption-warning.json").read_text())
+    event["id"] = str(uuid.uuid4())
+    event["time"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    event["region"] = region
+    event["resources"] = [f"arn:aws:ec2:{region}:123456789012:instance/{instance_id}"]
+    event["detail"]["instance-id"] = instance_id
+    return event
+
+
 def spot(instance_type: str) -> list[dict[str, Any]]:
     """Spot capacity of one type, so a test's pods share one node (cheapest-per-pod would otherwise pick several
     small ones). Each test has its own type: a Spot warning marks its offering unavailable for three minutes,
@@ -371,11 +382,7 @@ def test_a_duplicated_event_and_a_target_retry_start_one_execution(
     deployment(world, namespace, pool, "web", 1, "250m", "256Mi")
     claim, node = registered(world, stack, namespace, pool, 1)
     instance_id = node.spec.provider_id.rsplit("/", 1)[-1]
-    event = json.loads((EVENTS / "spot-interruption-warning.json").read_text())
-    event["id"] = str(uuid.uuid4())
-    event["resources"] = [f"arn:aws:ec2:{world.state.region}:123456789012:instance/{instance_id}"]
-    event["detail"]["instance-id"] = instance_id
-    body = json.dumps(event)
+    body = json.dumps(fresh_warning(instance_id, world.state.region))
     stack.send_raw(body, body)  # delivered twice in one batch
     stack.send_raw(body)  # and once more later, as a rule target's retry would
     name = claim["metadata"]["name"]
@@ -397,12 +404,8 @@ def test_a_foreign_instance_is_acknowledged_and_a_malformed_message_reaches_the_
     claim, node = registered(world, stack, namespace, pool, 1)
     instance_id = node.spec.provider_id.rsplit("/", 1)[-1]
     before = {e["name"] for e in stack.executions()}
-    owned = json.loads((EVENTS / "spot-interruption-warning.json").read_text())
-    owned["id"] = str(uuid.uuid4())
-    owned["detail"]["instance-id"] = instance_id
-    foreign = json.loads((EVENTS / "spot-interruption-warning.json").read_text())
-    foreign["id"] = str(uuid.uuid4())
-    foreign["detail"]["instance-id"] = "i-0fffffffffffffff0"
+    owned = fresh_warning(instance_id, world.state.region)
+    foreign = fresh_warning("i-0fffffffffffffff0", world.state.region)
     malformed = (EVENTS / "malformed-spot-warning.json").read_text()
     stack.send_raw(json.dumps(foreign), malformed, json.dumps(owned))  # one batch
 
