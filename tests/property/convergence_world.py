@@ -569,7 +569,8 @@ class Driver:
     def __init__(self, world: World) -> None:
         self.world = world
         self.executions: dict[str, Execution] = {}
-        self.next_death: tuple[int, str] | None = None  # the next step any execution runs dies: (fuse, status)
+        # A step some execution runs soon dies: (steps to let run first, fuse, status).
+        self.next_death: tuple[int, int, str] | None = None
 
     def adopt_new(self) -> None:
         """Executions started since the last look begin (Step Functions starts them at once)."""
@@ -616,7 +617,11 @@ class Driver:
 
     def _invoke(self, run: Execution, call: Call) -> None:
         if run.fuse is None and self.next_death is not None:
-            (run.fuse, run.death), self.next_death = self.next_death, None
+            after, fuse_at, death = self.next_death
+            if after > 0:
+                self.next_death = (after - 1, fuse_at, death)
+            else:
+                run.fuse, run.death, self.next_death = fuse_at, death, None
         fuse = Fuse(run.fuse)
         ports = self.world.step_ports(fuse)
         try:
@@ -790,6 +795,13 @@ class World:
                 self.pods += 1
                 self.generation[name] = 1
                 self.cluster.put(pod(name, app, 1))
+
+    def remove_pods(self, pick: int, count: int) -> None:
+        names = sorted(self.generation)
+        for name in (names[(pick + i) % len(names)] for i in range(min(count, len(names)))):
+            self.generation.pop(name, None)
+            self.cluster.objects.pop(("Pod", "default", name), None)
+            self.note(f"pod {name} scaled away")
 
     def settle(self) -> None:
         """The kubelets, the pod garbage collector, the pods' controllers and the kube-scheduler, once."""

@@ -42,7 +42,7 @@ MAX_PODS = 14
 
 DT = st.sampled_from([5, 15, 30, 60])
 PICK = st.integers(min_value=0, max_value=63)
-FUSE = st.none() | st.integers(min_value=0, max_value=40)
+FUSE = st.none() | st.integers(min_value=0, max_value=16)
 DEATH = st.sampled_from(["FAILED", "ABORTED", "TIMED_OUT"])
 
 
@@ -82,6 +82,12 @@ class Convergence(RuleBasedStateMachine):
         self.world.add_pods(min(web, room), min(api, max(0, room - web)))
         self.world.settle()
         self.world.batch(fuse)
+
+    @rule(dt=DT, pick=PICK, count=st.integers(1, 4))
+    def pods_leave(self, dt: int, pick: int, count: int) -> None:
+        """A workload scales down: nodes empty out, and the planner's emptiness takes them away."""
+        self.advance(dt)
+        self.world.remove_pods(pick, count)
 
     @rule(fuse=FUSE)
     def planner_tick(self, fuse: int | None) -> None:
@@ -142,7 +148,7 @@ class Convergence(RuleBasedStateMachine):
             self.world.note(f"kubectl delete {kind.lower()}/{name}")
             self.world.cluster.request_delete(kind, name, self.world.iso_now())
 
-    @rule(pick=PICK, fuse=st.integers(min_value=0, max_value=30), death=DEATH, dt=DT)
+    @rule(pick=PICK, fuse=st.integers(min_value=0, max_value=12), death=DEATH, dt=DT)
     def execution_dies(self, pick: int, fuse: int, death: str, dt: int) -> None:
         running = sorted(self.world.driver.running(), key=lambda e: e.name)
         if running:
@@ -150,10 +156,11 @@ class Convergence(RuleBasedStateMachine):
             victim.fuse, victim.death = fuse, death
         self.advance(dt)
 
-    @rule(fuse=st.integers(min_value=0, max_value=30), death=DEATH)
-    def next_step_dies(self, fuse: int, death: str) -> None:
-        """Whichever execution runs a step next dies in it (the ones that start and finish between two operations)."""
-        self.world.driver.next_death = (fuse, death)
+    @rule(after=st.integers(min_value=0, max_value=6), fuse=st.integers(min_value=0, max_value=12), death=DEATH)
+    def step_dies(self, after: int, fuse: int, death: str) -> None:
+        """The step some execution runs `after` steps from now dies in it (reaches the executions that start and end
+        between two operations)."""
+        self.world.driver.next_death = (after, fuse, death)
 
     # ---------------------------------------------------------------------------- invariants
 
@@ -192,8 +199,8 @@ def _instant_lock() -> Iterator[None]:
 
 
 Convergence.TestCase.settings = settings(
-    max_examples=25,
-    stateful_step_count=20,
+    max_examples=80,
+    stateful_step_count=30,
     deadline=None,
     derandomize=True,
     database=None,
