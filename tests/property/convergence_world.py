@@ -78,18 +78,27 @@ class Killed(BaseException):
 
 
 class Fuse:
-    """Kills an invocation at its `calls`-th port call (None: never); once blown, every later call dies too."""
+    """Kills an invocation at its `calls`-th port call (None: never), or at the first port call after one to the
+    method named `after` (what that call did stays, nothing after it happens); once blown, every later call dies
+    too."""
 
-    def __init__(self, calls: int | None) -> None:
+    def __init__(self, calls: int | None, after: str | None = None) -> None:
         self.left = calls
+        self.after = after
+        self.armed = False  # the call named `after` has been made
         self.blown = False
         self._lock = threading.Lock()
 
-    def spend(self) -> None:
+    def spend(self, name: str = "") -> None:
         with self._lock:
+            if self.blown or self.armed:
+                self.blown = True
+                raise Killed
+            if self.after is not None and name == self.after:
+                self.armed = True
             if self.left is None:
                 return
-            if self.blown or self.left <= 0:
+            if self.left <= 0:
                 self.blown = True
                 raise Killed
             self.left -= 1
@@ -108,7 +117,7 @@ class Fused:
             return found
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            self._fuse.spend()
+            self._fuse.spend(name)
             return found(*args, **kwargs)
 
         return call
@@ -560,6 +569,7 @@ class Execution:
     next: Call | Wait | None = None
     wake_at: float = 0.0
     fuse: int | None = None  # kill it at this port call of its next step
+    after: str | None = None  # kill it at the first port call after one to this method, in whichever step makes it
     death: str = "ABORTED"
 
 
@@ -622,7 +632,7 @@ class Driver:
                 self.next_death = (after - 1, fuse_at, death)
             else:
                 run.fuse, run.death, self.next_death = fuse_at, death, None
-        fuse = Fuse(run.fuse)
+        fuse = Fuse(run.fuse, run.after)
         ports = self.world.step_ports(fuse)
         try:
             outcome: Any = workflow.STEPS[call.step](call.document, run.name, ports)
@@ -630,10 +640,11 @@ class Driver:
             outcome = None
         except Exception as error:  # what the Lambda reports; the state machine's Retry and Catch decide
             outcome = error
-        if run.fuse is not None:
+        if run.fuse is not None or fuse.blown:
             self.world.workflows.statuses[run.name] = run.death
             run.program.close()
-            self.world.note(f"killed {run.name} in {call.step} (fuse {run.fuse}, blown={fuse.blown})")
+            how = f"after {run.after}" if run.fuse is None else f"fuse {run.fuse}"
+            self.world.note(f"killed {run.name} in {call.step} ({how}, blown={fuse.blown})")
             return
         self._send(run, outcome)
 
@@ -673,6 +684,7 @@ class World:
         self.batches = 0
         self.events = 0
         self.pods = 0
+        self.revision = 0  # of the NodePool's template (`drift`)
         self.generation: dict[str, int] = {}
         self.journal: list[str] = []
         self.redeliver: list[str] = []
@@ -721,9 +733,11 @@ class World:
         self.ticks += 1
         self.note(f"tick {self.ticks}: started {[s['execution'] for s in result.started]} repaired {result.repaired}")
 
-    def batch(self, fuse: int | None = None) -> None:
-        """The forwarder's batch: every pending pod."""
-        self.batches += 1
+    def batch(self, fuse: int | None = None, after: str | None = None, again: bool = False) -> None:
+        """The forwarder's batch: every pending pod. `fuse`, `after`: when to kill it (see `Fuse`); `again`: the
+        last delivery once more, under its id (SQS redelivers a message whose Lambda died), else a new one."""
+        if not again or not self.batches:
+            self.batches += 1
         hints = [
             PodHint("default", d["metadata"]["name"], d["metadata"]["uid"], d["metadata"]["resourceVersion"])
             for d in self.cluster.of_kind("Pod")
@@ -731,7 +745,8 @@ class World:
         ]
         if not hints:
             return
-        f = Fuse(fuse)
+        f = Fuse(fuse, after)
+        how = f"after {after}" if after else f"fuse {fuse}"
         try:
             result = provisioning.provision(
                 Batch(f"b{self.batches}", CLUSTER, hints),
@@ -743,10 +758,10 @@ class World:
                 sleep=lambda _seconds: None,
             )
         except Killed:
-            self.note(f"batch b{self.batches} killed (fuse {fuse})")
+            self.note(f"batch b{self.batches} killed ({how})")
             return
         if f.blown:
-            self.note(f"batch b{self.batches} killed (fuse {fuse}, in a worker)")
+            self.note(f"batch b{self.batches} killed ({how}, in a worker)")
             return
         self.last_batch = result
         self.note(f"batch b{self.batches}: launched {[c.name for c in result.launched]}")
@@ -787,6 +802,15 @@ class World:
         else:
             self.cluster.objects.pop(("PodDisruptionBudget", "default", "web"), None)
         self.note(f"PDB {'blocks' if block else 'cleared'}")
+
+    def drift(self) -> None:
+        """A new revision of the NodePool's template (a label): every node launched before it has drifted
+        (NodePoolDrifted), and the planner replaces them one at a time, as voluntary disruptions under budget."""
+        self.revision += 1
+        doc = copy.deepcopy(self.cluster.objects[("NodePool", "", "general")])
+        doc["spec"]["template"]["metadata"]["labels"]["revision"] = str(self.revision)
+        self.cluster.put(doc)
+        self.note(f"NodePool template at revision {self.revision}: older nodes drift")
 
     def add_pods(self, web: int, api: int) -> None:
         for app, count in (("web", web), ("api", api)):

@@ -1,10 +1,11 @@
 """Whatever dies, whenever, the cluster converges (issue 21's property).
 
-Random sequences of pending-pod batches, planner ticks, Spot warnings (some late), rebalance recommendations,
-instances terminated behind nodewright's back (with or without their state-change event), PodDisruptionBudgets set
-to block and cleared, Nodes and NodeClaims deleted by a user, and crashes (an execution, a planner tick, a provisioner
-batch or an interruption handler killed at any port call, its partial writes kept) run over the in-memory world of
-`convergence_world`, whose services are nodewright's own. After every operation:
+Random sequences of pending-pod batches, planner ticks, NodePool template changes that drift the nodes, Spot warnings
+(some late), rebalance recommendations, instances terminated behind nodewright's back (with or without their
+state-change event), PodDisruptionBudgets set to block and cleared, Nodes and NodeClaims deleted by a user, and crashes
+(an execution, a planner tick, a provisioner batch or an interruption handler killed at any port call, its partial
+writes kept) run over the in-memory world of `convergence_world`, whose services are nodewright's own. After every
+operation:
 
 1. no pod a blocking PodDisruptionBudget covers is evicted, deleted or terminated with its instance before its node's
    deadline (a Spot warning's receipt plus its two minutes; an instance that went away on its own);
@@ -133,6 +134,14 @@ class Convergence(RuleBasedStateMachine):
         if tell:
             body = event("state", instance, self.world.clock.now(), self.next_event_id(), state="terminated")
             self.world.deliver(body)
+
+    @rule(dt=DT, fuse=FUSE)
+    def drift(self, dt: int, fuse: int | None) -> None:
+        """A new NodePool template, and the planner's next tick: every node launched before it has drifted, and the
+        planner's voluntary drains (under budget, a node at a time) replace them, so kills reach those drains too."""
+        self.advance(dt)
+        self.world.drift()
+        self.planner_tick(fuse)
 
     @rule(dt=DT, block=st.booleans())
     def pdb(self, dt: int, block: bool) -> None:
