@@ -94,6 +94,9 @@ class RefusingState(InMemoryState):
     def leases(self, now: float) -> Mapping[str, Lease]:
         raise RuntimeError("AccessDeniedException: dynamodb:Query")
 
+    def release_lock(self, name: str, owner: str) -> None:
+        raise RuntimeError("AccessDeniedException: dynamodb:DeleteItem")
+
 
 def test_an_interruption_drains_even_when_the_state_store_refuses_its_lease() -> None:
     _, _, _, ports = setup()
@@ -103,6 +106,9 @@ def test_an_interruption_drains_even_when_the_state_store_refuses_its_lease() ->
     assert found["outcome"] == "proceed" and found["lease"].startswith("not held: RuntimeError")
     drained = run("drain", state, ports)
     assert drained["evicted"] == ["web/web-0", "web/web-1", "web/web-2"]
+    # The lease it never held cannot be released either: the node goes all the same, nothing rolls back.
+    terminated = run("terminate", state, ports)
+    assert terminated["terminated"] and "DeleteItem" in terminated["lease_not_released"]
 
 
 def test_a_voluntary_disruption_does_not_go_on_without_its_lease() -> None:
