@@ -152,14 +152,15 @@ def command_for(claim: dict[str, Any], node: Any, reason: str, trigger: str, **k
     )
 
 
-def pdb(world: World, namespace: str, app: str) -> None:
+def pdb(world: World, namespace: str, app: str, max_unavailable: int = 1) -> None:
+    """A PodDisruptionBudget over the app's pods (`maxUnavailable: 0` allows no eviction at all)."""
     world.policy.create_namespaced_pod_disruption_budget(
         namespace,
         {
             "apiVersion": "policy/v1",
             "kind": "PodDisruptionBudget",
             "metadata": {"name": app},
-            "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": app}}},
+            "spec": {"maxUnavailable": max_unavailable, "selector": {"matchLabels": {"app": app}}},
         },
     )
 
