@@ -353,13 +353,7 @@ class Forwarder:
             attempts=result.attempts,
             invoke_seconds=round(result.seconds, 3),
         )
-        if result.ok:
-            details["fields"]["response"] = summarize(result.response)
-            log.info("registration sent", extra=details)
-        else:
-            self.metrics.errors.inc(labels=("invoke",))
-            details["fields"]["error"] = result.error
-            log.error("registration not delivered; sent again shortly", extra=details)
+        self._log_outcome(result, details, "registration sent", "registration not delivered; sent again shortly")
 
     def send_pod_events(self) -> None:
         """Send the queued pod events on their own: nothing else went out while the oldest waited."""
@@ -373,13 +367,19 @@ class Forwarder:
         self._settle_pod_events(events, result.ok)
         self.metrics.invoke_latency.observe(result.seconds)
         details = _fields(batch_id=payload.batch_id, pod_events=len(events), attempts=result.attempts)
+        self._log_outcome(
+            result, details, "pod events sent", "pod events not delivered; sent again with the next payload"
+        )
+
+    def _log_outcome(self, result: InvokeResult, details: dict[str, Any], sent: str, failed: str) -> None:
+        """Log one invocation's outcome (the provisioner's summarized answer, or the error, counted)."""
         if result.ok:
             details["fields"]["response"] = summarize(result.response)
-            log.info("pod events sent", extra=details)
+            log.info(sent, extra=details)
         else:
             self.metrics.errors.inc(labels=("invoke",))
             details["fields"]["error"] = result.error
-            log.error("pod events not delivered; sent again with the next payload", extra=details)
+            log.error(failed, extra=details)
 
     def _with_pod_events(self, payload: Payload) -> tuple[Payload, list[PodEventHint]]:
         """The payload with the queued pod events riding along (as many as the limits allow), and those events."""
@@ -428,15 +428,12 @@ class Forwarder:
                     since_last_pod_seconds=round(now - last, 3) if last is not None else None,
                     parts=len(payloads),
                 )
-                if result.ok:
-                    details["fields"]["response"] = summarize(result.response)
-                    log.info("batch sent", extra=details)
-                else:
-                    self.metrics.errors.inc(labels=("invoke",))
-                    details["fields"]["error"] = result.error
-                    log.error(
-                        "batch not delivered; its pods go out again shortly, their back-off unchanged", extra=details
-                    )
+                self._log_outcome(
+                    result,
+                    details,
+                    "batch sent",
+                    "batch not delivered; its pods go out again shortly, their back-off unchanged",
+                )
         finally:
             self._sending = False
 
