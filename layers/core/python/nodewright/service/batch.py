@@ -6,10 +6,12 @@ importing the whole core first, and so the forwarder can build hints without imp
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +98,18 @@ MAX_BATCH_ID = 256
 MAX_POD_EVENTS = 500
 
 
+def _entries(field: str, raw: list[Any], parse: Callable[[Any], T | None], shape: str, problems: list[str]) -> list[T]:
+    """Each item of a payload list parsed; an item that does not parse is named in `problems` with its index."""
+    out: list[T] = []
+    for index, item in enumerate(raw):
+        parsed = parse(item)
+        if parsed is None:
+            problems.append(f"{field}[{index}]: must be {shape}")
+        else:
+            out.append(parsed)
+    return out
+
+
 def _hint(item: Any) -> PodHint | None:
     """A hint (`{"namespace", "name", "uid", "resourceVersion"}`), or a pod object as forwarders before
     hints sent it (only its metadata is read); None when it is neither."""
@@ -156,15 +170,13 @@ def parse_batch(payload: Any) -> Batch:
     if not isinstance(raw, list):
         problems.append("pods: must be a list of pod hints (an empty list for a registration payload)")
     else:
-        for index, item in enumerate(raw):
-            hint = _hint(item)
-            if hint is None:
-                problems.append(
-                    f"pods[{index}]: must be an object with a non-empty string `name` and string `namespace`, "
-                    "`uid` and `resourceVersion`"
-                )
-            else:
-                hints.append(hint)
+        hints = _entries(
+            "pods",
+            raw,
+            _hint,
+            "an object with a non-empty string `name` and string `namespace`, `uid` and `resourceVersion`",
+            problems,
+        )
     nodes = payload.get("nodes", [])
     if not isinstance(nodes, list) or not all(isinstance(n, str) for n in nodes):
         problems.append("nodes: must be a list of node names")
@@ -176,15 +188,13 @@ def parse_batch(payload: Any) -> Batch:
     elif len(raw_events) > MAX_POD_EVENTS:
         problems.append(f"pod_events: {len(raw_events)} entries, at most {MAX_POD_EVENTS} allowed")
     else:
-        for index, item in enumerate(raw_events):
-            event = _pod_event(item)
-            if event is None:
-                problems.append(
-                    f"pod_events[{index}]: must be an object with non-empty string `nodeclaim` and `node` and an "
-                    "RFC 3339 `at` with its time zone"
-                )
-            else:
-                events.append(event)
+        events = _entries(
+            "pod_events",
+            raw_events,
+            _pod_event,
+            "an object with non-empty string `nodeclaim` and `node` and an RFC 3339 `at` with its time zone",
+            problems,
+        )
     if problems:
         raise PayloadError("payload: " + "; ".join(problems[:20]))
     return Batch(batch_id, cluster, tuple(hints), sent_at, tuple(nodes), tuple(events))
