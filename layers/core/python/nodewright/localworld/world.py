@@ -294,6 +294,54 @@ def _write_env(state: WorldState, state_dir: Path) -> None:
     (state_dir / "env").write_text("\n".join(lines) + "\n")
 
 
+def _start_moto(state_dir: Path, options: Options, logs: Path, env: dict[str, str]) -> tuple[procs.Proc, str]:
+    """The moto server (with nodewright's faults, seam and schedules), ready; returns it and its endpoint URL."""
+    port = procs.free_port()
+    endpoint_url = f"http://127.0.0.1:{port}"
+    argv = [sys.executable, "-m", "nodewright.localworld.motoserver", f"--port={port}"]
+    argv += [f"--state-dir={state_dir}", f"--repo-root={repo_root()}"]
+    if options.short_waits:
+        argv.append("--short-waits")
+    if options.schedules_paused:
+        argv.append("--schedules-paused")
+    moto = procs.start("moto", argv, logs, env=env)
+    procs.wait_ready(
+        moto,
+        lambda: urllib.request.urlopen(f"{endpoint_url}/_nodewright/health", timeout=2).status == 200,
+        options.startup_timeout,
+    )
+    return moto, endpoint_url
+
+
+def _start_token_webhook(
+    state_dir: Path, options: Options, endpoint_url: str, pki: Pki, logs: Path, env: dict[str, str]
+) -> tuple[procs.Proc, Path]:
+    """The EKS token webhook the API server authenticates with, ready; returns it and the API server's kubeconfig
+    for it."""
+    port = procs.free_port()
+    config = state_dir / WEBHOOK_CONFIG
+    config.write_text(json.dumps(webhook_config(options.cluster, endpoint_url), indent=2))
+    argv = [sys.executable, "-m", "nodewright.localworld.tokenwebhook", f"--port={port}", f"--config={config}"]
+    argv += [f"--cert={pki.serving_cert}", f"--key={pki.serving_key}"]
+    webhook = procs.start("token-webhook", argv, logs, env=env)
+    procs.wait_ready(webhook, lambda: procs.port_open(port), options.startup_timeout)
+    kubeconfig = state_dir / "token-webhook.kubeconfig"
+    controlplane.write_webhook_kubeconfig(kubeconfig, port, pki)
+    return webhook, kubeconfig
+
+
+def _start_registrar(
+    kubeconfig: Path, options: Options, endpoint_url: str, logs: Path, env: dict[str, str]
+) -> procs.Proc:
+    """The registrar that turns launched instances into KWOK nodes, ready."""
+    argv = [sys.executable, "-m", "nodewright.localworld.registrar", f"--kubeconfig={kubeconfig}"]
+    argv += [f"--cluster={options.cluster}", f"--endpoint-url={endpoint_url}", f"--region={options.region}"]
+    argv += [f"--boot-delay={options.boot_delay}"]
+    registrar = procs.start("registrar", argv, logs, env=env)
+    procs.wait_ready(registrar, lambda: "registrar for cluster" in registrar.log.read_text(), 30)
+    return registrar
+
+
 def up(state_dir: Path, options: Options, log: Callable[[str], None] = print) -> WorldState:
     """Start the world (building what is missing) and wait until it is ready; reuse a running one."""
     existing = load_state(state_dir)
@@ -310,51 +358,17 @@ def up(state_dir: Path, options: Options, log: Callable[[str], None] = print) ->
     state_dir.mkdir(parents=True, exist_ok=True)
     logs = state_dir / "logs"
     started: list[procs.Proc] = []
-    python = sys.executable
     env = dict(os.environ, **DUMMY_CREDENTIALS, AWS_DEFAULT_REGION=options.region)
     env.pop("AWS_ENDPOINT_URL", None)
     env.pop("AWS_PROFILE", None)
     try:
         pki = create_pki(state_dir / "pki")
 
-        moto_port = procs.free_port()
-        endpoint_url = f"http://127.0.0.1:{moto_port}"
-        argv = [python, "-m", "nodewright.localworld.motoserver", f"--port={moto_port}"]
-        argv += [f"--state-dir={state_dir}", f"--repo-root={repo_root()}"]
-        if options.short_waits:
-            argv.append("--short-waits")
-        if options.schedules_paused:
-            argv.append("--schedules-paused")
-        moto = procs.start("moto", argv, logs, env=env)
+        moto, endpoint_url = _start_moto(state_dir, options, logs, env)
         started.append(moto)
         log(f"moto server on {endpoint_url}")
-        procs.wait_ready(
-            moto,
-            lambda: urllib.request.urlopen(f"{endpoint_url}/_nodewright/health", timeout=2).status == 200,
-            options.startup_timeout,
-        )
-
-        webhook_port = procs.free_port()
-        webhook_json = state_dir / WEBHOOK_CONFIG
-        webhook_json.write_text(json.dumps(webhook_config(options.cluster, endpoint_url), indent=2))
-        webhook = procs.start(
-            "token-webhook",
-            [
-                python,
-                "-m",
-                "nodewright.localworld.tokenwebhook",
-                f"--port={webhook_port}",
-                f"--config={webhook_json}",
-                f"--cert={pki.serving_cert}",
-                f"--key={pki.serving_key}",
-            ],
-            logs,
-            env=env,
-        )
+        webhook, webhook_kubeconfig = _start_token_webhook(state_dir, options, endpoint_url, pki, logs, env)
         started.append(webhook)
-        procs.wait_ready(webhook, lambda: procs.port_open(webhook_port), options.startup_timeout)
-        webhook_kubeconfig = state_dir / "token-webhook.kubeconfig"
-        controlplane.write_webhook_kubeconfig(webhook_kubeconfig, webhook_port, pki)
 
         log("starting etcd and kube-apiserver")
         etcd, etcd_port = controlplane.start_etcd(binaries, state_dir, logs, options.startup_timeout)
@@ -386,23 +400,7 @@ def up(state_dir: Path, options: Options, log: Callable[[str], None] = print) ->
         log("seeding moto (VPC, subnets, security group, roles, EKS cluster, AMI parameters)")
         aws = seed_aws(endpoint_url, options, api_server, pki)
 
-        registrar = procs.start(
-            "registrar",
-            [
-                python,
-                "-m",
-                "nodewright.localworld.registrar",
-                f"--kubeconfig={kubeconfig}",
-                f"--cluster={options.cluster}",
-                f"--endpoint-url={endpoint_url}",
-                f"--region={options.region}",
-                f"--boot-delay={options.boot_delay}",
-            ],
-            logs,
-            env=env,
-        )
-        started.append(registrar)
-        procs.wait_ready(registrar, lambda: "registrar for cluster" in registrar.log.read_text(), 30)
+        started.append(_start_registrar(kubeconfig, options, endpoint_url, logs, env))
 
         state = WorldState(
             state_dir=str(state_dir),
