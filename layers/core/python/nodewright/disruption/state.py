@@ -42,6 +42,7 @@ class PodFacts:
     terminating: bool = False
     tolerates_disrupted: bool = False
     bound_at: float = 0.0
+    started_at: float | None = None  # status.startTime: when a do-not-disrupt duration starts to count
 
     @property
     def reschedulable(self) -> bool:
@@ -71,6 +72,7 @@ def pod_facts(doc: Mapping[str, Any]) -> PodFacts:
         terminating=bool(metadata.get("deletionTimestamp")),
         tolerates_disrupted=tolerates_disrupted(spec.get("tolerations") or []),
         bound_at=next((epoch(str(s)) for s in stamps if s), 0.0),
+        started_at=epoch(str(status["startTime"])) if status.get("startTime") else None,
     )
 
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from nodewright.model.do_not_disrupt import DO_NOT_DISRUPT  # re-exported: callers import it from here
 from nodewright.model.requirements import Requirement, Requirements
 from nodewright.model.taints import Taint, Toleration
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
-DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 
 
 @dataclass(frozen=True, slots=True)
