@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from nodewright.model.do_not_disrupt import DO_NOT_DISRUPT  # re-exported: callers import it from here
+from nodewright.model.do_not_disrupt import DO_NOT_DISRUPT as DO_NOT_DISRUPT  # re-exported for older callers
 from nodewright.model.requirements import Requirement, Requirements
 from nodewright.model.taints import Taint, Toleration
 
