@@ -111,7 +111,8 @@ class Method(Protocol):
 
 
 class Expiration:
-    """NodeClaims older than their `expireAfter` (Karpenter v1: forceful, not held back by budgets)."""
+    """NodeClaims older than their `expireAfter`, counted from their creation, registered or not (Karpenter v1's
+    nodeclaim/expiration controller: forceful, not held back by budgets or do-not-disrupt)."""
 
     name = EXPIRATION
     reason = EXPIRED
@@ -129,8 +130,10 @@ class Expiration:
                 continue
             detail = f"age {format_duration(int(age))} exceeds expireAfter {format_duration(member.expire_after)}"
             if not member.registered:
-                out.skipped[member.nodeclaim] = f"{EXPIRED}: not registered yet ({detail})"
-                continue
+                # Karpenter's expiration controller counts from the NodeClaim's creation whatever its registration,
+                # and deletes it: a claim whose node never joined is expired too (the workflow terminates its
+                # instance; with no node there is nothing to drain).
+                detail = f"{detail}; its node never registered"
             out.eligible += 1
             pool = state.pools.get(member.nodepool)
             if pool is None:
