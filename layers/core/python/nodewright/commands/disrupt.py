@@ -124,6 +124,8 @@ def render_table(shown: dict[str, Any], decided: Plan) -> str:
             more = f" (+{len(types) - 3} more)" if len(types) > 3 else ""
             capacity = "/".join(replacement["capacity_types"])
             what = f"{', '.join(types[:3])}{more} {capacity} from ${replacement['price_per_hour']:.4f}/h"
+            if len(c["replacements"]) > 1:
+                what += f" (+{len(c['replacements']) - 1} more nodeclaim(s))"
         lines.append(
             f"{c['nodeclaim']:<28} {c['node']:<28} {c['method']:<12} {c['reason']:<14} {len(c['pods']):>4} "
             f"{c['savings_per_hour']:>9.4f}  {what}"
