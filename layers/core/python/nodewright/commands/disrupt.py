@@ -105,11 +105,13 @@ def _load(files: list[str], now: float) -> ClusterState | list[ValidationError]:
 def _drift(state: ClusterState) -> dict[str, str]:
     """Drift as the snapshot tells it: hashes and requirements now, the cloud's reasons as last recorded."""
     out: dict[str, str] = {}
+    catalog = frozenset(it.name for it in state.catalog)
     for member in state.fleet:
         pool = state.pools.get(member.nodepool)
         if pool is not None:
             node_class = state.inputs.nodeclass(pool.node_class_ref.name)
-            out[member.nodeclaim] = drift_reason(member, pool, node_class, state.instance_type(member))
+            it = state.instance_type(member)
+            out[member.nodeclaim] = drift_reason(member, pool, node_class, it, catalog=catalog, now=state.now)
     return out
 
 
