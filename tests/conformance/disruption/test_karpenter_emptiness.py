@@ -191,12 +191,19 @@ def test_can_delete_multiple_empty_nodes() -> None:
 def test_considers_pending_pods_when_consolidating() -> None:
     """emptiness_test.go Describe("Emptiness"): It("considers pending pods when consolidating").
 
-    The large cheap type with 64 CPU is m5.16xlarge, spot as the fake type's first offering; its 1-CPU pod is bound, a 62-CPU pod is pending (it needs this
-    node). The pool consolidates WhenEmptyOrUnderutilized so that every method may look at the node: none removes
-    or replaces it."""
+    The cheapest type with at least 64 CPU (Karpenter's largeCheapType) is, in the test catalog's amd64 types,
+    c5.18xlarge; its 1-CPU pod is bound and a 62-CPU pod is pending (it needs this node). The pool consolidates
+    WhenEmptyOrUnderutilized on on-demand capacity, so every method may look at the node: none removes or
+    replaces it (without the pending pod, single-node consolidation would replace it by a small type)."""
     cluster = Cluster(now=T0)
-    cluster.pool(disruption={"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "0s"})
-    cluster.node("node-large", "m5.16xlarge", capacity_type="spot")
+    cluster.pool(
+        disruption={"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "0s"},
+        requirements=[
+            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+            {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+        ],
+    )
+    cluster.node("node-large", "c5.18xlarge")
     cluster.pod("small-0", "node-large", cpu="1", memory="64Mi")
     cluster.pod("huge-0", cpu="62", memory="64Mi")
     decided = decide(cluster)
