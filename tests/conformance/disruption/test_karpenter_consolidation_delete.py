@@ -159,7 +159,7 @@ def test_can_delete_nodes_considers_karpenter_sh_do_not_disrupt_set_to_true_on_p
     assert only_decision(decide(cluster)) == ["claim-node-0"]
 
 
-def test_does_not_consolidate_nodes_with_do_not_disrupt_set_to_true_on_pods_when_the_tgp_is_not_nil() -> None:
+def test_does_not_consolidate_nodes_with_do_not_disrupt_pods_when_the_tgp_is_not_nil() -> None:
     """consolidation_test.go Describe("Consolidation") Context("Delete"): It("does not consolidate nodes with
     karpenter.sh/do-not-disrupt set to true on pods when the NodePool's TerminationGracePeriod is not nil")."""
     cluster = consolidation_cluster()
@@ -188,9 +188,7 @@ DURATION_XFAIL = pytest.mark.xfail(
 
 
 @DURATION_XFAIL
-def test_does_not_consolidate_nodes_with_pods_that_have_a_duration_based_do_not_disrupt_annotation_still_active() -> (
-    None
-):
+def test_does_not_consolidate_nodes_with_pods_whose_duration_do_not_disrupt_is_active() -> None:
     """consolidation_test.go Describe("Consolidation") Context("Delete"): It("does not consolidate nodes with pods
     that have a duration-based do-not-disrupt annotation that is still active")."""
     cluster = delete_context()
@@ -254,7 +252,7 @@ def test_wont_delete_node_if_it_would_require_pods_to_schedule_on_an_uninitializ
     reason="issue 22 item 6 (consol's disruption/consolidation.py or candidates' simulate.py): consolidateAfter does "
     "not protect destination nodes: the pod is packed onto a node whose pods were bound 10 s ago",
 )
-def test_should_not_consolidate_pods_onto_a_destination_node_that_is_under_its_consolidateafter_window() -> None:
+def test_should_not_consolidate_pods_onto_a_destination_under_its_consolidateafter_window() -> None:
     """consolidation_test.go Describe("Consolidation") Context("Delete"): It("should not consolidate pods onto a
     destination node that is under its consolidateAfter window").
 
@@ -391,7 +389,7 @@ def test_should_wait_for_the_node_ttl_for_non_empty_nodes_before_consolidating()
     assert validate(command, cluster.state()) == ""
 
 
-def test_should_not_consolidate_if_the_action_picks_different_instance_types_after_the_node_ttl_wait() -> None:
+def test_should_not_consolidate_if_the_action_picks_different_types_after_the_ttl_wait() -> None:
     """consolidation_test.go Describe("Consolidation") Context("TTL"): It("should not consolidate if the action picks
     different instance types after the node TTL wait")."""
     cluster = ttl_context()
@@ -426,9 +424,7 @@ def _replace_then(cluster: Cluster, late: Any) -> None:
     assert validate(command, cluster.state()) != ""
 
 
-def test_should_not_replace_node_if_a_pod_schedules_with_karpenter_sh_do_not_disrupt_set_to_true_during_the_ttl_wait() -> (  # noqa: E501
-    None
-):
+def test_should_not_replace_node_if_a_do_not_disrupt_pod_schedules_during_the_ttl_wait() -> None:
     """consolidation_test.go Describe("Consolidation") Context("TTL"): It("should not replace node if a pod schedules
     with karpenter.sh/do-not-disrupt set to true during the TTL wait")."""
     _replace_then(ttl_context(), lambda c: c.pod("dnd-0", "node-0", annotations=DND, bound_ago=5))
@@ -454,9 +450,7 @@ def _delete_then(late: Any) -> None:
     assert validate(command, cluster.state()) != ""
 
 
-def test_should_not_delete_node_if_pods_schedule_with_karpenter_sh_do_not_disrupt_set_to_true_during_the_ttl_wait() -> (  # noqa: E501
-    None
-):
+def test_should_not_delete_node_if_do_not_disrupt_pods_schedule_during_the_ttl_wait() -> None:
     """consolidation_test.go Describe("Consolidation") Context("TTL"): It("should not delete node if pods schedule
     with karpenter.sh/do-not-disrupt set to true during the TTL wait")."""
 

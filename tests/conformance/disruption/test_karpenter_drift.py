@@ -169,7 +169,7 @@ def test_should_ignore_nodes_with_the_karpenter_sh_do_not_disrupt_annotation_set
     assert tick(cluster, [name]).decisions == []
 
 
-def test_should_delete_drifted_nodes_with_the_karpenter_sh_do_not_disrupt_annotation_set_to_false() -> None:
+def test_should_delete_drifted_nodes_with_the_do_not_disrupt_annotation_set_to_false() -> None:
     """drift_test.go Describe("Drift") Context("Drift"): It("should delete drifted nodes with the
     karpenter.sh/do-not-disrupt annotation set to false")."""
     cluster = drift_cluster()
@@ -179,7 +179,7 @@ def test_should_delete_drifted_nodes_with_the_karpenter_sh_do_not_disrupt_annota
     assert disrupted(tick(cluster, [name])) == [name]
 
 
-def test_should_not_create_replacements_for_drifted_nodes_that_have_pods_with_the_do_not_disrupt_annotation() -> None:
+def test_no_replacements_for_drifted_nodes_with_do_not_disrupt_pods() -> None:
     """drift_test.go Describe("Drift") Context("Drift"): It("should not create replacements for drifted nodes that
     have pods with the karpenter.sh/do-not-disrupt annotation set to true")."""
     cluster = drift_cluster()
@@ -190,7 +190,7 @@ def test_should_not_create_replacements_for_drifted_nodes_that_have_pods_with_th
     assert "do-not-disrupt" in decided.skipped[name]
 
 
-def test_should_not_create_replacements_for_drifted_nodes_that_have_pods_with_do_not_disrupt_when_tgp_is_set() -> None:
+def test_no_replacements_for_drifted_nodes_with_do_not_disrupt_pods_when_tgp_is_set() -> None:
     """drift_test.go Describe("Drift") Context("Drift"): It("should not create replacements for drifted nodes that
     have pods with the karpenter.sh/do-not-disrupt annotation set to true when the NodePool's TerminationGracePeriod
     is not nil") (whose body, like the previous It's, sets no terminationGracePeriod)."""
@@ -202,9 +202,7 @@ def test_should_not_create_replacements_for_drifted_nodes_that_have_pods_with_do
     assert decided.decisions == []
 
 
-def test_should_not_create_replacements_for_drifted_nodes_that_have_pods_with_the_blocking_pdbs_when_tgp_is_set() -> (
-    None
-):
+def test_no_replacements_for_drifted_nodes_with_blocking_pdbs_when_tgp_is_set() -> None:
     """drift_test.go Describe("Drift") Context("Drift"): It("should not create replacements for drifted nodes that
     have pods with the blocking PDBs when the NodePool's TerminationGracePeriod is not nil").
 
@@ -223,9 +221,7 @@ def test_should_not_create_replacements_for_drifted_nodes_that_have_pods_with_th
     reason='issue 22 item 1 (candidates\' disruption/candidates.py): a do-not-disrupt duration ("2m") is not read '
     "as active: drift takes the node while Karpenter's IsDoNotDisruptActive holds it",
 )
-def test_should_not_drift_nodes_with_pods_that_have_a_duration_based_do_not_disrupt_annotation_that_is_still_active() -> (  # noqa: E501
-    None
-):
+def test_should_not_drift_nodes_with_pods_whose_duration_do_not_disrupt_is_still_active() -> None:
     """drift_test.go Describe("Drift") Context("Drift"): It("should not drift nodes with pods that have a
     duration-based do-not-disrupt annotation that is still active")."""
     cluster = drift_cluster()
@@ -254,7 +250,7 @@ def test_should_drift_nodes_with_pods_that_have_an_invalid_do_not_disrupt_annota
     reason='issue 22 item 1 (candidates\' disruption/candidates.py): a do-not-disrupt duration ("2m") is not read '
     "as active: drift takes the node while Karpenter's IsDoNotDisruptActive holds it",
 )
-def test_should_not_drift_nodes_until_the_longest_duration_based_do_not_disrupt_grace_period_expires() -> None:
+def test_should_not_drift_nodes_until_the_longest_do_not_disrupt_duration_expires() -> None:
     """drift_test.go Describe("Drift") Context("Drift"): It("should not drift nodes until the longest duration-based
     do-not-disrupt grace period expires across multiple pods")."""
     cluster = drift_cluster()

@@ -111,7 +111,7 @@ def test_should_delete_nodeclaims_if_the_nodeclaim_is_expired_but_the_node_isnt(
     assert decided.commands(never_registered.now)[0].node == ""
 
 
-def test_should_return_the_requeue_interval_for_the_time_between_now_and_when_the_nodeclaim_expires() -> None:
+def test_should_return_the_requeue_interval_until_the_nodeclaim_expires() -> None:
     """suite_test.go Describe("Expiration"):
     It("should return the requeue interval for the time between now and when the nodeClaim expires").
 
@@ -119,9 +119,7 @@ def test_should_return_the_requeue_interval_for_the_time_between_now_and_when_th
     into a 200 s expireAfter nothing is decided, and the first tick at or after creation + 200 s decides it."""
     assert decide(expired_cluster(age=100, expire_after="200s"), methods=EXPIRATION_ONLY).decisions == []
     assert decide(expired_cluster(age=199, expire_after="200s"), methods=EXPIRATION_ONLY).decisions == []
-    assert disrupted(decide(expired_cluster(age=200, expire_after="200s"), methods=EXPIRATION_ONLY)) == [
-        "claim-node-a"
-    ]
+    assert disrupted(decide(expired_cluster(age=200, expire_after="200s"), methods=EXPIRATION_ONLY)) == ["claim-node-a"]
 
 
 def test_shouldnt_expire_the_same_nodeclaim_multiple_times() -> None:

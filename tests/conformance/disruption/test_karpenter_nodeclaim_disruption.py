@@ -164,9 +164,7 @@ def test_should_remove_the_status_condition_from_the_nodeclaim_when_consolidatea
     assert after(cluster)["Consolidatable"] is None
 
 
-def test_should_remove_the_status_condition_from_the_nodeclaim_when_the_nodeclaim_initialization_condition_is_unknown() -> (  # noqa: E501
-    None
-):
+def test_should_remove_the_condition_when_the_nodeclaim_initialization_condition_is_unknown() -> None:
     """consolidation_test.go Describe("Underutilized"):
     It("should remove the status condition from the nodeClaim when the nodeClaim initialization condition is
     unknown")."""
@@ -176,7 +174,7 @@ def test_should_remove_the_status_condition_from_the_nodeclaim_when_the_nodeclai
     assert after(cluster)["Consolidatable"] is None
 
 
-def test_should_remove_the_status_condition_from_the_nodeclaim_when_the_nodeclaim_is_not_initialized() -> None:
+def test_should_remove_the_condition_when_the_nodeclaim_is_not_initialized() -> None:
     """consolidation_test.go Describe("Underutilized"):
     It("should remove the status condition from the nodeClaim when the nodeClaim is not initialized")."""
     cluster = underutilized()
@@ -244,9 +242,7 @@ def test_should_detect_stale_instance_type_drift_if_the_instance_type_offerings_
     assert after(drift_cluster(age=TWO_HOURS), types=types)["Drifted"] == INSTANCE_TYPE_NOT_FOUND
 
 
-def test_should_detect_stale_instance_type_drift_if_the_instance_type_offerings_arent_compatible_with_the_nodeclaim() -> (  # noqa: E501
-    None
-):
+def test_should_detect_stale_instance_type_drift_if_the_offerings_arent_compatible() -> None:
     """drift_test.go Describe("Drift"):
     It("should detect stale instance type drift if the instance type offerings aren't compatible with the
     nodeclaim")."""
@@ -279,7 +275,7 @@ def _not_launched(cluster: Cluster) -> None:
     cluster.docs.remove(cluster.find("Node", "node-a"))
 
 
-def test_should_remove_the_status_condition_from_the_nodeclaim_when_the_nodeclaim_launch_condition_is_unknown() -> None:
+def test_should_remove_the_condition_when_the_nodeclaim_launch_condition_is_unknown() -> None:
     """drift_test.go Describe("Drift"):
     It("should remove the status condition from the nodeClaim when the nodeClaim launch condition is unknown")."""
     cluster = drift_cluster()
@@ -289,7 +285,7 @@ def test_should_remove_the_status_condition_from_the_nodeclaim_when_the_nodeclai
     assert after(cluster, CLOUD_DRIFTED)["Drifted"] is None
 
 
-def test_should_remove_the_status_condition_from_the_nodeclaim_when_the_nodeclaim_launch_condition_is_false() -> None:
+def test_should_remove_the_condition_when_the_nodeclaim_launch_condition_is_false() -> None:
     """drift_test.go Describe("Drift"):
     It("should remove the status condition from the nodeClaim when the nodeClaim launch condition is false")."""
     cluster = drift_cluster()
@@ -307,7 +303,7 @@ def test_should_not_detect_drift_if_the_nodepool_does_not_exist() -> None:
     assert conditions_after(state, drift_of(state, CLOUD_DRIFTED))[CLAIM]["Drifted"] is None
 
 
-def test_should_remove_the_status_condition_from_the_nodeclaim_if_the_nodeclaim_is_no_longer_drifted() -> None:
+def test_should_remove_the_condition_if_the_nodeclaim_is_no_longer_drifted() -> None:
     """drift_test.go Describe("Drift"):
     It("should remove the status condition from the nodeClaim if the nodeClaim is no longer drifted")."""
     cluster = drift_cluster()
@@ -524,12 +520,12 @@ def test_terminationgraceperiod() -> None:
     reason="nodewright hashes the NodePool in the planner (drift.nodepool_hash): a NodePool carries no "
     "karpenter.sh/nodepool-hash annotation that could be missing"
 )
-def test_should_not_return_drifted_if_karpenter_sh_nodepool_hash_annotation_is_not_present_on_the_nodepool() -> None:
+def test_should_not_return_drifted_if_the_nodepool_hash_is_not_present_on_the_nodepool() -> None:
     """drift_test.go Describe("Drift") Context("NodePool Static Drift"):
     It("should not return drifted if karpenter.sh/nodepool-hash annotation is not present on the NodePool")."""
 
 
-def test_should_not_return_drifted_if_karpenter_sh_nodepool_hash_annotation_is_not_present_on_the_nodeclaim() -> None:
+def test_should_not_return_drifted_if_the_nodepool_hash_is_not_present_on_the_nodeclaim() -> None:
     """drift_test.go Describe("Drift") Context("NodePool Static Drift"):
     It("should not return drifted if karpenter.sh/nodepool-hash annotation is not present on the NodeClaim")."""
     cluster = static_cluster()
@@ -538,9 +534,7 @@ def test_should_not_return_drifted_if_karpenter_sh_nodepool_hash_annotation_is_n
     assert after(cluster)["Drifted"] is None
 
 
-def test_should_not_return_drifted_if_the_nodeclaims_karpenter_sh_nodepool_hash_version_annotation_does_not_match() -> (
-    None
-):
+def test_should_not_return_drifted_if_the_nodeclaims_hash_version_does_not_match() -> None:
     """drift_test.go Describe("Drift") Context("NodePool Static Drift"):
     It("should not return drifted if the NodeClaim's karpenter.sh/nodepool-hash-version annotation does not match
     the NodePool's")."""
@@ -552,9 +546,7 @@ def test_should_not_return_drifted_if_the_nodeclaims_karpenter_sh_nodepool_hash_
     assert after(cluster)["Drifted"] is None
 
 
-def test_should_not_return_drifted_if_karpenter_sh_nodepool_hash_version_annotation_is_not_present_on_the_nodeclaim() -> (  # noqa: E501
-    None
-):
+def test_should_not_return_drifted_if_the_hash_version_is_not_present_on_the_nodeclaim() -> None:
     """drift_test.go Describe("Drift") Context("NodePool Static Drift"):
     It("should not return drifted if karpenter.sh/nodepool-hash-version annotation is not present on the
     NodeClaim")."""
@@ -586,7 +578,7 @@ def _reserved(expect_drifted: bool, *capacity_types: str) -> None:
     assert after(cluster, types=types)["Drifted"] == (INSTANCE_TYPE_NOT_FOUND if expect_drifted else None)
 
 
-def test_shouldnt_drift_when_a_matching_instance_type_exists_with_reserved_and_on_demand_offerings() -> None:
+def test_shouldnt_drift_when_a_matching_type_exists_with_reserved_and_on_demand_offerings() -> None:
     """drift_test.go Describe("Drift") Context("Reserved Capacity") DescribeTable("InstanceTypeNotFound"):
     Entry("shouldn't drift when a matching instance type exists with reserved and on-demand offerings")."""
     _reserved(False, "reserved", "on-demand")
@@ -610,7 +602,7 @@ def test_should_drift_when_a_matching_instance_type_exists_but_the_only_offering
     _reserved(True, "spot")
 
 
-def test_should_drift_when_a_matching_instance_type_exists_but_there_are_no_compatible_offerings() -> None:
+def test_should_drift_when_a_matching_type_exists_but_there_are_no_compatible_offerings() -> None:
     """drift_test.go Describe("Drift") Context("Reserved Capacity") DescribeTable("InstanceTypeNotFound"):
     Entry("should drift when a matching instance type exists but there are no compatible offerings")."""
     _reserved(True)
