@@ -52,7 +52,8 @@ def test_json_prints_the_planners_decisions_in_the_promised_shape(
     assert busy["replacement"]["instance_types"] == ["m5.large"] and busy["savings_per_hour"] == pytest.approx(0.096)
     for command in shown["commands"]:
         assert set(command) == {
-            "nodeclaim", "node", "nodepool", "reason", "method", "replacement", "pods", "savings_per_hour"
+            "nodeclaim", "node", "nodepool", "reason", "method", "replacement", "replacements", "pods",
+            "savings_per_hour",
         }  # fmt: skip
     assert shown["cost_per_hour_before"] == pytest.approx(0.096 * 2 + 0.192)
     assert shown["cost_per_hour_after"] == pytest.approx(0.192)
@@ -78,3 +79,47 @@ def test_bad_input_gets_the_errors_validate_gives(tmp_path: Path, capsys: pytest
     assert "Deployment/web: kind: disrupt reads the pods that run" in err
     assert main(["disrupt", "--now", "yesterday", snapshot(tmp_path, scaled_in())]) == 1
     assert "--now: 'yesterday' is not an RFC 3339 time" in capsys.readouterr().err
+
+
+def replaced_fleet() -> Cluster:
+    """Three drifted and three expired nodes: one full (its pods need a new node), one whose pod fits on the
+    spare node, one empty; the spare node has room for one small pod."""
+    cluster = Cluster()
+    cluster.pool(disruption={"budgets": [{"nodes": "100%"}], "consolidateAfter": "Never"}, requirements=M5_ON_DEMAND)
+    cluster.node("spare", "m5.xlarge", age=60)
+    cluster.pod("filler-0", "spare", cpu="3")
+    for kind, spec in (("drift", {"claim_annotations": {"nodewright.io/nodepool-hash": "stale"}}), ("old", {})):
+        extra: dict[str, str] = {} if kind == "drift" else {"expireAfter": "1h"}
+        cluster.node(f"{kind}-full", "m5.xlarge", age=7200, **spec, **extra)  # type: ignore[arg-type]
+        cluster.pod(f"{kind}-big-0", f"{kind}-full", cpu="2")
+        cluster.pod(f"{kind}-big-1", f"{kind}-full", cpu="1")
+        cluster.node(f"{kind}-fits", "m5.large", age=7200, **spec, **extra)  # type: ignore[arg-type]
+        cluster.pod(f"{kind}-small-0", f"{kind}-fits", cpu="100m", memory="64Mi")
+        cluster.node(f"{kind}-empty", "m5.large", age=7200, **spec, **extra)  # type: ignore[arg-type]
+    return cluster
+
+
+def test_json_names_what_a_drift_or_expiration_would_launch(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Issue 22 item 13: the workflow launches what the moving pods need; the dry run shows it as for consolidation.
+    for kind, method in (("drift", "drift"), ("old", "expiration")):
+        cluster = replaced_fleet()
+        for other in ("drift", "old"):
+            if other != kind:
+                for suffix in ("full", "fits", "empty"):
+                    cluster.docs = [
+                        d
+                        for d in cluster.docs
+                        if f"{other}-{suffix}" not in (d["metadata"]["name"], d.get("spec", {}).get("nodeName"))
+                        and d["metadata"]["name"] != f"claim-{other}-{suffix}"
+                    ]
+        assert main(["disrupt", "--json", "--now", NOW, snapshot(tmp_path, cluster)]) == 0
+        shown = json.loads(capsys.readouterr().out)
+        by_claim = {c["nodeclaim"]: c for c in shown["commands"] if c["method"] == method}
+        assert set(by_claim) == {f"claim-{kind}-full", f"claim-{kind}-fits", f"claim-{kind}-empty"}, shown
+        full = by_claim[f"claim-{kind}-full"]
+        assert full["replacement"] is not None and full["replacements"] == [full["replacement"]]
+        assert full["replacement"]["instance_types"][0] == "m5.xlarge"  # 3 vCPU of pods need a 4-vCPU m5
+        assert full["replacement"]["price_per_hour"] == pytest.approx(0.192)
+        assert by_claim[f"claim-{kind}-empty"]["replacement"] is None
+        # its one small pod fits on the spare node: nothing to launch
+        assert by_claim[f"claim-{kind}-fits"]["replacement"] is None

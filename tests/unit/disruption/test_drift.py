@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from nodewright.disruption.drift import (
     AMI_DRIFT,
+    INSTANCE_TYPE_NOT_FOUND,
     NODECLASS_DRIFT,
     NODECLASS_HASH_VERSION,
     NODEPOOL_DRIFTED,
@@ -133,3 +134,37 @@ def test_the_pool_hash_ignores_order_and_moves_with_content(taints: list[Taint],
     assert nodepool_hash(replace(POOL, taints=(*taints, extra))) != nodepool_hash(replace(POOL, taints=tuple(taints)))
     # A requirement change is not a template change (Karpenter's hash:"ignore").
     assert nodepool_hash(replace(POOL, requirements=())) == nodepool_hash(POOL)
+
+
+def test_an_instance_type_gone_from_the_catalog_is_drift_from_an_hour_after_creation() -> None:
+    # Karpenter's InstanceTypeNotFound: the label missing, the type gone, or no offering in the node's zone and
+    # capacity type; checked from an hour after creation, never against an empty catalog.
+    def found(cluster: Cluster, age_now: float, names: frozenset[str] | None = None, **types: object) -> str:
+        state = cluster.state()
+        [member] = state.fleet
+        catalog = frozenset(it.name for it in state.catalog) if names is None else names
+        return drift_reason(
+            member,
+            state.pools[member.nodepool],
+            state.inputs.nodeclass("default"),
+            state.instance_type(member),
+            FACTS,
+            LAUNCHED,
+            catalog=catalog,
+            now=member.created_at + age_now,
+        )
+
+    cluster = Cluster()
+    cluster.node("a", "m5.xlarge")
+    assert found(cluster, 7200) == ""
+    assert found(cluster, 7200, frozenset({"c5.large"})) == INSTANCE_TYPE_NOT_FOUND
+    assert found(cluster, 1800, frozenset({"c5.large"})) == ""  # younger than an hour
+    assert found(cluster, 7200, frozenset()) == ""  # no catalog: nothing known, nothing drifted
+    unlabelled = Cluster()
+    claim, node = unlabelled.node("a", "m5.xlarge")
+    for doc in (claim, node):
+        del doc["metadata"]["labels"]["node.kubernetes.io/instance-type"]
+    assert found(unlabelled, 7200, frozenset({"m5.xlarge"})) == INSTANCE_TYPE_NOT_FOUND
+    elsewhere = Cluster()
+    elsewhere.node("a", "m5.xlarge", zone="us-east-1d")  # no offering in that zone in the test catalog
+    assert found(elsewhere, 7200) == INSTANCE_TYPE_NOT_FOUND

@@ -82,12 +82,10 @@ def test_a_malformed_duration_is_reported_and_the_pool_value_used() -> None:
     assert a.problems and a.problems[0].startswith("spec.expireAfter:")
 
 
-def test_expiration_names_old_registered_nodes_once_per_window() -> None:
+def test_expiration_names_old_nodes_once_per_window() -> None:
     cluster = Cluster(now=T0 + 2 * 3600)
     cluster.node("node-old", age=2 * 3600, expireAfter="1h")
     cluster.node("node-young", age=2 * 3600, expireAfter="10h")
-    lost, lost_node = cluster.node("node-lost", age=2 * 3600, expireAfter="1h")
-    cluster.docs.remove(lost_node)  # its node never registered
     now = T0 + 2 * 3600
     decided = plan(cluster.state(), {}, [Expiration()])
     [command] = decided.commands(now)
@@ -97,12 +95,31 @@ def test_expiration_names_old_registered_nodes_once_per_window() -> None:
         EXPIRED,
         True,
     )
-    assert "not registered" in decided.skipped[lost["metadata"]["name"]]
     # A rerun in the same window names the same execution; the next window names a new one.
     again = plan(cluster.state(now=now + 1), {}, [Expiration()]).commands(now + 1)[0]
     later_now = now + PLANNER_WINDOW_SECONDS
     later = plan(cluster.state(now=later_now), {}, [Expiration()]).commands(later_now)[0]
     assert again.execution_name() == command.execution_name() != later.execution_name()
+
+
+def test_a_claim_whose_node_never_registered_expires_from_its_creation() -> None:
+    # Karpenter's nodeclaim/expiration controller: expireAfter counts from creation, registered or not.
+    cluster = Cluster(now=T0 + 2 * 3600)
+    cluster.node("node-lost", age=2 * 3600, expireAfter="1h")
+    cluster.node("node-fresh", age=600, expireAfter="1h")
+    for name in ("node-lost", "node-fresh"):
+        cluster.docs.remove(cluster.find("Node", name))
+    decided = plan(cluster.state(), {}, [Expiration()])
+    [command] = decided.commands(cluster.now)
+    assert (command.nodeclaim, command.node, command.instance_id, command.reason, command.forceful) == (
+        "claim-node-lost",
+        "",
+        "i-node-lost",
+        EXPIRED,
+        True,
+    )
+    assert "never registered" in decided.decisions[0].detail
+    assert "claim-node-fresh" not in {d.candidates[0].name for d in decided.decisions}
 
 
 def test_a_node_being_disrupted_is_left_to_its_workflow() -> None:

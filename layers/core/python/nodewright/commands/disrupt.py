@@ -105,11 +105,13 @@ def _load(files: list[str], now: float) -> ClusterState | list[ValidationError]:
 def _drift(state: ClusterState) -> dict[str, str]:
     """Drift as the snapshot tells it: hashes and requirements now, the cloud's reasons as last recorded."""
     out: dict[str, str] = {}
+    catalog = frozenset(it.name for it in state.catalog)
     for member in state.fleet:
         pool = state.pools.get(member.nodepool)
         if pool is not None:
             node_class = state.inputs.nodeclass(pool.node_class_ref.name)
-            out[member.nodeclaim] = drift_reason(member, pool, node_class, state.instance_type(member))
+            it = state.instance_type(member)
+            out[member.nodeclaim] = drift_reason(member, pool, node_class, it, catalog=catalog, now=state.now)
     return out
 
 
@@ -124,6 +126,8 @@ def render_table(shown: dict[str, Any], decided: Plan) -> str:
             more = f" (+{len(types) - 3} more)" if len(types) > 3 else ""
             capacity = "/".join(replacement["capacity_types"])
             what = f"{', '.join(types[:3])}{more} {capacity} from ${replacement['price_per_hour']:.4f}/h"
+            if len(c["replacements"]) > 1:
+                what += f" (+{len(c['replacements']) - 1} more nodeclaim(s))"
         lines.append(
             f"{c['nodeclaim']:<28} {c['node']:<28} {c['method']:<12} {c['reason']:<14} {len(c['pods']):>4} "
             f"{c['savings_per_hour']:>9.4f}  {what}"

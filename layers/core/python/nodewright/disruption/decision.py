@@ -26,8 +26,11 @@ class Decision:
     """Disrupt `candidates` together, for `reason`, as `method` found.
 
     `forceful`: budgets and do-not-disrupt do not hold it back (expiration). `replacement`: what a consolidation
-    launches instead (None: nothing, or for drift and expiration whatever the moving pods need at the time, priced
-    in `replacement_price`). `savings_per_hour`: the candidates' price minus what replaces them.
+    launches instead, and binds the workflow to (None: nothing, or for drift and expiration whatever the moving pods
+    need at the time, priced in `replacement_price`). `planned`: what the workflow would launch if it ran now, for
+    the dry run only (a consolidation's is its `replacement`; for drift and expiration the simulation's NodeClaims
+    for the moving pods, never passed to the workflow, which sizes them again when it runs). `savings_per_hour`:
+    the candidates' price minus what replaces them.
     """
 
     method: str
@@ -38,6 +41,12 @@ class Decision:
     replacement: Replacement | None = None
     replacement_price: float = 0.0
     moving: tuple[str, ...] = ()
+    planned: tuple[Replacement, ...] = ()
+
+    @property
+    def launches(self) -> tuple[Replacement, ...]:
+        """What the workflow would launch now: the consolidation's replacement, or the planned NodeClaims."""
+        return (self.replacement,) if self.replacement is not None else self.planned
 
     @property
     def price(self) -> float:

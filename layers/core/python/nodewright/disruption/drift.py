@@ -7,6 +7,10 @@ aws/karpenter-provider-aws cloudprovider/drift.go):
   expireAfter, terminationGracePeriod; requirements are left out, as Karpenter's `hash:"ignore"`) differs from the
   hash stamped on the NodeClaim at launch.
 - `RequirementsDrifted`: the node's labels no longer satisfy the NodePool's requirements.
+- `InstanceTypeNotFound`: from an hour after the NodeClaim's creation, its instance type label is missing, the
+  catalog no longer has that type, or none of the type's offerings (available or not) is in the node's zone and
+  capacity type (a `reserved` node also matches `on-demand`: a reservation may be demoted). Only with a catalog:
+  an empty catalog (not loaded) drifts nothing.
 - `NodeClassDrift`: the same hash comparison for the EC2NodeClass spec (selector terms left out: what they select is
   checked through the three facts below).
 - `AMIDrift`: the node's image is not the one its EC2NodeClass resolves to now for its architecture and variant (an
@@ -23,12 +27,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from nodewright.catalog.labels import well_known_labels
-from nodewright.catalog.types import InstanceType
+from nodewright.catalog.types import ON_DEMAND, RESERVED, InstanceType
 from nodewright.disruption.fleet import FleetNode
 from nodewright.launch.amis import variant_of
 from nodewright.model.nodeclass import EC2NodeClass
@@ -49,6 +53,9 @@ NODECLASS_DRIFT = "NodeClassDrift"
 AMI_DRIFT = "AMIDrift"
 SECURITY_GROUP_DRIFT = "SecurityGroupDrift"
 SUBNET_DRIFT = "SubnetDrift"
+INSTANCE_TYPE_NOT_FOUND = "InstanceTypeNotFound"
+# Karpenter starts checking a NodeClaim's instance type an hour after its creation.
+INSTANCE_TYPE_CHECK_AFTER_SECONDS = 3600
 # Reasons only the cloud can tell: a snapshot without cloud facts keeps what the planner last found.
 CLOUD_REASONS = frozenset({AMI_DRIFT, SECURITY_GROUP_DRIFT, SUBNET_DRIFT})
 
@@ -165,6 +172,26 @@ def requirements_drifted(member: FleetNode, pool: NodePool, instance_type: Insta
     return any(not r.to_value_set().matches(labels.get(r.key)) for r in pool.requirements)
 
 
+def instance_type_not_found(
+    member: FleetNode, instance_type: InstanceType | None, catalog: Collection[str], now: float
+) -> bool:
+    """Karpenter's InstanceTypeNotFound drift. Inputs: the NodeClaim, its instance type as the catalog has it (None
+    when the label is missing or the catalog lacks it), the catalog's type names, the time. True from an hour after
+    creation when the type is gone or none of its offerings matches the node's zone and capacity type; never with
+    an empty catalog (one that failed to load must not drift the fleet)."""
+    if not catalog or now - member.created_at <= INSTANCE_TYPE_CHECK_AFTER_SECONDS:
+        return False
+    if not member.instance_type or instance_type is None or member.instance_type not in catalog:
+        return True
+    capacity = {member.capacity_type} if member.capacity_type else set()
+    if RESERVED in capacity:
+        capacity.add(ON_DEMAND)  # a reserved node may be demoted to on-demand when its reservation ends
+    return not any(
+        (not member.zone or o.zone == member.zone) and (not capacity or o.capacity_type in capacity)
+        for o in instance_type.offerings
+    )
+
+
 def drift_reason(
     member: FleetNode,
     pool: NodePool,
@@ -172,15 +199,21 @@ def drift_reason(
     instance_type: InstanceType | None,
     class_facts: ClassFacts | None = None,
     instance: InstanceFacts | None = None,
+    catalog: Collection[str] = (),
+    now: float = 0.0,
 ) -> str:
-    """The first drift reason that holds ("" when the node has not drifted). Without `class_facts` and `instance`
-    (a snapshot, or the cloud not answering) the cloud reasons keep what the NodeClaim's condition says."""
+    """The first drift reason that holds ("" when the node has not drifted), in Karpenter's order. Without
+    `class_facts` and `instance` (a snapshot, or the cloud not answering) the cloud reasons keep what the NodeClaim's
+    condition says; without `catalog` (the names of every instance type the catalog has) and `now`, instance types
+    are not checked."""
     if not member.provider_id:
         return ""  # not launched: nothing to drift from yet
     if _stamp_differs(member, NODEPOOL_HASH, NODEPOOL_HASH_VERSION, POOL_HASH_VERSION, nodepool_hash(pool)):
         return NODEPOOL_DRIFTED
     if requirements_drifted(member, pool, instance_type):
         return REQUIREMENTS_DRIFTED
+    if instance_type_not_found(member, instance_type, catalog, now):
+        return INSTANCE_TYPE_NOT_FOUND
     if node_class is None:
         return ""
     if _stamp_differs(member, NODECLASS_HASH, NODECLASS_HASH_VERSION, CLASS_HASH_VERSION, nodeclass_hash(node_class)):

@@ -23,14 +23,33 @@ from nodewright.disruption.candidates import (
     last_pod_event,
     reschedule_cost,
 )
-from nodewright.disruption.commands import EXPIRED
+from nodewright.disruption.commands import EXPIRED, Replacement, ReplacementOffering
 from nodewright.disruption.decision import DRIFT, DRIFTED, EMPTINESS, EMPTY, EXPIRATION, Decision, sentence
-from nodewright.disruption.simulate import simulate
+from nodewright.disruption.simulate import Simulation, simulate
 from nodewright.disruption.state import ClusterState
 from nodewright.model.durations import format_duration
 
 # Non-empty drifted nodes are simulated one at a time; a tick simulates at most this many (the next tick goes on).
 DRIFT_SIMULATIONS_PER_TICK = 10
+# Expiration does not wait for a simulation (it is forceful); it simulates at most this many expired nodes a tick
+# only to show what their workflows would launch (`Decision.planned`); the others show none.
+EXPIRATION_SIMULATIONS_PER_TICK = 10
+
+
+def planned_replacements(sim: Simulation) -> tuple[Replacement, ...]:
+    """The NodeClaims a simulation plans for the candidates' moving pods (claims only pending pods need are the
+    provisioner's, not the disruption's), each as a `Replacement` of its launch options, the simulation's choice
+    first. Empty when every moving pod fits on existing or in-flight capacity."""
+    moving = set(sim.moving)
+    out: list[Replacement] = []
+    for claim in sim.new_claims:
+        if not moving.intersection(claim.pods):
+            continue
+        options = tuple(
+            ReplacementOffering(o.instance_type, o.capacity_type, o.zone, o.price) for o in claim.launch_options
+        )
+        out.append(Replacement(claim.nodepool, options))
+    return tuple(out)
 
 
 @dataclass
@@ -111,7 +130,8 @@ class Method(Protocol):
 
 
 class Expiration:
-    """NodeClaims older than their `expireAfter` (Karpenter v1: forceful, not held back by budgets)."""
+    """NodeClaims older than their `expireAfter`, counted from their creation, registered or not (Karpenter v1's
+    nodeclaim/expiration controller: forceful, not held back by budgets or do-not-disrupt)."""
 
     name = EXPIRATION
     reason = EXPIRED
@@ -119,6 +139,7 @@ class Expiration:
     def decide(self, ctx: PlanContext) -> Outcome:
         out = Outcome()
         state = ctx.state
+        simulations = 0
         for member in state.fleet:
             if member.expire_after is None or not member.created_at or state.disrupting(member):
                 continue
@@ -129,8 +150,10 @@ class Expiration:
                 continue
             detail = f"age {format_duration(int(age))} exceeds expireAfter {format_duration(member.expire_after)}"
             if not member.registered:
-                out.skipped[member.nodeclaim] = f"{EXPIRED}: not registered yet ({detail})"
-                continue
+                # Karpenter's expiration controller counts from the NodeClaim's creation whatever its registration,
+                # and deletes it: a claim whose node never joined is expired too (the workflow terminates its
+                # instance; with no node there is nothing to drain).
+                detail = f"{detail}; its node never registered"
             out.eligible += 1
             pool = state.pools.get(member.nodepool)
             if pool is None:
@@ -140,7 +163,11 @@ class Expiration:
             moving = tuple(p for p in pods if state.facts(p).reschedulable)
             price = state.price(member) or 0.0
             found = Candidate(member, pool, pods, moving, state.instance_type(member), price, reschedule_cost(moving))
-            decision = Decision(EXPIRATION, EXPIRED, (found,), detail, forceful=True)
+            planned: tuple[Replacement, ...] = ()
+            if moving and simulations < EXPIRATION_SIMULATIONS_PER_TICK:
+                simulations += 1
+                planned = planned_replacements(simulate(state, [found], ctx.chosen))
+            decision = Decision(EXPIRATION, EXPIRED, (found,), detail, forceful=True, planned=planned)
             ctx.take(decision)
             out.decisions.append(decision)
         return out
@@ -206,8 +233,11 @@ class Drift:
                 if not sim.all_moved:
                     out.blocked[c.name] = f"{DRIFTED} ({why}), but its pods cannot move: {sentence(sim.errors)}"
                     continue
-                price = sum(claim.cheapest.price for claim in sim.new_claims)
-                decision = Decision(DRIFT, DRIFTED, (c,), why, replacement_price=price, moving=sim.moving)
+                planned = planned_replacements(sim)
+                price = sum(r.price for r in planned)
+                decision = Decision(
+                    DRIFT, DRIFTED, (c,), why, replacement_price=price, moving=sim.moving, planned=planned
+                )
             ctx.take(decision)
             out.decisions.append(decision)
         for name, why in ctx.drift.items():

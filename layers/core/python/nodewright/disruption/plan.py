@@ -65,12 +65,15 @@ class Plan:
         return [command_for(d, now) for d in self.decisions]
 
     def to_json(self, state: ClusterState) -> dict[str, Any]:
-        """The `nodewright disrupt --json` shape: one command entry per node (a multi-node consolidation's
-        replacement and its price are on its first node), every skipped node, and the hourly cost before and after."""
+        """The `nodewright disrupt --json` shape: one command entry per node, every skipped node, and the hourly cost
+        before and after. `replacements`: what the workflow would launch now (a consolidation's replacement; for drift
+        and expiration the NodeClaims simulated for the node's moving pods; none when they fit on existing nodes or
+        the node is empty); `replacement` is the first of them, or null. A multi-node consolidation's replacement
+        and its price are on its first node."""
         commands: list[dict[str, Any]] = []
         for d in self.decisions:
             for i, c in enumerate(d.candidates):
-                replacement = d.replacement.to_json() if d.replacement is not None and i == 0 else None
+                launches = [r.to_json() for r in d.launches] if i == 0 else []
                 share = d.replacement_price if i == 0 else 0.0
                 commands.append(
                     {
@@ -79,7 +82,8 @@ class Plan:
                         "nodepool": c.member.nodepool,
                         "reason": d.reason,
                         "method": d.method,
-                        "replacement": replacement,
+                        "replacement": launches[0] if launches else None,
+                        "replacements": launches,
                         "pods": sorted(p.key for p in c.reschedulable),
                         "savings_per_hour": 0.0 if d.method == EXPIRATION else round(c.price - share, 6),
                     }

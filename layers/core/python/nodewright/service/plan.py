@@ -221,6 +221,7 @@ def _instances(cloud: Cloud, fleet: Sequence[FleetNode]) -> dict[str, Instance]:
 def _drift(state: ClusterState, facts: Mapping[str, ClassFacts], instances: Mapping[str, Instance]) -> dict[str, str]:
     """NodeClaim -> drift reason ("" when not drifted) for every launched NodeClaim of a known pool."""
     classes = {c.name: c for c in state.inputs.nodeclasses}
+    catalog = frozenset(it.name for it in state.catalog)  # for InstanceTypeNotFound drift
     out: dict[str, str] = {}
     for member in state.fleet:
         pool = state.pools.get(member.nodepool)
@@ -234,6 +235,8 @@ def _drift(state: ClusterState, facts: Mapping[str, ClassFacts], instances: Mapp
             state.instance_type(member),
             facts.get(pool.node_class_ref.name),
             _launched_with(instances.get(member.instance_id)),
+            catalog=catalog,
+            now=state.now,
         )
     return out
 
