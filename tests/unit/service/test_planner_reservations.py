@@ -14,7 +14,8 @@ from test_termination_service import CATALOG, NODE
 from nodewright.adapters.memory import InMemoryCluster, InMemoryState, InMemoryWorkflows
 from nodewright.catalog.catalog import CapacityReservation
 from nodewright.launch.template import ResolvedNodeClass
-from nodewright.service.plan import PlannerPorts, TickResult, tick
+from nodewright.model.loader import load_documents
+from nodewright.service.plan import PlannerPorts, TickResult, node_class_bounds, tick
 from nodewright.service.provision import provision
 
 CAPACITY_TYPES = {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand", "reserved"]}
@@ -71,3 +72,14 @@ def test_an_on_demand_node_moves_into_a_free_reservation_its_class_selects() -> 
     replacement = decision["replacement"]
     assert replacement["instance_types"][0] == instance_type and "reserved" in replacement["capacity_types"]
     assert replacement["price_per_hour"] < 1e-6 < decision["savings_per_hour"], decision
+
+
+def test_node_class_bounds_give_a_validation_snapshot_the_ticks_zones_and_reservations() -> None:
+    selecting = nodeclass()
+    selecting["spec"]["capacityReservationSelectorTerms"] = [{"tags": {"team": "web"}}]
+    inputs, errors = load_documents([selecting, nodeclass("plain")], "test")
+    assert not errors
+    found = [CapacityReservation("cr-1", "m5.large", "us-east-1a", 1)]
+    zones, reservations = node_class_bounds(ReservingCloud(reservations=found), inputs.nodeclasses)
+    assert set(zones) == {"default", "plain"} and zones["default"]
+    assert reservations == {"default": found}

@@ -49,6 +49,7 @@ from nodewright.disruption.termination import deletions, instance_gc
 from nodewright.interruption.ownership import parse_provider_id
 from nodewright.model.conditions import TRUE, Condition
 from nodewright.model.loader import ParsedPods, load_documents
+from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.ports import Clock, Cloud, Cluster, Instance, NodeEvent, StateStore, Workflows
 from nodewright.service import leases
 from nodewright.service import provision as provisioning
@@ -194,6 +195,18 @@ def _class_facts(
         )
         zones[name] = resolved.zones
     return facts, zones
+
+
+def node_class_bounds(
+    cloud: Cloud, nodeclasses: Sequence[EC2NodeClass]
+) -> tuple[dict[str, tuple[str, ...]], dict[str, list[CapacityReservation]]]:
+    """For a `cluster_state` outside the tick (the workflow's validation): each usable EC2NodeClass's zones and
+    the capacity reservations it selects, resolved as the tick resolves them. Classes that cannot be resolved are
+    left out (their pools are not zone-bounded and select no reservation)."""
+    version = cloud.cluster_info().version if nodeclasses else ""
+    classes = resolve_node_classes(nodeclasses, cloud, version)
+    zones = {name: s.resolved.zones for name, s in sorted(classes.items()) if s.ready and s.resolved is not None}
+    return zones, class_reservations(cloud, classes)
 
 
 def class_reservations(cloud: Cloud, classes: Mapping[str, NodeClassState]) -> dict[str, list[CapacityReservation]]:
