@@ -11,6 +11,7 @@ from test_provision_service import batch_of
 from nodewright.adapters.memory import InMemoryCluster, InMemoryState
 from nodewright.model.loader import load_documents
 from nodewright.service.provision import ProvisionResult, finish_registrations, provision
+from nodewright.service.provision.launch import kubelet_labels
 
 # Labels the kubelet may not register with (kubernetes.io / k8s.io namespaces), and one it may.
 RESTRICTED = {"kubernetes.io/team": "web", "example.k8s.io/tier": "gold", "node-role.kubernetes.io/worker": ""}
@@ -62,3 +63,22 @@ def test_a_node_labelled_do_not_sync_taints_keeps_its_own() -> None:
     node = node_doc(cluster, name)
     assert node["spec"]["taints"] == []
     assert node["metadata"]["labels"]["kubernetes.io/team"] == "web"
+
+
+def test_user_data_leaves_out_the_labels_the_kubelet_may_not_register_with() -> None:
+    labels = {
+        **RESTRICTED,
+        "node.kubernetes.io/pool": "a",
+        "team.node.kubernetes.io/x": "b",
+        "kubelet.kubernetes.io/y": "c",
+        "example.com/z": "d",
+        "notkubernetes.io/w": "e",
+        "topology.kubernetes.io/zone": "us-east-1a",
+    }
+    assert kubelet_labels(labels) == {
+        "node.kubernetes.io/pool": "a",
+        "team.node.kubernetes.io/x": "b",
+        "kubelet.kubernetes.io/y": "c",
+        "example.com/z": "d",
+        "notkubernetes.io/w": "e",
+    }
