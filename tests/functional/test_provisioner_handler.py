@@ -461,7 +461,10 @@ def test_a_registration_payload_from_the_forwarder_takes_the_unregistered_taint_
     response = handler.handler(json.loads(payload.body), Context())
     assert response["batch_id"] == payload.batch_id
     assert response["summary"] == {"initialized": 1, "registered": 1} and response["nodeclaims"] == []
-    assert cluster.objects[("Node", "", "ip-10-0-0-9.ec2.internal")]["spec"]["taints"] == []
+    # The unregistered taint is off; the NodePool's taint, which this node joined without, is on (Karpenter's
+    # registration syncs the NodeClaim's taints onto the node).
+    taints = cluster.objects[("Node", "", "ip-10-0-0-9.ec2.internal")]["spec"]["taints"]
+    assert taints == [{"key": "dedicated", "value": "web", "effect": "NoSchedule"}]
     record = cluster.nodeclaim(claim["name"])
     assert record is not None and record["status"]["nodeName"] == "ip-10-0-0-9.ec2.internal"
     # Nothing was launched for it.

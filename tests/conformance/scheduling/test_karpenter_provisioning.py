@@ -841,10 +841,11 @@ def test_multiple_nodepools_should_schedule_to_a_nodepool_by_labels() -> None:
 
 def test_multiple_nodepools_should_not_match_nodepool_with_prefer_no_schedule_taint_when_other_matches() -> None:
     """It("should not match NodePool with PreferNoSchedule taint when other NodePool match"): the tainted
-    NodePool comes first by name, and still the other is used."""
-    pools = [pool("a", taints=[Taint("foo", "PreferNoSchedule", "bar")]), pool("b")]
+    NodePool comes first (equal weights: the name later in the alphabet first, as OrderByWeight), and still
+    the other is used."""
+    pools = [pool("a"), pool("b", taints=[Taint("foo", "PreferNoSchedule", "bar")])]
     results = run([pod("p", "10m", "16Mi")], pools=pools, types=default_catalog())
-    assert results.nodeclaims[0].nodepool == "b"
+    assert results.nodeclaims[0].nodepool == "a"
 
 
 def test_weighted_nodepools_should_schedule_to_the_nodepool_with_the_highest_priority_always() -> None:

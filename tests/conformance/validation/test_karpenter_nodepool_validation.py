@@ -11,6 +11,7 @@ difference.
 from __future__ import annotations
 
 import pytest
+import yaml
 from karpenter_yaml import REQUIREMENTS, loaded, nodepool, refused, requirement
 
 from nodewright.model.label_rules import UNSUPPORTED_LABELS, WELL_KNOWN_LABELS
@@ -457,16 +458,12 @@ def test_should_fail_for_restricted_labels() -> None:
 @pytest.mark.parametrize(
     "key", ["kubernetes.io/test", "k8s.io/test", "subdomain.kubernetes.io/test", "subdomain.k8s.io/test"]
 )
-def test_kubernetes_domains_that_nodes_cannot_carry(key: str) -> None:
-    """It("should allow kubernetes domains") and It("should allow kubernetes subdomains exceptions").
-
-    Difference: Karpenter accepts these since v1.9 and its registration controller copies the NodeClaim's labels
-    onto the node (the kubelet may not set them). nodewright's nodes get their labels from the kubelet only, so a
-    requirement that needs the label on the node is refused by name instead of launching nodes that lack it;
-    NotIn and DoesNotExist, which need no label, are accepted.
-    """
-    refused(nodepool(requirements=requirement(key, "In", ["test"])), f"{REQUIREMENTS}[0].key", "nodes cannot carry")
-    assert loaded(nodepool(requirements=requirement(key, "NotIn", ["test"]))).requirements[0].key == key
+def test_kubernetes_domains_are_allowed(key: str) -> None:
+    """It("should allow kubernetes domains") and It("should allow kubernetes subdomains exceptions"): accepted,
+    as in Karpenter since v1.9; the kubelet may not register with such a label, so registration copies the
+    NodeClaim's labels onto the node (`service.provision.lifecycle`)."""
+    for operator in ("In", "NotIn"):
+        assert loaded(nodepool(requirements=requirement(key, operator, ["test"]))).requirements[0].key == key
     assert loaded(nodepool(requirements=requirement(key, "DoesNotExist"))).requirements[0].key == key
 
 
@@ -645,10 +642,10 @@ def test_should_fail_for_restricted_label_domains(domain: str) -> None:
         ),
     ],
 )
-def test_labels_nodes_cannot_carry_are_named(labels: str) -> None:
-    """Difference, as for requirements: the kubelet may not set labels in the kubernetes.io and k8s.io namespaces and
-    nodewright does not copy them onto nodes at registration as Karpenter does, so they are refused by name."""
-    refused(nodepool(labels=labels), "spec.template.metadata.labels", "nodes cannot carry")
+def test_labels_in_the_kubernetes_domains_are_allowed(labels: str) -> None:
+    """As Karpenter: labels in the kubernetes.io and k8s.io namespaces are accepted (registration copies the
+    NodeClaim's labels onto the node, which the kubelet may not do)."""
+    assert loaded(nodepool(labels=labels)).labels == {k: str(v) for k, v in yaml.safe_load(labels).items()}
 
 
 @pytest.mark.parametrize(

@@ -192,9 +192,6 @@ def test_error_names_the_requirement_index() -> None:
         ("karpenter.k8s.aws/ec2nodeclass", 'label domain "karpenter.k8s.aws" is restricted'),
         ("karpenter.k8s.aws/instance-tenancy", "dedicated tenancy is not supported yet by nodewright"),
         ("karpenter.k8s.aws/placement-group-id", "placement groups are not supported yet"),
-        ("kubernetes.io/custom", 'nodes cannot carry "kubernetes.io/custom" yet'),
-        ("node-role.kubernetes.io/worker", "the kubelet may not set kubernetes.io and k8s.io labels"),
-        ("kops.k8s.io/instancegroup", "NotIn and DoesNotExist need no label and are allowed"),
     ],
 )
 def test_restricted_requirement_keys(key: str, fragment: str) -> None:
@@ -217,6 +214,10 @@ def test_restricted_requirement_keys(key: str, fragment: str) -> None:
         "node.kubernetes.io/team",
         "kubelet.kubernetes.io/team",
         "example.com/team",
+        # Labels the kubelet may not register with: registration copies them from the NodeClaim, as Karpenter.
+        "kubernetes.io/custom",
+        "node-role.kubernetes.io/worker",
+        "kops.k8s.io/instancegroup",
     ],
 )
 def test_allowed_requirement_keys(key: str) -> None:
@@ -225,7 +226,7 @@ def test_allowed_requirement_keys(key: str) -> None:
 
 @pytest.mark.parametrize("key", ["node-role.kubernetes.io/control-plane", "kops.k8s.io/instancegroup"])
 @pytest.mark.parametrize("operator", ["NotIn", "DoesNotExist"])
-def test_labels_nodes_cannot_carry_may_still_be_excluded(key: str, operator: str) -> None:
+def test_kubernetes_domain_labels_may_be_excluded(key: str, operator: str) -> None:
     values = ["x"] if operator == "NotIn" else None
     fields = {"key": key, "operator": operator, **({"values": values} if values else {})}
     assert ok(requirement(**fields)).requirements[0].operator.value == operator

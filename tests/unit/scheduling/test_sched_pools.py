@@ -139,6 +139,15 @@ def test_lower_weight_pool_used_when_higher_cannot_serve() -> None:
     assert claim.nodepool == "amd"
 
 
+def test_equal_weights_take_the_name_later_in_the_alphabet_first() -> None:
+    """Karpenter's OrderByWeight: among NodePools of equal weight, the one named later in the alphabet first."""
+    for weight in (0, 30):
+        alpha, beta = pool("alpha", weight=weight), pool("beta", weight=weight)
+        for order in ([alpha, beta], [beta, alpha]):
+            results = run([pod("p", cpu="1")], pools=order)
+            assert {c.nodepool for c in results.nodeclaims} == {"beta"}
+
+
 # ----- placement order -------------------------------------------------------------------------------------
 
 

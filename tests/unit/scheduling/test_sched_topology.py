@@ -22,7 +22,7 @@ from builders import (
     weighted,
 )
 
-from nodewright.catalog.labels import HOSTNAME, ZONE
+from nodewright.catalog.labels import ARCH, CAPACITY_TYPE, HOSTNAME, ZONE
 from nodewright.model.nodepool import NodePool
 from nodewright.model.objects import Node
 from nodewright.scheduling.results import Results
@@ -360,3 +360,19 @@ def test_host_port_pods_of_two_deployments_do_not_share() -> None:
     b = pod("b", cpu="200m", host_ports=(host_port(53),))
     results = run([a, b])
     assert claim_of(results, "default/a").name != claim_of(results, "default/b").name
+
+
+def test_spread_on_capacity_type_or_arch_without_a_nodepool_constraint_balances_over_offered_values() -> None:
+    """Issue 22 item 14: a NodePool with no requirement on the spread's key still has domains, the values its
+    instance types and offerings give (Karpenter's buildDomainGroups), so the pods are balanced over them
+    rather than left unschedulable."""
+    for key, values in ((CAPACITY_TYPE, {"spot", "on-demand"}), (ARCH, {"amd64", "arm64"})):
+        results = run(
+            pods("p", 6, cpu="100m", memory="128Mi", labels={"app": "p"}, topology_spread=(spread(key, 1, app="p"),))
+        )
+        assert not results.unschedulable
+        per_value: Counter[str] = Counter()
+        for claim in results.nodeclaims:
+            [value] = next(r.values for r in claim.requirements if r.key == key)
+            per_value[value] += len(claim.pods)
+        assert set(per_value) == values and sorted(per_value.values()) == [3, 3], (key, per_value)

@@ -7,12 +7,14 @@ the planner decides. Nothing here reads the network or the clock: the time and t
 
 from __future__ import annotations
 
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Collection, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from nodewright.catalog.catalog import Catalog
-from nodewright.catalog.types import InstanceType
+from nodewright.catalog.catalog import CapacityReservation, Catalog, OfferingKey
+from nodewright.catalog.labels import CAPACITY_RESERVATION_ID, ZONE
+from nodewright.catalog.pricing import reserved_price
+from nodewright.catalog.types import ON_DEMAND, RESERVED, InstanceType, Offering
 from nodewright.disruption.drain import MIRROR_ANNOTATION, tolerates_disrupted
 from nodewright.disruption.fleet import FleetNode, epoch, fleet_nodes
 from nodewright.disruption.pdb import PdbLimits, pdb_limits
@@ -22,6 +24,7 @@ from nodewright.model.inputs import ClusterInputs
 from nodewright.model.loader import PARSED_PODS_LIMIT, load_documents
 from nodewright.model.nodepool import NodePool
 from nodewright.model.objects import Node, Pod
+from nodewright.model.requirements import Operator, Requirement
 from nodewright.scheduling.templates import TemplateCache
 
 
@@ -82,8 +85,10 @@ class ClusterState:
 
     `inputs`: the loaded objects (NodePools, EC2NodeClasses, NodeClaims, Nodes with their bound pods, pending pods,
     DaemonSets, PodDisruptionBudgets, volumes). `fleet`: each NodeClaim joined to its Node. `pods`: facts per bound
-    pod key. `catalog`: instance types with prices (offerings refused for capacity marked unavailable). `locked`:
-    NodeClaims a disruption workflow holds the lock of (being disrupted, whatever the node shows yet).
+    pod key. `catalog`: instance types with prices (offerings refused for capacity marked unavailable) and the
+    `reserved` offerings of the capacity reservations the EC2NodeClasses select, as the provisioner's catalog has
+    them (`cluster_state`). `locked`: NodeClaims a disruption workflow holds the lock of (being disrupted, whatever
+    the node shows yet).
     """
 
     now: float
@@ -97,6 +102,9 @@ class ClusterState:
     # EC2NodeClass name -> the zones its subnets are in (as the provisioner bounds its NodePools); a class not
     # listed is not bounded (a snapshot read without the cloud).
     class_zones: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # EC2NodeClass name -> the capacity reservations it selects (ids); a class not listed selects none. A NodePool
+    # may launch into its own class's reservations only, as the provisioner bounds it (`bounded`).
+    class_reservations: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # The NodePools prepared against the catalog, shared by every simulation of the tick (each one a solve()).
     templates: TemplateCache = field(default_factory=TemplateCache, repr=False, compare=False)
 
@@ -154,13 +162,36 @@ class ClusterState:
         return self.catalog.get(member.instance_type) if member.instance_type else None
 
     def price(self, member: FleetNode) -> float | None:
-        """The member's price per hour: its instance type's offering in its zone for its capacity type (known even
-        when that offering is out of capacity now); None when the catalog does not know it."""
+        """The member's price per hour: its instance type's offering in its zone for its capacity type, and for a
+        `reserved` node the offering of its own reservation when it names one (known even when that offering is out
+        of capacity now); None when the catalog does not know it."""
         it = self.instance_type(member)
         if it is None:
             return None
-        prices = [o.price for o in it.offerings if o.zone == member.zone and o.capacity_type == member.capacity_type]
+        reservation = member.labels.get(CAPACITY_RESERVATION_ID, "") if member.capacity_type == RESERVED else ""
+        prices = [
+            o.price
+            for o in it.offerings
+            if o.zone == member.zone
+            and o.capacity_type == member.capacity_type
+            and (not reservation or o.reservation_id == reservation)
+        ]
         return min(prices) if prices else None
+
+    def bounded(self, pool: NodePool) -> NodePool:
+        """The NodePool as the provisioner would launch for it: within the zones its EC2NodeClass has subnets in,
+        and out of the capacity reservations only other EC2NodeClasses select (Karpenter offers a NodePool its own
+        EC2NodeClass's reservations only). A class the state has no zones for is not zone-bounded."""
+        ref = pool.node_class_ref.name
+        bounds = []
+        zones = self.class_zones.get(ref)
+        if zones is not None:
+            bounds.append(Requirement(ZONE, Operator.IN, tuple(zones)))
+        own = set(self.class_reservations.get(ref, ()))
+        foreign = sorted({r for ids in self.class_reservations.values() for r in ids} - own)
+        if foreign:
+            bounds.append(Requirement(CAPACITY_RESERVATION_ID, Operator.NOT_IN, tuple(foreign)))
+        return replace(pool, requirements=(*pool.requirements, *bounds)) if bounds else pool
 
 
 def cluster_state(
@@ -173,12 +204,24 @@ def cluster_state(
     class_zones: Mapping[str, tuple[str, ...]] | None = None,
     loaded: tuple[ClusterInputs, list[ValidationError]] | None = None,
     known_facts: PodFactsCache | None = None,
+    reservations: Mapping[str, Sequence[CapacityReservation]] | None = None,
+    unavailable: Collection[OfferingKey] = (),
 ) -> tuple[ClusterState, list[ValidationError]]:
     """Load API documents (NodePools, EC2NodeClasses, NodeClaims, Nodes, Pods bound or pending, DaemonSets,
     PodDisruptionBudgets, volumes) into a `ClusterState`. Objects that do not validate are left out and returned as
     errors; the rest is decided on. `loaded`: the same documents already loaded (a caller that needed them first
     does not pay for a second load). `known_facts`: pod facts read by earlier ticks, by (uid, resourceVersion)
-    (a warm planner reads the same pods every minute; a pod's facts change only with its version)."""
+    (a warm planner reads the same pods every minute; a pod's facts change only with its version).
+
+    `reservations`: EC2NodeClass name -> the capacity reservations its capacityReservationSelectorTerms select,
+    with their free instance counts now (EC2's AvailableInstanceCount, which already excludes the instances
+    running in them, reserved nodes included), as the provisioner resolves them. They become `reserved` offerings
+    of the catalog (`Catalog.with_reservations`), so a reserved node is priced and may be consolidated, and a node
+    may be replaced by a free reservation its NodePool's class selects. A reserved node whose reservation is not
+    among them (not selected any more, or a snapshot read without the cloud) still gets its reservation's offering,
+    priced as Karpenter prices reserved capacity and with no free instance, so it is known and never launched into.
+    `unavailable`: the offerings EC2 refused lately, marked after the reservations are added (the provisioner's
+    order, so a refused reserved offering stays refused)."""
     inputs, errors = loaded if loaded is not None else load_documents(documents, source, summaries=False)
     pools = {p.name: p for p in inputs.nodepools}
     kinds: dict[str, list[Mapping[str, Any]]] = {}
@@ -193,18 +236,54 @@ def cluster_state(
     bound = [p for n in inputs.nodes for p in n.pods]
     healthy = {p.key for p in bound if not facts.get(p.key, _NO_FACTS).terminating}
     limits = pdb_limits(inputs.pdbs, [*bound, *inputs.pending_pods], healthy)
+    selected = {name: list(found) for name, found in (reservations or {}).items()}
     state = ClusterState(
         now=now,
         inputs=inputs,
         fleet=fleet,
         pods=facts,
-        catalog=Catalog(instance_types),
+        catalog=_running_reservations(
+            Catalog(instance_types)
+            .with_reservations([r for found in selected.values() for r in found])
+            .with_unavailable(unavailable),
+            fleet,
+        ),
         pdbs=limits,
         locked=locked,
         settings=settings or DisruptionSettings(),
         class_zones=dict(class_zones or {}),
+        class_reservations={name: tuple(sorted({r.id for r in found})) for name, found in selected.items()},
     )
     return state, errors
+
+
+def _running_reservations(catalog: Catalog, fleet: Sequence[FleetNode]) -> Catalog:
+    """The catalog with a `reserved` offering, without free instances, for each reservation a reserved node runs
+    in that the catalog does not have: the node is then priced (Karpenter's reserved price, on-demand / 10^7) and
+    can be consolidated, and nothing is launched into a reservation nobody selects."""
+    missing: dict[str, dict[tuple[str, str], None]] = {}
+    for member in fleet:
+        reservation = member.labels.get(CAPACITY_RESERVATION_ID, "")
+        it = catalog.get(member.instance_type) if member.instance_type else None
+        if member.capacity_type != RESERVED or not reservation or it is None or not member.zone:
+            continue
+        if not any(o.reservation_id == reservation for o in it.offerings):
+            missing.setdefault(it.name, {})[(reservation, member.zone)] = None
+    if not missing:
+        return catalog
+    out = []
+    for it in catalog:
+        found = missing.get(it.name)
+        if found:
+            zone_ids = {o.zone: o.zone_id for o in it.offerings}
+            on_demand = next((o.price for o in it.offerings if o.capacity_type == ON_DEMAND), 0.0)
+            added = tuple(
+                Offering(zone, RESERVED, reserved_price(on_demand), False, reservation, 0, zone_ids.get(zone, ""))
+                for reservation, zone in sorted(found)
+            )
+            it = replace(it, offerings=(*it.offerings, *added))
+        out.append(it)
+    return Catalog(out)
 
 
 def _known_facts(doc: Mapping[str, Any], known: PodFactsCache | None) -> PodFacts:

@@ -12,7 +12,6 @@ from nodewright.model.errors import Collector
 from nodewright.model.label_rules import (
     known_values_problem,
     restricted_label_problem,
-    unlabelable_problem,
 )
 from nodewright.model.objects import LabelSelector, NodeSelectorTerm
 from nodewright.model.requirements import Operator, Requirement
@@ -137,12 +136,9 @@ def _check_values(
 def _check_nodepool_rules(
     ctx: Collector, key: str, operator: str, values: tuple[str, ...], min_value: int | None, path: str
 ) -> bool:
-    """What a NodePool requirement could never match: no valid capacity type, or a label nodes cannot carry."""
+    """What a NodePool requirement could never match: no valid capacity type."""
     if operator == "In" and (problem := known_values_problem(key, values, min_value)):
         ctx.error(join(path, "values"), problem)
-        return False
-    if operator not in ("NotIn", "DoesNotExist") and (problem := unlabelable_problem(key, in_requirement=True)):
-        ctx.error(join(path, "key"), problem)
         return False
     return True
 
@@ -320,7 +316,8 @@ def parse_toleration(ctx: Collector, raw: Any, path: str) -> Toleration | None:
 
 def parse_labels(ctx: Collector, value: Any, path: str, *, nodepool: bool = False) -> dict[str, str]:
     """Labels with valid keys and values; NodePool template labels also obey Karpenter's restricted domains,
-    its limit of 100, and must be labels a node can carry."""
+    and its limit of 100 (labels in the kubernetes.io and k8s.io domains are allowed: registration copies
+    them onto the node)."""
     labels = get_str_map(ctx, value, path)
     if nodepool and len(labels) > 100:
         ctx.error(path, f"has {len(labels)} labels; at most 100 are allowed")
@@ -328,7 +325,7 @@ def parse_labels(ctx: Collector, value: Any, path: str, *, nodepool: bool = Fals
     for key, label in labels.items():
         problem = label_key_problem(key) or label_value_problem(label)
         if problem is None and nodepool:
-            problem = restricted_label_problem(key) or unlabelable_problem(key)
+            problem = restricted_label_problem(key)
         if problem:
             ctx.error(map_key(path, key), problem)
             continue

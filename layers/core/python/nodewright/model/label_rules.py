@@ -14,10 +14,13 @@ additions in `pkg/apis/v1/labels.go`, and the CEL rules of both CRDs):
 - Beta labels (`beta.kubernetes.io/arch`, `failure-domain.beta.kubernetes.io/zone`, ...) are checked as
   their GA names, as Karpenter normalizes them.
 
-Two kinds of keys Karpenter accepts are refused by name here rather than accepted and never honoured:
+Labels in the kubernetes.io / k8s.io namespaces that the kubelet may not register with are accepted, as in
+Karpenter: they are on the NodeClaim, and registration copies the NodeClaim's labels onto its Node
+(`service.provision.lifecycle`, Karpenter's `registration.go` syncNode) before the node can take pods.
+
+One kind of key Karpenter accepts is refused by name here rather than accepted and never honoured: the
 well-known AWS labels nodewright cannot offer yet (dedicated tenancy, placement groups, interruptible
-capacity reservations), and labels in the kubernetes.io / k8s.io namespaces that the kubelet may not set,
-which Karpenter's registration copies onto nodes and nodewright's does not yet (`unlabelable_problem`).
+capacity reservations).
 """
 
 from __future__ import annotations
@@ -143,56 +146,3 @@ def known_values_problem(key: str, values: Sequence[str], min_values: int | None
     if min_values is not None and len(valid) < min_values:
         return f"minValues {min_values} needs that many valid values of {key} ({choices}); only {len(valid)} listed"
     return None
-
-
-# What the kubelet may set on its own node in the kubernetes.io and k8s.io namespaces (k8s.io/kubelet's
-# IsKubeletLabel): these labels, and anything under kubelet.kubernetes.io or node.kubernetes.io.
-_KUBELET_LABELS = frozenset(
-    {
-        HOSTNAME_LABEL,
-        "topology.kubernetes.io/zone",
-        "topology.kubernetes.io/region",
-        "failure-domain.beta.kubernetes.io/zone",
-        "failure-domain.beta.kubernetes.io/region",
-        "node.kubernetes.io/instance-type",
-        "beta.kubernetes.io/instance-type",
-        "kubernetes.io/os",
-        "beta.kubernetes.io/os",
-        "kubernetes.io/arch",
-        "beta.kubernetes.io/arch",
-    }
-)
-_KUBELET_NAMESPACES = ("kubelet.kubernetes.io", "node.kubernetes.io")
-
-
-def _in_domain(domain: str, parent: str) -> bool:
-    return domain == parent or domain.endswith("." + parent)
-
-
-def kubelet_may_set(key: str) -> bool:
-    """True unless `key` is in the kubernetes.io / k8s.io namespaces and the kubelet may not register with it.
-
-    The kubelet refuses to start with such a label in `--node-labels` (and NodeRestriction would refuse it
-    anyway), so a node nodewright launches can only carry it if something else puts it there.
-    """
-    domain = label_domain(key)
-    if not (_in_domain(domain, "kubernetes.io") or _in_domain(domain, "k8s.io")):
-        return True
-    return key in _KUBELET_LABELS or any(_in_domain(domain, ns) for ns in _KUBELET_NAMESPACES)
-
-
-def unlabelable_problem(key: str, in_requirement: bool = False) -> str | None:
-    """Why nodes cannot carry the label `key` (the kubelet may not set it), or None.
-
-    Karpenter v1.9+ accepts such labels because its registration controller copies a NodeClaim's labels
-    onto the Node; nodewright's nodes get their labels from the kubelet only, so it names them instead of
-    launching nodes that silently lack them.
-    """
-    if kubelet_may_set(key) or key in WELL_KNOWN_LABELS:
-        return None
-    hint = "; NotIn and DoesNotExist need no label and are allowed" if in_requirement else ""
-    return (
-        f'nodes cannot carry "{key}" yet: the kubelet may not set kubernetes.io and k8s.io labels other than '
-        "kubelet.kubernetes.io/*, node.kubernetes.io/* and the well-known ones, and nodewright does not copy labels "
-        f"onto nodes at registration as Karpenter does; use a label in another domain{hint}"
-    )

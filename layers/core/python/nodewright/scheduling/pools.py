@@ -83,9 +83,11 @@ class Pools:
         )
         self.daemonset_requests_of: dict[tuple[object, ...], dict[str, int]] = {}  # see `daemonset_requests`
         classes_of = {nc.name: nc for nc in nodeclasses}
+        # Karpenter's OrderByWeight: heaviest first and, among equal weights, the name later in the alphabet
+        # first (pkg/utils/nodepool OrderByWeight), in provisioning and in every disruption simulation.
         self.contexts = [
             self._pool_context(p, classes_of.get(p.node_class_ref.name), nodes, nodeclaims)
-            for p in sorted(nodepools, key=lambda p: (-p.weight, p.name))
+            for p in sorted(nodepools, key=lambda p: (p.weight, p.name), reverse=True)
         ]
 
     def fork(self) -> tuple[Pools, dict[int, PoolContext]]:

@@ -35,7 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from nodewright.catalog.catalog import Catalog
+from nodewright.catalog.catalog import CapacityReservation
 from nodewright.catalog.types import InstanceTypeSource
 from nodewright.disruption.candidates import last_pod_event
 from nodewright.disruption.commands import DisruptionCommand
@@ -49,6 +49,7 @@ from nodewright.disruption.termination import deletions, instance_gc
 from nodewright.interruption.ownership import parse_provider_id
 from nodewright.model.conditions import TRUE, Condition
 from nodewright.model.loader import ParsedPods, load_documents
+from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.ports import Clock, Cloud, Cluster, Instance, NodeEvent, StateStore, Workflows
 from nodewright.service import leases
 from nodewright.service import provision as provisioning
@@ -138,13 +139,21 @@ def tick(
     alive, dead = live_leases(ports.state, ports.workflows, now)
     locked = frozenset(lease.nodeclaim for lease in alive.values())
     unavailable = ports.state.unavailable_offerings(now)
-    types = Catalog(ports.catalog.instance_types()).with_unavailable(unavailable).instance_types
     version = ports.cloud.cluster_info().version if inputs.nodeclasses else ""
     classes = resolve_node_classes(inputs.nodeclasses, ports.cloud, version)
     facts, zones = _class_facts(classes, out.problems)
     out.status = _write_status(ports.cluster, view.documents, classes, out.problems)
     state, _ = cluster_state(
-        documents, types, now, locked, ports.settings, class_zones=zones, loaded=loaded, known_facts=ports.pod_facts
+        documents,
+        ports.catalog.instance_types(),
+        now,
+        locked,
+        ports.settings,
+        class_zones=zones,
+        loaded=loaded,
+        known_facts=ports.pod_facts,
+        reservations=class_reservations(ports.cloud, classes),
+        unavailable=unavailable,
     )
     out.problems.extend(f"nodeclaim/{m.nodeclaim}: {p}" for m in state.fleet for p in m.problems)
     instances = _instances(ports.cloud, state.fleet)
@@ -186,6 +195,32 @@ def _class_facts(
         )
         zones[name] = resolved.zones
     return facts, zones
+
+
+def node_class_bounds(
+    cloud: Cloud, nodeclasses: Sequence[EC2NodeClass]
+) -> tuple[dict[str, tuple[str, ...]], dict[str, list[CapacityReservation]]]:
+    """For a `cluster_state` outside the tick (the workflow's validation): each usable EC2NodeClass's zones and
+    the capacity reservations it selects, resolved as the tick resolves them. Classes that cannot be resolved are
+    left out (their pools are not zone-bounded and select no reservation)."""
+    version = cloud.cluster_info().version if nodeclasses else ""
+    classes = resolve_node_classes(nodeclasses, cloud, version)
+    zones = {name: s.resolved.zones for name, s in sorted(classes.items()) if s.ready and s.resolved is not None}
+    return zones, class_reservations(cloud, classes)
+
+
+def class_reservations(cloud: Cloud, classes: Mapping[str, NodeClassState]) -> dict[str, list[CapacityReservation]]:
+    """The capacity reservations each usable EC2NodeClass's capacityReservationSelectorTerms select, with their
+    free instance counts now, resolved as the provisioner resolves them (`service.provision.plan`), so the planner's
+    catalog has the same `reserved` offerings as the provisioner's. Classes that are not usable select none here
+    (their reserved nodes are still priced, see `disruption.state.cluster_state`)."""
+    out: dict[str, list[CapacityReservation]] = {}
+    for name, resolution in sorted(classes.items()):
+        resolved = resolution.resolved
+        if not resolution.ready or resolved is None or not resolved.node_class.capacity_reservation_selector_terms:
+            continue
+        out[name] = list(cloud.capacity_reservations(resolved))
+    return out
 
 
 def _write_status(

@@ -54,22 +54,43 @@ _CLOUD_LABELS = frozenset(
         "karpenter.k8s.aws/capacity-reservation-id",
     }
 )
-# The kubelet may set only these labels in the kubernetes.io / k8s.io namespaces (NodeRestriction).
-_KUBELET_ALLOWED_PREFIXES = ("node.kubernetes.io/", "kubelet.kubernetes.io/", "node-role.kubernetes.io/")
+# What the kubelet may register with in the kubernetes.io and k8s.io namespaces (k8s.io/kubelet's IsKubeletLabel;
+# it refuses to start with any other there): these labels, and anything under kubelet.kubernetes.io or
+# node.kubernetes.io. `node-role.kubernetes.io/*` is not among them.
+_KUBELET_LABELS = frozenset(
+    {
+        "kubernetes.io/hostname",
+        "topology.kubernetes.io/zone",
+        "topology.kubernetes.io/region",
+        "failure-domain.beta.kubernetes.io/zone",
+        "failure-domain.beta.kubernetes.io/region",
+        "node.kubernetes.io/instance-type",
+        "beta.kubernetes.io/instance-type",
+        "kubernetes.io/os",
+        "beta.kubernetes.io/os",
+        "kubernetes.io/arch",
+        "beta.kubernetes.io/arch",
+    }
+)
+_KUBELET_NAMESPACES = ("kubelet.kubernetes.io", "node.kubernetes.io")
+
+
+def _in_domain(domain: str, parent: str) -> bool:
+    return domain == parent or domain.endswith("." + parent)
+
+
+def kubelet_may_set(key: str) -> bool:
+    """False for a label in the kubernetes.io / k8s.io namespaces that the kubelet may not register with."""
+    domain = key.split("/", 1)[0] if "/" in key else ""
+    if not (_in_domain(domain, "kubernetes.io") or _in_domain(domain, "k8s.io")):
+        return True
+    return key in _KUBELET_LABELS or any(_in_domain(domain, ns) for ns in _KUBELET_NAMESPACES)
 
 
 def kubelet_labels(labels: Mapping[str, str]) -> dict[str, str]:
-    """The labels a kubelet may register with: cloud-set labels and restricted namespaces left out."""
-    out = {}
-    for key, value in labels.items():
-        if key in _CLOUD_LABELS:
-            continue
-        domain = key.split("/", 1)[0] if "/" in key else ""
-        restricted = domain.endswith(("kubernetes.io", "k8s.io"))
-        if restricted and not key.startswith(_KUBELET_ALLOWED_PREFIXES):
-            continue
-        out[key] = value
-    return out
+    """The labels a kubelet may register with: cloud-set labels and the kubernetes.io / k8s.io labels it may not
+    set left out (registration copies those from the NodeClaim, see `lifecycle`)."""
+    return {key: value for key, value in labels.items() if key not in _CLOUD_LABELS and kubelet_may_set(key)}
 
 
 @dataclass

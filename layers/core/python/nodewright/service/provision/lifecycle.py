@@ -4,8 +4,13 @@ never came.
 Karpenter's lifecycle controller (v1.9.1 `pkg/controllers/nodeclaim/lifecycle`), reproduced:
 
 - Registered: a node with the claim's providerID exists. It gets the termination finalizer (`model.nodeclaim`),
-  its `karpenter.sh/unregistered` taint comes off, it is labelled `karpenter.sh/registered=true`, and the claim
-  records `status.nodeName`.
+  the NodeClaim's labels, taints and startup taints (v1.14.1 `registration.go` syncNode: labels assigned over
+  the node's, taints merged by key and effect, taints skipped when the node is labelled
+  `karpenter.sh/do-not-sync-taints=true`), is labelled `karpenter.sh/registered=true`, its
+  `karpenter.sh/unregistered` taint comes off last, and the claim records `status.nodeName`. Copying the
+  labels is what lets a NodePool set labels in the kubernetes.io and k8s.io domains that the kubelet may not
+  register with (`model.label_rules`). Karpenter also copies the claim's annotations; nodewright's NodeClaim
+  annotations are its own bookkeeping (price, launch template), so they stay on the claim.
 - Initialized (`initialization.go`): the node is registered and Ready, none of the claim's startup taints is
   left on it, none of the known ephemeral taints (not-ready, unreachable, the cloud provider's
   uninitialized, `karpenter.sh/unregistered`), and every resource the claim requested is in the node's
@@ -39,6 +44,8 @@ from nodewright.service.provision.result import Decision, ProvisionResult
 from nodewright.service.provision.templates import collect_launch_templates
 
 REGISTRATION_TIMEOUT_SECONDS = 15 * 60
+# Karpenter's NodeDoNotSyncTaintsLabelKey: a node so labelled keeps its own taints at registration.
+DO_NOT_SYNC_TAINTS_LABEL = "karpenter.sh/do-not-sync-taints"
 # A claim is created moments before its CreateFleet; one still without an instance after this was abandoned.
 LAUNCH_TIMEOUT_SECONDS = 120
 # Claims whose lifecycle writes go side by side.
@@ -138,8 +145,12 @@ def _advance(claim: NodeClaim, node: Node, cluster: Cluster) -> list[Decision]:
     if not claim.registered or any(t.key == UNREGISTERED_TAINT.key for t in node.taints):
         # As Karpenter's registration: the node is nodewright's to terminate before any pod can land on it.
         cluster.add_node_finalizer(node.name)
+        # The claim's labels and taints go on before the unregistered taint comes off, so no pod can land on
+        # the node without them.
+        cluster.label_node(node.name, {**sync_labels(claim, node), REGISTERED_LABEL: "true"})
+        for taint in sync_taints(claim, node):
+            cluster.add_node_taint(node.name, taint.key, taint.value, taint.effect)
         cluster.remove_node_taint(node.name, UNREGISTERED_TAINT.key)
-        cluster.label_node(node.name, {REGISTERED_LABEL: "true"})
         cluster.update_nodeclaim(claim.name, {}, {}, {"nodeName": node.name})
         updates.append(Condition(REGISTERED, TRUE, REGISTERED, f"node {node.name} registered"))
         if statuses.get(LAUNCHED) != TRUE:
@@ -163,6 +174,30 @@ def _advance(claim: NodeClaim, node: Node, cluster: Cluster) -> list[Decision]:
         updates.append(ready)
     cluster.set_nodeclaim_conditions(claim.name, updates)
     return decisions
+
+
+def sync_labels(claim: NodeClaim, node: Node) -> dict[str, str]:
+    """The claim's labels the node lacks or has with another value (Karpenter assigns the claim's labels over
+    the node's at registration). Pure."""
+    return {key: value for key, value in claim.labels.items() if node.labels.get(key) != value}
+
+
+def sync_taints(claim: NodeClaim, node: Node) -> list[Taint]:
+    """The claim's taints, then its startup taints, that the node lacks by key and effect (Karpenter's
+    `Taints.Merge` at registration); none when the node is labelled `karpenter.sh/do-not-sync-taints=true`,
+    Karpenter's sign that something else manages its taints. Pure.
+
+    The kubelet normally registers with all of them already (nodewright's user data lists them); this covers
+    user data that replaced them, as Karpenter's registration does."""
+    if node.labels.get(DO_NOT_SYNC_TAINTS_LABEL) == "true":
+        return []
+    have = {(t.key, t.effect) for t in node.taints}
+    out = []
+    for taint in (*claim.taints, *claim.startup_taints):
+        if (taint.key, taint.effect) not in have:
+            have.add((taint.key, taint.effect))
+            out.append(taint)
+    return out
 
 
 def _without_taint(node: Node, key: str) -> Node:
