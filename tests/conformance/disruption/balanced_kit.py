@@ -45,6 +45,8 @@ _SENTENCE = re.compile(
     r"(?P<caused>-?[\d.]+)% of its disruption"
 )
 _BASE: list[ClusterState] = []
+XLARGE = 0.192  # m5.xlarge on demand, us-east-1a
+UNKNOWN_TYPE = "c6i.xlarge"  # not in the builder's catalog: priced 0.0, as Karpenter's nil instanceType
 
 
 def _base() -> ClusterState:
@@ -123,3 +125,21 @@ def assert_score(
     scale = (1 / k) / expected
     assert score_move(savings * scale * 1.01, disruption_cost, totals, k), "score below the expected"
     assert not score_move(savings * scale * 0.99, disruption_cost, totals, k), "score above the expected"
+
+
+def pool_of(
+    nodes: list[tuple[str, int]], policy: str = "Balanced", pool: str = "general", cluster: Cluster | None = None
+) -> Cluster:
+    """A pool of `(instance type, pods)` nodes, each pod an ordinary ReplicaSet pod (eviction cost 1)."""
+    cluster = cluster or Cluster()
+    cluster.pool(pool, disruption={"consolidationPolicy": policy, **ALL})
+    for i, (instance_type, pods) in enumerate(nodes):
+        name = f"{pool}-{i}"
+        cluster.node(name, instance_type, pool=pool)
+        for j in range(pods):
+            cluster.pod(f"{name}-web-{j}", name, cpu="10m", memory="16Mi")
+    return cluster
+
+
+def by_node(state: ClusterState) -> dict[str, Candidate]:
+    return {c.member.node: c for c in candidates(state)[0]}

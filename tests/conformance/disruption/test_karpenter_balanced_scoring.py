@@ -17,7 +17,20 @@ builder's catalog keeps. Where Karpenter writes a NodePoolTotals literal the kit
 from __future__ import annotations
 
 import pytest
-from balanced_kit import ALL, assert_score, candidate, context, fractions, judge, move, score_move
+from balanced_kit import (
+    ALL,
+    UNKNOWN_TYPE,
+    XLARGE,
+    assert_score,
+    by_node,
+    candidate,
+    context,
+    fractions,
+    judge,
+    move,
+    pool_of,
+    score_move,
+)
 from cluster_builder import M5_ON_DEMAND, Cluster
 
 from nodewright.disruption import consolidation
@@ -28,8 +41,6 @@ from nodewright.disruption.plan import pool_budgets
 from nodewright.disruption.state import ClusterState
 
 FILE = "pkg/controllers/disruption/balanced_scoring_test.go"
-XLARGE = 0.192  # m5.xlarge on demand, us-east-1a
-UNKNOWN_TYPE = "c6i.xlarge"  # not in the builder's catalog: priced 0.0, as Karpenter's nil instanceType
 NO_EVENT = (
     "Karpenter's ConsolidationApproved events and score histogram; nodewright publishes no approval event (the "
     "tick's decisions and `nodewright disrupt --json` list the approved commands; a rejection is an "
@@ -39,24 +50,6 @@ ZERO_TOTALS = (
     "issue 22: consolidation._balanced lets a move through when its Balanced NodePool has no totals (cost or "
     "disruption 0: `continue`); Karpenter's ScoreMove returns zero fractions, Score() 0, so the move is rejected"
 )
-
-
-def pool_of(
-    nodes: list[tuple[str, int]], policy: str = "Balanced", pool: str = "general", cluster: Cluster | None = None
-) -> Cluster:
-    """A pool of `(instance type, pods)` nodes, each pod an ordinary ReplicaSet pod (eviction cost 1)."""
-    cluster = cluster or Cluster()
-    cluster.pool(pool, disruption={"consolidationPolicy": policy, **ALL})
-    for i, (instance_type, pods) in enumerate(nodes):
-        name = f"{pool}-{i}"
-        cluster.node(name, instance_type, pool=pool)
-        for j in range(pods):
-            cluster.pod(f"{name}-web-{j}", name, cpu="10m", memory="16Mi")
-    return cluster
-
-
-def by_node(state: ClusterState) -> dict[str, Candidate]:
-    return {c.member.node: c for c in candidates(state)[0]}
 
 
 # ------------------------------------------------------------------------------------------ computeNodePoolTotals
