@@ -163,7 +163,7 @@ def test_should_choose_replace_when_pods_need_a_new_cheaper_node() -> None:
 # ------------------------------------------------------------------------------------------ Ratio Sort in Multi-Node
 
 
-def test_should_select_highest_ratio_candidates_first_when_nodes_have_heterogeneous_prices_and_pod_counts() -> None:
+def test_should_select_highest_ratio_candidates_first_with_heterogeneous_prices_and_pod_counts() -> None:
     """balanced_integration_test.go Describe("Balanced Consolidation") Context("Ratio Sort in Multi-Node"):
     It("should select highest-ratio candidates first when nodes have heterogeneous prices and pod counts").
 

@@ -247,7 +247,7 @@ def test_should_compute_correct_scores_negative_savings() -> None:
     assert not score_move(-5.0, 10.0, TOTALS)
 
 
-def test_should_reject_a_move_when_estimated_savings_excludes_spot_offerings_for_an_on_demand_only_node_pool() -> None:
+def test_should_reject_a_move_when_estimated_savings_excludes_spot_for_an_on_demand_only_pool() -> None:
     """balanced_scoring_test.go Describe("Balanced Scoring") Describe("ScoreMove (SavingsRatio)"):
     It("should REJECT a move when EstimatedSavings excludes spot offerings for an on-demand-only NodePool").
 

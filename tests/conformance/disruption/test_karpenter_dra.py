@@ -67,7 +67,7 @@ def test_does_not_target_a_candidate_node_s_published_device_a_positive() -> Non
 
 
 @pytest.mark.xfail(strict=True, reason=CLAIMED_POD_DROPPED)
-def test_does_not_consolidate_when_the_candidate_s_claim_cannot_be_satisfied_elsewhere_b_negative() -> None:
+def test_does_not_consolidate_when_the_candidate_s_claim_cannot_be_satisfied_elsewhere() -> None:
     """consolidation_dra_test.go Describe("Consolidation/DRA"):
     It("does not consolidate when the candidate's claim cannot be satisfied elsewhere (B, negative)")."""
     cluster = Cluster()
@@ -96,12 +96,12 @@ def test_does_not_free_a_device_held_by_a_live_pod_on_a_non_candidate_node_a_neg
 
 
 @pytest.mark.skip(reason=NO_DRA)
-def test_re_allocates_devices_from_multiple_candidate_nodes_onto_one_replacement_b_multi_candidate() -> None:
+def test_re_allocates_devices_from_multiple_candidate_nodes_onto_one_replacement() -> None:
     """consolidation_dra_test.go Describe("Consolidation/DRA"):
     It("re-allocates devices from multiple candidate nodes onto one replacement (B, multi-candidate)")."""
 
 
 @pytest.mark.skip(reason=NO_DRA)
-def test_reclaims_only_the_candidate_s_share_of_a_shared_device_leaving_the_live_pod_s_share_b_partial() -> None:
+def test_reclaims_only_the_candidate_s_share_of_a_shared_device_leaving_the_live_pod_s_share() -> None:
     """consolidation_dra_test.go Describe("Consolidation/DRA"):
     It("reclaims only the candidate's share of a shared device, leaving the live pod's share (B, partial)")."""
