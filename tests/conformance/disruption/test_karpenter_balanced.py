@@ -25,7 +25,8 @@ FILE = "pkg/controllers/disruption/balanced_test.go"
 # The RFC's example pool: ten nodes, eight m7i.xlarge ($4.84/day) and two m7i.2xlarge ($9.68/day); 80 pods.
 DEFAULT_TOTALS = (58.08, 90.0)
 ZERO_DISRUPTION = (
-    "issue 22: consolidation._balanced divides savings by a zero disruption fraction (ZeroDivisionError); Karpenter's "
+    "issue 22 (new, not among items 1-14): "
+    "consolidation._balanced divides savings by a zero disruption fraction (ZeroDivisionError); Karpenter's "
     "Score() is +Inf there, so the move is approved"
 )
 
@@ -136,7 +137,8 @@ def test_should_reject_when_both_savings_and_disruption_are_zero() -> None:
 @pytest.mark.xfail(
     strict=True,
     reason=(
-        "issue 22: consolidation._balanced lets a move through when its Balanced NodePool's total cost is 0 "
+        "issue 22 (new, not among items 1-14): "
+        "consolidation._balanced lets a move through when its Balanced NodePool's total cost is 0 "
         "(`continue`); Karpenter's ScoreMove returns zero fractions, Score() 0, so the move is rejected"
     ),
 )

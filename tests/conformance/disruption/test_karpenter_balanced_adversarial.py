@@ -40,7 +40,8 @@ def catalog_with(name: str, change: dict[tuple[str, str], dict[str, object]]) ->
 @pytest.mark.xfail(
     strict=True,
     reason=(
-        "issue 22: a NaN offering price reaches the NodePool's total cost (ClusterState.price returns it, "
+        "issue 22 (new, not among items 1-14): "
+        "a NaN offering price reaches the NodePool's total cost (ClusterState.price returns it, "
         "PlanContext.pool_totals adds it), and consolidation._balanced then approves every move of the pool "
         "(NaN comparisons are false); Karpenter keeps NaN out of the totals"
     ),

@@ -47,7 +47,8 @@ NO_EVENT = (
     "Unconsolidatable event carrying the fractions)"
 )
 ZERO_TOTALS = (
-    "issue 22: consolidation._balanced lets a move through when its Balanced NodePool has no totals (cost or "
+    "issue 22 (new, not among items 1-14): "
+    "consolidation._balanced lets a move through when its Balanced NodePool has no totals (cost or "
     "disruption 0: `continue`); Karpenter's ScoreMove returns zero fractions, Score() 0, so the move is rejected"
 )
 
@@ -80,7 +81,8 @@ def test_should_accumulate_disruption_from_zero_priced_candidates() -> None:
 @pytest.mark.xfail(
     strict=True,
     reason=(
-        "issue 22: consolidation._balanced approves a decision with no candidates; Karpenter's EvaluateBalancedMove "
+        "issue 22 (new, not among items 1-14): "
+        "consolidation._balanced approves a decision with no candidates; Karpenter's EvaluateBalancedMove "
         "rejects an empty command (nodewright's compute() never builds one, so only a hand-made decision reaches it)"
     ),
 )
@@ -220,7 +222,8 @@ def test_should_compute_correct_scores_low_savings_high_disruption() -> None:
     strict=True,
     raises=ZeroDivisionError,
     reason=(
-        "issue 22: consolidation._balanced divides savings by a zero disruption fraction (ZeroDivisionError); "
+        "issue 22 (new, not among items 1-14): "
+        "consolidation._balanced divides savings by a zero disruption fraction (ZeroDivisionError); "
         "Karpenter's Score() is +Inf there, so the move is approved"
     ),
 )
