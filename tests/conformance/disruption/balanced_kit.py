@@ -71,6 +71,8 @@ def context(totals: Mapping[str, tuple[float, float]], state: ClusterState | Non
     """A tick's context whose NodePool totals (cost, disruption cost) are `totals` (a pool missing from it has
     none), as Karpenter's NodePoolTotals literals."""
     state = state or _base()
+    # `pool_totals` computes the totals from the cluster only while `_totals` is empty: the "-" entry keeps the
+    # given ones, also when none is given.
     return PlanContext(state, pool_budgets(state), _totals={"-": (0.0, 0.0), **totals})
 
 
