@@ -38,7 +38,7 @@ def drift_of(state: ClusterState, facts: ClassFacts = CLOUD_CURRENT) -> dict[str
             continue
         node_class = state.inputs.nodeclass(pool.node_class_ref.name)
         out[member.nodeclaim] = drift_reason(
-            member, pool, node_class, state.instance_type(member), facts, LAUNCHED, catalog=catalog, now=state.now
+            member, pool, node_class, state.listed_type(member), facts, LAUNCHED, catalog=catalog, now=state.now
         )
     return out
 

@@ -110,7 +110,7 @@ def _drift(state: ClusterState) -> dict[str, str]:
         pool = state.pools.get(member.nodepool)
         if pool is not None:
             node_class = state.inputs.nodeclass(pool.node_class_ref.name)
-            it = state.instance_type(member)
+            it = state.listed_type(member)
             out[member.nodeclaim] = drift_reason(member, pool, node_class, it, catalog=catalog, now=state.now)
     return out
 

@@ -105,6 +105,8 @@ class ClusterState:
     # EC2NodeClass name -> the capacity reservations it selects (ids); a class not listed selects none. A NodePool
     # may launch into its own class's reservations only, as the provisioner bounds it (`bounded`).
     class_reservations: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # Reservations the catalog has only because a reserved node runs in them (no EC2NodeClass selects them).
+    unlisted_reservations: frozenset[str] = frozenset()
     # The NodePools prepared against the catalog, shared by every simulation of the tick (each one a solve()).
     templates: TemplateCache = field(default_factory=TemplateCache, repr=False, compare=False)
 
@@ -160,6 +162,16 @@ class ClusterState:
 
     def instance_type(self, member: FleetNode) -> InstanceType | None:
         return self.catalog.get(member.instance_type) if member.instance_type else None
+
+    def listed_type(self, member: FleetNode) -> InstanceType | None:
+        """The member's instance type as EC2 lists it: without the offerings added only because a reserved node runs
+        in a reservation no EC2NodeClass selects (`unlisted_reservations`), which Karpenter's catalog would not
+        have, so InstanceTypeNotFound drift sees what Karpenter sees."""
+        it = self.instance_type(member)
+        if it is None or not self.unlisted_reservations:
+            return it
+        kept = tuple(o for o in it.offerings if o.reservation_id not in self.unlisted_reservations)
+        return replace(it, offerings=kept)
 
     def price(self, member: FleetNode) -> float | None:
         """The member's price per hour: its instance type's offering in its zone for its capacity type, and for a
@@ -237,17 +249,19 @@ def cluster_state(
     healthy = {p.key for p in bound if not facts.get(p.key, _NO_FACTS).terminating}
     limits = pdb_limits(inputs.pdbs, [*bound, *inputs.pending_pods], healthy)
     selected = {name: list(found) for name, found in (reservations or {}).items()}
+    listed = (
+        Catalog(instance_types)
+        .with_reservations([r for found in selected.values() for r in found])
+        .with_unavailable(unavailable)
+    )
+    catalog = _running_reservations(listed, fleet)
     state = ClusterState(
         now=now,
         inputs=inputs,
         fleet=fleet,
         pods=facts,
-        catalog=_running_reservations(
-            Catalog(instance_types)
-            .with_reservations([r for found in selected.values() for r in found])
-            .with_unavailable(unavailable),
-            fleet,
-        ),
+        catalog=catalog,
+        unlisted_reservations=_unlisted(catalog, listed),
         pdbs=limits,
         locked=locked,
         settings=settings or DisruptionSettings(),
@@ -284,6 +298,12 @@ def _running_reservations(catalog: Catalog, fleet: Sequence[FleetNode]) -> Catal
             it = replace(it, offerings=(*it.offerings, *added))
         out.append(it)
     return Catalog(out)
+
+
+def _unlisted(catalog: Catalog, listed: Catalog) -> frozenset[str]:
+    """The reservation ids `catalog` has that `listed` (EC2's answer) does not."""
+    ids = {o.reservation_id for it in catalog for o in it.offerings if o.reservation_id}
+    return frozenset(ids - {o.reservation_id for it in listed for o in it.offerings if o.reservation_id})
 
 
 def _known_facts(doc: Mapping[str, Any], known: PodFactsCache | None) -> PodFacts:

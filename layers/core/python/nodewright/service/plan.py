@@ -267,7 +267,7 @@ def _drift(state: ClusterState, facts: Mapping[str, ClassFacts], instances: Mapp
             member,
             pool,
             node_class,
-            state.instance_type(member),
+            state.listed_type(member),
             facts.get(pool.node_class_ref.name),
             _launched_with(instances.get(member.instance_id)),
             catalog=catalog,
