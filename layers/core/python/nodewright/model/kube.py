@@ -717,7 +717,8 @@ def parse_pdb(ctx: Collector, doc: Mapping[str, Any]) -> PodDisruptionBudget | N
     if spec is None:
         return None
     check_fields(ctx, spec, "spec", ("selector", "minAvailable", "maxUnavailable", "unhealthyPodEvictionPolicy"))
-    selector = parse_label_selector(ctx, spec.get("selector"), "spec.selector") or LabelSelector()
+    # No selector selects no pod (policy/v1); `{}` parses to an empty selector, which selects the whole namespace.
+    selector = parse_label_selector(ctx, spec.get("selector"), "spec.selector")
     min_available = _int_or_percent(ctx, spec.get("minAvailable"), "spec.minAvailable")
     max_unavailable = _int_or_percent(ctx, spec.get("maxUnavailable"), "spec.maxUnavailable")
     if "minAvailable" in spec and "maxUnavailable" in spec:
