@@ -55,7 +55,8 @@ def test_nodes_that_cannot_go_now_are_not_candidates_and_keep_why() -> None:
     assert refused["claim-held"] == 'pod web/keep-0 has "karpenter.sh/do-not-disrupt" annotation'
     assert "PodDisruptionBudget web/db allows no disruption" in refused["claim-budgeted"]
     assert "more than one PodDisruptionBudget" in refused["claim-twice"]
-    assert refused["claim-tainted"] == refused["claim-locked"] == "node is deleting or marked for deletion"
+    assert refused["claim-tainted"] == "node is deleting or marked for deletion"
+    assert refused["claim-locked"] == "candidate is already being disrupted"
 
 
 def test_a_node_a_pending_pod_was_just_nominated_to_is_not_a_candidate() -> None:

@@ -103,7 +103,9 @@ def consolidatable(member: FleetNode, pool: NodePool, last_pod_event: float, now
 
 
 def _node_block(state: ClusterState, member: FleetNode) -> str:
-    """Karpenter's ValidateNodeDisruptable, in its order."""
+    """Karpenter's queue check (a workflow holds the node's lock), then its ValidateNodeDisruptable, in its order."""
+    if member.nodeclaim in state.locked:
+        return "candidate is already being disrupted"
     if not member.registered:
         return "nodeclaim does not have an associated node"
     if not member.initialized:

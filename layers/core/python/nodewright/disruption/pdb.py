@@ -40,18 +40,29 @@ class PdbLimits:
         """The budgets that select `pod` (same namespace, selector matches its labels)."""
         return [b for b in self._by_namespace.get(pod.namespace, ()) if b.selects(pod)]
 
-    def blocking(self, pod: Pod, ready: bool = True) -> str:
-        """Why evicting `pod` now would be refused ("" when it would not). `ready`: False when the pod's Ready
-        condition is False (an AlwaysAllow budget then lets it go)."""
+    def violations(self, pod: Pod, ready: bool = True) -> list[PodDisruptionBudget]:
+        """The budgets that refuse evicting `pod` now (Karpenter's isEvictable with zeroDisruptions): every budget
+        selecting it when more than one does, else the one selecting it when it allows no disruption; [] when the
+        eviction would go through. `ready`: False when the pod's Ready condition is False (an AlwaysAllow budget
+        then lets it go)."""
         found = self.matching(pod)
+        if len(found) > 1:
+            return found
+        for budget in found:
+            if budget.always_allows_unhealthy and not ready:
+                return []
+            if self.allowed.get((budget.namespace, budget.name), 0) <= 0:
+                return [budget]
+        return []
+
+    def blocking(self, pod: Pod, ready: bool = True) -> str:
+        """Why evicting `pod` now would be refused ("" when it would not); see `violations`."""
+        found = self.violations(pod, ready)
         if len(found) > 1:
             names = ", ".join(f"{b.namespace}/{b.name}" for b in found)
             return f"pod {pod.key} is selected by more than one PodDisruptionBudget ({names}); eviction refuses that"
-        for budget in found:
-            if budget.always_allows_unhealthy and not ready:
-                return ""
-            if self.allowed.get((budget.namespace, budget.name), 0) <= 0:
-                return f"PodDisruptionBudget {budget.namespace}/{budget.name} allows no disruption of pod {pod.key} now"
+        if found:
+            return f"PodDisruptionBudget {found[0].namespace}/{found[0].name} allows no disruption of pod {pod.key} now"
         return ""
 
     def fully_blocked(self, pod: Pod, ready: bool = True) -> bool:
