@@ -440,6 +440,10 @@ def pod_from_template(
     for field, message in unsupported.items():
         if field in spec:
             ctx.error(join(path, field), message)
+    if spec.get("resourceClaims"):
+        # Claims listed at pod level are allocated even when no container names them (Karpenter's
+        # HasDRARequirements counts them), so they are refused like container claims.
+        ctx.error(join(path, "resourceClaims"), "dynamic resource claims are not supported yet by nodewright")
     containers = get_list(ctx, spec.get("containers"), join(path, "containers"), required=True) or []
     if not containers and "containers" in spec:
         ctx.error(join(path, "containers"), "must have at least one container")
