@@ -258,3 +258,29 @@ def test_a_budget_without_a_selector_selects_nothing_and_an_empty_one_the_whole_
     pdb = next(p for p in cluster.state().pdbs.budgets if p.name == "none")
     assert pdb.selector is None and not pdb.selects(Pod("web", "x"))
     assert computed_allowed(pdb, [Pod("web", "x")], {"web/x"}) == 0
+
+
+def test_a_pod_under_two_budgets_is_fully_blocked_and_gets_no_room_planned() -> None:
+    # The eviction API refuses a pod two budgets select, whatever they allow (Karpenter's isFullyBlocked).
+    cluster = Cluster()
+    cluster.node("a", terminationGracePeriod="1h")
+    cluster.pod("api-0", "a", labels={"app": "api", "tier": "x"})
+    cluster.pdb("api-a", {"app": "api"}, allowed=1, maxUnavailable=1)
+    cluster.pdb("api-b", {"tier": "x"}, allowed=1, maxUnavailable=1)
+    state = cluster.state()
+    [pod] = state.pods_on(state.fleet[0])
+    assert state.pdbs.fully_blocked(pod)
+    drifting = candidate(state, state.fleet[0], EVENTUAL)
+    assert not isinstance(drifting, str) and movable(state, drifting) == []
+
+
+def test_a_pod_reported_not_ready_is_not_healthy_for_a_budget_without_status() -> None:
+    cluster = Cluster()
+    cluster.node("a")
+    cluster.pod("web-0", "a", labels={"app": "web"})
+    sick = cluster.pod("web-1", "a", labels={"app": "web"})
+    sick["status"]["conditions"].append({"type": "Ready", "status": "False"})
+    cluster.pdb("web", {"app": "web"}, minAvailable=1)
+    state = cluster.state()
+    # Two pods, one healthy, one must stay available: nothing may be disrupted (it was 1 when readiness was unread).
+    assert state.pdbs.allowed[("web", "web")] == 0
