@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-from cluster_builder import T0, Cluster, instance_types
+from typing import Any
+
+from cluster_builder import T0, Cluster, instance_types, iso
 from hypothesis import given
 from hypothesis import strategies as st
 
 from nodewright.disruption.candidates import EVENTUAL, candidate, candidates, consolidatable, eviction_cost
 from nodewright.disruption.pdb import computed_allowed
+from nodewright.disruption.simulate import movable
 from nodewright.disruption.state import PodFactsCache, cluster_state
 from nodewright.model.objects import LabelSelector, Pod, PodDisruptionBudget
 
-DND = {"karpenter.sh/do-not-disrupt": "true"}
+DND_KEY = "karpenter.sh/do-not-disrupt"
+DND = {DND_KEY: "true"}
 
 
 def refusals(cluster: Cluster) -> dict[str, str]:
@@ -51,7 +55,8 @@ def test_nodes_that_cannot_go_now_are_not_candidates_and_keep_why() -> None:
     assert refused["claim-held"] == 'pod web/keep-0 has "karpenter.sh/do-not-disrupt" annotation'
     assert "PodDisruptionBudget web/db allows no disruption" in refused["claim-budgeted"]
     assert "more than one PodDisruptionBudget" in refused["claim-twice"]
-    assert refused["claim-tainted"] == refused["claim-locked"] == "node is deleting or marked for deletion"
+    assert refused["claim-tainted"] == "node is deleting or marked for deletion"
+    assert refused["claim-locked"] == "candidate is already being disrupted"
 
 
 def test_a_node_a_pending_pod_was_just_nominated_to_is_not_a_candidate() -> None:
@@ -167,3 +172,115 @@ def test_a_nodes_room_is_its_allocatable_less_its_pods_and_the_same_object_each_
     assert room.pods == () and room is state.room(node)
     assert room.allocatable["cpu"] == node.allocatable["cpu"] - 1000
     assert room.allocatable["memory"] == node.allocatable["memory"] - 1024**3
+
+
+def started(pod: dict[str, Any], ago: float) -> dict[str, Any]:
+    pod["status"]["startTime"] = iso(T0 - ago)
+    return pod
+
+
+def test_a_do_not_disrupt_duration_protects_the_pod_until_it_ends() -> None:
+    cluster = Cluster()
+    cluster.node("young", terminationGracePeriod="1h")
+    started(cluster.pod("keep-0", "young", annotations={DND_KEY: "1h"}), ago=600)
+    cluster.node("old")
+    started(cluster.pod("done-0", "old", annotations={DND_KEY: "1h"}), ago=7200)
+    cluster.node("unknown")
+    cluster.pod("never-0", "unknown", annotations={DND_KEY: "2m"})  # no startTime: protected (fails safe)
+    state = cluster.state()
+    found, refused = candidates(state)
+    assert refused == {
+        "claim-young": 'pod web/keep-0 has "karpenter.sh/do-not-disrupt" annotation',
+        "claim-unknown": 'pod web/never-0 has "karpenter.sh/do-not-disrupt" annotation',
+    }
+    [old] = found
+    assert [p.key for p in movable(state, old)] == ["web/done-0"]  # its protection is over: it moves
+    # Drift of a claim with a grace period gets past the pod, but the simulation plans no room for it while it holds.
+    young = candidate(state, next(m for m in state.fleet if m.nodeclaim == "claim-young"), EVENTUAL)
+    assert not isinstance(young, str) and movable(state, young) == []
+    later = cluster.state(now=T0 + 3600)
+    assert "claim-young" not in candidates(later)[1]
+
+
+def test_an_invalid_do_not_disrupt_value_protects_nothing_and_is_reported() -> None:
+    cluster = Cluster()
+    cluster.node("a")
+    started(cluster.pod("web-0", "a", annotations={DND_KEY: "forever"}), ago=60)
+    cluster.node("b")
+    cluster.pod("db-0", "b", labels={"app": "db"}, annotations={DND_KEY: "-5m"})
+    cluster.pdb("db", {"app": "db"}, allowed=0)
+    found, refused = candidates(cluster.state())
+    [a] = found
+    assert a.name == "claim-a" and len(a.invalid) == 1
+    assert a.invalid[0].startswith("pod web/web-0: karpenter.sh/do-not-disrupt:") and "ignored" in a.invalid[0]
+    # The budget holds the node the ignored annotation did not; the reason names both.
+    assert refused["claim-b"].startswith("PodDisruptionBudget web/db allows no disruption of pod web/db-0")
+    assert 'duration "-5m" must be positive' in refused["claim-b"]
+
+
+def test_a_budget_selecting_a_daemonset_pod_holds_its_empty_node() -> None:
+    cluster = Cluster()
+    cluster.node("idle")
+    cluster.pod("agent-idle", "idle", owner="DaemonSet", labels={"app": "agent"})
+    cluster.pdb("agent", {"app": "agent"}, maxUnavailable=0)
+    refused = refusals(cluster)
+    assert refused["claim-idle"].startswith("PodDisruptionBudget web/agent allows no disruption of pod web/agent-idle")
+
+
+def test_an_always_allow_budget_lets_a_pod_that_is_not_ready_go() -> None:
+    cluster = Cluster()
+    for name, policy, ready in (
+        ("sick", "AlwaysAllow", "False"),
+        ("well", "AlwaysAllow", "True"),
+        ("strict", "IfHealthyBudget", "False"),
+    ):
+        cluster.node(name)
+        pod = cluster.pod(f"{name}-0", name, labels={"app": name})
+        pod["status"]["conditions"].append({"type": "Ready", "status": ready})
+        cluster.pdb(name, {"app": name}, allowed=0, maxUnavailable=0, unhealthyPodEvictionPolicy=policy)
+    state = cluster.state()
+    found, refused = candidates(state)
+    assert [c.name for c in found] == ["claim-sick"]
+    assert set(refused) == {"claim-well", "claim-strict"}
+    assert not state.pods["web/sick-0"].ready and state.pods["web/well-0"].ready
+    # A fully blocking budget does not hold the pod that is not Ready either: the simulation plans room for it.
+    assert [p.key for p in movable(state, found[0])] == ["web/sick-0"]
+
+
+def test_a_budget_without_a_selector_selects_nothing_and_an_empty_one_the_whole_namespace() -> None:
+    cluster = Cluster()
+    cluster.node("a")
+    cluster.pod("web-0", "a")
+    cluster.pdb("none", {}, maxUnavailable=0)["spec"].pop("selector")
+    assert refusals(cluster) == {}
+    cluster.pdb("all", {}, maxUnavailable=0)  # selector: {matchLabels: {}}
+    assert "PodDisruptionBudget web/all" in refusals(cluster)["claim-a"]
+    pdb = next(p for p in cluster.state().pdbs.budgets if p.name == "none")
+    assert pdb.selector is None and not pdb.selects(Pod("web", "x"))
+    assert computed_allowed(pdb, [Pod("web", "x")], {"web/x"}) == 0
+
+
+def test_a_pod_under_two_budgets_is_fully_blocked_and_gets_no_room_planned() -> None:
+    # The eviction API refuses a pod two budgets select, whatever they allow (Karpenter's isFullyBlocked).
+    cluster = Cluster()
+    cluster.node("a", terminationGracePeriod="1h")
+    cluster.pod("api-0", "a", labels={"app": "api", "tier": "x"})
+    cluster.pdb("api-a", {"app": "api"}, allowed=1, maxUnavailable=1)
+    cluster.pdb("api-b", {"tier": "x"}, allowed=1, maxUnavailable=1)
+    state = cluster.state()
+    [pod] = state.pods_on(state.fleet[0])
+    assert state.pdbs.fully_blocked(pod)
+    drifting = candidate(state, state.fleet[0], EVENTUAL)
+    assert not isinstance(drifting, str) and movable(state, drifting) == []
+
+
+def test_a_pod_reported_not_ready_is_not_healthy_for_a_budget_without_status() -> None:
+    cluster = Cluster()
+    cluster.node("a")
+    cluster.pod("web-0", "a", labels={"app": "web"})
+    sick = cluster.pod("web-1", "a", labels={"app": "web"})
+    sick["status"]["conditions"].append({"type": "Ready", "status": "False"})
+    cluster.pdb("web", {"app": "web"}, minAvailable=1)
+    state = cluster.state()
+    # Two pods, one healthy, one must stay available: nothing may be disrupted (it was 1 when readiness was unread).
+    assert state.pdbs.allowed[("web", "web")] == 0

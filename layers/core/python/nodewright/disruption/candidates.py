@@ -2,8 +2,12 @@
 
 A node is a candidate only when it could be taken away now (Karpenter's ValidateNodeDisruptable and
 ValidatePodsDisruptable): it is registered and initialized, nothing is taking it away already, no pending pod was
-just nominated to it, neither it nor (for graceful methods) one of its pods says `karpenter.sh/do-not-disrupt`, and
-no PodDisruptionBudget forbids evicting one of its pods now. Every node that is not a candidate keeps the reason,
+just nominated to it, neither it (`"true"`) nor (for graceful methods) one of its running pods (`"true"`, or a Go
+duration not yet over since the pod started: Karpenter's IsDoNotDisruptActive) says `karpenter.sh/do-not-disrupt`,
+and no PodDisruptionBudget forbids evicting one of the pods Karpenter would evict (IsEvictable: running, not
+tolerating `karpenter.sh/disrupted`, not a mirror pod; DaemonSet pods included, their budgets count). A pod's
+do-not-disrupt value that is neither "true" nor a positive duration protects nothing; the candidate keeps why in
+`invalid` (Karpenter reports it as an event). Every node that is not a candidate keeps the reason,
 so the planner can report it (`DisruptionBlocked`) and `nodewright disrupt` can print it.
 
 Order, as Karpenter v1.14 orders consolidation: the most savings per unit of disruption first. A pod's eviction cost
@@ -22,6 +26,7 @@ from dataclasses import dataclass
 from nodewright.catalog.types import InstanceType
 from nodewright.disruption.fleet import PROTECTED_UNTIL_ANNOTATION, FleetNode, epoch
 from nodewright.disruption.state import ClusterState, PodFacts
+from nodewright.model import do_not_disrupt
 from nodewright.model.nodepool import NodePool
 from nodewright.model.objects import DO_NOT_DISRUPT, Pod
 
@@ -40,7 +45,8 @@ class Candidate:
 
     `pods`: every pod bound to it; `reschedulable`: those that need room elsewhere once it goes (not DaemonSet or
     mirror pods, not terminating); `price`: its offering's price per hour (0.0 when the catalog does not know it);
-    `reschedule_cost`: see the module doc."""
+    `reschedule_cost`: see the module doc; `invalid`: one line per pod whose `karpenter.sh/do-not-disrupt` value
+    is ignored as invalid (Karpenter's InvalidDoNotDisruptAnnotation event), for reports."""
 
     member: FleetNode
     pool: NodePool
@@ -49,6 +55,7 @@ class Candidate:
     instance_type: InstanceType | None
     price: float
     reschedule_cost: float
+    invalid: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -96,7 +103,9 @@ def consolidatable(member: FleetNode, pool: NodePool, last_pod_event: float, now
 
 
 def _node_block(state: ClusterState, member: FleetNode) -> str:
-    """Karpenter's ValidateNodeDisruptable, in its order."""
+    """Karpenter's queue check (a workflow holds the node's lock), then its ValidateNodeDisruptable, in its order."""
+    if member.nodeclaim in state.locked:
+        return "candidate is already being disrupted"
     if not member.registered:
         return "nodeclaim does not have an associated node"
     if not member.initialized:
@@ -118,17 +127,46 @@ def _node_block(state: ClusterState, member: FleetNode) -> str:
     return ""
 
 
+def protected(pod: Pod, fact: PodFacts, now: float) -> bool:
+    """The pod's `karpenter.sh/do-not-disrupt` still protects it at `now` (Karpenter's IsDoNotDisruptActive)."""
+    return do_not_disrupt.is_active(pod.annotations.get(DO_NOT_DISRUPT), fact.started_at, now)
+
+
+def disruptable(pod: Pod, fact: PodFacts, now: float) -> bool:
+    """Karpenter's IsDisruptable: a pod that is terminating, or whose do-not-disrupt protection is absent or over.
+    Every pod counts, DaemonSet and mirror pods included (Karpenter lets them block with the annotation)."""
+    return fact.terminating or not protected(pod, fact, now)
+
+
+def evictable(pod: Pod, fact: PodFacts, now: float) -> bool:
+    """Karpenter's IsEvictable: the drain would call the eviction API for it (running, not tolerating
+    `karpenter.sh/disrupted`, not a mirror pod, not protected by do-not-disrupt). DaemonSet pods are evicted too,
+    so their PodDisruptionBudgets count."""
+    return not fact.terminating and not fact.tolerates_disrupted and not fact.mirror and not protected(pod, fact, now)
+
+
+def invalid_annotations(pods: Sequence[Pod]) -> tuple[str, ...]:
+    """One line per pod whose do-not-disrupt value protects nothing because it is invalid."""
+    out = []
+    for pod in pods:
+        value = pod.annotations.get(DO_NOT_DISRUPT)
+        why = do_not_disrupt.invalid_reason(value) if value is not None else ""
+        if why:
+            out.append(f"pod {pod.key}: {why}")
+    return tuple(out)
+
+
 def _pod_block(state: ClusterState, pods: Sequence[Pod], facts: Sequence[PodFacts]) -> str:
     """Karpenter's ValidatePodsDisruptable: a do-not-disrupt pod that still runs, or a budget refusing an eviction."""
     for pod, fact in zip(pods, facts, strict=True):
-        if pod.do_not_disrupt and not fact.terminating:
+        if not disruptable(pod, fact, state.now):
             return f'pod {pod.key} has "{DO_NOT_DISRUPT}" annotation'
     if not state.pdbs.budgets:
         return ""
     for pod, fact in zip(pods, facts, strict=True):
-        if fact.terminating or fact.tolerates_disrupted or fact.mirror or fact.daemonset:
+        if not evictable(pod, fact, state.now):
             continue  # never asked to leave by eviction, so no budget is consulted
-        blocked = state.pdbs.blocking(pod)
+        blocked = state.pdbs.blocking(pod, fact.ready)
         if blocked:
             return blocked
     return ""
@@ -145,8 +183,10 @@ def candidate(state: ClusterState, member: FleetNode, disruption_class: str = GR
     facts = [state.facts(p) for p in pods]
     eventual = disruption_class == EVENTUAL and member.termination_grace_period is not None
     blocked = "" if eventual else _pod_block(state, pods, facts)
+    invalid = invalid_annotations(pods)
     if blocked:
-        return blocked
+        # An ignored annotation can be why a node is not held back; say so beside whatever holds it.
+        return "; ".join((blocked, *invalid))
     price = state.price(member)
     moving = tuple(p for p, fact in zip(pods, facts, strict=True) if fact.reschedulable)
     return Candidate(
@@ -157,6 +197,7 @@ def candidate(state: ClusterState, member: FleetNode, disruption_class: str = GR
         instance_type=state.instance_type(member),
         price=price if price is not None else 0.0,
         reschedule_cost=reschedule_cost(moving),
+        invalid=invalid,
     )
 
 

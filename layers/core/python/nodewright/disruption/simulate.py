@@ -1,10 +1,10 @@
 """The scheduling simulation behind drift and consolidation: where would these nodes' pods go if they left?
 
 It is the provisioner's own `solve()`, given (as Karpenter's SimulateScheduling gives its scheduler):
-- as pending pods: the candidates' pods that must move (not DaemonSet or mirror pods; not pods that say
-  `karpenter.sh/do-not-disrupt` or that a PodDisruptionBudget can never let go, since those will not move), the pods
-  of nodes already being disrupted (they need the same room), and the cluster's pending pods (not the ones waiting
-  for a NodeClaim in flight, which that claim already holds);
+- as pending pods: the candidates' pods that must move (not DaemonSet or mirror pods; not pods that
+  `karpenter.sh/do-not-disrupt` still protects or that a PodDisruptionBudget can never let go, since those will not
+  move), the same pods of nodes already being disrupted (they need the same room), and the cluster's pending pods
+  (not the ones waiting for a NodeClaim in flight, which that claim already holds);
 - as existing capacity: every Ready node except the candidates and the nodes being disrupted, and the NodeClaims in
   flight with the pods nominated to them.
 A candidate's pod that lands on capacity that is not initialized yet (a NodeClaim in flight, a node still starting)
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from nodewright.disruption.candidates import Candidate
+from nodewright.disruption.candidates import Candidate, disruptable
 from nodewright.disruption.state import ClusterState
 from nodewright.model import resources as res
 from nodewright.model.nodeclaim import NodeClaim
@@ -50,13 +50,16 @@ class Simulation:
         return not self.errors
 
 
+def currently_reschedulable(state: ClusterState, pod: Pod) -> bool:
+    """Karpenter's IsCurrentlyReschedulable: the pod needs room elsewhere, its do-not-disrupt protection (if any) is
+    over at `state.now`, and no budget selecting it can never let it go."""
+    fact = state.facts(pod)
+    return fact.reschedulable and disruptable(pod, fact, state.now) and not state.pdbs.fully_blocked(pod, fact.ready)
+
+
 def movable(state: ClusterState, candidate: Candidate) -> list[Pod]:
     """The candidate's pods that will move (Karpenter's IsCurrentlyReschedulable), unbound for the simulation."""
-    return [
-        replace(p, node_name="")
-        for p in candidate.reschedulable
-        if not p.do_not_disrupt and not state.pdbs.fully_blocked(p)
-    ]
+    return [replace(p, node_name="") for p in candidate.reschedulable if currently_reschedulable(state, p)]
 
 
 def _bounded(pool: NodePool, zones: Mapping[str, tuple[str, ...]]) -> NodePool:
@@ -92,7 +95,7 @@ def simulate(
         for m in state.fleet
         if m.node in gone and m.nodeclaim not in {c.name for c in candidates}
         for p in state.pods_on(m)
-        if state.facts(p).reschedulable and not state.pdbs.fully_blocked(p)
+        if currently_reschedulable(state, p)
     ]
     inflight, waiting = _inflight(state, leaving)
     pending = [p for p in state.inputs.pending_pods if p.key not in waiting]

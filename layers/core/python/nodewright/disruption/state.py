@@ -46,6 +46,9 @@ class PodFacts:
     tolerates_disrupted: bool = False
     bound_at: float = 0.0
     started_at: float | None = None  # status.startTime: when a do-not-disrupt duration starts to count
+    # False only when status.conditions says Ready is False (Karpenter's test for a pod an AlwaysAllow
+    # PodDisruptionBudget lets go); a pod with no Ready condition counts as ready.
+    ready: bool = True
 
     @property
     def reschedulable(self) -> bool:
@@ -64,9 +67,8 @@ def pod_facts(doc: Mapping[str, Any]) -> PodFacts:
     spec = doc.get("spec") or {}
     status = doc.get("status") or {}
     owners = {str(o.get("kind")) for o in metadata.get("ownerReferences") or []}
-    scheduled = next(
-        (c for c in status.get("conditions") or [] if isinstance(c, Mapping) and c.get("type") == "PodScheduled"), {}
-    )
+    conditions = {str(c.get("type")): c for c in status.get("conditions") or [] if isinstance(c, Mapping)}
+    scheduled = conditions.get("PodScheduled") or {}
     stamps = (scheduled.get("lastTransitionTime"), status.get("startTime"), metadata.get("creationTimestamp"))
     return PodFacts(
         daemonset="DaemonSet" in owners,
@@ -76,6 +78,7 @@ def pod_facts(doc: Mapping[str, Any]) -> PodFacts:
         tolerates_disrupted=tolerates_disrupted(spec.get("tolerations") or []),
         bound_at=next((epoch(str(s)) for s in stamps if s), 0.0),
         started_at=epoch(str(status["startTime"])) if status.get("startTime") else None,
+        ready=(conditions.get("Ready") or {}).get("status") != "False",
     )
 
 
@@ -246,7 +249,8 @@ def cluster_state(
         if (doc.get("spec") or {}).get("nodeName")
     }
     bound = [p for n in inputs.nodes for p in n.pods]
-    healthy = {p.key for p in bound if not facts.get(p.key, _NO_FACTS).terminating}
+    # Healthy as the disruption controller counts it: running and not reported not-Ready.
+    healthy = {p.key for p in bound if (f := facts.get(p.key, _NO_FACTS)).ready and not f.terminating}
     limits = pdb_limits(inputs.pdbs, [*bound, *inputs.pending_pods], healthy)
     selected = {name: list(found) for name, found in (reservations or {}).items()}
     listed = (

@@ -440,6 +440,10 @@ def pod_from_template(
     for field, message in unsupported.items():
         if field in spec:
             ctx.error(join(path, field), message)
+    if spec.get("resourceClaims"):
+        # Claims listed at pod level are allocated even when no container names them (Karpenter's
+        # HasDRARequirements counts them), so they are refused like container claims.
+        ctx.error(join(path, "resourceClaims"), "dynamic resource claims are not supported yet by nodewright")
     containers = get_list(ctx, spec.get("containers"), join(path, "containers"), required=True) or []
     if not containers and "containers" in spec:
         ctx.error(join(path, "containers"), "must have at least one container")
@@ -717,7 +721,8 @@ def parse_pdb(ctx: Collector, doc: Mapping[str, Any]) -> PodDisruptionBudget | N
     if spec is None:
         return None
     check_fields(ctx, spec, "spec", ("selector", "minAvailable", "maxUnavailable", "unhealthyPodEvictionPolicy"))
-    selector = parse_label_selector(ctx, spec.get("selector"), "spec.selector") or LabelSelector()
+    # No selector selects no pod (policy/v1); `{}` parses to an empty selector, which selects the whole namespace.
+    selector = parse_label_selector(ctx, spec.get("selector"), "spec.selector")
     min_available = _int_or_percent(ctx, spec.get("minAvailable"), "spec.minAvailable")
     max_unavailable = _int_or_percent(ctx, spec.get("maxUnavailable"), "spec.maxUnavailable")
     if "minAvailable" in spec and "maxUnavailable" in spec:

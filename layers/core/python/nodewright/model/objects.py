@@ -136,10 +136,6 @@ class Pod:
     def is_daemonset_pod(self) -> bool:
         return self.owner_kind == "DaemonSet"
 
-    @property
-    def do_not_disrupt(self) -> bool:
-        return self.annotations.get(DO_NOT_DISRUPT) == "true"
-
 
 @dataclass(frozen=True, slots=True)
 class Node:
@@ -168,17 +164,29 @@ class DaemonSet:
 
 @dataclass(frozen=True, slots=True)
 class PodDisruptionBudget:
-    """A PodDisruptionBudget: minAvailable or maxUnavailable of the pods its selector matches."""
+    """A PodDisruptionBudget: minAvailable or maxUnavailable of the pods its selector matches.
+
+    `selector` is None when the budget has none: policy/v1 (and Karpenter's LabelSelectorAsSelector) read a missing
+    selector as selecting no pod, while an empty one (`{}`) selects every pod of the namespace."""
 
     namespace: str
     name: str
-    selector: LabelSelector
+    selector: LabelSelector | None
     min_available: str | None = None  # an integer or a percentage, as written
     max_unavailable: str | None = None
     # status.disruptionsAllowed as the disruption controller last wrote it; None when the object has no status
     # (a hand-written file), in which case it is computed from the pods the inputs hold.
     disruptions_allowed: int | None = None
     unhealthy_pod_eviction_policy: str = ""  # IfHealthyBudget (default) | AlwaysAllow
+
+    def selects(self, pod: Pod) -> bool:
+        """True when the budget governs `pod`: same namespace, and a selector that matches its labels."""
+        return self.selector is not None and pod.namespace == self.namespace and self.selector.matches(pod.labels)
+
+    @property
+    def always_allows_unhealthy(self) -> bool:
+        """`unhealthyPodEvictionPolicy: AlwaysAllow`: a pod that is not Ready may be evicted whatever the budget."""
+        return self.unhealthy_pod_eviction_policy == "AlwaysAllow"
 
 
 # The EBS CSI driver, and the in-tree plugin whose volumes and StorageClasses it serves since CSI migration
