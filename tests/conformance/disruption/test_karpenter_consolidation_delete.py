@@ -180,14 +180,6 @@ def test_does_not_consolidate_nodes_with_pods_with_blocking_pdbs_when_the_tgp_is
     assert decide(cluster).decisions == []
 
 
-DURATION_XFAIL = pytest.mark.xfail(
-    strict=True,
-    reason='issue 22 item 1 (candidates\' disruption/candidates.py): a do-not-disrupt duration ("2m") is not read '
-    "as active, so consolidation takes the protected node (Karpenter: IsDoNotDisruptActive)",
-)
-
-
-@DURATION_XFAIL
 def test_does_not_consolidate_nodes_with_pods_whose_duration_do_not_disrupt_is_active() -> None:
     """consolidation_test.go Describe("Consolidation") Context("Delete"): It("does not consolidate nodes with pods
     that have a duration-based do-not-disrupt annotation that is still active")."""
@@ -198,7 +190,6 @@ def test_does_not_consolidate_nodes_with_pods_whose_duration_do_not_disrupt_is_a
     assert only_decision(decide(cluster)) == ["claim-node-0"]
 
 
-@DURATION_XFAIL
 def test_can_consolidate_nodes_after_duration_based_do_not_disrupt_annotation_expires() -> None:
     """consolidation_test.go Describe("Consolidation") Context("Delete"): It("can consolidate nodes after
     duration-based do-not-disrupt annotation expires")."""

@@ -216,11 +216,6 @@ def test_no_replacements_for_drifted_nodes_with_blocking_pdbs_when_tgp_is_set() 
     assert all(not d.launches for d in decided.decisions)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason='issue 22 item 1 (candidates\' disruption/candidates.py): a do-not-disrupt duration ("2m") is not read '
-    "as active: drift takes the node while Karpenter's IsDoNotDisruptActive holds it",
-)
 def test_should_not_drift_nodes_with_pods_whose_duration_do_not_disrupt_is_still_active() -> None:
     """drift_test.go Describe("Drift") Context("Drift"): It("should not drift nodes with pods that have a
     duration-based do-not-disrupt annotation that is still active")."""
@@ -245,11 +240,6 @@ def test_should_drift_nodes_with_pods_that_have_an_invalid_do_not_disrupt_annota
     assert disrupted(tick(cluster, [name])) == [name]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason='issue 22 item 1 (candidates\' disruption/candidates.py): a do-not-disrupt duration ("2m") is not read '
-    "as active: drift takes the node while Karpenter's IsDoNotDisruptActive holds it",
-)
 def test_should_not_drift_nodes_until_the_longest_do_not_disrupt_duration_expires() -> None:
     """drift_test.go Describe("Drift") Context("Drift"): It("should not drift nodes until the longest duration-based
     do-not-disrupt grace period expires across multiple pods")."""
