@@ -260,3 +260,44 @@ def test_a_rebalances_early_replacement_is_left_alone_until_its_protection_ends(
     cluster.now = until + 1
     _, shown = decide(cluster)
     assert [(c["nodeclaim"], c["reason"]) for c in shown["commands"]] == [("claim-early", "Empty")]
+
+
+def test_pods_are_not_moved_onto_a_node_still_inside_its_consolidate_after_window() -> None:
+    cluster = Cluster()
+    cluster.pool(disruption={"consolidateAfter": "1m", **ALL}, requirements=M5_ON_DEMAND)
+    cluster.node("settling", "m5.large")
+    cluster.pod("web-0", "settling", bound_ago=30)  # a pod event 30 s ago: the node is inside its 1m window
+    cluster.node("source", "m5.large")
+    cluster.pod("api-0", "source")
+    decided, shown = decide(cluster)
+    # The source's pod would fit on the settling node, the only way to remove the source (m5.large is the cheapest
+    # type the pool allows); Karpenter's consolidation simulation does not place it there.
+    assert shown["commands"] == []
+    assert decided.unconsolidatable["claim-source"] == "Can't replace with a cheaper node"
+    _, shown = decide(cluster, now=T0 + 60)  # the window has passed: one node's pod moves onto the other
+    assert [(c["method"], c["replacement"]) for c in shown["commands"]] == [(SINGLE_NODE, None)]
+
+
+def test_the_consolidate_after_window_does_not_keep_pending_pods_off_the_node() -> None:
+    from nodewright.disruption.consolidation import settling
+    from nodewright.disruption.simulate import simulate
+
+    cluster = Cluster()
+    cluster.pool(disruption={"consolidateAfter": "1m", **ALL}, requirements=M5_ON_DEMAND)
+    cluster.node("settling", "m5.large")
+    cluster.pod("web-0", "settling", bound_ago=30)
+    cluster.node("source", "m5.xlarge")
+    cluster.pod("api-0", "source", cpu="100m")
+    cluster.pod("pending-0", cpu="100m")
+    state = cluster.state()
+    assert settling(state) == {"settling"}
+    [source] = [c for c in plan_candidates(state) if c.name == "claim-source"]
+    sim = simulate(state, [source], settling=settling(state))
+    assert "web/pending-0" in sim.results.existing.get("settling", ())
+    assert "web/api-0" not in sim.results.existing.get("settling", ())
+
+
+def plan_candidates(state: Any) -> list[Any]:
+    from nodewright.disruption.candidates import candidates
+
+    return candidates(state)[0]
