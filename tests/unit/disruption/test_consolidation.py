@@ -301,3 +301,33 @@ def plan_candidates(state: Any) -> list[Any]:
     from nodewright.disruption.candidates import candidates
 
     return candidates(state)[0]
+
+
+def test_multi_node_takes_the_prefix_saving_most_not_the_longest_one_into_a_large_node() -> None:
+    """Intended difference (issue 22 item 10): Karpenter's firstNConsolidationOption takes the longest prefix its
+    binary search finds valid; nodewright, of the prefixes it tried, takes the one saving the most among those whose
+    replacement is no dearer than the dearest node it removes (a long prefix's one large node cannot be split by
+    later consolidation, and the consolidation quality bench ends dearer when the longest is taken)."""
+    from nodewright.disruption.consolidation import compute
+    from nodewright.disruption.methods import PlanContext
+    from nodewright.disruption.plan import pool_budgets
+
+    cluster = Cluster()
+    on_demand_m5_c5 = [
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+        {"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["m5", "c5"]},
+    ]
+    cluster.pool(disruption=ALL, requirements=on_demand_m5_c5)
+    for name in ("a", "b", "c"):
+        cluster.node(name, "m5.xlarge")
+        cluster.pod(f"{name}-web-0", name, cpu="1500m", memory="2Gi")
+    state = cluster.state()
+    ctx = PlanContext(state, pool_budgets(state))
+    longest = compute(ctx, ctx.candidates(), MULTI_NODE)  # what Karpenter takes: all three into one c5.2xlarge
+    assert not isinstance(longest, str) and longest.replacement is not None
+    assert longest.replacement.instance_types[0] == "c5.2xlarge" and len(longest.candidates) == 3
+    decided = plan(state, {})
+    [decision] = decided.decisions
+    assert decision.method == MULTI_NODE and [c.name for c in decision.candidates] == ["claim-a", "claim-b"]
+    assert decision.replacement is not None and decision.replacement.instance_types[0] == "c5.large"
+    assert decision.savings_per_hour > longest.savings_per_hour

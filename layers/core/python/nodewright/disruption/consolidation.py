@@ -212,9 +212,17 @@ def _min_values(
     return chosen
 
 
+def _missing_label(c: Candidate) -> str:
+    if not c.member.capacity_type:
+        return CAPACITY_TYPE
+    return ZONE if not c.member.zone else ""
+
+
 def _eligible(ctx: PlanContext, out: Outcome) -> list[Candidate]:
-    """Karpenter's ShouldDisrupt for consolidation: priced, Consolidatable, not empty (emptiness' business), in a pool
-    whose policy is WhenEmptyOrUnderutilized."""
+    """Karpenter's ShouldDisrupt for consolidation: priced, labelled with its capacity type and zone, in a pool that
+    consolidates (consolidateAfter not Never) with policy WhenEmptyOrUnderutilized, Consolidatable, and not empty
+    (emptiness' business). A node failing one of the first three is Unconsolidatable, with Karpenter's message (an
+    event); one not Consolidatable yet is only skipped, as Karpenter fires no event for it."""
     found = []
     for c in ctx.candidates(GRACEFUL):
         if c.empty:
@@ -222,11 +230,17 @@ def _eligible(ctx: PlanContext, out: Outcome) -> list[Candidate]:
         if c.instance_type is None or not c.price:
             out.unconsolidatable[c.name] = f'Instance Type "{c.member.instance_type}" not found'
             continue
-        if not c.member.zone or not c.member.capacity_type:
-            out.unconsolidatable[c.name] = "Node does not have its zone and capacity type labels"
+        missing = _missing_label(c)
+        if missing:
+            out.unconsolidatable[c.name] = f'Node does not have label "{missing}"'
+            continue
+        if c.pool.disruption.consolidate_after_seconds is None:
+            out.unconsolidatable[c.name] = f'NodePool "{c.pool.name}" has consolidation disabled'
             continue
         if c.pool.disruption.consolidation_policy == "WhenEmpty":
-            out.skipped[c.name] = f'NodePool "{c.pool.name}" has consolidation policy WhenEmpty, but node is not empty'
+            out.unconsolidatable[c.name] = (
+                f'NodePool "{c.pool.name}" has consolidation policy WhenEmpty, but node is not empty'
+            )
             continue
         waiting = ctx.consolidatable(c)
         if waiting:
