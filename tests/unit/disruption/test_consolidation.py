@@ -331,3 +331,21 @@ def test_multi_node_takes_the_prefix_saving_most_not_the_longest_one_into_a_larg
     assert decision.method == MULTI_NODE and [c.name for c in decision.candidates] == ["claim-a", "claim-b"]
     assert decision.replacement is not None and decision.replacement.instance_types[0] == "c5.large"
     assert decision.savings_per_hour > longest.savings_per_hour
+
+
+def test_nodes_consolidation_will_not_consider_are_unconsolidatable_with_karpenters_messages() -> None:
+    cluster = Cluster()
+    cluster.pool(disruption=ALL)
+    cluster.pool("never", disruption={**ALL, "consolidateAfter": "Never"})
+    cluster.node("unlabelled", "m5.4xlarge")
+    for doc in (cluster.find("Node", "unlabelled"), cluster.find("NodeClaim", "claim-unlabelled")):
+        del doc["metadata"]["labels"]["karpenter.sh/capacity-type"]
+    cluster.pod("web-0", "unlabelled")
+    cluster.node("kept", "m5.4xlarge", pool="never")
+    cluster.pod("web-1", "kept")
+    decided, shown = decide(cluster)
+    assert shown["commands"] == []
+    assert decided.unconsolidatable == {
+        "claim-unlabelled": 'Node does not have label "karpenter.sh/capacity-type"',
+        "claim-kept": 'NodePool "never" has consolidation disabled',
+    }

@@ -227,11 +227,11 @@ def _eligible(ctx: PlanContext, out: Outcome) -> list[Candidate]:
     for c in ctx.candidates(GRACEFUL):
         if c.empty:
             continue
-        if c.instance_type is None or not c.price:
+        missing = _missing_label(c)
+        if c.instance_type is None or (not missing and not c.price):
             out.unconsolidatable[c.name] = f'Instance Type "{c.member.instance_type}" not found'
             continue
-        missing = _missing_label(c)
-        if missing:
+        if missing:  # its offering, so its price, is unknown
             out.unconsolidatable[c.name] = f'Node does not have label "{missing}"'
             continue
         if c.pool.disruption.consolidate_after_seconds is None:
