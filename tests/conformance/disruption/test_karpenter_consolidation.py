@@ -30,7 +30,9 @@ import pytest
 from cluster_builder import M5_ON_DEMAND, Cluster, instance_types
 from consol_kit import ALL, LABELS, MOST_EXPENSIVE, cluster, decide, priced, removed, rs_pod
 
+from nodewright.disruption.consolidation import MultiNodeConsolidation, SingleNodeConsolidation
 from nodewright.disruption.decision import EMPTINESS, MULTI_NODE, SINGLE_NODE, UNDERUTILIZED
+from nodewright.disruption.methods import Emptiness, Method
 from nodewright.disruption.plan import plan, pool_budgets
 from nodewright.disruption.validation import validate
 
@@ -198,3 +200,146 @@ def test_should_correctly_report_invalidated_commands_for_single_node_disruption
     why = _invalidated(c, SINGLE_NODE, change)
     expected = {"budget": "budget", "churn": "nominated", "nomination": "nominated"}[change]
     assert expected in why
+
+
+# ------------------------------------------------------------------------------------------------------ Budgets
+
+
+def _budget_cluster(nodes: str, pools: int = 0, pod_cpu: str = "", per_pool: int = 3) -> Cluster:
+    """The Context's BeforeEach: 10 NodeClaims of the most expensive type (or 3 in each of 10 NodePools), each with
+    one pod of `pod_cpu` when given (empty otherwise)."""
+    c = cluster(budgets=[{"nodes": nodes}])
+    names: list[tuple[str, str]] = []
+    if pools:
+        for p in range(pools):
+            c.pool(f"pool-{p}", disruption={**ALL, "budgets": [{"nodes": nodes}]})
+            names += [(f"p{p}-node-{i}", f"pool-{p}") for i in range(per_pool)]
+    else:
+        names = [(f"node-{i}", "general") for i in range(BUDGET_NODES)]
+    for name, pool in names:
+        _node(c, name, pool=pool)
+        if pod_cpu:
+            rs_pod(c, f"{name}-pod", name, cpu=pod_cpu)
+    return c
+
+
+def _allowed(c: Cluster, pool: str, reason: str = "Empty") -> int:
+    return pool_budgets(c.state()).allowance(pool, reason).allowed
+
+
+def test_should_only_allow_3_empty_nodes_to_be_disrupted() -> None:
+    """consolidation_test.go Context("Budgets"): It("should only allow 3 empty nodes to be disrupted"). README row "one
+    execution per empty node": Karpenter's one command of 3 nodes is 3 emptiness decisions here."""
+    c = _budget_cluster("30%")
+    assert _allowed(c, "general") == 3
+    decided, _, _ = decide(c)
+    assert [d.method for d in decided.decisions] == [EMPTINESS] * 3
+    assert BUDGET_NODES - len(decided.decisions) == 7
+
+
+def test_should_allow_all_empty_nodes_to_be_disrupted() -> None:
+    """consolidation_test.go Context("Budgets"): It("should allow all empty nodes to be disrupted")."""
+    c = _budget_cluster("100%")
+    assert _allowed(c, "general") == 10
+    decided, _, _ = decide(c)
+    assert [d.method for d in decided.decisions] == [EMPTINESS] * 10
+
+
+def test_should_allow_no_empty_nodes_to_be_disrupted() -> None:
+    """consolidation_test.go Context("Budgets"): It("should allow no empty nodes to be disrupted")."""
+    c = _budget_cluster("0%")
+    assert _allowed(c, "general") == 0
+    decided, _, _ = decide(c)
+    assert decided.decisions == []
+
+
+def test_should_only_allow_3_nodes_to_be_deleted_in_multi_node_consolidation_delete() -> None:
+    """consolidation_test.go Context("Budgets"): It("should only allow 3 nodes to be deleted in multi node
+    consolidation delete")."""
+    c = _budget_cluster("30%", pod_cpu="100m")
+    decided, _, _ = decide(c)
+    [decision] = decided.decisions
+    assert decision.method == MULTI_NODE and decision.replacement is None and len(decision.candidates) == 3
+
+
+def test_should_only_allow_3_nodes_to_be_deleted_in_single_node_consolidation_delete() -> None:
+    """consolidation_test.go Context("Budgets"): It("should only allow 3 nodes to be deleted in single node
+    consolidation delete"). Karpenter reconciles five times; here ticks run until one decides nothing, each with the
+    NodeClaims decided before locked (being disrupted, so counted against the budget)."""
+    c = _budget_cluster("30%", pod_cpu="15")
+    taken: list[str] = []
+    for _ in range(5):
+        decided = plan(c.state(locked=taken), {})
+        taken += [x.name for d in decided.decisions for x in d.candidates]
+    assert len(taken) == 3 and len(set(taken)) == 3
+
+
+def _each_pool(nodes: str, allowed: int, deleted: int) -> None:
+    c = _budget_cluster(nodes, pools=10)
+    assert all(_allowed(c, f"pool-{p}") == allowed for p in range(10))
+    decided, _, _ = decide(c)
+    assert all(d.method == EMPTINESS for d in decided.decisions)
+    assert len(decided.decisions) == deleted
+    per_pool = {d.candidates[0].member.nodepool for d in decided.decisions}
+    assert len(per_pool) == (10 if deleted else 0)
+
+
+def test_should_allow_2_nodes_from_each_nodepool_to_be_deleted() -> None:
+    """consolidation_test.go Context("Budgets"): It("should allow 2 nodes from each nodePool to be deleted")."""
+    _each_pool("50%", 2, 20)
+
+
+def test_should_allow_all_nodes_from_each_nodepool_to_be_deleted() -> None:
+    """consolidation_test.go Context("Budgets"): It("should allow all nodes from each nodePool to be deleted")."""
+    _each_pool("100%", 3, 30)
+
+
+def test_should_allow_no_nodes_from_each_nodepool_to_be_deleted() -> None:
+    """consolidation_test.go Context("Budgets"): It("should allow no nodes from each nodePool to be deleted")."""
+    _each_pool("0%", 0, 0)
+
+
+def _held_by_budget(c: Cluster, names: int, method: Method) -> None:
+    """Karpenter's `IsConsolidated()` is false: the method alone decides nothing, and every candidate is held by its
+    budget (nodewright keeps no "consolidated" memo: each tick decides again, so the assertion is that the budget,
+    not the consolidation, held them)."""
+    decided = plan(c.state(), {}, methods=(method,))
+    assert decided.decisions == []
+    assert len(decided.blocked) == names and all("budget" in why for why in decided.blocked.values())
+    assert decided.unconsolidatable == {}
+
+
+def test_should_not_mark_empty_node_consolidated_if_the_candidates_cant_be_disrupted_due_to_budgets_with_one_pool() -> None:
+    """consolidation_test.go Context("Budgets"): It("should not mark empty node consolidated if the candidates can't be
+    disrupted due to budgets with one nodepool")."""
+    _held_by_budget(_budget_cluster("0%"), BUDGET_NODES, Emptiness())
+
+
+def test_should_not_mark_empty_node_consolidated_if_all_candidates_cant_be_disrupted_due_to_budgets_with_many() -> None:
+    """consolidation_test.go Context("Budgets"): It("should not mark empty node consolidated if all candidates can't
+    be disrupted due to budgets with many nodepools")."""
+    _held_by_budget(_budget_cluster("0%", pools=10), 30, Emptiness())
+
+
+def test_should_not_mark_multi_node_consolidated_if_the_candidates_cant_be_disrupted_due_to_budgets_with_one_pool() -> None:
+    """consolidation_test.go Context("Budgets"): It("should not mark multi node consolidated if the candidates can't
+    be disrupted due to budgets with one nodepool")."""
+    _held_by_budget(_budget_cluster("0%", pod_cpu="1"), BUDGET_NODES, MultiNodeConsolidation())
+
+
+def test_should_not_mark_multi_node_consolidated_if_all_candidates_cant_be_disrupted_due_to_budgets_with_many() -> None:
+    """consolidation_test.go Context("Budgets"): It("should not mark multi node consolidated if all candidates can't
+    be disrupted due to budgets with many nodepools")."""
+    _held_by_budget(_budget_cluster("0%", pools=10, pod_cpu="1"), 30, MultiNodeConsolidation())
+
+
+def test_should_not_mark_single_node_consolidated_if_the_candidates_cant_be_disrupted_due_to_budgets_with_one() -> None:
+    """consolidation_test.go Context("Budgets"): It("should not mark single node consolidated if the candidates can't
+    be disrupted due to budgets with one nodepool")."""
+    _held_by_budget(_budget_cluster("0%", pod_cpu="1"), BUDGET_NODES, SingleNodeConsolidation())
+
+
+def test_should_not_mark_single_node_consolidated_if_all_candidates_cant_be_disrupted_due_to_budgets_with_many() -> None:
+    """consolidation_test.go Context("Budgets"): It("should not mark single node consolidated if all candidates can't
+    be disrupted due to budgets with many nodepools")."""
+    _held_by_budget(_budget_cluster("0%", pools=10, pod_cpu="1"), 30, SingleNodeConsolidation())
