@@ -24,6 +24,7 @@ run) on a cluster built by `cluster_builder.Cluster`; `consol_kit` maps Karpente
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -343,3 +344,348 @@ def test_should_not_mark_single_node_consolidated_if_all_candidates_cant_be_disr
     """consolidation_test.go Context("Budgets"): It("should not mark single node consolidated if all candidates can't
     be disrupted due to budgets with many nodepools")."""
     _held_by_budget(_budget_cluster("0%", pools=10, pod_cpu="1"), 30, SingleNodeConsolidation())
+
+
+# ------------------------------------------------------------------------------------------------------ Replace
+
+SPOT_IDS = ("on_demand", "spot")
+SPOT_ENTRIES = (False, True)
+NODE_TYPES = [
+    it for it in instance_types() if it.architecture == "amd64" and it.family != "t3" and not it.name.endswith("metal")
+]
+
+
+# fake.InstanceTypesAssorted() has hundreds of types: where spot-to-spot needs 15 cheaper types for 4 CPU of pods,
+# more families of the shipped catalog stand in.
+ASSORTED = instance_types(("m5", "c5", "r5", "t3", "m6i", "c6i", "r6i", "m5a", "c5a", "r5a", "m7i", "c7i"))
+
+
+def _not_own_offering(decision: Any, spot: bool) -> None:
+    """Karpenter: the new NodeClaim does not request mostExpensiveInstance. Its fake types have one offering each;
+    the real m5.8xlarge has both capacity types, so here the replacement may not be the node's own offering (the
+    same type bought as spot is cheaper than on-demand), and every offering is strictly cheaper than the node."""
+    own = (MOST_EXPENSIVE, "spot" if spot else "on-demand")
+    assert own not in {(o.instance_type, o.capacity_type) for o in decision.replacement.options}
+    assert all(o.price < decision.price for o in decision.replacement.options)
+
+
+def _replaced(decided: Any) -> Any:
+    """The tick's one decision, a single-node replacement (Karpenter: one command, a new NodeClaim, the old gone)."""
+    [decision] = decided.decisions
+    assert decision.replacement is not None
+    return decision
+
+
+@pytest.mark.parametrize("spot", SPOT_ENTRIES, ids=SPOT_IDS)
+def test_can_replace_node(spot: bool) -> None:
+    """consolidation_test.go Context("Replace"): DescribeTable("can replace node"), Entry("if the candidate is
+    on-demand node") and Entry("if the candidate is spot node")."""
+    c = cluster()
+    _node(c, "node", spot=spot)
+    rs_pod(c, "pod-0", "node")
+    decision = _replaced(decide(c, spot_to_spot=True)[0])
+    assert decision.method == SINGLE_NODE and [x.name for x in decision.candidates] == ["claim-node"]
+    _not_own_offering(decision, spot)
+
+
+def _spot_only(types: list[Any], prices: list[float]) -> list[Any]:
+    """Types offered as spot only, in us-east-1a, at these prices (Karpenter's `Offerings[0].Price = ...`)."""
+    from nodewright.catalog.types import Offering
+
+    return [replace(it, offerings=(Offering("us-east-1a", "spot", p),)) for it, p in zip(types, prices, strict=True)]
+
+
+def _od_only(types: list[Any], prices: list[float]) -> list[Any]:
+    from nodewright.catalog.types import Offering
+
+    return [
+        replace(it, offerings=(Offering("us-east-1a", "on-demand", p),)) for it, p in zip(types, prices, strict=True)
+    ]
+
+
+def test_cannot_replace_spot_with_spot_if_less_than_minimum_instancetypes_flexibility() -> None:
+    """consolidation_test.go Context("Replace"): It("cannot replace spot with spot if less than minimum InstanceTypes
+    flexibility"). Five types, one of them (forced to 0.001) cheaper than the node."""
+    types = _spot_only(NODE_TYPES[:5], [0.001, 1.0, 1.0, 1.0, 1.0])
+    c = cluster()
+    c.node("node", types[4].name, capacity_type="spot")
+    rs_pod(c, "pod-0", "node")
+    decided, _, _ = decide(c, spot_to_spot=True, types=types)
+    assert decided.decisions == []
+    assert decided.unconsolidatable["claim-node"] == (
+        "SpotToSpotConsolidation requires 15 cheaper instance type options than the current candidate to "
+        "consolidate, got 1"
+    )
+
+
+def test_cannot_replace_spot_with_spot_if_the_spottospotconsolidation_is_disabled() -> None:
+    """consolidation_test.go Context("Replace"): It("cannot replace spot with spot if the spotToSpotConsolidation is
+    disabled")."""
+    c = cluster()
+    _node(c, "node", spot=True)
+    rs_pod(c, "pod-0", "node")
+    decided, _, _ = decide(c, spot_to_spot=False)
+    assert decided.decisions == []
+    assert decided.unconsolidatable["claim-node"] == (
+        "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"
+    )
+
+
+def test_cannot_replace_spot_with_spot_if_it_is_part_of_the_15_cheapest_instance_types() -> None:
+    """consolidation_test.go Context("Replace"): It("cannot replace spot with spot if it is part of the 15 cheapest
+    instance types."). The node is the second cheapest of 20 spot types."""
+    types = _spot_only(NODE_TYPES[:20], [0.001, *(1.0 + 0.1 * i for i in range(19))])
+    c = cluster()
+    c.node("node", types[1].name, capacity_type="spot")
+    rs_pod(c, "pod-0", "node")
+    decided, _, _ = decide(c, spot_to_spot=True, types=types)
+    assert decided.decisions == []
+    assert "requires 15 cheaper instance type options" in decided.unconsolidatable["claim-node"]
+
+
+def _eighteen_spot(min_values: int | None) -> tuple[Any, list[str], Any]:
+    """18 spot types priced 1.0, 1.1, ...; the 17th forced to 0.001; the node is the 18th (the dearest)."""
+    prices = [1.0 + 0.1 * i for i in range(18)]
+    prices[16] = 0.001
+    types = _spot_only(NODE_TYPES[:18], prices)
+    c = cluster()
+    if min_values is not None:
+        c.pool(
+            disruption=ALL,
+            requirements=[
+                {"key": "node.kubernetes.io/instance-type", "operator": "Exists", "minValues": min_values},
+                {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+            ],
+        )
+    c.node("node", types[17].name, capacity_type="spot")
+    rs_pod(c, "pod-0", "node")
+    decided, _, _ = decide(c, spot_to_spot=True, types=types)
+    by_price = [it.name for it in sorted(types, key=lambda it: it.offerings[0].price)]
+    return decided, by_price, types
+
+
+def test_spot_to_spot_consolidation_should_order_the_instance_types_by_price_before_enforcing_minimum_flexibility() -> (
+    None
+):
+    """consolidation_test.go Context("Replace"): It("spot to spot consolidation should order the instance types by
+    price before enforcing minimum flexibility.")."""
+    decided, by_price, types = _eighteen_spot(None)
+    launched = _replaced(decided).replacement.instance_types
+    assert types[17].name not in launched and types[16].name in launched
+    assert set(launched) == set(by_price[:15])
+
+
+def test_spot_to_spot_consolidation_should_consider_the_max_of_default_and_minimum_number_of_instancetypeoptions() -> None:
+    """consolidation_test.go Context("Replace"): It("spot to spot consolidation should consider the max of default
+    and minimum number of instanceTypeOptions from minValues in requirement for truncation if minimum number of
+    instanceTypeOptions from minValues in requirement is greater than 15.")."""
+    decided, by_price, types = _eighteen_spot(16)
+    launched = _replaced(decided).replacement.instance_types
+    assert types[17].name not in launched and types[16].name in launched
+    assert set(launched) == set(by_price[:16])
+
+
+def test_should_handle_failing_filteroutsameinstancetype_correctly_without_a_panic_when_minvalues_isnt_satisfied() -> (
+    None
+):
+    """consolidation_test.go Context("Replace"): It("should handle failing filterOutSameInstanceType correctly
+    (without a panic) when minValues isn't satisfied"). current-on-demand (0.5) is m5.xlarge, other-on-demand (0.4)
+    c5.xlarge; pods of 1500m (two fit a node, as the fake's 2 CPU pods on 4 CPU nodes)."""
+    current, other = (next(it for it in instance_types() if it.name == n) for n in ("m5.xlarge", "c5.xlarge"))
+    types = _od_only([current, other], [0.5, 0.4])
+    c = cluster()
+    c.pool(
+        disruption=ALL,
+        requirements=[
+            {"key": "node.kubernetes.io/instance-type", "operator": "Exists", "minValues": 2},
+            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+        ],
+    )
+    for i in range(3):
+        c.node(f"node-{i}", "m5.xlarge")
+    for i, node in enumerate(("node-0", "node-1", "node-2", "node-2")):
+        rs_pod(c, f"pod-{i}", node, cpu="1500m")
+    decided, _, _ = decide(c, types=types)
+    [decision] = decided.decisions
+    # One of the first two nodes is deleted (its pod moves onto the other); two nodes are left.
+    assert decision.replacement is None and len(decision.candidates) == 1
+    assert decision.candidates[0].member.node in ("node-0", "node-1")
+
+
+def test_spot_to_spot_consolidation_should_consider_the_default_for_truncation_if_minimum_number_is_less_than_15() -> (
+    None
+):
+    """consolidation_test.go Context("Replace"): It("spot to spot consolidation should consider the default for
+    truncation if minimum number of instanceTypeOptions from minValues in requirement is less than 15.")."""
+    decided, by_price, types = _eighteen_spot(10)
+    launched = _replaced(decided).replacement.instance_types
+    assert types[17].name not in launched and types[16].name in launched
+    assert set(launched) == set(by_price[:15])
+
+
+@pytest.mark.parametrize("spot", SPOT_ENTRIES, ids=SPOT_IDS)
+def test_consolidation_should_fail_if_filterbyprice_breaks_the_minimum_requirement_from_the_nodepools(spot: bool) -> None:
+    """consolidation_test.go Context("Replace"): DescribeTable("Consolidation should fail if filterByPrice breaks the
+    minimum requirement from the NodePools."), both Entry. 18 types priced 1.0, 1.1, ...; the node is the 16th, so
+    15 are cheaper, and minValues asks for 16. nodewright's simulation already prices new NodeClaims below the
+    candidate (`price_ceiling`), so the refusal names minValues from the simulation rather than from the filter
+    afterwards: the same decision, a different sentence."""
+    prices = [1.0 + 0.1 * i for i in range(18)]
+    types = (_spot_only if spot else _od_only)(NODE_TYPES[:18], prices)
+    c = cluster()
+    c.pool(
+        disruption=ALL,
+        requirements=[
+            {"key": "node.kubernetes.io/instance-type", "operator": "Exists", "minValues": 16},
+            {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+        ],
+    )
+    c.node("node", types[15].name, capacity_type="spot" if spot else "on-demand")
+    rs_pod(c, "pod-0", "node")
+    decided, _, _ = decide(c, spot_to_spot=True, types=types)
+    assert decided.decisions == []
+    assert "minValues" in decided.unconsolidatable["claim-node"]
+
+
+@pytest.mark.parametrize("spot", SPOT_ENTRIES, ids=SPOT_IDS)
+def test_can_replace_nodes_if_another_nodepool_returns_no_instance_types(spot: bool) -> None:
+    """consolidation_test.go Context("Replace"): DescribeTable("can replace nodes if another nodePool returns no
+    instance types"), both Entry. `InstanceTypesForNodePool[nodePool2] = nil`: a NodePool whose requirements no
+    type of the catalog meets."""
+    c = cluster()
+    c.pool(
+        "nodepool-2",
+        disruption=ALL,
+        requirements=[{"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["none.such"]}],
+    )
+    _node(c, "node", spot=spot)
+    rs_pod(c, "pod-0", "node")
+    decision = _replaced(decide(c, spot_to_spot=True)[0])
+    assert decision.replacement.nodepool == "general"
+    _not_own_offering(decision, spot)
+
+
+def _three_pods(c: Cluster, node: str, **kwargs: Any) -> None:
+    for i in range(3):
+        rs_pod(c, f"pod-{i}", node, **kwargs)
+
+
+@pytest.mark.parametrize("spot", SPOT_ENTRIES, ids=SPOT_IDS)
+def test_can_replace_nodes_considers_pdb(spot: bool) -> None:
+    """consolidation_test.go Context("Replace"): DescribeTable("can replace nodes, considers PDB"), both Entry."""
+    c = cluster()
+    _node(c, "node", spot=spot)
+    _three_pods(c, "node")
+    c.pdb("pdb", LABELS, maxUnavailable=0)
+    decided, _, _ = decide(c, spot_to_spot=True)
+    assert decided.decisions == []
+    assert "pdb" in decided.blocked.get("claim-node", "") or "pdb" in decided.skipped.get("claim-node", "")
+
+
+@pytest.mark.xfail(
+    strict=True, reason="issue 22 item 3: unhealthyPodEvictionPolicy AlwaysAllow is unused, not-Ready pods stay blocked"
+)
+@pytest.mark.parametrize("spot", SPOT_ENTRIES, ids=SPOT_IDS)
+def test_can_replace_nodes_considers_pdb_policy(spot: bool) -> None:
+    """consolidation_test.go Context("Replace"): DescribeTable("can replace nodes, considers PDB policy"), both
+    Entry: a PDB with maxUnavailable 0 and unhealthyPodEvictionPolicy AlwaysAllow does not hold back pods that are
+    not Ready."""
+    c = cluster()
+    _node(c, "node", spot=spot)
+    for i in range(3):
+        pod = rs_pod(c, f"pod-{i}", "node")
+        pod["status"]["conditions"].append({"type": "Ready", "status": "False"})
+    c.pdb("pdb", LABELS, maxUnavailable=0, unhealthyPodEvictionPolicy="AlwaysAllow")
+    _replaced(decide(c, spot_to_spot=True)[0])
+
+
+@pytest.mark.parametrize("spot", SPOT_ENTRIES, ids=SPOT_IDS)
+def test_can_replace_nodes_pdb_namespace_must_match(spot: bool) -> None:
+    """consolidation_test.go Context("Replace"): DescribeTable("can replace nodes, PDB namespace must match"), both
+    Entry."""
+    c = cluster()
+    _node(c, "node", spot=spot)
+    rs_pod(c, "pod-0", "node")
+    c.pdb("pdb", LABELS, namespace="other", maxUnavailable=0)
+    _replaced(decide(c, spot_to_spot=True)[0])
+
+
+def _annotated_pair(c: Cluster, spot: bool, on_node: bool) -> None:
+    dnd = {"karpenter.sh/do-not-disrupt": "true"}
+    _node(c, "node", spot=spot)
+    # Karpenter's annotated node has 5 CPU: its 2 CPU pod leaves no room for the other node's two 2 CPU pods.
+    c.node(
+        "annotated",
+        "m5.xlarge",
+        capacity_type="spot" if spot else "on-demand",
+        annotations=dnd if on_node else None,
+        claim_annotations=dnd if on_node else None,
+    )
+    rs_pod(c, "pod-0", "node", cpu="2")
+    rs_pod(c, "pod-1", "node", cpu="2")
+    rs_pod(c, "pod-2", "annotated", cpu="2", annotations=None if on_node else dnd)
+
+
+@pytest.mark.parametrize("spot", SPOT_ENTRIES, ids=SPOT_IDS)
+def test_can_replace_nodes_considers_karpenter_sh_do_not_disrupt_set_to_true_on_nodes(spot: bool) -> None:
+    """consolidation_test.go Context("Replace"): DescribeTable("can replace nodes, considers karpenter.sh/do-not-disrupt
+    set to true on nodes"), both Entry: the node that is not annotated is replaced, two nodes are left."""
+    c = cluster()
+    _annotated_pair(c, spot, on_node=True)
+    decision = _replaced(decide(c, spot_to_spot=True, types=ASSORTED)[0])
+    assert [x.member.node for x in decision.candidates] == ["node"]
+
+
+@pytest.mark.parametrize("spot", SPOT_ENTRIES, ids=SPOT_IDS)
+def test_can_replace_nodes_considers_karpenter_sh_do_not_disrupt_set_to_true_on_pods(spot: bool) -> None:
+    """consolidation_test.go Context("Replace"): DescribeTable("can replace nodes, considers karpenter.sh/do-not-disrupt
+    set to true on pods"), both Entry."""
+    c = cluster()
+    _annotated_pair(c, spot, on_node=False)
+    decision = _replaced(decide(c, spot_to_spot=True, types=ASSORTED)[0])
+    assert [x.member.node for x in decision.candidates] == ["node"]
+
+
+def _current_and_replacement(replacement: list[tuple[str, str, float]]) -> list[Any]:
+    """current-on-demand (m5.xlarge, on-demand in us-east-1a at 0.5, unavailable) and a replacement type (c5.xlarge)
+    with the given (zone, capacity type, price) offerings."""
+    from nodewright.catalog.types import Offering
+
+    current, other = (next(it for it in instance_types() if it.name == n) for n in ("m5.xlarge", "c5.xlarge"))
+    return [
+        replace(current, offerings=(Offering("us-east-1a", "on-demand", 0.5, available=False),)),
+        replace(other, offerings=tuple(Offering(z, ct, p) for z, ct, p in replacement)),
+    ]
+
+
+def test_wont_replace_node_if_any_spot_replacement_is_more_expensive() -> None:
+    """consolidation_test.go Context("Replace"): It("won't replace node if any spot replacement is more expensive").
+    README row "keeps each offering (type, zone, capacity type) strictly cheaper than the candidates": Karpenter
+    refuses the type because one of its spot offerings (1.0) is dearer than the node (0.5); nodewright replaces it
+    with the two offerings that are cheaper, and only those."""
+    types = _current_and_replacement([("us-east-1a", "spot", 1.0), ("us-east-1b", "spot", 0.2), ("us-east-1c", "spot", 0.4)])
+    c = cluster()
+    c.node("node", "m5.xlarge")
+    rs_pod(c, "pod-0", "node")
+    decision = _replaced(decide(c, types=types)[0])
+    assert {(o.zone, o.price) for o in decision.replacement.options} == {("us-east-1b", 0.2), ("us-east-1c", 0.4)}
+
+
+def test_wont_replace_on_demand_node_if_on_demand_replacement_is_more_expensive() -> None:
+    """consolidation_test.go Context("Replace"): It("won't replace on-demand node if on-demand replacement is more
+    expensive")."""
+    types = _current_and_replacement(
+        [
+            ("us-east-1a", "on-demand", 0.6),
+            ("us-east-1b", "on-demand", 0.6),
+            ("us-east-1b", "spot", 0.2),
+            ("us-east-1c", "spot", 0.3),
+        ]
+    )
+    c = cluster()
+    c.pool(disruption=ALL, requirements=[{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}])
+    c.node("node", "m5.xlarge")
+    rs_pod(c, "pod-0", "node")
+    decided, _, _ = decide(c, types=types)
+    assert decided.decisions == []
+    assert decided.unconsolidatable["claim-node"] == "Can't replace with a cheaper node"
