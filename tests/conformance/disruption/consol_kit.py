@@ -11,13 +11,10 @@ ago and `consolidateAfter: 0s`, so they are Consolidatable by nodewright's own r
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
-from cluster_builder import Cluster, instance_types
+from cluster_builder import Cluster
 
-from nodewright.catalog.types import InstanceType, Offering
 from nodewright.disruption.plan import Plan, plan
 from nodewright.disruption.state import ClusterState
 
@@ -43,26 +40,3 @@ def decide(c: Cluster, **state: Any) -> tuple[Plan, dict[str, Any], ClusterState
     snapshot = c.state(**state)
     decided = plan(snapshot, {})
     return decided, decided.to_json(snapshot), snapshot
-
-
-def removed(shown: Mapping[str, Any]) -> list[str]:
-    """The nodes the tick's commands take away, in order."""
-    return [c["node"] for c in shown["commands"]]
-
-
-def priced(prices: Mapping[tuple[str, str], float], keep: set[str] | None = None) -> list[InstanceType]:
-    """The catalog with some offerings repriced ((type, capacity type) -> price), optionally only the `keep` types
-    (as Karpenter's tests set `cloudProvider.InstanceTypes`)."""
-    out = []
-    for it in instance_types():
-        if keep is not None and it.name not in keep:
-            continue
-        offerings = tuple(
-            replace(o, price=prices.get((it.name, o.capacity_type), o.price)) for o in it.offerings
-        )
-        out.append(replace(it, offerings=offerings))
-    return out
-
-
-def only_offering(it: InstanceType, capacity_type: str, zone: str, price: float) -> InstanceType:
-    return replace(it, offerings=(Offering(zone, capacity_type, price),))
