@@ -260,3 +260,92 @@ def test_a_rebalances_early_replacement_is_left_alone_until_its_protection_ends(
     cluster.now = until + 1
     _, shown = decide(cluster)
     assert [(c["nodeclaim"], c["reason"]) for c in shown["commands"]] == [("claim-early", "Empty")]
+
+
+def test_pods_are_not_moved_onto_a_node_still_inside_its_consolidate_after_window() -> None:
+    cluster = Cluster()
+    cluster.pool(disruption={"consolidateAfter": "1m", **ALL}, requirements=M5_ON_DEMAND)
+    cluster.node("settling", "m5.large")
+    cluster.pod("web-0", "settling", bound_ago=30)  # a pod event 30 s ago: the node is inside its 1m window
+    cluster.node("source", "m5.large")
+    cluster.pod("api-0", "source")
+    decided, shown = decide(cluster)
+    # The source's pod would fit on the settling node, the only way to remove the source (m5.large is the cheapest
+    # type the pool allows); Karpenter's consolidation simulation does not place it there.
+    assert shown["commands"] == []
+    assert decided.unconsolidatable["claim-source"] == "Can't replace with a cheaper node"
+    _, shown = decide(cluster, now=T0 + 60)  # the window has passed: one node's pod moves onto the other
+    assert [(c["method"], c["replacement"]) for c in shown["commands"]] == [(SINGLE_NODE, None)]
+
+
+def test_the_consolidate_after_window_does_not_keep_pending_pods_off_the_node() -> None:
+    from nodewright.disruption.consolidation import settling
+    from nodewright.disruption.simulate import simulate
+
+    cluster = Cluster()
+    cluster.pool(disruption={"consolidateAfter": "1m", **ALL}, requirements=M5_ON_DEMAND)
+    cluster.node("settling", "m5.large")
+    cluster.pod("web-0", "settling", bound_ago=30)
+    cluster.node("source", "m5.xlarge")
+    cluster.pod("api-0", "source", cpu="100m")
+    cluster.pod("pending-0", cpu="100m")
+    state = cluster.state()
+    assert settling(state) == {"settling"}
+    [source] = [c for c in plan_candidates(state) if c.name == "claim-source"]
+    sim = simulate(state, [source], settling=settling(state))
+    assert "web/pending-0" in sim.results.existing.get("settling", ())
+    assert "web/api-0" not in sim.results.existing.get("settling", ())
+
+
+def plan_candidates(state: Any) -> list[Any]:
+    from nodewright.disruption.candidates import candidates
+
+    return candidates(state)[0]
+
+
+def test_multi_node_takes_the_prefix_saving_most_not_the_longest_one_into_a_large_node() -> None:
+    """Intended difference (issue 22 item 10): Karpenter's firstNConsolidationOption takes the longest prefix its
+    binary search finds valid; nodewright, of the prefixes it tried, takes the one saving the most among those whose
+    replacement is no dearer than the dearest node it removes (a long prefix's one large node cannot be split by
+    later consolidation, and the consolidation quality bench ends dearer when the longest is taken)."""
+    from nodewright.disruption.consolidation import compute
+    from nodewright.disruption.methods import PlanContext
+    from nodewright.disruption.plan import pool_budgets
+
+    cluster = Cluster()
+    on_demand_m5_c5 = [
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+        {"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["m5", "c5"]},
+    ]
+    cluster.pool(disruption=ALL, requirements=on_demand_m5_c5)
+    for name in ("a", "b", "c"):
+        cluster.node(name, "m5.xlarge")
+        cluster.pod(f"{name}-web-0", name, cpu="1500m", memory="2Gi")
+    state = cluster.state()
+    ctx = PlanContext(state, pool_budgets(state))
+    longest = compute(ctx, ctx.candidates(), MULTI_NODE)  # what Karpenter takes: all three into one c5.2xlarge
+    assert not isinstance(longest, str) and longest.replacement is not None
+    assert longest.replacement.instance_types[0] == "c5.2xlarge" and len(longest.candidates) == 3
+    decided = plan(state, {})
+    [decision] = decided.decisions
+    assert decision.method == MULTI_NODE and [c.name for c in decision.candidates] == ["claim-a", "claim-b"]
+    assert decision.replacement is not None and decision.replacement.instance_types[0] == "c5.large"
+    assert decision.savings_per_hour > longest.savings_per_hour
+
+
+def test_nodes_consolidation_will_not_consider_are_unconsolidatable_with_karpenters_messages() -> None:
+    cluster = Cluster()
+    cluster.pool(disruption=ALL)
+    cluster.pool("never", disruption={**ALL, "consolidateAfter": "Never"})
+    cluster.node("unlabelled", "m5.4xlarge")
+    for doc in (cluster.find("Node", "unlabelled"), cluster.find("NodeClaim", "claim-unlabelled")):
+        del doc["metadata"]["labels"]["karpenter.sh/capacity-type"]
+    cluster.pod("web-0", "unlabelled")
+    cluster.node("kept", "m5.4xlarge", pool="never")
+    cluster.pod("web-1", "kept")
+    decided, shown = decide(cluster)
+    assert shown["commands"] == []
+    assert decided.unconsolidatable == {
+        "claim-unlabelled": 'Node does not have label "karpenter.sh/capacity-type"',
+        "claim-kept": 'NodePool "never" has consolidation disabled',
+    }

@@ -9,6 +9,8 @@ them with one cheaper NodeClaim. Karpenter v1's rules (pkg/controllers/disruptio
   the replacement restricted to spot; for a single node at least 15 cheaper instance types must exist and the
   replacement launches with the 15 cheapest (or as many as the NodePool's minValues need), so that whichever one EC2
   picks is not consolidated again at once.
+- The candidates' pods may not land on a node still inside its NodePool's `consolidateAfter` window (see
+  `settling`); a replacement is not held back by it.
 - Multi-node: when an instance type of the candidates is among the replacement's, the replacement must be cheaper
   than the cheapest such candidate (or deleting only the others would do the same with less disruption).
 
@@ -24,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from nodewright.catalog.types import SPOT
-from nodewright.disruption.candidates import GRACEFUL, Candidate
+from nodewright.disruption.candidates import GRACEFUL, Candidate, last_pod_event
 from nodewright.disruption.commands import Replacement, ReplacementOffering
 from nodewright.disruption.decision import MULTI_NODE, SINGLE_NODE, UNDERUTILIZED, Decision, sentence
 from nodewright.disruption.fleet import CAPACITY_TYPE_LABEL as CAPACITY_TYPE
@@ -50,7 +52,7 @@ SINGLE_NODE_SIMULATIONS_PER_TICK = 50
 def compute(ctx: PlanContext, group: Sequence[Candidate], method: str) -> Decision | str:
     """The consolidation of `group` (delete, or replace with one cheaper NodeClaim), or why there is none."""
     price = sum(c.price for c in group)
-    sim = simulate(ctx.state, group, ctx.chosen, one_claim=True, ceiling=price)
+    sim = simulate(ctx.state, group, ctx.chosen, one_claim=True, ceiling=price, settling=settling(ctx.state))
     if not sim.all_moved:
         return f"Can't move its pods onto the rest of the cluster or one node cheaper than ${price:.4f}/h: " + sentence(
             sim.errors
@@ -81,6 +83,31 @@ def compute(ctx: PlanContext, group: Sequence[Candidate], method: str) -> Decisi
         moving=sim.moving,
     )
     return _balanced(ctx, replaced)
+
+
+_SETTLING: list[tuple[ClusterState, frozenset[str]]] = []
+
+
+def settling(state: ClusterState) -> frozenset[str]:
+    """The nodes still inside their NodePool's `consolidateAfter` window (Karpenter's IsUnderConsolidateAfter): a
+    consolidation may not move pods onto them, since a node that has just had a pod event is still settling (it
+    may be about to empty, or be consolidated itself). Not a node of a pool with `consolidateAfter` 0 or `Never`
+    (such a node is never under the window), nor one not initialized. The window runs from the node's last pod
+    event, or from its initialization when it has had none. Computed once per snapshot (every simulation of a tick
+    asks)."""
+    if _SETTLING and _SETTLING[0][0] is state:
+        return _SETTLING[0][1]
+    found = set()
+    for member in state.fleet:
+        pool = state.pools.get(member.nodepool)
+        after = pool.disruption.consolidate_after_seconds if pool is not None else None
+        if not after or not member.node or not member.initialized:
+            continue
+        since = max(last_pod_event(state, member), member.last_pod_event, member.initialized_at)
+        if state.now - since < after:
+            found.add(member.node)
+    _SETTLING[:] = [(state, frozenset(found))]
+    return _SETTLING[0][1]
 
 
 def _balanced(ctx: PlanContext, decision: Decision) -> Decision | str:
@@ -185,21 +212,35 @@ def _min_values(
     return chosen
 
 
+def _missing_label(c: Candidate) -> str:
+    if not c.member.capacity_type:
+        return CAPACITY_TYPE
+    return ZONE if not c.member.zone else ""
+
+
 def _eligible(ctx: PlanContext, out: Outcome) -> list[Candidate]:
-    """Karpenter's ShouldDisrupt for consolidation: priced, Consolidatable, not empty (emptiness' business), in a pool
-    whose policy is WhenEmptyOrUnderutilized."""
+    """Karpenter's ShouldDisrupt for consolidation: priced, labelled with its capacity type and zone, in a pool that
+    consolidates (consolidateAfter not Never) with policy WhenEmptyOrUnderutilized, Consolidatable, and not empty
+    (emptiness' business). A node failing one of the first three is Unconsolidatable, with Karpenter's message (an
+    event); one not Consolidatable yet is only skipped, as Karpenter fires no event for it."""
     found = []
     for c in ctx.candidates(GRACEFUL):
         if c.empty:
             continue
-        if c.instance_type is None or not c.price:
+        missing = _missing_label(c)
+        if c.instance_type is None or (not missing and not c.price):
             out.unconsolidatable[c.name] = f'Instance Type "{c.member.instance_type}" not found'
             continue
-        if not c.member.zone or not c.member.capacity_type:
-            out.unconsolidatable[c.name] = "Node does not have its zone and capacity type labels"
+        if missing:  # its offering, so its price, is unknown
+            out.unconsolidatable[c.name] = f'Node does not have label "{missing}"'
+            continue
+        if c.pool.disruption.consolidate_after_seconds is None:
+            out.unconsolidatable[c.name] = f'NodePool "{c.pool.name}" has consolidation disabled'
             continue
         if c.pool.disruption.consolidation_policy == "WhenEmpty":
-            out.skipped[c.name] = f'NodePool "{c.pool.name}" has consolidation policy WhenEmpty, but node is not empty'
+            out.unconsolidatable[c.name] = (
+                f'NodePool "{c.pool.name}" has consolidation policy WhenEmpty, but node is not empty'
+            )
             continue
         waiting = ctx.consolidatable(c)
         if waiting:

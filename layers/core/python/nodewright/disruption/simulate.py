@@ -23,6 +23,7 @@ from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.nodepool import NodePool
 from nodewright.model.objects import Node, Pod
 from nodewright.model.requirements import Operator, Requirement
+from nodewright.model.taints import Taint, Toleration
 from nodewright.scheduling import PlannedNodeClaim, Results, solve
 
 ZONE = "topology.kubernetes.io/zone"
@@ -75,6 +76,7 @@ def simulate(
     also_disrupting: Collection[str] = (),
     one_claim: bool = False,
     ceiling: float | None = None,
+    settling: Collection[str] = (),
 ) -> Simulation:
     """Inputs: the cluster, the candidates to take away together, NodeClaims chosen earlier in the same tick
     (treated as being disrupted), and whether at most one new NodeClaim may be planned (consolidation). Output: the
@@ -86,7 +88,10 @@ def simulate(
     limits allowing exactly one new node in that pool and none elsewhere (the solver then grows its claim into a
     larger type, as a Karpenter NodeClaim in flight does), and the cheapest plan that moves every pod is kept.
     `ceiling`: new NodeClaims may only use instance types priced below this (a consolidation can use nothing dearer
-    than the nodes it removes, so the solver need not weigh the rest of the catalog)."""
+    than the nodes it removes, so the solver need not weigh the rest of the catalog).
+    `settling`: nodes still inside their NodePool's `consolidateAfter` window. The candidates' pods may not land on
+    them (Karpenter's IsConsolidationSimulation: a consolidation must not pack pods onto a node that has just had a
+    pod event); the pending pods and the pods of nodes being disrupted may, as in Karpenter."""
     leaving = {c.name for c in candidates} | set(also_disrupting)
     gone = {m.node for m in state.fleet if m.node and (m.nodeclaim in leaving or state.disrupting(m))}
     moving = [p for c in candidates for p in movable(state, c)]
@@ -101,6 +106,8 @@ def simulate(
     pending = [p for p in state.inputs.pending_pods if p.key not in waiting]
     pods = [*moving, *displaced, *pending]
     nodes = _condensed(state, [n for n in state.inputs.nodes if n.name not in gone and n.ready], pods)
+    if settling:
+        pods, nodes = _fenced(pods, len(moving), nodes, set(settling))
     pools = [_bounded(p, state.class_zones) for p in state.inputs.nodepools]
     keys = {p.key for p in moving}
     best = _outcome(state, keys, pods, nodes, inflight, pools, ceiling)
@@ -112,6 +119,20 @@ def simulate(
         if found.all_moved and len(found.new_claims) <= 1 and _cheaper(found, best):
             best = found
     return best
+
+
+# Keeps the candidates' pods off nodes under consolidateAfter: the other pods of a simulation tolerate it.
+SETTLING_TAINT = Taint("nodewright.io/under-consolidate-after", "NoSchedule")
+_TOLERATES_SETTLING = Toleration(SETTLING_TAINT.key, "Exists", effect=SETTLING_TAINT.effect)
+
+
+def _fenced(pods: list[Pod], moving: int, nodes: list[Node], settling: set[str]) -> tuple[list[Pod], list[Node]]:
+    """The settling nodes tainted, and every pod but the first `moving` (the candidates') tolerating that taint."""
+    if not any(n.name in settling for n in nodes):
+        return pods, nodes
+    fenced = [replace(n, taints=(*n.taints, SETTLING_TAINT)) if n.name in settling else n for n in nodes]
+    others = [replace(p, tolerations=(*p.tolerations, _TOLERATES_SETTLING)) for p in pods[moving:]]
+    return [*pods[:moving], *others], fenced
 
 
 def _topology(pod: Pod) -> bool:
