@@ -576,9 +576,6 @@ def test_can_replace_nodes_considers_pdb(spot: bool) -> None:
     assert "pdb" in decided.blocked.get("claim-node", "") or "pdb" in decided.skipped.get("claim-node", "")
 
 
-@pytest.mark.xfail(
-    strict=True, reason="issue 22 item 3: unhealthyPodEvictionPolicy AlwaysAllow is unused, not-Ready pods stay blocked"
-)
 @pytest.mark.parametrize("spot", SPOT_ENTRIES, ids=SPOT_IDS)
 def test_can_replace_nodes_considers_pdb_policy(spot: bool) -> None:
     """consolidation_test.go Context("Replace"): DescribeTable("can replace nodes, considers PDB policy"), both

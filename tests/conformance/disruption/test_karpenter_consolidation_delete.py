@@ -238,11 +238,6 @@ def test_wont_delete_node_if_it_would_require_pods_to_schedule_on_an_uninitializ
     assert "uninitialized" in decided.unconsolidatable.get("claim-node-1", "")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 22 item 6 (consol's disruption/consolidation.py or candidates' simulate.py): consolidateAfter does "
-    "not protect destination nodes: the pod is packed onto a node whose pods were bound 10 s ago",
-)
 def test_should_not_consolidate_pods_onto_a_destination_under_its_consolidateafter_window() -> None:
     """consolidation_test.go Describe("Consolidation") Context("Delete"): It("should not consolidate pods onto a
     destination node that is under its consolidateAfter window").

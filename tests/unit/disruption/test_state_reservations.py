@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 
-import pytest
 from cluster_builder import Cluster, instance_types
 
 from nodewright.catalog.catalog import CapacityReservation
@@ -69,12 +68,6 @@ def test_a_reserved_node_is_priced_by_its_own_reservation_and_pools_keep_to_thei
     assert bounded.requirements[-1] == Requirement(CAPACITY_RESERVATION_ID, Operator.NOT_IN, ("cr-theirs",))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 22 item 8: disruption/simulate.py bounds the simulation's NodePools with `_bounded(p, "
-    "state.class_zones)` (zones only); it should use `state.bounded(p)`, which also keeps a NodePool out of the "
-    "reservations only other EC2NodeClasses select, as the provisioner's `restricted_pool` does",
-)
 def test_a_node_is_not_moved_into_a_reservation_only_another_class_selects() -> None:
     cluster = Cluster()
     cluster.pool(disruption={"budgets": [{"nodes": "100%"}]}, requirements=RESERVED_POOL)

@@ -22,7 +22,6 @@ from nodewright.model import resources as res
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.nodepool import NodePool
 from nodewright.model.objects import Node, Pod
-from nodewright.model.requirements import Operator, Requirement
 from nodewright.model.taints import Taint, Toleration
 from nodewright.scheduling import PlannedNodeClaim, Results, solve
 
@@ -63,13 +62,6 @@ def movable(state: ClusterState, candidate: Candidate) -> list[Pod]:
     return [replace(p, node_name="") for p in candidate.reschedulable if currently_reschedulable(state, p)]
 
 
-def _bounded(pool: NodePool, zones: Mapping[str, tuple[str, ...]]) -> NodePool:
-    bound = zones.get(pool.node_class_ref.name)
-    if bound is None:
-        return pool
-    return replace(pool, requirements=(*pool.requirements, Requirement(ZONE, Operator.IN, tuple(bound))))
-
-
 def simulate(
     state: ClusterState,
     candidates: Sequence[Candidate],
@@ -108,7 +100,7 @@ def simulate(
     nodes = _condensed(state, [n for n in state.inputs.nodes if n.name not in gone and n.ready], pods)
     if settling:
         pods, nodes = _fenced(pods, len(moving), nodes, set(settling))
-    pools = [_bounded(p, state.class_zones) for p in state.inputs.nodepools]
+    pools = [state.bounded(p) for p in state.inputs.nodepools]
     keys = {p.key for p in moving}
     best = _outcome(state, keys, pods, nodes, inflight, pools, ceiling)
     if not one_claim or len(best.new_claims) <= 1:
