@@ -111,11 +111,9 @@ def can_consolidate_into_reserved_capacity_for_the_same_instance_pool(initial_ca
     cluster.pod("web-0", "node", cpu="100m", memory="128Mi")
     state = state_of(cluster, [CapacityReservation(R_MOST, MOST, ZONE, 10)])
     replacement = replaced_by(plan(state, {}), state, "claim-node")
-    # The launch takes the first option: the same type, reserved. Karpenter's scheduler narrows a NodeClaim that
-    # takes a reservation to `reserved` only; nodewright keeps the cheaper-than-the-candidate spot and on-demand
-    # offerings after it as fallbacks (README, capacity reservations), so the first option is what it launches.
-    first = replacement.options[0]
-    assert (first.instance_type, first.capacity_type, first.zone) == (MOST, RESERVED, ZONE)
+    # Karpenter's scheduler narrows a NodeClaim that takes a reservation to `reserved`: the replacement launches
+    # into the reservation or not at all.
+    assert {(o.instance_type, o.capacity_type, o.zone) for o in replacement.options} == {(MOST, RESERVED, ZONE)}
 
 
 def test_can_consolidate_into_reserved_capacity_for_the_same_instance_pool_from_on_demand() -> None:
@@ -124,13 +122,6 @@ def test_can_consolidate_into_reserved_capacity_for_the_same_instance_pool_from_
     can_consolidate_into_reserved_capacity_for_the_same_instance_pool(ON_DEMAND)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 22 item 8: disruption/consolidation.py compute() takes the spot-to-spot path (15 cheaper types "
-    "needed) whenever the candidate is spot and a spot offering is among the replacement's options; Karpenter's "
-    "scheduler narrows a NodeClaim that takes a reservation to capacity-type reserved, so its replacement is "
-    "decided by the ordinary cheaper-offering path",
-)
 def test_can_consolidate_into_reserved_capacity_for_the_same_instance_pool_from_spot() -> None:
     """consolidation_test.go Context("Reserved Capacity"): DescribeTable("can consolidate into reserved capacity
     for the same instance pool"), Entry("from spot")."""

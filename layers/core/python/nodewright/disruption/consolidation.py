@@ -25,7 +25,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import replace
 
-from nodewright.catalog.types import SPOT
+from nodewright.catalog.types import RESERVED, SPOT
 from nodewright.disruption.candidates import GRACEFUL, Candidate, last_pod_event
 from nodewright.disruption.commands import Replacement, ReplacementOffering
 from nodewright.disruption.decision import MULTI_NODE, SINGLE_NODE, UNDERUTILIZED, Decision, sentence
@@ -64,6 +64,10 @@ def compute(ctx: PlanContext, group: Sequence[Candidate], method: str) -> Decisi
     if len(sim.new_claims) > 1:
         return f"Can't remove without creating {len(sim.new_claims)} NodeClaims"
     offered = _offerings(ctx.state, sim.new_claims[0])
+    if sim.new_claims[0].cheapest.capacity_type == RESERVED:
+        # The plan took a reservation for the replacement: as Karpenter's scheduler narrows such a claim to
+        # `reserved`, it launches into a reservation or not at all, never as a dearer spot or on-demand node.
+        offered = [o for o in offered if o.capacity_type == RESERVED]
     if all(c.member.capacity_type == SPOT for c in group) and any(o.capacity_type == SPOT for o in offered):
         chosen = _spot_to_spot(ctx, group, offered, price)
     else:
