@@ -24,11 +24,6 @@ FILE = "pkg/controllers/disruption/balanced_test.go"
 
 # The RFC's example pool: ten nodes, eight m7i.xlarge ($4.84/day) and two m7i.2xlarge ($9.68/day); 80 pods.
 DEFAULT_TOTALS = (58.08, 90.0)
-ZERO_DISRUPTION = (
-    "issue 22 (new, not among items 1-14): "
-    "consolidation._balanced divides savings by a zero disruption fraction (ZeroDivisionError); Karpenter's "
-    "Score() is +Inf there, so the move is approved"
-)
 
 
 def score(savings: float, disruption_cost: float, totals: tuple[float, float]) -> float:
@@ -119,7 +114,6 @@ def test_should_produce_the_same_score_regardless_of_pool_size() -> None:
 # ------------------------------------------------------------------------------- edge cases with zero values
 
 
-@pytest.mark.xfail(strict=True, raises=ZeroDivisionError, reason=ZERO_DISRUPTION)
 def test_should_approve_with_inf_score_when_move_disruption_is_zero_and_savings_positive() -> None:
     """balanced_test.go Describe("ScoreMove") Context("edge cases with zero values"):
     It("should approve with +Inf score when move disruption is zero and savings positive").
@@ -134,21 +128,12 @@ def test_should_reject_when_both_savings_and_disruption_are_zero() -> None:
     assert not score_move(0.0, 0.0, DEFAULT_TOTALS)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "issue 22 (new, not among items 1-14): "
-        "consolidation._balanced lets a move through when its Balanced NodePool's total cost is 0 "
-        "(`continue`); Karpenter's ScoreMove returns zero fractions, Score() 0, so the move is rejected"
-    ),
-)
 def test_should_reject_when_nodepool_cost_is_zero() -> None:
     """balanced_test.go Describe("ScoreMove") Context("edge cases with zero values"):
     It("should reject when nodepool cost is zero")."""
     assert not score_move(4.84, 5.0, (0.0, 90.0))
 
 
-@pytest.mark.xfail(strict=True, raises=ZeroDivisionError, reason=ZERO_DISRUPTION)
 def test_should_approve_when_move_disruption_is_zero_division_by_zero_guard() -> None:
     """balanced_test.go Describe("ScoreMove") Context("edge cases with zero values"):
     It("should approve when move disruption is zero (division by zero guard)")."""

@@ -37,15 +37,6 @@ def catalog_with(name: str, change: dict[tuple[str, str], dict[str, object]]) ->
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "issue 22 (new, not among items 1-14): "
-        "a NaN offering price reaches the NodePool's total cost (ClusterState.price returns it, "
-        "PlanContext.pool_totals adds it), and consolidation._balanced then approves every move of the pool "
-        "(NaN comparisons are false); Karpenter keeps NaN out of the totals"
-    ),
-)
 def test_should_not_allow_nan_price_to_poison_node_pool_totals() -> None:
     """balanced_adversarial_test.go Describe("Adversarial"): It("should not allow NaN price to poison NodePool
     totals")."""

@@ -46,11 +46,6 @@ NO_EVENT = (
     "tick's decisions and `nodewright disrupt --json` list the approved commands; a rejection is an "
     "Unconsolidatable event carrying the fractions)"
 )
-ZERO_TOTALS = (
-    "issue 22 (new, not among items 1-14): "
-    "consolidation._balanced lets a move through when its Balanced NodePool has no totals (cost or "
-    "disruption 0: `continue`); Karpenter's ScoreMove returns zero fractions, Score() 0, so the move is rejected"
-)
 
 
 # ------------------------------------------------------------------------------------------ computeNodePoolTotals
@@ -78,14 +73,6 @@ def test_should_accumulate_disruption_from_zero_priced_candidates() -> None:
 # -------------------------------------------------------------------------------------------- EvaluateBalancedMove
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "issue 22 (new, not among items 1-14): "
-        "consolidation._balanced approves a decision with no candidates; Karpenter's EvaluateBalancedMove "
-        "rejects an empty command (nodewright's compute() never builds one, so only a hand-made decision reaches it)"
-    ),
-)
 def test_should_reject_when_command_has_zero_candidates() -> None:
     """balanced_scoring_test.go Describe("Balanced Scoring") Describe("EvaluateBalancedMove"):
     It("should reject when command has zero candidates")."""
@@ -106,7 +93,6 @@ def test_should_skip_non_balanced_pools_and_approve_unconditionally() -> None:
         assert isinstance(judge(ctx, move(two, savings=0.001)), Decision) is approves_poor_move
 
 
-@pytest.mark.xfail(strict=True, reason=ZERO_TOTALS)
 def test_should_reject_when_candidate_node_pool_is_missing_from_totals_map() -> None:
     """balanced_scoring_test.go Describe("Balanced Scoring") Describe("EvaluateBalancedMove"):
     It("should reject when candidate NodePool is missing from totals map")."""
@@ -218,15 +204,6 @@ def test_should_compute_correct_scores_low_savings_high_disruption() -> None:
     assert_score(0.10, 5.0, 50.0, TOTALS)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=ZeroDivisionError,
-    reason=(
-        "issue 22 (new, not among items 1-14): "
-        "consolidation._balanced divides savings by a zero disruption fraction (ZeroDivisionError); "
-        "Karpenter's Score() is +Inf there, so the move is approved"
-    ),
-)
 def test_should_compute_correct_scores_zero_disruption_cost() -> None:
     """balanced_scoring_test.go Describe("Balanced Scoring") Describe("ScoreMove (SavingsRatio)")
     DescribeTable("should compute correct scores"): Entry("zero disruption cost")."""

@@ -26,7 +26,6 @@ from __future__ import annotations
 import copy
 from collections.abc import Sequence
 
-import pytest
 from cluster_builder import Cluster, instance_types
 
 from nodewright.catalog.catalog import CapacityReservation

@@ -114,9 +114,20 @@ def settling(state: ClusterState) -> frozenset[str]:
     return _SETTLING[0][1]
 
 
+def balanced_score(saved: float, caused: float) -> float:
+    """Karpenter's ScoreResult.Score: the share of the pool's cost a move saves over the share of its disruption it
+    causes; 0 when it saves nothing (or a fraction is not a number), +inf when it causes no disruption."""
+    if not saved > 0 or math.isnan(caused):
+        return 0.0
+    return math.inf if caused == 0 else saved / caused
+
+
 def _balanced(ctx: PlanContext, decision: Decision) -> Decision | str:
-    """Karpenter v1.14's `Balanced` policy: in such a pool a move goes ahead only when the share of the pool's cost
-    it saves is at least 1/K of the share of the pool's disruption it causes (K = 2); other policies pass."""
+    """Karpenter v1.14's `Balanced` policy (EvaluateBalancedMove): in such a pool a move goes ahead only when its
+    score (`balanced_score`) is at least 1/K (K = 2). A pool whose totals are zero or unknown scores 0, so a move
+    there is refused; an empty decision is refused; pools of other policies pass."""
+    if not decision.candidates:
+        return "no candidates to consolidate"
     by_pool: dict[str, list[Candidate]] = {}
     for c in decision.candidates:
         by_pool.setdefault(c.member.nodepool, []).append(c)
@@ -125,12 +136,12 @@ def _balanced(ctx: PlanContext, decision: Decision) -> Decision | str:
         if group[0].pool.disruption.consolidation_policy != BALANCED:
             continue
         cost, disruption = ctx.pool_totals(pool)
-        if cost <= 0 or disruption <= 0:
-            continue
-        share = sum(c.price for c in group) / total_price if total_price > 0 and len(by_pool) > 1 else 1.0
-        saved = decision.savings_per_hour * share / cost
-        caused = sum(c.reschedule_cost for c in group) / disruption
-        if saved <= 0 or saved / caused < 1 / BALANCED_K:
+        saved = caused = 0.0
+        if cost > 0 and disruption > 0:  # Karpenter's ScoreMove: zero fractions otherwise
+            share = sum(c.price for c in group) / total_price if total_price > 0 and len(by_pool) > 1 else 1.0
+            saved = decision.savings_per_hour * share / cost
+            caused = sum(c.reschedule_cost for c in group) / disruption
+        if balanced_score(saved, caused) < 1 / BALANCED_K:
             return (
                 f'NodePool "{pool}" is Balanced: the move saves {saved:.1%} of its cost for {caused:.1%} of its '
                 f"disruption, below the 1/{BALANCED_K} ratio it needs"

@@ -86,7 +86,7 @@ class PlanContext:
         return "" if allowance.allowed > 0 else f"NodePool {c.member.nodepool}: {allowance.reason}"
 
     def pool_totals(self, pool: str) -> tuple[float, float]:
-        """(hourly cost, rescheduling cost) of every node of the pool: what Balanced consolidation weighs a move's
+        """(hourly cost, rescheduling cost) of every node of the pool (nodes of unknown price count 0): what Balanced consolidation weighs a move's
         savings and disruption against."""
         if not self._totals:
             for member in self.state.fleet:

@@ -7,6 +7,8 @@ the planner decides. Nothing here reads the network or the clock: the time and t
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Collection, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -190,6 +192,7 @@ class ClusterState:
             if o.zone == member.zone
             and o.capacity_type == member.capacity_type
             and (not reservation or o.reservation_id == reservation)
+            and math.isfinite(o.price)  # a price EC2 could not give must not poison a pool's totals
         ]
         return min(prices) if prices else None
 
