@@ -27,11 +27,6 @@ NO_DRA = (
     "DRA: nodewright refuses pods with resources.claims (no ResourceClaims, ResourceSlices or DeviceClasses; "
     "issue 24 area), so no device is re-allocated onto a replacement"
 )
-CLAIMED_POD_DROPPED = (
-    "issue 22 (found by this port, not among items 1-14): a bound pod with resources.claims is refused by the "
-    "loader and left out of the cluster state, so its node looks empty and emptiness removes it with no "
-    "replacement; Karpenter does not consolidate it (its claim cannot be re-allocated)"
-)
 
 
 def gpu_pod(cluster: Cluster, name: str, node: str, claim: str) -> dict[str, Any]:
@@ -66,7 +61,6 @@ def test_does_not_target_a_candidate_node_s_published_device_a_positive() -> Non
     It("does not target a candidate node's published device (A, positive)")."""
 
 
-@pytest.mark.xfail(strict=True, reason=CLAIMED_POD_DROPPED)
 def test_does_not_consolidate_when_the_candidate_s_claim_cannot_be_satisfied_elsewhere() -> None:
     """consolidation_dra_test.go Describe("Consolidation/DRA"):
     It("does not consolidate when the candidate's claim cannot be satisfied elsewhere (B, negative)")."""
@@ -78,7 +72,6 @@ def test_does_not_consolidate_when_the_candidate_s_claim_cannot_be_satisfied_els
     assert "gpu-node" not in gone(state)
 
 
-@pytest.mark.xfail(strict=True, reason=CLAIMED_POD_DROPPED)
 def test_does_not_free_a_device_held_by_a_live_pod_on_a_non_candidate_node_a_negative() -> None:
     """consolidation_dra_test.go Describe("Consolidation/DRA"):
     It("does not free a device held by a live pod on a non-candidate node (A, negative)").

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from nodewright.disruption.candidates import EVENTUAL, candidate, candidates, consolidatable, eviction_cost
 from nodewright.disruption.pdb import computed_allowed
+from nodewright.disruption.plan import plan
 from nodewright.disruption.simulate import movable
 from nodewright.disruption.state import PodFactsCache, cluster_state
 from nodewright.model.objects import LabelSelector, Pod, PodDisruptionBudget
@@ -284,3 +285,15 @@ def test_a_pod_reported_not_ready_is_not_healthy_for_a_budget_without_status() -
     state = cluster.state()
     # Two pods, one healthy, one must stay available: nothing may be disrupted (it was 1 when readiness was unread).
     assert state.pdbs.allowed[("web", "web")] == 0
+
+
+def test_a_node_whose_bound_pod_could_not_be_read_is_no_candidate_and_not_removed_as_empty() -> None:
+    cluster = Cluster()
+    cluster.node("node-a")
+    cluster.pod("gpu-0", "node-a", resourceClaims=[{"name": "gpu", "resourceClaimName": "gpu-claim"}])
+    state, errors = cluster_state(cluster.docs, instance_types(), T0)
+    assert [e.kind for e in errors] == ["Pod"]  # reported, as every document that does not load is
+    [member] = state.fleet
+    reason = candidate(state, member)
+    assert isinstance(reason, str) and "web/gpu-0 could not be read" in reason
+    assert plan(state, {}).decisions == []

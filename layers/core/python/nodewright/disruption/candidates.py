@@ -120,6 +120,9 @@ def _node_block(state: ClusterState, member: FleetNode) -> str:
     protected = str(member.annotations.get(PROTECTED_UNTIL_ANNOTATION) or "")
     if protected and epoch(protected) > state.now:
         return f"launched early for a rebalance recommendation: protected until {protected}"
+    unreadable = state.unreadable.get(member.node, ())
+    if unreadable:
+        return f"pod {unreadable[0]} could not be read (see the validation errors): its node cannot be simulated"
     if member.nodepool not in state.pools:
         if not member.nodepool:
             return "node has no karpenter.sh/nodepool label"

@@ -86,8 +86,8 @@ class PlanContext:
         return "" if allowance.allowed > 0 else f"NodePool {c.member.nodepool}: {allowance.reason}"
 
     def pool_totals(self, pool: str) -> tuple[float, float]:
-        """(hourly cost, rescheduling cost) of every node of the pool (nodes of unknown price count 0): what Balanced consolidation weighs a move's
-        savings and disruption against."""
+        """(hourly cost, rescheduling cost) of every node of the pool (a node of unknown price counts 0): what
+        Balanced consolidation weighs a move's savings and disruption against."""
         if not self._totals:
             for member in self.state.fleet:
                 cost, disruption = self._totals.get(member.nodepool, (0.0, 0.0))

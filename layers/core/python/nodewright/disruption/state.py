@@ -8,7 +8,6 @@ the planner decides. Nothing here reads the network or the clock: the time and t
 from __future__ import annotations
 
 import math
-
 from collections.abc import Collection, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -112,6 +111,9 @@ class ClusterState:
     class_reservations: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # Reservations the catalog has only because a reserved node runs in them (no EC2NodeClass selects them).
     unlisted_reservations: frozenset[str] = frozenset()
+    # Node name -> the bound pods whose documents did not load (reported as validation errors): the node is not
+    # empty, and its pods cannot be simulated, so no voluntary disruption takes it.
+    unreadable: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # The NodePools prepared against the catalog, shared by every simulation of the tick (each one a solve()).
     templates: TemplateCache = field(default_factory=TemplateCache, repr=False, compare=False)
 
@@ -252,6 +254,12 @@ def cluster_state(
         if (doc.get("spec") or {}).get("nodeName")
     }
     bound = [p for n in inputs.nodes for p in n.pods]
+    refused = {e.name for e in errors if e.kind == "Pod"}
+    unreadable: dict[str, list[str]] = {}
+    for doc in kinds.get("Pod", []):
+        node = (doc.get("spec") or {}).get("nodeName")
+        if node and _key(doc) in refused:
+            unreadable.setdefault(str(node), []).append(_key(doc))
     # Healthy as the disruption controller counts it: running and not reported not-Ready.
     healthy = {p.key for p in bound if (f := facts.get(p.key, _NO_FACTS)).ready and not f.terminating}
     limits = pdb_limits(inputs.pdbs, [*bound, *inputs.pending_pods], healthy)
@@ -269,6 +277,7 @@ def cluster_state(
         pods=facts,
         catalog=catalog,
         unlisted_reservations=_unlisted(catalog, listed),
+        unreadable={node: tuple(sorted(keys)) for node, keys in unreadable.items()},
         pdbs=limits,
         locked=locked,
         settings=settings or DisruptionSettings(),
