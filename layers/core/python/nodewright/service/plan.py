@@ -48,9 +48,10 @@ from nodewright.disruption.state import ClusterState, DisruptionSettings, PodFac
 from nodewright.disruption.termination import deletions, instance_gc
 from nodewright.interruption.ownership import parse_provider_id
 from nodewright.model.conditions import TRUE, Condition
+from nodewright.model.do_not_disrupt import DO_NOT_DISRUPT, invalid_reason
 from nodewright.model.loader import ParsedPods, load_documents
 from nodewright.model.nodeclass import EC2NodeClass
-from nodewright.ports import Clock, Cloud, Cluster, Instance, NodeEvent, StateStore, Workflows
+from nodewright.ports import Clock, Cloud, Cluster, Instance, NodeEvent, PodEvent, StateStore, Workflows
 from nodewright.service import leases
 from nodewright.service import provision as provisioning
 from nodewright.service.leases import live_leases
@@ -408,4 +409,22 @@ def _record_events(cluster: Cluster, state: ClusterState, decided: Plan, now: fl
             events.append(NodeEvent(nodeclaim, reason, message, "Normal", dedupe, kind="NodeClaim"))
     if events:
         cluster.record_node_events(events)
+    invalid = _invalid_do_not_disrupt(state, window)
+    if invalid:
+        cluster.record_events(invalid)
     return len(decided.blocked), len(decided.unconsolidatable)
+
+
+def _invalid_do_not_disrupt(state: ClusterState, window: int) -> list[PodEvent]:
+    """Karpenter's InvalidDoNotDisruptAnnotation warning on each pod of the fleet whose do-not-disrupt value is
+    ignored (neither "true" nor a positive duration), so its owner learns the pod is not protected."""
+    out = []
+    for member in state.fleet:
+        for pod in state.pods_on(member):
+            value = pod.annotations.get(DO_NOT_DISRUPT)
+            why = invalid_reason(value) if value is not None else ""
+            if why:
+                out.append(
+                    PodEvent(pod.key, "InvalidDoNotDisruptAnnotation", why, "Warning", f"{pod.key}|{why}|{window}")
+                )
+    return out
