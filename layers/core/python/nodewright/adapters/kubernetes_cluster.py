@@ -517,9 +517,10 @@ class KubernetesCluster:
             raise
         return EVICTED
 
-    def delete_pod(self, namespace: str, name: str) -> None:
+    def delete_pod(self, namespace: str, name: str, grace_seconds: int | None = None) -> None:
+        query = [("gracePeriodSeconds", str(grace_seconds))] if grace_seconds is not None else []
         try:
-            self._call("DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}")
+            self._call("DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}", query)
         except ApiError as error:
             if error.status != 404:
                 raise

@@ -284,7 +284,7 @@ class InMemoryCluster:
         self.log.append(f"evict pod/{namespace}/{name}")
         return EVICTED
 
-    def delete_pod(self, namespace: str, name: str) -> None:
+    def delete_pod(self, namespace: str, name: str, grace_seconds: int | None = None) -> None:
         if self.objects.pop(("Pod", namespace, name), None) is not None:
             self.log.append(f"delete pod/{namespace}/{name}")
 

@@ -415,9 +415,12 @@ def check_replacement(state: Mapping[str, Any], execution: str, ports: Ports) ->
 
 
 def drain(state: Mapping[str, Any], execution: str, ports: Ports) -> dict[str, Any]:
-    """CordonAndDrain, and each WaitForDrain round: cordon and taint the node, evict what may go now (a 429 is
-    counted and asked again next round), delete what is left once the deadline has passed. `done` when no pod
-    that must leave is left.
+    """CordonAndDrain, and each WaitForDrain round: cordon and taint the node, evict what may go now in Karpenter's
+    order (DaemonSet and critical pods last; a 429 is counted and asked again next round), delete each pod the
+    drain waits for once the deadline is nearer than its own terminationGracePeriodSeconds, with what is left of
+    the deadline as its grace period (`disruption.drain`). `done` when no pod the drain waits for is left. The
+    round reads the pods whole (status.startTime: do-not-disrupt durations; deletionTimestamp: pods stuck
+    terminating) and decides at the clock's time against the deadline IdentifyCandidate set.
 
     The totals add this round to the previous round's: a round that evicted and then failed is retried with
     the previous state, so `evicted_total` counts the evictions of rounds that succeeded (a lower bound).
@@ -437,7 +440,8 @@ def drain(state: Mapping[str, Any], execution: str, ports: Ports) -> dict[str, A
     left = set(found.get("moving") or ()) - {drain_pod(p).key for p in pods}
     outcomes = {key: ports.cluster.evict_pod(*key.split("/", 1)) for key in work.evict}
     for key in work.delete:
-        ports.cluster.delete_pod(*key.split("/", 1))
+        namespace, name = key.split("/", 1)
+        ports.cluster.delete_pod(namespace, name, work.grace.get(key))
     evicted = sorted(k for k, v in outcomes.items() if v == EVICTED)
     blocked = sorted(k for k, v in outcomes.items() if v == EVICTION_BLOCKED)
     previous = state.get("drain") or {}
@@ -451,7 +455,8 @@ def drain(state: Mapping[str, Any], execution: str, ports: Ports) -> dict[str, A
     elif not previous:
         _event(ports, node, "DrainStarted", work.reason, execution)
     if work.delete:
-        _event(ports, node, "DrainDeadlinePassed", f"deleted {len(work.delete)} pod(s)", execution, "Warning")
+        message = f"deleted {len(work.delete)} pod(s) to be gone by the deadline"
+        _event(ports, node, "DrainDeadlinePassed", message, execution, "Warning")
     return {
         "done": work.done,
         "reason": work.reason,
