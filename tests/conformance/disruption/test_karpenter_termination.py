@@ -312,7 +312,7 @@ def test_should_only_delete_pods_when_their_tgps_is_less_than_the_nodes_remainin
     assert drainer.terminating("pod")
 
 
-def test_should_update_deletion_timestamp_for_terminating_pods_when_it_is_after_node_deletion_timestamp() -> None:
+def test_should_update_deletion_timestamp_for_terminating_pods_when_after_node_deletion() -> None:
     """suite_test.go Describe("Termination") Context("Reconciliation"): It("should update deletion timestamp for
     terminating pods when it is after node deletion timestamp")."""
     pod = kpod("pod", annotations={"karpenter.sh/do-not-disrupt": "true"}, grace=6000, deleted_at=T0 + 6000)
@@ -345,7 +345,7 @@ def test_should_only_wait_for_volume_attachments_associated_with_drainable_pods(
 
 
 @pytest.mark.skip(reason=NO_VOLUME_WAIT)
-def test_should_wait_for_volume_attachments_until_the_nodeclaims_termination_grace_period_expires() -> None:
+def test_should_wait_for_volume_attachments_until_the_nodeclaims_tgp_expires() -> None:
     """suite_test.go Describe("Termination") Context("Reconciliation") Context("VolumeAttachments"): It("should wait
     for volume attachments until the nodeclaim's termination grace period expires")."""
 

@@ -474,9 +474,9 @@ def drain(state: Mapping[str, Any], execution: str, ports: Ports) -> dict[str, A
 
 
 def terminate_instance(state: Mapping[str, Any], execution: str, ports: Ports) -> dict[str, Any]:
-    """TerminateInstance: terminate the instance, delete the Node and the NodeClaim (their termination finalizers
-    come off: the instance is gone), release the lock. A claim that never recorded its instance has it found by
-    its tag (a launch may have been under way)."""
+    """TerminateInstance: terminate the instance, delete its Nodes (every Node with the claim's providerID) and then
+    the NodeClaim (their termination finalizers come off: the instance is gone), release the lock. A claim that never
+    recorded its instance has it found by its tag (a launch may have been under way)."""
     command = DisruptionCommand.from_input(state)
     found = _identified(state)
     hold(state, execution, ports)
@@ -487,8 +487,8 @@ def terminate_instance(state: Mapping[str, Any], execution: str, ports: Ports) -
         ports.cloud.terminate(ids)
         instance = ", ".join(ids)
     _event(ports, node, "Terminated", f"{command.reason}: instance {instance or '-'} terminated", execution)
-    if node:
-        ports.cluster.delete_node(node)
+    for name in _claim_nodes(ports, command.nodeclaim, node):
+        ports.cluster.delete_node(name)
     ports.cluster.delete_nodeclaim(command.nodeclaim)
     out = {"terminated": instance, "node": node, "nodeclaim": command.nodeclaim, "at": ports.clock.now()}
     try:
@@ -498,6 +498,22 @@ def terminate_instance(state: Mapping[str, Any], execution: str, ports: Ports) -
         # it), and failing here would only roll back what no longer exists.
         out["lease_not_released"] = str(error)
     return out
+
+
+def _claim_nodes(ports: Ports, nodeclaim: str, node: str) -> list[str]:
+    """Every Node of the NodeClaim, its joined `node` first: each Node whose providerID is the claim's (Karpenter's
+    lifecycle termination deletes them all: a second Node for one instance is as dead as the first). A claim that
+    never recorded an instance has only `node`; Nodes without a providerID are never a claim's."""
+    view = ports.cluster.read_fleet()
+    claim = next((c for c in view.nodeclaims if (c.get("metadata") or {}).get("name") == nodeclaim), None)
+    provider = str(((claim or {}).get("status") or {}).get("providerID") or "")
+    names = [node] if node else []
+    if provider:
+        for doc in view.nodes:
+            name = str((doc.get("metadata") or {}).get("name") or "")
+            if name and name not in names and (doc.get("spec") or {}).get("providerID") == provider:
+                names.append(name)
+    return names
 
 
 def release(state: Mapping[str, Any], execution: str, ports: Ports) -> dict[str, Any]:
