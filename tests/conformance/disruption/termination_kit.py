@@ -36,7 +36,11 @@ _SERVICE = Path(__file__).resolve().parents[2] / "unit" / "service"
 if str(_SERVICE) not in sys.path:
     sys.path.insert(0, str(_SERVICE))
 
-from service_fakes import FakeCloud, FixedClock, node_for, nodeclass, nodepool  # noqa: E402
+from service_fakes import FakeCloud, FixedClock, SmallCatalog, node_for, nodeclass, nodepool, pod  # noqa: E402
+from test_provision_service import batch_of  # noqa: E402
+
+# Re-exported for the ports that launch through nodewright's provisioner (the lifecycle liveness suite).
+__all__ = ["FakeCloud", "FixedClock", "SmallCatalog", "batch_of", "node_for", "nodeclass", "nodepool", "pod"]
 
 T0 = 1_800_000_000.0
 NODE, CLAIM, INSTANCE = "node-a", "claim-a", "i-a"
