@@ -8,16 +8,21 @@ for an Eviction of each pod `disruption.drain.drain_round` names, counts a 429 a
 round; the deletions and their grace periods are the round's `delete` and `grace`. Fixtures: the BeforeEach's pod
 (labelled test=label) and node are `termination_kit.World` (the in-memory cluster's `eviction_blocked` is the API
 server refusing for a PDB with maxUnavailable 0) and `termination_kit.kpod` for the pure rounds. Karpenter's
-metrics and queue mechanics (UID keys, data races) have no counterpart (skip reasons say why).
+metrics and queue mechanics (UID keys, data races) have no counterpart (skip reasons say why). The API server's 500
+for a pod two PDBs select is driven through nodewright's Kubernetes adapter against a stub server.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping, Sequence
+
 import pytest
 from termination_kit import NODE, T0, Drainer, World, key, kpod
 
+from nodewright.adapters.kubernetes_cluster import MULTIPLE_PDBS_MESSAGE, ApiServer, KubernetesCluster
 from nodewright.disruption.drain import drain_round
-from nodewright.ports import EVICTED, GONE
+from nodewright.ports import BLOCKED, EVICTED, GONE
 
 FILE = "pkg/controllers/node/termination/terminator/suite_test.go"
 METRIC = "Karpenter controller metric; nodewright records the workflow's steps as events and execution history instead"
@@ -73,14 +78,34 @@ def test_should_return_a_node_drain_error_event_when_a_pdb_is_blocking() -> None
     assert world.exists("Pod", "pod") and world.exists("Node", NODE)
 
 
-@pytest.mark.skip(
-    reason="the API server answers 500 for a pod two PDBs select; nodewright's Kubernetes adapter raises on it "
-    "(only 429 is read as a refusal) and the state machine retries the drain step, where Karpenter requeues the pod "
-    "with a FailedDraining event (adapters/kubernetes_cluster.py evict_pod)"
-)
 def test_should_return_a_node_drain_error_event_when_two_pdbs_refer_to_the_same_pod() -> None:
     """terminator/suite_test.go Describe("Eviction/Queue") Context("Eviction API"): It("should return a
     NodeDrainError event when two PDBs refer to the same pod")."""
+    # The API server's answer, through nodewright's Kubernetes adapter: a refusal, asked again next round.
+    assert KubernetesCluster(_Answers(500, MULTIPLE_PDBS_MESSAGE)).evict_pod("default", "pod") == BLOCKED
+    world = World(kpod("pod", labels=LABELS))
+    world.cluster.eviction_blocked.add(key("pod"))
+    world.delete("Node")
+    world.start()
+    assert world.drain()["blocked"] == [key("pod")]
+    assert world.drain()["blocked"] == [key("pod")]
+
+
+class _Answers(ApiServer):
+    """An API server answering every request with one status and message."""
+
+    def __init__(self, status: int, message: str) -> None:
+        self.answer = (status, json.dumps({"kind": "Status", "code": status, "message": message}).encode())
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        query: Sequence[tuple[str, str]] = (),
+        body: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> tuple[int, bytes]:
+        return self.answer
 
 
 @pytest.mark.skip(reason="a Go data-race test of the eviction queue's Add and Reconcile; nodewright keeps no queue")

@@ -59,6 +59,10 @@ MERGE_PATCH = "application/merge-patch+json"
 COMPONENT = "nodewright"
 _EVENT_WORKERS = 8
 CONNECT_TIMEOUT_SECONDS = 5.0
+# The API server's answer (HTTP 500) to an Eviction of a pod more than one PodDisruptionBudget selects.
+MULTIPLE_PDBS_MESSAGE = (
+    "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
+)
 READ_TIMEOUT_SECONDS = 30.0
 _CONFLICT_RETRIES = 5
 _POSTED_MEMORY_SECONDS = 900.0
@@ -99,6 +103,7 @@ class ApiError(Exception):
     def __init__(self, status: int, method: str, path: str, body: str) -> None:
         super().__init__(f"{method} {path}: HTTP {status}: {body[:500]}")
         self.status = status
+        self.body = body
 
 
 class ApiServer:
@@ -510,7 +515,10 @@ class KubernetesCluster:
         try:
             self._call("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/eviction", body=body)
         except ApiError as error:
-            if error.status == 429:
+            # 429: a PodDisruptionBudget refuses for now. A pod two budgets select gets a 500 the eviction
+            # subresource answers every time; Karpenter's eviction queue reads it as a refusal too (eviction.go), so
+            # the drain asks again next round instead of failing, until the deadline deletes the pod.
+            if error.status == 429 or (error.status == 500 and MULTIPLE_PDBS_MESSAGE in error.body):
                 return BLOCKED
             if error.status == 404:
                 return GONE
