@@ -257,14 +257,22 @@ def test_should_delete_nodes_with_no_underlying_instance_even_if_not_fully_drain
     assert [(r.kind, r.nodeclaim, r.node) for r in forget] == [(FORGET, CLAIM, NODE)]
 
 
-@pytest.mark.skip(
-    reason="nodewright forgets a NodeClaim (and deletes its Node) once EC2 reports its instance terminated or "
-    "unknown for GONE_GRACE_SECONDS, whether or not the Node is Ready (disruption/reconcile.py lost_instances); "
-    "Karpenter keeps a Ready node whose instance the cloud provider cannot find"
+@pytest.mark.xfail(
+    strict=True,
+    reason="not an issue 22 item (disruption/reconcile.py lost_instances): nodewright forgets a NodeClaim and "
+    "deletes its Node once EC2 reports the instance terminated (or unknown for GONE_GRACE_SECONDS) whether or not the "
+    "Node is Ready; Karpenter keeps a Ready node whose instance the cloud provider cannot find (a live kubelet)",
 )
 def test_should_not_delete_nodes_with_no_underlying_instance_if_the_node_is_still_ready() -> None:
     """suite_test.go Describe("Termination") Context("Reconciliation"): It("should not delete nodes with no
     underlying instance if the node is still Ready")."""
+    world = World(kpod("pod-0"), kpod("pod-1"))
+    world.delete("Node")
+    view = world.cluster.read_fleet()
+    fleet = fleet_nodes(view.nodeclaims, view.nodes, {})
+    gone = Instance(INSTANCE, "m5.xlarge", "us-east-1a", "terminated", "on-demand", T0 - 3600, {})
+    forget, _ = lost_instances(fleet, {INSTANCE: gone}, T0)
+    assert forget == []
 
 
 def test_should_bypass_pods_which_are_stuck_terminating_past_their_grace_period() -> None:
