@@ -93,14 +93,17 @@ def test_should_not_race_if_deleting_nodes_in_parallel() -> None:
     parallel")."""
 
 
-@pytest.mark.skip(
-    reason="nodewright does not label draining nodes node.kubernetes.io/exclude-from-external-load-balancers "
-    "(its Cluster port writes taints, cordons and annotations, not Node labels); the disrupted taint and the cordon "
-    "take the node out of service"
-)
 def test_should_exclude_nodes_from_load_balancers_when_terminating() -> None:
     """suite_test.go Describe("Termination") Context("Reconciliation"): It("should exclude nodes from load balancers
-    when terminating")."""
+    when terminating"). The label's value is nodewright's name where Karpenter writes its own: the service
+    controller reads only the label's presence."""
+    world = World(kpod("pod", labels={"foo": "bar"}))
+    world.cluster.eviction_blocked.add(key("pod"))  # a fully blocking PDB keeps the node while we look
+    world.delete("Node")
+    world.start()
+    world.drain()
+    labels = world.cluster.objects[("Node", "", NODE)]["metadata"]["labels"]
+    assert labels["node.kubernetes.io/exclude-from-external-load-balancers"] == "nodewright"
 
 
 def _toleration_case(toleration: dict[str, str]) -> None:

@@ -290,8 +290,8 @@ class Cluster(Protocol):
         """Remove every taint with this key (and this effect, when given) from the node; a missing node is fine."""
         ...
 
-    def label_node(self, node: str, labels: Mapping[str, str]) -> None:
-        """Merge labels into the node's; a missing node is not an error."""
+    def label_node(self, node: str, labels: Mapping[str, str | None]) -> None:
+        """Merge labels into the node's (a None value removes that label); a missing node is not an error."""
         ...
 
     def read_fleet(self) -> FleetView:

@@ -482,9 +482,9 @@ class KubernetesCluster:
 
         self._change_taints(node, without)
 
-    def label_node(self, node: str, labels: Mapping[str, str]) -> None:
+    def label_node(self, node: str, labels: Mapping[str, str | None]) -> None:
         try:
-            body = {"metadata": {"labels": dict(labels)}}
+            body = {"metadata": {"labels": dict(labels)}}  # a merge patch: a null value removes the label
             self._call("PATCH", f"/api/v1/nodes/{node}", body=body, content_type=MERGE_PATCH)
         except ApiError as error:
             if error.status != 404:
