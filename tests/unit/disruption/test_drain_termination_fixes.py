@@ -78,3 +78,19 @@ def test_a_do_not_disrupt_duration_blocks_a_voluntary_command_only_while_active(
     assert identify(drift, member, [held], pool, 1, 0, T0 + 3000).outcome == PROCEED
     assert identify(drift, member, [pod("batch", "soon", T0)], pool, 1, 0, T0).outcome == PROCEED
     assert identify(drift, member, [pod("batch", "1h")], pool, 1, 0, T0 + 10**6).outcome == BLOCKED
+
+
+def test_the_planners_pod_facts_read_equal_and_omitted_operator_tolerations_of_the_disrupted_taint() -> None:
+    """Item 5: the planner's pod facts (disruption/state.py) share the drain's toleration matching."""
+    from nodewright.disruption.state import pod_facts
+
+    for toleration in (
+        {"key": "karpenter.sh/disrupted", "operator": "Equal", "effect": "NoSchedule"},
+        {"key": "karpenter.sh/disrupted"},
+    ):
+        doc = pod("p")
+        doc["spec"]["tolerations"] = [toleration]
+        assert pod_facts(doc).tolerates_disrupted, toleration
+    doc = pod("p")
+    doc["spec"]["tolerations"] = [{"key": "karpenter.sh/disrupted", "value": "x"}]
+    assert not pod_facts(doc).tolerates_disrupted
