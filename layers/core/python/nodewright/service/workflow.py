@@ -289,11 +289,8 @@ def _target_states(
         else:
             pods = ports.cluster.pods_on_node(member.node) if member.node else []
             moving = sorted(p.key for p in map(drain_pod, pods) if not p.stays)
-            # As identify() bounds the first node: the claim's own grace period, or the command's deadline when
-            # earlier.
             grace = member.termination_grace_period
-            bound = command.requested_at + grace if grace is not None else None
-            deadline = min((d for d in (bound, command.deadline) if d is not None), default=None)
+            deadline = command.requested_at + grace if grace is not None else command.deadline
         ports.cluster.set_nodeclaim_conditions(
             member.nodeclaim, [Condition(DISRUPTION_REASON, TRUE, command.reason, f"{command.method or 'workflow'}")]
         )
