@@ -78,6 +78,9 @@ def test_a_do_not_disrupt_duration_blocks_a_voluntary_command_only_while_active(
     assert identify(drift, member, [held], pool, 1, 0, T0 + 3000).outcome == PROCEED
     assert identify(drift, member, [pod("batch", "soon", T0)], pool, 1, 0, T0).outcome == PROCEED
     assert identify(drift, member, [pod("batch", "1h")], pool, 1, 0, T0 + 10**6).outcome == BLOCKED
+    leaving = pod("batch", "true")
+    leaving["metadata"]["deletionTimestamp"] = rfc3339(T0)
+    assert identify(drift, member, [leaving], pool, 1, 0, T0).outcome == PROCEED  # IsDisruptable: not active
 
 
 def test_the_planners_pod_facts_read_equal_and_omitted_operator_tolerations_of_the_disrupted_taint() -> None:
