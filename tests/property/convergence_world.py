@@ -283,11 +283,11 @@ class Cluster(InMemoryCluster):
             self._removed(doc, "evicted")
         return super().evict_pod(namespace, name)
 
-    def delete_pod(self, namespace: str, name: str) -> None:
+    def delete_pod(self, namespace: str, name: str, grace_seconds: int | None = None) -> None:
         doc = self.objects.get(("Pod", namespace, name))
         if doc is not None:
             self._removed(doc, "deleted")
-        super().delete_pod(namespace, name)
+        super().delete_pod(namespace, name, grace_seconds)
 
     def _removed(self, doc: Mapping[str, Any], how: str) -> None:
         metadata = doc.get("metadata") or {}

@@ -290,8 +290,8 @@ class Cluster(Protocol):
         """Remove every taint with this key (and this effect, when given) from the node; a missing node is fine."""
         ...
 
-    def label_node(self, node: str, labels: Mapping[str, str]) -> None:
-        """Merge labels into the node's; a missing node is not an error."""
+    def label_node(self, node: str, labels: Mapping[str, str | None]) -> None:
+        """Merge labels into the node's (a None value removes that label); a missing node is not an error."""
         ...
 
     def read_fleet(self) -> FleetView:
@@ -317,8 +317,9 @@ class Cluster(Protocol):
         """Ask for a policy/v1 Eviction; returns EVICTED, BLOCKED (429: a PodDisruptionBudget) or GONE."""
         ...
 
-    def delete_pod(self, namespace: str, name: str) -> None:
-        """Delete the pod outright (only after a grace period or deadline has passed); absent is fine."""
+    def delete_pod(self, namespace: str, name: str, grace_seconds: int | None = None) -> None:
+        """Delete the pod outright (only as a deadline nears); absent is fine. `grace_seconds`: the deletion's grace
+        period (None: the pod's own), so a pod deleted before a deadline is gone by it."""
         ...
 
     def delete_node(self, name: str) -> None:

@@ -165,11 +165,16 @@ class InMemoryCluster:
             status["conditions"] = merge_conditions(status.get("conditions") or [], conditions, (), self._clock())
         self.log.append(f"status {kind.lower()}/{name}")
 
-    def label_node(self, node: str, labels: Mapping[str, str]) -> None:
+    def label_node(self, node: str, labels: Mapping[str, str | None]) -> None:
         doc = self.objects.get(("Node", "", node))
         if doc is None:
             return
-        doc.setdefault("metadata", {}).setdefault("labels", {}).update(labels)
+        current = doc.setdefault("metadata", {}).setdefault("labels", {})
+        for k, v in labels.items():
+            if v is None:
+                current.pop(k, None)
+            else:
+                current[k] = v
         self.log.append(f"label node/{node} {','.join(f'{k}={v}' for k, v in sorted(labels.items()))}")
 
     def create_nodeclaim(self, document: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -284,7 +289,7 @@ class InMemoryCluster:
         self.log.append(f"evict pod/{namespace}/{name}")
         return EVICTED
 
-    def delete_pod(self, namespace: str, name: str) -> None:
+    def delete_pod(self, namespace: str, name: str, grace_seconds: int | None = None) -> None:
         if self.objects.pop(("Pod", namespace, name), None) is not None:
             self.log.append(f"delete pod/{namespace}/{name}")
 

@@ -2,7 +2,9 @@
 
 Read from camelCase API documents (NodeClaims, Nodes), so the planner and the workflow decide on exactly what
 the API server holds. A NodeClaim carries its own `expireAfter` and `terminationGracePeriod` (copied from its
-NodePool's template when it was created, as Karpenter v1 does); a claim without them falls back to its pool's.
+NodePool's template when it was created, as Karpenter v1 does). A claim without `expireAfter` falls back to its
+pool's; a claim without `terminationGracePeriod` has none, whatever its pool says now (Karpenter reads the grace
+period from the NodeClaim only: a pool given one later does not bound the drain of claims launched before).
 """
 
 from __future__ import annotations
@@ -15,9 +17,9 @@ from typing import Any
 
 from nodewright.disruption.drain import DISRUPTED_TAINT_KEY
 from nodewright.model.conditions import condition_of
+from nodewright.model.do_not_disrupt import DO_NOT_DISRUPT
 from nodewright.model.durations import DurationError, parse_duration
 from nodewright.model.nodepool import NodePool
-from nodewright.model.objects import DO_NOT_DISRUPT
 from nodewright.tags import CORDONED
 
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
@@ -210,13 +212,9 @@ def _fleet_node(
         expire_after=_duration(
             spec, "expireAfter", pool.expire_after_seconds if pool else None, problems, allow_never=True
         ),
-        termination_grace_period=_duration(
-            spec,
-            "terminationGracePeriod",
-            pool.termination_grace_period_seconds if pool else None,
-            problems,
-            allow_never=False,
-        ),
+        # The claim's own, written at launch; never its pool's (Karpenter reads only the NodeClaim's): a claim
+        # launched before its pool had one is drained without a deadline.
+        termination_grace_period=_duration(spec, "terminationGracePeriod", None, problems, allow_never=False),
         disrupting=any(t.get("key") == DISRUPTED_TAINT_KEY and t.get("effect") == "NoSchedule" for t in taints),
         do_not_disrupt=str((node_meta.get("annotations") or {}).get(DO_NOT_DISRUPT, "")) == "true",
         problems=tuple(problems),

@@ -6,16 +6,18 @@ with its reason out. The lock is the service's business (it is a write); this on
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from nodewright.disruption.budgets import allowed_disruptions
 from nodewright.disruption.commands import DRIFTED, EXPIRED, DisruptionCommand
-from nodewright.disruption.drain import drain_pod
+from nodewright.disruption.drain import DrainPod, drain_pod
 from nodewright.disruption.fleet import FleetNode
+from nodewright.model.conditions import rfc3339
+from nodewright.model.do_not_disrupt import DO_NOT_DISRUPT
 from nodewright.model.nodepool import NodePool
-from nodewright.model.objects import DO_NOT_DISRUPT
 
 PROCEED, GONE, BLOCKED = "proceed", "gone", "blocked"
 
@@ -47,7 +49,10 @@ def identify(
     now: float,
 ) -> Identification:
     """Decide whether `command` goes ahead. Forceful commands (interruptions, expiration) are never blocked;
-    voluntary ones stop at `karpenter.sh/do-not-disrupt` on the node or a pod and at the pool's budgets."""
+    voluntary ones stop at `karpenter.sh/do-not-disrupt` on the node, at a pod whose do-not-disrupt protection is
+    active at `now` ("true", or a duration from the pod's start that has not ended: the reason says until when),
+    and at the pool's budgets. The deadline is the NodeClaim's own terminationGracePeriod (never its NodePool's)
+    counted from the command's request, or the command's deadline when earlier."""
     if node is None:
         return Identification(GONE, f"nodeclaim/{command.nodeclaim} no longer exists")
     drainable = [p for p in map(drain_pod, pods) if not p.stays]
@@ -58,9 +63,11 @@ def identify(
         # Drift is eventual (Karpenter): with a terminationGracePeriod the grace period bounds the drain, so
         # do-not-disrupt pods do not hold it back.
         eventual = command.reason == DRIFTED and node.termination_grace_period is not None
-        held = [] if eventual else sorted(p.key for p in drainable if p.do_not_disrupt)
+        # Only protection active now holds a voluntary command (Karpenter's IsDisruptable): a duration that has
+        # ended protects nothing, and a terminating pod is leaving anyway.
+        held = [] if eventual else [p for p in drainable if not p.terminating and p.protected(now)]
         if held:
-            return Identification(BLOCKED, f"pod(s) {', '.join(held[:5])} annotated {DO_NOT_DISRUPT}=true")
+            return Identification(BLOCKED, _held_reason(held))
         if pool is not None:
             allowance = allowed_disruptions(pool.disruption.budgets, command.reason, pool_nodes, pool_disrupting, now)
             if allowance.allowed <= 0:
@@ -78,3 +85,13 @@ def identify(
         deadline=deadline,
         urgent=urgent,
     )
+
+
+def _held_reason(held: Sequence[DrainPod]) -> str:
+    """Which pods hold the command back, and until when for those whose protection ends."""
+    named = []
+    for p in sorted(held, key=lambda p: p.key)[:5]:
+        until = p.protected_until
+        ends = f" until {rfc3339(until)}" if until is not None and until != math.inf else ""
+        named.append(f"{p.key}{ends}")
+    return f"pod(s) {', '.join(named)} protected by {DO_NOT_DISRUPT}"

@@ -4,8 +4,10 @@
   NodePool is gone: claims name their NodePool as owner) is held by nodewright's termination finalizer until
   its node is drained and its instance terminated. Karpenter's termination controllers do that in place; here
   the planner starts the disruption workflow for it, forceful as a deletion is (budgets and do-not-disrupt do
-  not hold it back; the drain respects PodDisruptionBudgets until the NodeClaim's terminationGracePeriod,
-  counted from the deletion, has passed), and the workflow's last step takes the finalizer off.
+  not hold it back; the drain respects PodDisruptionBudgets until the NodeClaim's own terminationGracePeriod,
+  counted from the deletion, is about to pass: each pod is then deleted its own terminationGracePeriodSeconds
+  before that deadline, `drain.drain_round`), and the workflow's last step deletes every Node with the claim's
+  providerID and then the NodeClaim, taking the finalizers off.
 - Instance garbage collection by providerID (Karpenter AWS `pkg/controllers/nodeclaim/garbagecollection`): an
   instance tagged as this cluster's nodewright capacity (`nodewright.tags.is_owned`: `nodewright.io/cluster=<cluster>`
   and a `nodewright.io/nodepool` key, never Karpenter's tags, so neither side collects the other's), launched more

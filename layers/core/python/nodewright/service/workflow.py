@@ -42,6 +42,9 @@ from nodewright.service import provision as provisioning
 from nodewright.service.batch import Batch
 
 LOCKED = "locked"
+# Set on a node as its drain starts (Karpenter's terminator does the same, with its own name as the value).
+EXCLUDE_BALANCERS_LABEL = "node.kubernetes.io/exclude-from-external-load-balancers"
+EXCLUDE_BALANCERS_VALUE = "nodewright"
 INVALIDATED = "invalidated"
 DISRUPTION_REASON = "DisruptionReason"  # the NodeClaim condition Karpenter sets on the nodes a command takes away
 REPLACEMENT_TIMEOUT_SECONDS = 15 * 60  # as long as the provisioner waits for any node to register
@@ -415,12 +418,17 @@ def check_replacement(state: Mapping[str, Any], execution: str, ports: Ports) ->
 
 
 def drain(state: Mapping[str, Any], execution: str, ports: Ports) -> dict[str, Any]:
-    """CordonAndDrain, and each WaitForDrain round: cordon and taint the node, evict what may go now (a 429 is
-    counted and asked again next round), delete what is left once the deadline has passed. `done` when no pod
-    that must leave is left.
+    """CordonAndDrain, and each WaitForDrain round: cordon and taint the node (the first round also labels it
+    node.kubernetes.io/exclude-from-external-load-balancers, as Karpenter's terminator does), evict what may go
+    now in Karpenter's order (DaemonSet and critical pods last; a 429 is counted and asked again next round),
+    delete each pod the drain waits for once the deadline is nearer than its own terminationGracePeriodSeconds,
+    with what is left of the deadline as its grace period (`disruption.drain`). `done` when no pod the drain
+    waits for is left. The round reads the pods whole (status.startTime: do-not-disrupt durations;
+    deletionTimestamp: pods stuck terminating) and decides at the clock's time against the deadline
+    IdentifyCandidate set.
 
-    The totals add this round to the previous round's: a round that evicted and then failed is retried with
-    the previous state, so `evicted_total` counts the evictions of rounds that succeeded (a lower bound).
+    The totals add this round to the previous round's: a round that evicted and then failed is retried with the
+    previous state, so `evicted_total` counts the evictions of rounds that succeeded (a lower bound).
     `left_total` is read from the cluster instead: how many of the pods that must move are no longer bound to
     the node, however they went."""
     found = _identified(state)
@@ -429,18 +437,23 @@ def drain(state: Mapping[str, Any], execution: str, ports: Ports) -> dict[str, A
     now = ports.clock.now()
     if not node:
         return {"done": True, "reason": "the NodeClaim never registered a node: nothing to drain", "wait_seconds": 0}
+    previous = state.get("drain") or {}
     ports.cluster.add_node_taint(node, DISRUPTED_TAINT_KEY, "", "NoSchedule")
     ports.cluster.set_unschedulable(node, True)
+    if not previous:
+        # Karpenter's terminator labels a node it drains so load balancers stop sending it traffic (a cordon no
+        # longer does since Kubernetes 1.19); Rollback takes the label off a node it gives back.
+        ports.cluster.label_node(node, {EXCLUDE_BALANCERS_LABEL: EXCLUDE_BALANCERS_VALUE})
     deadline = found.get("deadline")
     pods = ports.cluster.pods_on_node(node)
     work = drain_round(pods, now, float(deadline) if deadline is not None else None)
     left = set(found.get("moving") or ()) - {drain_pod(p).key for p in pods}
     outcomes = {key: ports.cluster.evict_pod(*key.split("/", 1)) for key in work.evict}
     for key in work.delete:
-        ports.cluster.delete_pod(*key.split("/", 1))
+        namespace, name = key.split("/", 1)
+        ports.cluster.delete_pod(namespace, name, work.grace.get(key))
     evicted = sorted(k for k, v in outcomes.items() if v == EVICTED)
     blocked = sorted(k for k, v in outcomes.items() if v == EVICTION_BLOCKED)
-    previous = state.get("drain") or {}
     rounds = int(previous.get("rounds") or 0) + 1
     if not previous:
         reason = str(state.get("reason") or "")
@@ -451,7 +464,8 @@ def drain(state: Mapping[str, Any], execution: str, ports: Ports) -> dict[str, A
     elif not previous:
         _event(ports, node, "DrainStarted", work.reason, execution)
     if work.delete:
-        _event(ports, node, "DrainDeadlinePassed", f"deleted {len(work.delete)} pod(s)", execution, "Warning")
+        message = f"deleted {len(work.delete)} pod(s) to be gone by the deadline"
+        _event(ports, node, "DrainDeadlinePassed", message, execution, "Warning")
     return {
         "done": work.done,
         "reason": work.reason,
@@ -469,9 +483,9 @@ def drain(state: Mapping[str, Any], execution: str, ports: Ports) -> dict[str, A
 
 
 def terminate_instance(state: Mapping[str, Any], execution: str, ports: Ports) -> dict[str, Any]:
-    """TerminateInstance: terminate the instance, delete the Node and the NodeClaim (their termination finalizers
-    come off: the instance is gone), release the lock. A claim that never recorded its instance has it found by
-    its tag (a launch may have been under way)."""
+    """TerminateInstance: terminate the instance, delete its Nodes (every Node with the claim's providerID) and then
+    the NodeClaim (their termination finalizers come off: the instance is gone), release the lock. A claim that never
+    recorded its instance has it found by its tag (a launch may have been under way)."""
     command = DisruptionCommand.from_input(state)
     found = _identified(state)
     hold(state, execution, ports)
@@ -482,8 +496,8 @@ def terminate_instance(state: Mapping[str, Any], execution: str, ports: Ports) -
         ports.cloud.terminate(ids)
         instance = ", ".join(ids)
     _event(ports, node, "Terminated", f"{command.reason}: instance {instance or '-'} terminated", execution)
-    if node:
-        ports.cluster.delete_node(node)
+    for name in _claim_nodes(ports, command.nodeclaim, node):
+        ports.cluster.delete_node(name)
     ports.cluster.delete_nodeclaim(command.nodeclaim)
     out = {"terminated": instance, "node": node, "nodeclaim": command.nodeclaim, "at": ports.clock.now()}
     try:
@@ -493,6 +507,22 @@ def terminate_instance(state: Mapping[str, Any], execution: str, ports: Ports) -
         # it), and failing here would only roll back what no longer exists.
         out["lease_not_released"] = str(error)
     return out
+
+
+def _claim_nodes(ports: Ports, nodeclaim: str, node: str) -> list[str]:
+    """Every Node of the NodeClaim, its joined `node` first: each Node whose providerID is the claim's (Karpenter's
+    lifecycle termination deletes them all: a second Node for one instance is as dead as the first). A claim that
+    never recorded an instance has only `node`; Nodes without a providerID are never a claim's."""
+    view = ports.cluster.read_fleet()
+    claim = next((c for c in view.nodeclaims if (c.get("metadata") or {}).get("name") == nodeclaim), None)
+    provider = str(((claim or {}).get("status") or {}).get("providerID") or "")
+    names = [node] if node else []
+    if provider:
+        for doc in view.nodes:
+            name = str((doc.get("metadata") or {}).get("name") or "")
+            if name and name not in names and (doc.get("spec") or {}).get("providerID") == provider:
+                names.append(name)
+    return names
 
 
 def release(state: Mapping[str, Any], execution: str, ports: Ports) -> dict[str, Any]:
@@ -510,10 +540,10 @@ def release(state: Mapping[str, Any], execution: str, ports: Ports) -> dict[str,
 
 def rollback(state: Mapping[str, Any], execution: str, ports: Ports) -> dict[str, Any]:
     """Rollback: every node of the command that this execution still holds, whose instance still runs and whose
-    NodeClaim is not being deleted, is untainted and uncordoned (a node another execution took over is that
-    execution's; a deleting NodeClaim's node must go, through its Deleted workflow); replacement NodeClaims no pod
-    landed on are terminated and deleted; the leases still held are released. Returns what it did; the state machine
-    then fails with the original cause."""
+    NodeClaim is not being deleted, is untainted, uncordoned and put back behind load balancers (a node
+    another execution took over is that execution's; a deleting NodeClaim's node must go, through its Deleted
+    workflow); replacement NodeClaims no pod landed on are terminated and deleted; the leases still held are
+    released. Returns what it did; the state machine then fails with the original cause."""
     command = DisruptionCommand.from_input(state)
     found = state.get("identify") or {}
     node = str(found.get("node") or command.node)
@@ -533,6 +563,7 @@ def rollback(state: Mapping[str, Any], execution: str, ports: Ports) -> dict[str
     for name in restored:
         ports.cluster.remove_node_taint(name, DISRUPTED_TAINT_KEY)
         ports.cluster.set_unschedulable(name, False)
+        ports.cluster.label_node(name, {EXCLUDE_BALANCERS_LABEL: None})
     for target in command.targets:
         if target.nodeclaim in mine:
             ports.cluster.set_nodeclaim_conditions(target.nodeclaim, [], clear=[DISRUPTION_REASON])

@@ -1,0 +1,39 @@
+"""The workflow's termination side as Karpenter's: TerminateInstance deletes every Node of the NodeClaim (and never
+a Node of another instance), the drain takes the node out of load balancers and Rollback puts it back."""
+
+from __future__ import annotations
+
+from test_workflow_service import EXECUTION, command, run, setup
+
+from nodewright.service import workflow
+
+
+def test_every_node_with_the_claims_provider_id_goes_and_no_other() -> None:
+    cluster, _, _, ports = setup()
+    old = cluster.objects[("Node", "", "node-old")]
+    cluster.put({**old, "metadata": {**old["metadata"], "name": "node-old-twin"}})
+    other = {**old, "metadata": {**old["metadata"], "name": "node-other"}}
+    other["spec"] = {**old["spec"], "providerID": "aws:///us-east-1a/i-other"}
+    cluster.put(other)
+    state = command()
+    run("identify", state, ports)
+    workflow.STEPS["terminate"](state, EXECUTION, ports)
+    assert ("Node", "", "node-old") not in cluster.objects
+    assert ("Node", "", "node-old-twin") not in cluster.objects
+    assert ("Node", "", "node-other") in cluster.objects
+    assert cluster.log.index("delete node/node-old-twin") < cluster.log.index("delete nodeclaim/old")
+
+
+LB = "node.kubernetes.io/exclude-from-external-load-balancers"
+
+
+def test_the_drain_takes_the_node_out_of_load_balancers_and_rollback_puts_it_back() -> None:
+    """Karpenter's terminator labels a node it drains node.kubernetes.io/exclude-from-external-load-balancers."""
+    cluster, _, _, ports = setup()
+    state = command()
+    run("identify", state, ports)
+    run("drain", state, ports)
+    labels = cluster.objects[("Node", "", "node-old")]["metadata"]["labels"]
+    assert labels[LB] == "nodewright"
+    workflow.STEPS["rollback"]({**state, "error": {"Cause": "test"}}, EXECUTION, ports)
+    assert LB not in cluster.objects[("Node", "", "node-old")]["metadata"]["labels"]
