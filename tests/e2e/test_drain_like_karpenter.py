@@ -98,11 +98,12 @@ def daemonset(world: World, namespace: str, pool: Pool, name: str) -> None:
 
 
 def drain_rounds(stack: Stack, execution: str) -> list[tuple[float, dict[str, Any]]]:
-    """Each drain round's output with the time it ended."""
+    """Each drain round's output with the time it ended (a `Deleted` command drains in the urgent branch)."""
     return [
         (e["timestamp"].timestamp(), json.loads(e["stateExitedEventDetails"]["output"])["drain"])
         for e in stack.history(execution)
-        if e["type"] == "TaskStateExited" and e["stateExitedEventDetails"]["name"] in ("CordonAndDrain", "CheckDrain")
+        if e["type"] == "TaskStateExited"
+        and e["stateExitedEventDetails"]["name"].startswith(("CordonAndDrain", "CheckDrain"))  # ...Now when urgent
     ]
 
 

@@ -14,13 +14,11 @@ for a pod two PDBs select is driven through nodewright's Kubernetes adapter agai
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
-
 import pytest
+from api_answers import Answers
 from termination_kit import NODE, T0, Drainer, World, key, kpod
 
-from nodewright.adapters.kubernetes_cluster import MULTIPLE_PDBS_MESSAGE, ApiServer, KubernetesCluster
+from nodewright.adapters.kubernetes_cluster import MULTIPLE_PDBS_MESSAGE, KubernetesCluster
 from nodewright.disruption.drain import drain_round
 from nodewright.ports import BLOCKED, EVICTED, GONE
 
@@ -82,30 +80,13 @@ def test_should_return_a_node_drain_error_event_when_two_pdbs_refer_to_the_same_
     """terminator/suite_test.go Describe("Eviction/Queue") Context("Eviction API"): It("should return a
     NodeDrainError event when two PDBs refer to the same pod")."""
     # The API server's answer, through nodewright's Kubernetes adapter: a refusal, asked again next round.
-    assert KubernetesCluster(_Answers(500, MULTIPLE_PDBS_MESSAGE)).evict_pod("default", "pod") == BLOCKED
+    assert KubernetesCluster(Answers(500, MULTIPLE_PDBS_MESSAGE)).evict_pod("default", "pod") == BLOCKED
     world = World(kpod("pod", labels=LABELS))
     world.cluster.eviction_blocked.add(key("pod"))
     world.delete("Node")
     world.start()
     assert world.drain()["blocked"] == [key("pod")]
     assert world.drain()["blocked"] == [key("pod")]
-
-
-class _Answers(ApiServer):
-    """An API server answering every request with one status and message."""
-
-    def __init__(self, status: int, message: str) -> None:
-        self.answer = (status, json.dumps({"kind": "Status", "code": status, "message": message}).encode())
-
-    def request(
-        self,
-        method: str,
-        path: str,
-        query: Sequence[tuple[str, str]] = (),
-        body: bytes | None = None,
-        headers: Mapping[str, str] | None = None,
-    ) -> tuple[int, bytes]:
-        return self.answer
 
 
 @pytest.mark.skip(reason="a Go data-race test of the eviction queue's Add and Reconcile; nodewright keeps no queue")
