@@ -23,7 +23,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from nodewright.catalog.catalog import Catalog
 from nodewright.catalog.types import InstanceTypeSource
 from nodewright.disruption.commands import PREPARE, DisruptionCommand, Replacement, Target
 from nodewright.disruption.drain import DISRUPTED_TAINT_KEY, drain_pod, drain_round
@@ -257,14 +256,28 @@ def _validate(command: DisruptionCommand, ports: Ports, now: float, others: froz
     """The decision against the cluster now (see `disruption.validation`); "" when it still holds."""
     from nodewright.disruption.state import cluster_state
     from nodewright.disruption.validation import validate
+    from nodewright.service.plan import node_class_bounds  # the planner imports this module (a cycle)
 
     if ports.catalog is None:
         raise DisruptionFailed("no instance catalog configured for IdentifyCandidate's validation")
     view = ports.cluster.read()
-    unavailable = ports.state.unavailable_offerings(now)
-    types = Catalog(ports.catalog.instance_types()).with_unavailable(unavailable).instance_types
     documents = [*view.documents, *view.unbound_pods.values()]
-    snapshot, _ = cluster_state(documents, types, now, locked=others, settings=ports.settings)
+    loaded = load_documents(documents, "cluster", summaries=False)
+    # The snapshot the planner's tick decided on: its EC2NodeClasses' zones and capacity reservations (without
+    # them a consolidation into a reservation finds no such offering and a reserved candidate has no price), and
+    # the offerings EC2 refused lately, marked after the reservations as the tick marks them.
+    zones, reservations = node_class_bounds(ports.cloud, loaded[0].nodeclasses)
+    snapshot, _ = cluster_state(
+        documents,
+        ports.catalog.instance_types(),
+        now,
+        locked=others,
+        settings=ports.settings,
+        class_zones=zones,
+        loaded=loaded,
+        reservations=reservations,
+        unavailable=ports.state.unavailable_offerings(now),
+    )
     return validate(command, snapshot)
 
 
