@@ -371,13 +371,17 @@ def launch_replacement(state: Mapping[str, Any], execution: str, ports: Ports) -
         raise PlannerBusy(f"replacement for node(s) {', '.join(filter(None, nodes))} not planned yet: {busy[0].reason}")
     launched = sorted({c.name for c in result.launched})
     # Pods another NodeClaim already has room for (a rebalance's early replacement, a batch's claim): that claim is
-    # this workflow's replacement too, and the drain waits until it is Ready.
-    adopted = sorted(set(result.waiting.values()) - set(launched))
+    # this workflow's replacement too, and the drain waits until it is Ready. Only this command's moving pods count:
+    # the provisioning also sees the pods of other commands' tainted nodes, waiting on their own replacements,
+    # which this execution must neither wait for nor roll back.
+    ours = set(moving)
+    waiting = {pod: claim for pod, claim in result.waiting.items() if pod in ours}
+    adopted = sorted(set(waiting.values()) - set(launched))
     claims = sorted({*launched, *adopted})
     stuck = [d for d in result.decisions if d.action in ("unschedulable", "throttled", "launch-failed")]
     summary = f"launched {len(launched)} nodeclaim(s) for {len(moving)} pod(s)"
     if adopted:
-        summary += f"; {len(result.waiting)} pod(s) wait on nodeclaim(s) {', '.join(adopted)}"
+        summary += f"; {len(waiting)} pod(s) wait on nodeclaim(s) {', '.join(adopted)}"
     if stuck:
         why = "; ".join(f"{d.subject}: {d.reason}" for d in stuck[:5])
         if not found.get("urgent"):
