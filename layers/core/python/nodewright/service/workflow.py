@@ -2,7 +2,7 @@
 
 The state machine (infra/workflow.py) passes every task `{"input": <the execution's state>, "execution": <its
 name>}`. The state starts as a `DisruptionCommand` document and gathers each step's result under its own key
-(`identify`, `replacement`, `drain`, `terminate`). A step returns a JSON-safe dict; a step that cannot go on
+(`identify`, `replacement`, `drain`, `volumes`, `terminate`). A step returns a JSON-safe dict; a step that cannot go on
 raises `DisruptionFailed`, which the state machine catches and sends to `rollback`.
 
 Leases (`disruption.lease`, `service.leases`): IdentifyCandidate takes each node's lease for this execution, taking
@@ -30,7 +30,14 @@ from nodewright.disruption.fleet import PROTECTED_UNTIL_ANNOTATION, FleetNode, f
 from nodewright.disruption.identify import BLOCKED, GONE, PROCEED, identify
 from nodewright.disruption.lease import lock_name
 from nodewright.disruption.state import DisruptionSettings
-from nodewright.model.conditions import TRUE, Condition, rfc3339
+from nodewright.disruption.volumes import (
+    AWAITING,
+    VOLUMES_DETACHED,
+    pending_attachments,
+    undrainable_claims,
+    volume_wait,
+)
+from nodewright.model.conditions import FALSE, TRUE, Condition, rfc3339
 from nodewright.model.loader import load_documents
 from nodewright.model.nodepool import NodePool
 from nodewright.ports import BLOCKED as EVICTION_BLOCKED
@@ -46,6 +53,8 @@ EXCLUDE_BALANCERS_LABEL = "node.kubernetes.io/exclude-from-external-load-balance
 EXCLUDE_BALANCERS_VALUE = "nodewright"
 INVALIDATED = "invalidated"
 DISRUPTION_REASON = "DisruptionReason"  # the NodeClaim condition Karpenter sets on the nodes a command takes away
+# Set (True) on the NodeClaim once its instance's termination was asked for, as Karpenter's termination does.
+INSTANCE_TERMINATING = "InstanceTerminating"
 REPLACEMENT_TIMEOUT_SECONDS = 15 * 60  # as long as the provisioner waits for any node to register
 # A rebalance's early replacement is kept (and the node softly tainted) at least this long, or the NodePool's
 # consolidateAfter when longer: a Spot warning often follows a recommendation within minutes.
@@ -499,8 +508,48 @@ def drain(state: Mapping[str, Any], execution: str, ports: Ports) -> dict[str, A
     }
 
 
+def await_volumes(state: Mapping[str, Any], execution: str, ports: Ports) -> dict[str, Any]:
+    """CheckVolumes, after the drain and each WaitForVolumes: the node's VolumeAttachments the termination waits for
+    (`disruption.volumes`: those of PersistentVolumes not held by a pod the drain leaves on the node) are gone, or
+    the deadline IdentifyCandidate set has passed. Sets the NodeClaim's VolumesDetached condition as Karpenter's
+    termination does (Unknown AwaitingVolumeDetachment while waiting; True; False TerminationGracePeriodElapsed)
+    and records AwaitingVolumeDetachment on the node while it waits. `done` lets TerminateInstance go."""
+    command = DisruptionCommand.from_input(state)
+    found = _identified(state)
+    node = str(found.get("node") or "")
+    hold(state, execution, ports)
+    now = ports.clock.now()
+    previous = state.get("volumes") or {}
+    rounds = int(previous.get("rounds") or 0) + 1
+    if not node:
+        return {"done": True, "pending": [], "reason": "the NodeClaim never registered a node", "rounds": rounds}
+    attachments = ports.cluster.volume_attachments(node)
+    claims: Sequence[Mapping[str, Any]] = ()
+    if attachments:
+        kept = undrainable_claims(ports.cluster.pods_on_node(node), now)
+        claims = ports.cluster.volumes(kept)[0] if kept else ()
+    deadline = found.get("deadline")
+    wait = volume_wait(pending_attachments(attachments, node, claims), now, float(deadline) if deadline is not None else None)
+    message = {
+        TRUE: "no volume attachment of a drained pod is left",
+        FALSE: f"the deadline passed with {len(wait.pending)} volume attachment(s) left: terminating anyway",
+    }.get(wait.status, f"awaiting deletion of volume attachment(s) {', '.join(wait.pending[:10])}")
+    ports.cluster.set_nodeclaim_conditions(
+        command.nodeclaim, [Condition(VOLUMES_DETACHED, wait.status, wait.reason or "VolumesDetached", message)]
+    )
+    if not wait.done:
+        _event(ports, node, AWAITING, message, execution)
+    return {
+        "done": wait.done,
+        "pending": list(wait.pending),
+        "reason": message,
+        "rounds": rounds,
+        "wait_seconds": DRAIN_POLL_SECONDS if rounds < DRAIN_FAST_ROUNDS else DRAIN_SLOW_POLL_SECONDS,
+    }
+
+
 def terminate_instance(state: Mapping[str, Any], execution: str, ports: Ports) -> dict[str, Any]:
-    """TerminateInstance: terminate the instance, delete its Nodes (every Node with the claim's providerID) and then
+    """TerminateInstance: terminate the instance, mark the NodeClaim InstanceTerminating (True), delete its Nodes (every Node with the claim's providerID) and then
     the NodeClaim (their termination finalizers come off: the instance is gone), release the lock. A claim that never
     recorded its instance has it found by its tag (a launch may have been under way)."""
     command = DisruptionCommand.from_input(state)
@@ -512,6 +561,12 @@ def terminate_instance(state: Mapping[str, Any], execution: str, ports: Ports) -
     if ids:
         ports.cloud.terminate(ids)
         instance = ", ".join(ids)
+    # Karpenter's termination marks the NodeClaim once the cloud was asked to terminate its instance: the planner's
+    # budgets count such a node as going, and a re-run (the same step retried) writes the same condition again.
+    ports.cluster.set_nodeclaim_conditions(
+        command.nodeclaim,
+        [Condition(INSTANCE_TERMINATING, TRUE, INSTANCE_TERMINATING, f"instance {instance or '-'} is terminating")],
+    )
     _event(ports, node, "Terminated", f"{command.reason}: instance {instance or '-'} terminated", execution)
     for name in _claim_nodes(ports, command.nodeclaim, node):
         ports.cluster.delete_node(name)
@@ -632,6 +687,7 @@ STEPS = {
     "launch_replacement": launch_replacement,
     "check_replacement": check_replacement,
     "drain": drain,
+    "volumes": await_volumes,
     "terminate": terminate_instance,
     "release": release,
     "rollback": rollback,
