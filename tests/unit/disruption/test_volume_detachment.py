@@ -27,7 +27,9 @@ def claim(name: str, volume: str) -> dict[str, Any]:
     return {"metadata": {"name": name, "namespace": "default"}, "spec": {"volumeName": volume}}
 
 
-def pod(name: str, *volumes: dict[str, Any], tolerates: bool = False, deleted_at: float | None = None) -> dict[str, Any]:
+def pod(
+    name: str, *volumes: dict[str, Any], tolerates: bool = False, deleted_at: float | None = None
+) -> dict[str, Any]:
     metadata: dict[str, Any] = {"name": name, "namespace": "default", "ownerReferences": [{"kind": "ReplicaSet"}]}
     if deleted_at is not None:
         metadata["deletionTimestamp"] = rfc3339(deleted_at)

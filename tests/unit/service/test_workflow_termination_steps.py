@@ -56,7 +56,7 @@ def test_terminate_marks_the_nodeclaim_instance_terminating_before_its_node_and_
 
     cluster.set_nodeclaim_conditions = spy  # type: ignore[method-assign]
     workflow.STEPS["terminate"](state, EXECUTION, ports)
-    [(name, terminated, conditions)] = [w for w in written if "InstanceTerminating=True" in w[2]]
+    [(name, terminated, _)] = [w for w in written if "InstanceTerminating=True" in w[2]]
     assert name == "old" and terminated == ["i-old"]  # written once the cloud was asked to terminate
     log = cluster.log
     marked = max(i for i, line in enumerate(log) if line == "conditions nodeclaim/old")
