@@ -112,9 +112,10 @@ STEPS = (
     # Sized like the provisioner: it runs the same simulation and CreateFleet calls.
     Step("LaunchReplacement", "launch_replacement", 120, 1769, TABLE_ACTIONS, launches=True),
     Step("CheckReplacement", "check_replacement", 60, table_actions=LOCK_ACTIONS),
+    # Also CheckVolumes (the task names the `volumes` step): after the drain, are the VolumeAttachments of the
+    # drained pods' volumes gone? Same reads and Kubernetes group, and a twelfth function would take the Throttles
+    # alarm past CloudWatch's ten metrics.
     Step("Drain", "drain", 120, table_actions=LOCK_ACTIONS),
-    # After the drain: are the VolumeAttachments of the drained pods' volumes gone (Karpenter's termination waits)?
-    Step("AwaitVolumes", "volumes", 60, table_actions=LOCK_ACTIONS),
     Step("TerminateInstance", "terminate", 60, table_actions=LOCK_ACTIONS, terminates=True),
     Step("ReleaseLock", "release", 30, table_actions=LOCK_ACTIONS),
     Step("Rollback", "rollback", 120, table_actions=LOCK_ACTIONS, terminates=True, describes_instances=True),
@@ -258,14 +259,20 @@ class DisruptionWorkflow(Construct):
 
     # ------------------------------------------------------------------------------------ definition
 
-    def _task(self, state_name: str, step: str, result_path: str) -> tasks.LambdaInvoke:
+    def _task(self, state_name: str, step: str, result_path: str, entry: str = "") -> tasks.LambdaInvoke:
+        """A task invoking the function of `step`; `entry` names another step of the same function (the payload's
+        `step`, which the handler checks against the steps that function serves)."""
+        payload: dict[str, str] = {
+            "input": sfn.JsonPath.entire_payload,
+            "execution": sfn.JsonPath.string_at("$$.Execution.Name"),
+        }
+        if entry:
+            payload["step"] = entry
         task = tasks.LambdaInvoke(
             self,
             state_name,
             lambda_function=self.functions[step],
-            payload=sfn.TaskInput.from_object(
-                {"input": sfn.JsonPath.entire_payload, "execution": sfn.JsonPath.string_at("$$.Execution.Name")}
-            ),
+            payload=sfn.TaskInput.from_object(payload),
             payload_response_only=True,
             result_path=result_path,
         )
@@ -301,7 +308,7 @@ class DisruptionWorkflow(Construct):
         """CheckVolumes -> VolumesDetached? -> (done | WaitForVolumes -> CheckVolumes): Karpenter's termination
         waits, after the drain, until the node's VolumeAttachments of the drained pods' volumes are gone, or the
         deadline (the NodeClaim's terminationGracePeriod) passed, before it terminates the instance."""
-        check = self._task(f"CheckVolumes{suffix}", "AwaitVolumes", "$.volumes")
+        check = self._task(f"CheckVolumes{suffix}", "Drain", "$.volumes", entry="volumes")
         wait = sfn.Wait(self, f"WaitForVolumes{suffix}", time=sfn.WaitTime.seconds_path("$.volumes.wait_seconds"))
         if rollback is not None:
             self._catch(check, rollback)

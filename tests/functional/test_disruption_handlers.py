@@ -219,9 +219,10 @@ def test_the_planner_resolves_a_node_class_naming_a_node_role_from_the_stack_con
 def test_terminate_waits_for_the_drained_pods_volume_attachments_then_marks_instance_terminating(
     account: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The workflow handler's `volumes` entry (CheckVolumes) after the drain: the VolumeAttachment of a drained
-    pod's volume holds the termination (VolumesDetached Unknown) until the attach-detach controller deletes it;
-    TerminateInstance then marks the NodeClaim InstanceTerminating before it deletes the Node and the NodeClaim."""
+    """The workflow handler's Drain function asked for its `volumes` step (CheckVolumes) after the drain: the
+    VolumeAttachment of a drained pod's volume holds the termination (VolumesDetached Unknown) until the
+    attach-detach controller deletes it; TerminateInstance then marks the NodeClaim InstanceTerminating before it
+    deletes the Node and the NodeClaim."""
     state_machine(monkeypatch)
     cluster, claim = launched_node(account)
     cluster.put(
@@ -245,7 +246,7 @@ def test_terminate_waits_for_the_drained_pods_volume_attachments_then_marks_inst
     state["drain"] = steps.drain({"input": state, "execution": "run-1"}, Context())
     assert state["drain"]["done"]
 
-    waiting = steps.volumes({"input": state, "execution": "run-1"}, Context())
+    waiting = steps.drain({"input": state, "execution": "run-1", "step": "volumes"}, Context())
     assert not waiting["done"] and waiting["pending"] == ["csi-web-0"] and waiting["wait_seconds"] > 0
     conditions = {c["type"]: c for c in cluster.nodeclaim(claim["name"])["status"]["conditions"]}  # type: ignore[index]
     assert (conditions["VolumesDetached"]["status"], conditions["VolumesDetached"]["reason"]) == (
@@ -253,7 +254,8 @@ def test_terminate_waits_for_the_drained_pods_volume_attachments_then_marks_inst
         "AwaitingVolumeDetachment",
     )
     cluster.objects.pop(("VolumeAttachment", "", "csi-web-0"))
-    state["volumes"] = steps.volumes({"input": {**state, "volumes": waiting}, "execution": "run-1"}, Context())
+    again = {"input": {**state, "volumes": waiting}, "execution": "run-1", "step": "volumes"}
+    state["volumes"] = steps.drain(again, Context())
     assert state["volumes"]["done"]
 
     marked: list[str] = []
