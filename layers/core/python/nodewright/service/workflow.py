@@ -2,8 +2,8 @@
 
 The state machine (infra/workflow.py) passes every task `{"input": <the execution's state>, "execution": <its
 name>}`. The state starts as a `DisruptionCommand` document and gathers each step's result under its own key
-(`identify`, `replacement`, `drain`, `volumes`, `terminate`). A step returns a JSON-safe dict; a step that cannot go on
-raises `DisruptionFailed`, which the state machine catches and sends to `rollback`.
+(`identify`, `replacement`, `drain`, `volumes`, `terminate`). A step returns a JSON-safe dict; a step that cannot
+go on raises `DisruptionFailed`, which the state machine catches and sends to `rollback`.
 
 Leases (`disruption.lease`, `service.leases`): IdentifyCandidate takes each node's lease for this execution, taking
 over a holder whose execution no longer runs, and, for an interruption, any holder that is not one. Every later step
@@ -529,7 +529,8 @@ def await_volumes(state: Mapping[str, Any], execution: str, ports: Ports) -> dic
         kept = undrainable_claims(ports.cluster.pods_on_node(node), now)
         claims = ports.cluster.volumes(kept)[0] if kept else ()
     deadline = found.get("deadline")
-    wait = volume_wait(pending_attachments(attachments, node, claims), now, float(deadline) if deadline is not None else None)
+    pending = pending_attachments(attachments, node, claims)
+    wait = volume_wait(pending, now, float(deadline) if deadline is not None else None)
     message = {
         TRUE: "no volume attachment of a drained pod is left",
         FALSE: f"the deadline passed with {len(wait.pending)} volume attachment(s) left: terminating anyway",
@@ -549,7 +550,8 @@ def await_volumes(state: Mapping[str, Any], execution: str, ports: Ports) -> dic
 
 
 def terminate_instance(state: Mapping[str, Any], execution: str, ports: Ports) -> dict[str, Any]:
-    """TerminateInstance: terminate the instance, mark the NodeClaim InstanceTerminating (True), delete its Nodes (every Node with the claim's providerID) and then
+    """TerminateInstance: terminate the instance, mark the NodeClaim InstanceTerminating (True, as Karpenter's
+    termination does once it asked the cloud), delete its Nodes (every Node with the claim's providerID) and then
     the NodeClaim (their termination finalizers come off: the instance is gone), release the lock. A claim that never
     recorded its instance has it found by its tag (a launch may have been under way)."""
     command = DisruptionCommand.from_input(state)
