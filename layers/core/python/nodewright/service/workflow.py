@@ -337,8 +337,9 @@ def _target_states(
 def launch_replacement(state: Mapping[str, Any], execution: str, ports: Ports) -> dict[str, Any]:
     """LaunchReplacement: taint the command's nodes (NoSchedule; PreferNoSchedule when only preparing for a
     rebalance), then launch only what their moving pods need through the provisioning service; a consolidation
-    launches only within the cheaper offerings it decided. Pods another NodeClaim already has room for (`waiting`)
-    make that claim a replacement too (adopted: WaitForReplacement waits for it to be Ready). Raises PlannerBusy
+    launches only within the cheaper offerings it decided. This command's moving pods that another NodeClaim already
+    has room for make that claim a replacement too (adopted: WaitForReplacement waits for it to be Ready); the
+    claims other commands' pods wait on are theirs, never adopted. Raises PlannerBusy
     when the planner lock is held or was lost (retried), DisruptionFailed when pods cannot be placed, unless the
     disruption is urgent (the node goes anyway; the drain must not wait). A rebalance's early replacement carries
     `nodewright.io/protected-until`, the end of its protection window."""
