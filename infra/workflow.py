@@ -13,12 +13,14 @@ The definition, as a person reads it in the console:
       Urgent? (an interruption: the instance goes in two minutes)
         yes: ReplaceAndDrain = Parallel(LaunchReplacementNow -> WaitForReplacementNow <-> CheckReplacementNow
                                           (a failure here -> ReplacementFailedNow: the drain does not wait for it)
-                                        | CordonAndDrainNow <-> WaitForDrainNow)
+                                        | CordonAndDrainNow <-> WaitForDrainNow
+                                          -> CheckVolumesNow <-> WaitForVolumesNow)
              -> TerminateInstanceNow -> Disrupted
         no:  LaunchReplacement -> PrepareOnly? --yes--> ProtectReplacement (the protection window)
                                                         -> ReleaseLock -> ReplacementPrepared (a rebalance)
              -> WaitForReplacement <-> CheckReplacement
-             -> DrainAndTerminate = Map(each node: CordonAndDrain <-> WaitForDrain -> TerminateInstance) -> Disrupted
+             -> DrainAndTerminate = Map(each node: CordonAndDrain <-> WaitForDrain
+                                               -> CheckVolumes <-> WaitForVolumes -> TerminateInstance) -> Disrupted
     LeaseLost from any task (another execution holds a node: an interruption took it over) -> Superseded
     Any other failure -> Rollback -> RolledBack (Fail)
 
@@ -26,7 +28,9 @@ In the urgent branch the replacement is still waited for (CheckReplacement finis
 evicted pods can land on it); TerminateInstanceNow runs when both branches are done. The Map runs one iteration
 per node of the command: one for most, all the candidates of a multi-node consolidation at once. A drain waits
 10 s between rounds, then a minute once it has gone on for ten (`drain.wait_seconds`), and the time-out is 30 days:
-a PodDisruptionBudget that holds a node for days holds one execution, which keeps renewing its lease.
+a PodDisruptionBudget that holds a node for days holds one execution, which keeps renewing its lease. After the
+drain, CheckVolumes waits (as often) until the VolumeAttachments of the drained pods' volumes are gone, or the
+deadline passed, as Karpenter's termination does before it terminates the instance.
 """
 
 from __future__ import annotations
@@ -108,6 +112,9 @@ STEPS = (
     # Sized like the provisioner: it runs the same simulation and CreateFleet calls.
     Step("LaunchReplacement", "launch_replacement", 120, 1769, TABLE_ACTIONS, launches=True),
     Step("CheckReplacement", "check_replacement", 60, table_actions=LOCK_ACTIONS),
+    # Also CheckVolumes (the task names the `volumes` step): after the drain, are the VolumeAttachments of the
+    # drained pods' volumes gone? Same reads and Kubernetes group, and a twelfth function would take the Throttles
+    # alarm past CloudWatch's ten metrics.
     Step("Drain", "drain", 120, table_actions=LOCK_ACTIONS),
     Step("TerminateInstance", "terminate", 60, table_actions=LOCK_ACTIONS, terminates=True),
     Step("ReleaseLock", "release", 30, table_actions=LOCK_ACTIONS),
@@ -252,14 +259,20 @@ class DisruptionWorkflow(Construct):
 
     # ------------------------------------------------------------------------------------ definition
 
-    def _task(self, state_name: str, step: str, result_path: str) -> tasks.LambdaInvoke:
+    def _task(self, state_name: str, step: str, result_path: str, entry: str = "") -> tasks.LambdaInvoke:
+        """A task invoking the function of `step`; `entry` names another step of the same function (the payload's
+        `step`, which the handler checks against the steps that function serves)."""
+        payload: dict[str, str] = {
+            "input": sfn.JsonPath.entire_payload,
+            "execution": sfn.JsonPath.string_at("$$.Execution.Name"),
+        }
+        if entry:
+            payload["step"] = entry
         task = tasks.LambdaInvoke(
             self,
             state_name,
             lambda_function=self.functions[step],
-            payload=sfn.TaskInput.from_object(
-                {"input": sfn.JsonPath.entire_payload, "execution": sfn.JsonPath.string_at("$$.Execution.Name")}
-            ),
+            payload=sfn.TaskInput.from_object(payload),
             payload_response_only=True,
             result_path=result_path,
         )
@@ -271,8 +284,8 @@ class DisruptionWorkflow(Construct):
     def _drain_loop(
         self, suffix: str, done: sfn.IChainable, rollback: sfn.IChainable | None = None
     ) -> tasks.LambdaInvoke:
-        """CordonAndDrain -> Drained? -> (done | WaitForDrain -> CheckDrain -> Drained?). Inside a Parallel
-        branch (`rollback` None) the Parallel state's own catch covers the tasks."""
+        """CordonAndDrain -> Drained? -> (the volume loop, then done | WaitForDrain -> CheckDrain -> Drained?).
+        Inside a Parallel branch (`rollback` None) the Parallel state's own catch covers the tasks."""
         start = self._task(f"CordonAndDrain{suffix}", "Drain", "$.drain")
         wait = sfn.Wait(self, f"WaitForDrain{suffix}", time=sfn.WaitTime.seconds_path("$.drain.wait_seconds"))
         check = self._task(f"CheckDrain{suffix}", "Drain", "$.drain")
@@ -281,13 +294,32 @@ class DisruptionWorkflow(Construct):
                 self._catch(task, rollback)
         drained = (
             sfn.Choice(self, f"Drained{suffix}?")
-            .when(sfn.Condition.boolean_equals("$.drain.done", True), done)
+            .when(sfn.Condition.boolean_equals("$.drain.done", True), self._volume_loop(suffix, done, rollback))
             .otherwise(wait)
         )
         start.next(drained)
         wait.next(check)
         check.next(drained)
         return start
+
+    def _volume_loop(
+        self, suffix: str, done: sfn.IChainable, rollback: sfn.IChainable | None = None
+    ) -> tasks.LambdaInvoke:
+        """CheckVolumes -> VolumesDetached? -> (done | WaitForVolumes -> CheckVolumes): Karpenter's termination
+        waits, after the drain, until the node's VolumeAttachments of the drained pods' volumes are gone, or the
+        deadline (the NodeClaim's terminationGracePeriod) passed, before it terminates the instance."""
+        check = self._task(f"CheckVolumes{suffix}", "Drain", "$.volumes", entry="volumes")
+        wait = sfn.Wait(self, f"WaitForVolumes{suffix}", time=sfn.WaitTime.seconds_path("$.volumes.wait_seconds"))
+        if rollback is not None:
+            self._catch(check, rollback)
+        detached = (
+            sfn.Choice(self, f"VolumesDetached{suffix}?")
+            .when(sfn.Condition.boolean_equals("$.volumes.done", True), done)
+            .otherwise(wait)
+        )
+        check.next(detached)
+        wait.next(check)
+        return check
 
     def _replacement_loop(
         self,
@@ -358,7 +390,11 @@ class DisruptionWorkflow(Construct):
         )
         urgent_launch.add_catch(failed, errors=[sfn.Errors.ALL], result_path="$.replacement_error")
         urgent_launch.next(self._replacement_loop("Now", replaced, failed=failed))
-        drained = sfn.Pass(self, "DrainComplete", parameters={"drain": sfn.JsonPath.object_at("$.drain")})
+        drained = sfn.Pass(
+            self,
+            "DrainComplete",
+            parameters={"drain": sfn.JsonPath.object_at("$.drain"), "volumes": sfn.JsonPath.object_at("$.volumes")},
+        )
         urgent_drain = self._drain_loop("Now", drained)
         parallel = sfn.Parallel(self, "ReplaceAndDrain", result_path="$.replace_and_drain")
         parallel.branch(urgent_launch)

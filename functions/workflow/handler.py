@@ -113,11 +113,19 @@ def _run(step: str, event: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def _entry(step: str) -> Any:
+def _entry(step: str, *others: str) -> Any:
+    """The entry point of `step`; a payload's `step` may name one of `others` instead (a function serving more than
+    one state: the Drain function also runs CheckVolumes)."""
+
     @logger.inject_lambda_context(log_event=False)
     @metrics.log_metrics
     def entry(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-        return _run(step, event)
+        asked = event.get("step") or step
+        if asked != step and asked not in others:
+            from nodewright.disruption.commands import CommandError
+
+            raise CommandError(f"task payload: step {asked!r}: this function runs {', '.join((step, *others))}")
+        return _run(str(asked), event)
 
     entry.__name__ = step
     entry.__doc__ = f"The `{step}` step of the disruption workflow."
@@ -127,7 +135,7 @@ def _entry(step: str) -> Any:
 identify = _entry("identify")
 launch_replacement = _entry("launch_replacement")
 check_replacement = _entry("check_replacement")
-drain = _entry("drain")
+drain = _entry("drain", "volumes")
 terminate = _entry("terminate")
 release = _entry("release")
 rollback = _entry("rollback")

@@ -276,3 +276,13 @@ def test_every_function_that_deletes_a_nodeclaim_or_node_can_take_the_terminatio
                 assert {(group, resource, "get"), (group, resource, "patch")} <= granted, (name, resource)
         # Finishing a registration puts the finalizer on the node: a read-modify-write of its metadata.
         assert {("", "nodes", "get"), ("", "nodes", "patch")} <= granted, name
+
+
+def test_only_the_workflow_lists_volume_attachments_to_wait_for_their_detachment(render: Any) -> None:
+    """CheckVolumes (service.workflow.await_volumes) lists the node's VolumeAttachments after the drain, as
+    Karpenter's termination does before it terminates the instance; no other function reads them."""
+    rendered: Rendered = render()
+    attachments = ("storage.k8s.io", "volumeattachments", "list")
+    assert attachments in _rules(rendered.one("ClusterRole", "nodewright-disruption"))
+    for name in ("provisioner", "planner", "interruption"):
+        assert attachments not in _rules(rendered.one("ClusterRole", f"nodewright-{name}")), name

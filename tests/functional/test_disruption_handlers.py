@@ -214,3 +214,59 @@ def test_the_planner_resolves_a_node_class_naming_a_node_role_from_the_stack_con
     assert conditions["InstanceProfileReady"]["status"] == "False"
     assert conditions["InstanceProfileReady"]["reason"] == "InstanceProfileNotAllowed"
     assert [conditions[t]["status"] for t in ("SubnetsReady", "SecurityGroupsReady", "AMIsReady")] == ["True"] * 3
+
+
+def test_terminate_waits_for_the_drained_pods_volume_attachments_then_marks_instance_terminating(
+    account: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The workflow handler's Drain function asked for its `volumes` step (CheckVolumes) after the drain: the
+    VolumeAttachment of a drained pod's volume holds the termination (VolumesDetached Unknown) until the
+    attach-detach controller deletes it; TerminateInstance then marks the NodeClaim InstanceTerminating before it
+    deletes the Node and the NodeClaim."""
+    state_machine(monkeypatch)
+    cluster, claim = launched_node(account)
+    cluster.put(
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "VolumeAttachment",
+            "metadata": {"name": "csi-web-0"},
+            "spec": {"attacher": "ebs.csi.aws.com", "nodeName": "node-a", "source": {"persistentVolumeName": "pv-0"}},
+        }
+    )
+    steps = load_handler("workflow")
+    steps._PORTS = steps.build_ports(cluster=cluster)
+    now = time.time()
+    command = DisruptionCommand(
+        claim["name"], "node-a", claim["instance_id"], EXPIRED, True, "evt-2", now, None
+    ).to_input()
+    state = {**command, "identify": steps.identify({"input": command, "execution": "run-1"}, Context())}
+    state["drain"] = steps.drain({"input": state, "execution": "run-1"}, Context())
+    for name in ("web-0", "web-1"):  # the evicted pods are gone
+        cluster.objects.pop(("Pod", "web", name), None)
+    state["drain"] = steps.drain({"input": state, "execution": "run-1"}, Context())
+    assert state["drain"]["done"]
+
+    waiting = steps.drain({"input": state, "execution": "run-1", "step": "volumes"}, Context())
+    assert not waiting["done"] and waiting["pending"] == ["csi-web-0"] and waiting["wait_seconds"] > 0
+    conditions = {c["type"]: c for c in cluster.nodeclaim(claim["name"])["status"]["conditions"]}  # type: ignore[index]
+    assert (conditions["VolumesDetached"]["status"], conditions["VolumesDetached"]["reason"]) == (
+        "Unknown",
+        "AwaitingVolumeDetachment",
+    )
+    cluster.objects.pop(("VolumeAttachment", "", "csi-web-0"))
+    again = {"input": {**state, "volumes": waiting}, "execution": "run-1", "step": "volumes"}
+    state["volumes"] = steps.drain(again, Context())
+    assert state["volumes"]["done"]
+
+    marked: list[str] = []
+    original = cluster.set_nodeclaim_conditions
+
+    def spy(name: str, conditions: Any, clear: Any = ()) -> None:
+        marked.extend(f"{c.type}={c.status}" for c in conditions)
+        assert ("Node", "", "node-a") in cluster.objects  # before the Node goes
+        original(name, conditions, clear)
+
+    cluster.set_nodeclaim_conditions = spy  # type: ignore[method-assign]
+    assert steps.terminate({"input": state, "execution": "run-1"}, Context())["terminated"] == claim["instance_id"]
+    assert "InstanceTerminating=True" in marked
+    assert cluster.nodeclaim(claim["name"]) is None and ("Node", "", "node-a") not in cluster.objects

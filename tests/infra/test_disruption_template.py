@@ -49,7 +49,7 @@ def test_the_states_read_as_the_workflow_and_every_task_rolls_back(default_synth
         if state["Type"] in ("Task", "Parallel", "Map") and name not in ("Rollback", "LaunchReplacementNow"):
             assert state["Catch"] == catch, name
         if state["Type"] == "Task":
-            assert state["Parameters"] == {"input.$": "$", "execution.$": "$$.Execution.Name"}
+            assert state["Parameters"] == {"input.$": "$", "execution.$": "$$.Execution.Name"}, name
             # A failure retrying cannot fix goes straight to the catch; a busy planner is waited for.
             retries = {tuple(r["ErrorEquals"]): r for r in state["Retry"]}
             assert retries[("DisruptionFailed", "CommandError", "LeaseLost")]["MaxAttempts"] == 0
@@ -204,3 +204,33 @@ def test_alarms_watch_failed_executions_throttles_dead_letters_and_missed_ticks(
     }
     (dashboard,) = default_synth.resources("AWS::CloudWatch::Dashboard").values()
     assert dashboard["Properties"]["DashboardName"] == f"nodewright-{CLUSTER}"
+
+
+def test_the_instance_goes_only_once_the_drained_pods_volumes_are_detached(default_synth: Synth) -> None:
+    """After the drain, CheckVolumes (the Drain function, asked for its `volumes` step) waits as WaitForDrain does
+    until the drained pods' VolumeAttachments are gone or the deadline passed; only then TerminateInstance
+    (Karpenter's termination controller: awaitDrain, awaitVolumeDetachment, awaitInstanceTermination)."""
+    states = definition(default_synth)["States"]
+    inner = states["DrainAndTerminate"]["ItemProcessor"]["States"]
+    now = states["ReplaceAndDrain"]["Branches"][1]["States"]
+    for loop, suffix, done in ((inner, "", "TerminateInstance"), (now, "Now", "DrainComplete")):
+        drained = loop[f"Drained{suffix}?"]["Choices"]
+        assert drained == [{"Variable": "$.drain.done", "BooleanEquals": True, "Next": f"CheckVolumes{suffix}"}]
+        check = loop[f"CheckVolumes{suffix}"]
+        assert check["Type"] == "Task" and check["ResultPath"] == "$.volumes"
+        assert check["Parameters"] == {
+            "input.$": "$",
+            "execution.$": "$$.Execution.Name",
+            "step": "volumes",
+        }
+        assert check["Resource"] == loop[f"CheckDrain{suffix}"]["Resource"]  # the Drain function
+        assert check["Next"] == f"VolumesDetached{suffix}?"
+        detached = loop[f"VolumesDetached{suffix}?"]
+        assert detached["Choices"] == [{"Variable": "$.volumes.done", "BooleanEquals": True, "Next": done}]
+        assert detached["Default"] == f"WaitForVolumes{suffix}"
+        assert loop[f"WaitForVolumes{suffix}"] == {
+            "Type": "Wait",
+            "SecondsPath": "$.volumes.wait_seconds",
+            "Next": f"CheckVolumes{suffix}",
+        }
+    assert now["DrainComplete"]["Parameters"] == {"drain.$": "$.drain", "volumes.$": "$.volumes"}

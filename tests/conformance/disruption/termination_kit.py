@@ -12,7 +12,8 @@ reconciles as nodewright's drain rounds (`Drainer`), and a node deleted through 
 - `World` is one NodeClaim, its Node and instance in nodewright's in-memory ports; `delete("Node")` or
   `delete("NodeClaim")` is `kubectl delete`; `run()` is what the planner and the state machine do then:
   `termination.deletions` names the forceful `Deleted` command, and the workflow's identify, drain rounds (10 s
-  apart) and terminate steps run it.
+  apart), volume checks (CheckVolumes) and terminate steps run it. `attach` and `claim` are Karpenter's
+  test.VolumeAttachment and test.PersistentVolumeClaim.
 """
 
 from __future__ import annotations
@@ -196,17 +197,61 @@ class World:
         self.clock.t += workflow.DRAIN_POLL_SECONDS
         return dict(self.state["drain"])
 
+    def volumes(self) -> dict[str, Any]:
+        """One CheckVolumes (the wait after the drain), then the state machine's wait."""
+        self.state["volumes"] = workflow.STEPS["volumes"](self.state, "deleted", self.ports)
+        self.clock.t += workflow.DRAIN_POLL_SECONDS
+        return dict(self.state["volumes"])
+
+    def attach(self, name: str, volume: str) -> None:
+        """Karpenter's test.VolumeAttachment on the node, of the PersistentVolume `volume`."""
+        self.cluster.put(
+            {
+                "apiVersion": "storage.k8s.io/v1",
+                "kind": "VolumeAttachment",
+                "metadata": {"name": name},
+                "spec": {
+                    "attacher": "ebs.csi.aws.com",
+                    "nodeName": NODE,
+                    "source": {"persistentVolumeName": volume},
+                },
+            }
+        )
+
+    def claim(self, name: str, volume: str) -> None:
+        """Karpenter's test.PersistentVolumeClaim bound to the PersistentVolume `volume`."""
+        self.cluster.put(
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {"name": name, "namespace": "default"},
+                "spec": {"volumeName": volume},
+                "status": {"phase": "Bound"},
+            }
+        )
+
+    def condition(self, kind: str) -> tuple[str, str]:
+        """(status, reason) of the NodeClaim's condition `kind`, ("", "") when it has none."""
+        doc = self.cluster.nodeclaim(CLAIM) or {}
+        found = [c for c in (doc.get("status") or {}).get("conditions") or [] if c.get("type") == kind]
+        return (str(found[0]["status"]), str(found[0].get("reason") or "")) if found else ("", "")
+
     def terminate(self) -> dict[str, Any]:
         self.state["terminate"] = workflow.STEPS["terminate"](self.state, "deleted", self.ports)
         return dict(self.state["terminate"])
 
     def run(self, rounds: int = 10) -> dict[str, Any]:
-        """The whole workflow; asserts the drain finished within `rounds` rounds."""
+        """The whole workflow; asserts the drain (then the volume wait) finished within `rounds` rounds."""
         self.start()
         for _ in range(rounds):
             if self.drain()["done"]:
+                break
+        else:
+            raise AssertionError(f"the drain did not finish in {rounds} rounds: {self.state['drain']}")
+        for _ in range(rounds):
+            if self.volumes()["done"]:
                 return self.terminate()
-        raise AssertionError(f"the drain did not finish in {rounds} rounds: {self.state['drain']}")
+        raise AssertionError(f"the volumes were not detached in {rounds} rounds: {self.state['volumes']}")
 
     def exists(self, kind: str, name: str) -> bool:
         return (kind, "" if kind != "Pod" else "default", name) in self.cluster.objects

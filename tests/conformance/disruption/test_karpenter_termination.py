@@ -10,7 +10,9 @@ in-memory ports) where a case follows the node to its end, and `termination_kit.
 drain rounds over them, evictions making pods terminating as the API server does) where a case is about which pods
 are evicted when; `ExpectDeleted(pod)` (the kubelet finished the pod) is `Drainer.gone`. Karpenter's eviction queue
 is nodewright's next round: a pod a PDB refuses (429) is asked again next round. Karpenter's MinDrainTime settling
-delay, its metrics and its volume-attachment wait have no counterpart (skip reasons say why).
+delay and its metrics have no counterpart (skip reasons say why). Its volume-attachment wait is the workflow's
+CheckVolumes (`disruption.volumes`), after the drain: `World.volumes` is one check; VolumeAttachments and claims are
+in-memory API objects (`World.attach`, `World.claim`), `ExpectDeleted(va)` removes one.
 """
 
 from __future__ import annotations
@@ -20,14 +22,11 @@ from termination_kit import CLAIM, DISRUPTED, INSTANCE, NODE, T0, Drainer, World
 
 from nodewright.disruption.fleet import fleet_nodes
 from nodewright.disruption.reconcile import FORGET, lost_instances
+from nodewright.disruption.volumes import VOLUMES_DETACHED
 from nodewright.ports import Instance
 
 FILE = "pkg/controllers/node/termination/suite_test.go"
 METRIC = "Karpenter controller metric; nodewright records the workflow's steps as events and execution history instead"
-NO_VOLUME_WAIT = (
-    "nodewright's workflow does not wait for VolumeAttachments before terminating the instance (its Cluster port "
-    "reads none): EC2 detaches the volumes as the instance terminates"
-)
 
 
 def test_should_delete_nodes() -> None:
@@ -343,22 +342,68 @@ def test_should_not_finish_draining_until_min_drain_time_has_passed() -> None:
     minDrainTime has passed")."""
 
 
-@pytest.mark.skip(reason=NO_VOLUME_WAIT)
 def test_should_wait_for_volume_attachments() -> None:
     """suite_test.go Describe("Termination") Context("Reconciliation") Context("VolumeAttachments"): It("should wait
     for volume attachments")."""
+    world = World()
+    world.attach("va", "foo")
+    world.delete("Node")
+    world.start()
+    assert world.drain()["done"]  # Taint and Start Drain: nothing to drain
+    assert not world.volumes()["done"]  # VolumeDetachmentInitiation
+    assert world.exists("Node", NODE) and world.exists("NodeClaim", CLAIM)
+    assert world.condition(VOLUMES_DETACHED) == ("Unknown", "AwaitingVolumeDetachment")
+    assert INSTANCE not in world.cloud.terminated
+    world.cluster.objects.pop(("VolumeAttachment", "", "va"))  # ExpectDeleted(va)
+    assert world.volumes()["done"]  # VolumeDetachmentFinalization
+    assert world.condition(VOLUMES_DETACHED)[0] == "True"
+    world.terminate()  # InstanceTerminationInitiation, InstanceTerminationFinalization
+    assert not world.exists("Node", NODE) and INSTANCE in world.cloud.terminated
 
 
-@pytest.mark.skip(reason=NO_VOLUME_WAIT)
 def test_should_only_wait_for_volume_attachments_associated_with_drainable_pods() -> None:
     """suite_test.go Describe("Termination") Context("Reconciliation") Context("VolumeAttachments"): It("should only
     wait for volume attachments associated with drainable pods")."""
+    kept = kpod("pod", tolerations=[{"key": DISRUPTED, "operator": "Exists"}])
+    kept["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": "pvc"}}]
+    world = World(kept)
+    world.attach("va-drainable", "foo")
+    world.attach("va-non-drainable", "bar")
+    world.claim("pvc", "bar")
+    world.delete("Node")
+    world.start()
+    assert world.drain()["done"]  # the pod tolerates karpenter.sh/disrupted: not drained
+    check = world.volumes()
+    assert not check["done"] and check["pending"] == ["va-drainable"]
+    assert world.exists("Node", NODE)
+    assert world.condition(VOLUMES_DETACHED) == ("Unknown", "AwaitingVolumeDetachment")
+    world.cluster.objects.pop(("VolumeAttachment", "", "va-drainable"))  # ExpectDeleted(vaDrainable)
+    assert world.volumes()["done"]  # VolumeDetachment, InstanceTerminationInitiation
+    assert world.exists("Node", NODE)
+    assert world.condition(VOLUMES_DETACHED)[0] == "True"
+    world.terminate()  # InstanceTerminationFinalization
+    assert not world.exists("Node", NODE)
 
 
-@pytest.mark.skip(reason=NO_VOLUME_WAIT)
 def test_should_wait_for_volume_attachments_until_the_nodeclaims_tgp_expires() -> None:
     """suite_test.go Describe("Termination") Context("Reconciliation") Context("VolumeAttachments"): It("should wait
-    for volume attachments until the nodeclaim's termination grace period expires")."""
+    for volume attachments until the nodeclaim's termination grace period expires"). Karpenter's
+    karpenter.sh/nodeclaim-termination-timestamp annotation (a minute on) is nodewright's deadline, the deletion
+    plus the NodeClaim's terminationGracePeriod (1m)."""
+    world = World(tgp="1m")
+    world.attach("va", "foo")
+    world.delete("Node")
+    world.start()
+    assert world.drain()["done"]
+    assert not world.volumes()["done"]  # Drain, VolumeDetachment
+    assert world.exists("Node", NODE)
+    assert world.condition(VOLUMES_DETACHED) == ("Unknown", "AwaitingVolumeDetachment")
+    world.clock.t += 5 * 60  # env.Clock.Step(5 * time.Minute)
+    assert world.volumes()["done"]  # VolumeDetachment, InstanceTerminationInitiation
+    assert world.exists("Node", NODE)
+    assert world.condition(VOLUMES_DETACHED) == ("False", "TerminationGracePeriodElapsed")
+    world.terminate()  # InstanceTerminationFinalization
+    assert not world.exists("Node", NODE)
 
 
 @pytest.mark.skip(reason=METRIC)

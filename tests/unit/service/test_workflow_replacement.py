@@ -3,19 +3,22 @@ a rebalance's early replacement carries the end of its protection window."""
 
 from __future__ import annotations
 
+import copy
 from dataclasses import replace
 from typing import Any
 
 import pytest
-from service_fakes import node_for
-from test_workflow_service import CATALOG, command, run, setup
+from service_fakes import node_for, pod
+from test_workflow_service import CATALOG, command, ready, run, setup
 
-from nodewright.disruption.commands import DRIFTED, PREPARE, REBALANCE
+from nodewright.disruption.commands import DRIFTED, PREPARE, REBALANCE, DisruptionCommand
 from nodewright.disruption.fleet import PROTECTED_UNTIL_ANNOTATION, epoch
+from nodewright.ports import Instance
 from nodewright.service.batch import Batch
 from nodewright.service.provision import provision
 from nodewright.service.provision.serial import LOCK_TTL_SECONDS
 from nodewright.service.workflow import PlannerBusy
+from nodewright.tags import NODECLAIM as NODECLAIM_TAG
 
 PREPARING = "RebalanceRecommendation-old-1"
 URGENT = "SpotInterruption-old-2"
@@ -93,3 +96,37 @@ def test_a_replacement_whose_planner_lock_ran_out_while_planning_is_retried_and_
     with pytest.raises(PlannerBusy, match="planner lock"):
         run("launch_replacement", state, slow)
     assert not [c for c in cluster.of_kind("NodeClaim") if c["metadata"]["name"] != "old"] and not cloud.fleets
+
+
+def second_node(cluster: Any, cloud: Any) -> dict[str, Any]:
+    """A second node like `setup`'s ("two", node-two, i-two, two pods), and a drift command for it."""
+    instance = Instance("i-two", "m5.xlarge", "us-east-1a", "running", "on-demand", 0.0, {NODECLAIM_TAG: "two"})
+    cloud.instances["i-two"] = instance
+    cluster.put(ready(node_for(instance, "node-two")))
+    claim = copy.deepcopy(cluster.objects[("NodeClaim", "", "old")])
+    claim["metadata"]["name"] = "two"
+    claim["status"].update({"providerID": "aws:///us-east-1a/i-two", "nodeName": "node-two"})
+    cluster.put(claim)
+    for i in range(2):
+        cluster.put({**pod(f"api-{i}"), "spec": {**pod(f"api-{i}")["spec"], "nodeName": "node-two"}})
+    started = 1_800_000_000.0
+    state = DisruptionCommand("two", "node-two", "i-two", DRIFTED, False, "evt-2", started, None).to_input()
+    return state
+
+
+def test_a_second_drift_command_does_not_adopt_the_first_commands_replacement() -> None:
+    """Round 2: the pods of the first command's tainted node wait on its replacement; the second command's
+    execution must neither wait for that claim nor (on a rollback) own it: it adopts only what its own pods wait
+    on."""
+    cluster, cloud, _, ports = setup()
+    pool = cluster.objects[("NodePool", "", "general")]
+    pool["spec"]["disruption"] = {"consolidateAfter": "0s", "budgets": [{"nodes": "100%"}]}
+    first = command(DRIFTED, deadline=None)
+    first["forceful"] = False
+    run("identify", first, ports, "Drifted-old-1")
+    [mine] = run("launch_replacement", first, ports, "Drifted-old-1")["nodeclaims"]
+    second = second_node(cluster, cloud)
+    assert run("identify", second, ports, "Drifted-two-1")["outcome"] == "proceed"
+    replacement = run("launch_replacement", second, ports, "Drifted-two-1")
+    assert mine not in replacement["nodeclaims"] and replacement["adopted"] == []
+    assert replacement["nodeclaims"]  # its own pods got their own replacement

@@ -3,6 +3,8 @@ a Node of another instance), the drain takes the node out of load balancers and 
 
 from __future__ import annotations
 
+from typing import Any
+
 from test_workflow_service import EXECUTION, command, run, setup
 
 from nodewright.service import workflow
@@ -37,3 +39,30 @@ def test_the_drain_takes_the_node_out_of_load_balancers_and_rollback_puts_it_bac
     assert labels[LB] == "nodewright"
     workflow.STEPS["rollback"]({**state, "error": {"Cause": "test"}}, EXECUTION, ports)
     assert LB not in cluster.objects[("Node", "", "node-old")]["metadata"]["labels"]
+
+
+def test_terminate_marks_the_nodeclaim_instance_terminating_before_its_node_and_claim_go() -> None:
+    """Karpenter's termination sets InstanceTerminating (True) on the NodeClaim once the cloud was asked to terminate
+    its instance; the planner's budgets read it. It is written after the termination, before the deletions."""
+    cluster, cloud, _, ports = setup()
+    state = command()
+    run("identify", state, ports)
+    written: list[tuple[str, list[str], list[str]]] = []  # (claim, instances terminated then, its conditions after)
+    original = cluster.set_nodeclaim_conditions
+
+    def spy(name: str, conditions: Any, clear: Any = ()) -> None:
+        original(name, conditions, clear)
+        written.append((name, list(cloud.terminated), _conditions(cluster, name)))
+
+    cluster.set_nodeclaim_conditions = spy  # type: ignore[method-assign]
+    workflow.STEPS["terminate"](state, EXECUTION, ports)
+    [(name, terminated, _)] = [w for w in written if "InstanceTerminating=True" in w[2]]
+    assert name == "old" and terminated == ["i-old"]  # written once the cloud was asked to terminate
+    log = cluster.log
+    marked = max(i for i, line in enumerate(log) if line == "conditions nodeclaim/old")
+    assert marked < log.index("delete node/node-old") < log.index("delete nodeclaim/old")
+
+
+def _conditions(cluster: Any, name: str) -> list[str]:
+    doc = cluster.objects.get(("NodeClaim", "", name)) or {}
+    return [f"{c['type']}={c['status']}" for c in (doc.get("status") or {}).get("conditions") or []]

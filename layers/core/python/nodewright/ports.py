@@ -298,6 +298,11 @@ class Cluster(Protocol):
         """NodePools, NodeClaims and Nodes only: cheaper than `read()` for who-owns-what questions."""
         ...
 
+    def volume_attachments(self, node: str) -> Sequence[Mapping[str, Any]]:
+        """The VolumeAttachments (storage.k8s.io/v1) whose spec.nodeName is `node`, read from the API server (the
+        termination waits until those of its drained pods are gone)."""
+        ...
+
     def pods_on_node(self, node: str) -> Sequence[Mapping[str, Any]]:
         """Pods bound to the node that have not finished (phase neither Succeeded nor Failed)."""
         ...

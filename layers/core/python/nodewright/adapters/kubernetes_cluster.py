@@ -320,6 +320,15 @@ class KubernetesCluster:
         classes = [d for group, version, plural in NODECLASSES for d in self._custom(group, version, plural)]
         return FleetView(pools, self._custom(*NODECLAIMS), self._list("/api/v1/nodes", "Node", "v1"), classes)
 
+    def volume_attachments(self, node: str) -> Sequence[Mapping[str, Any]]:
+        # The API server has no spec.nodeName field selector for VolumeAttachments (Karpenter indexes its cache):
+        # list them all, a page at a time, and keep the node's.
+        return [
+            d
+            for d in self._list("/apis/storage.k8s.io/v1/volumeattachments", "VolumeAttachment", "storage.k8s.io/v1")
+            if (d.get("spec") or {}).get("nodeName") == node
+        ]
+
     def pods_on_node(self, node: str) -> Sequence[Mapping[str, Any]]:
         selector = f"spec.nodeName={node},status.phase!=Succeeded,status.phase!=Failed"
         return self._list("/api/v1/pods", "Pod", "v1", [("fieldSelector", selector)])

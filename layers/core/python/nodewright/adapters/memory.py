@@ -243,6 +243,12 @@ class InMemoryCluster:
             [copy.deepcopy(d) for d in self.of_kind("EC2NodeClass")],
         )
 
+    def volume_attachments(self, node: str) -> Sequence[Mapping[str, Any]]:
+        self.reads.append(f"volume_attachments {node}")
+        return [
+            copy.deepcopy(d) for d in self.of_kind("VolumeAttachment") if (d.get("spec") or {}).get("nodeName") == node
+        ]
+
     def pods_on_node(self, node: str) -> Sequence[Mapping[str, Any]]:
         self.reads.append(f"pods_on_node {node}")
         return [

@@ -2,8 +2,8 @@
 
 The state machine (infra/workflow.py) passes every task `{"input": <the execution's state>, "execution": <its
 name>}`. The state starts as a `DisruptionCommand` document and gathers each step's result under its own key
-(`identify`, `replacement`, `drain`, `terminate`). A step returns a JSON-safe dict; a step that cannot go on
-raises `DisruptionFailed`, which the state machine catches and sends to `rollback`.
+(`identify`, `replacement`, `drain`, `volumes`, `terminate`). A step returns a JSON-safe dict; a step that cannot
+go on raises `DisruptionFailed`, which the state machine catches and sends to `rollback`.
 
 Leases (`disruption.lease`, `service.leases`): IdentifyCandidate takes each node's lease for this execution, taking
 over a holder whose execution no longer runs, and, for an interruption, any holder that is not one. Every later step
@@ -23,7 +23,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from nodewright.catalog.catalog import Catalog
 from nodewright.catalog.types import InstanceTypeSource
 from nodewright.disruption.commands import PREPARE, DisruptionCommand, Replacement, Target
 from nodewright.disruption.drain import DISRUPTED_TAINT_KEY, drain_pod, drain_round
@@ -31,7 +30,14 @@ from nodewright.disruption.fleet import PROTECTED_UNTIL_ANNOTATION, FleetNode, f
 from nodewright.disruption.identify import BLOCKED, GONE, PROCEED, identify
 from nodewright.disruption.lease import lock_name
 from nodewright.disruption.state import DisruptionSettings
-from nodewright.model.conditions import TRUE, Condition, rfc3339
+from nodewright.disruption.volumes import (
+    AWAITING,
+    VOLUMES_DETACHED,
+    pending_attachments,
+    undrainable_claims,
+    volume_wait,
+)
+from nodewright.model.conditions import FALSE, TRUE, Condition, rfc3339
 from nodewright.model.loader import load_documents
 from nodewright.model.nodepool import NodePool
 from nodewright.ports import BLOCKED as EVICTION_BLOCKED
@@ -47,6 +53,8 @@ EXCLUDE_BALANCERS_LABEL = "node.kubernetes.io/exclude-from-external-load-balance
 EXCLUDE_BALANCERS_VALUE = "nodewright"
 INVALIDATED = "invalidated"
 DISRUPTION_REASON = "DisruptionReason"  # the NodeClaim condition Karpenter sets on the nodes a command takes away
+# Set (True) on the NodeClaim once its instance's termination was asked for, as Karpenter's termination does.
+INSTANCE_TERMINATING = "InstanceTerminating"
 REPLACEMENT_TIMEOUT_SECONDS = 15 * 60  # as long as the provisioner waits for any node to register
 # A rebalance's early replacement is kept (and the node softly tainted) at least this long, or the NodePool's
 # consolidateAfter when longer: a Spot warning often follows a recommendation within minutes.
@@ -257,14 +265,28 @@ def _validate(command: DisruptionCommand, ports: Ports, now: float, others: froz
     """The decision against the cluster now (see `disruption.validation`); "" when it still holds."""
     from nodewright.disruption.state import cluster_state
     from nodewright.disruption.validation import validate
+    from nodewright.service.plan import node_class_bounds  # the planner imports this module (a cycle)
 
     if ports.catalog is None:
         raise DisruptionFailed("no instance catalog configured for IdentifyCandidate's validation")
     view = ports.cluster.read()
-    unavailable = ports.state.unavailable_offerings(now)
-    types = Catalog(ports.catalog.instance_types()).with_unavailable(unavailable).instance_types
     documents = [*view.documents, *view.unbound_pods.values()]
-    snapshot, _ = cluster_state(documents, types, now, locked=others, settings=ports.settings)
+    loaded = load_documents(documents, "cluster", summaries=False)
+    # The snapshot the planner's tick decided on: its EC2NodeClasses' zones and capacity reservations (without
+    # them a consolidation into a reservation finds no such offering and a reserved candidate has no price), and
+    # the offerings EC2 refused lately, marked after the reservations as the tick marks them.
+    zones, reservations = node_class_bounds(ports.cloud, loaded[0].nodeclasses)
+    snapshot, _ = cluster_state(
+        documents,
+        ports.catalog.instance_types(),
+        now,
+        locked=others,
+        settings=ports.settings,
+        class_zones=zones,
+        loaded=loaded,
+        reservations=reservations,
+        unavailable=ports.state.unavailable_offerings(now),
+    )
     return validate(command, snapshot)
 
 
@@ -315,8 +337,9 @@ def _target_states(
 def launch_replacement(state: Mapping[str, Any], execution: str, ports: Ports) -> dict[str, Any]:
     """LaunchReplacement: taint the command's nodes (NoSchedule; PreferNoSchedule when only preparing for a
     rebalance), then launch only what their moving pods need through the provisioning service; a consolidation
-    launches only within the cheaper offerings it decided. Pods another NodeClaim already has room for (`waiting`)
-    make that claim a replacement too (adopted: WaitForReplacement waits for it to be Ready). Raises PlannerBusy
+    launches only within the cheaper offerings it decided. This command's moving pods that another NodeClaim already
+    has room for make that claim a replacement too (adopted: WaitForReplacement waits for it to be Ready); the
+    claims other commands' pods wait on are theirs, never adopted. Raises PlannerBusy
     when the planner lock is held or was lost (retried), DisruptionFailed when pods cannot be placed, unless the
     disruption is urgent (the node goes anyway; the drain must not wait). A rebalance's early replacement carries
     `nodewright.io/protected-until`, the end of its protection window."""
@@ -358,13 +381,17 @@ def launch_replacement(state: Mapping[str, Any], execution: str, ports: Ports) -
         raise PlannerBusy(f"replacement for node(s) {', '.join(filter(None, nodes))} not planned yet: {busy[0].reason}")
     launched = sorted({c.name for c in result.launched})
     # Pods another NodeClaim already has room for (a rebalance's early replacement, a batch's claim): that claim is
-    # this workflow's replacement too, and the drain waits until it is Ready.
-    adopted = sorted(set(result.waiting.values()) - set(launched))
+    # this workflow's replacement too, and the drain waits until it is Ready. Only this command's moving pods count:
+    # the provisioning also sees the pods of other commands' tainted nodes, waiting on their own replacements,
+    # which this execution must neither wait for nor roll back.
+    ours = set(moving)
+    waiting = {pod: claim for pod, claim in result.waiting.items() if pod in ours}
+    adopted = sorted(set(waiting.values()) - set(launched))
     claims = sorted({*launched, *adopted})
     stuck = [d for d in result.decisions if d.action in ("unschedulable", "throttled", "launch-failed")]
     summary = f"launched {len(launched)} nodeclaim(s) for {len(moving)} pod(s)"
     if adopted:
-        summary += f"; {len(result.waiting)} pod(s) wait on nodeclaim(s) {', '.join(adopted)}"
+        summary += f"; {len(waiting)} pod(s) wait on nodeclaim(s) {', '.join(adopted)}"
     if stuck:
         why = "; ".join(f"{d.subject}: {d.reason}" for d in stuck[:5])
         if not found.get("urgent"):
@@ -482,8 +509,50 @@ def drain(state: Mapping[str, Any], execution: str, ports: Ports) -> dict[str, A
     }
 
 
+def await_volumes(state: Mapping[str, Any], execution: str, ports: Ports) -> dict[str, Any]:
+    """CheckVolumes, after the drain and each WaitForVolumes: the node's VolumeAttachments the termination waits for
+    (`disruption.volumes`: those of PersistentVolumes not held by a pod the drain leaves on the node) are gone, or
+    the deadline IdentifyCandidate set has passed. Sets the NodeClaim's VolumesDetached condition as Karpenter's
+    termination does (Unknown AwaitingVolumeDetachment while waiting; True; False TerminationGracePeriodElapsed)
+    and records AwaitingVolumeDetachment on the node while it waits. `done` lets TerminateInstance go."""
+    command = DisruptionCommand.from_input(state)
+    found = _identified(state)
+    node = str(found.get("node") or "")
+    hold(state, execution, ports)
+    now = ports.clock.now()
+    previous = state.get("volumes") or {}
+    rounds = int(previous.get("rounds") or 0) + 1
+    if not node:
+        return {"done": True, "pending": [], "reason": "the NodeClaim never registered a node", "rounds": rounds}
+    attachments = ports.cluster.volume_attachments(node)
+    claims: Sequence[Mapping[str, Any]] = ()
+    if attachments:
+        kept = undrainable_claims(ports.cluster.pods_on_node(node), now)
+        claims = ports.cluster.volumes(kept)[0] if kept else ()
+    deadline = found.get("deadline")
+    pending = pending_attachments(attachments, node, claims)
+    wait = volume_wait(pending, now, float(deadline) if deadline is not None else None)
+    message = {
+        TRUE: "no volume attachment of a drained pod is left",
+        FALSE: f"the deadline passed with {len(wait.pending)} volume attachment(s) left: terminating anyway",
+    }.get(wait.status, f"awaiting deletion of volume attachment(s) {', '.join(wait.pending[:10])}")
+    ports.cluster.set_nodeclaim_conditions(
+        command.nodeclaim, [Condition(VOLUMES_DETACHED, wait.status, wait.reason or "VolumesDetached", message)]
+    )
+    if not wait.done:
+        _event(ports, node, AWAITING, message, execution)
+    return {
+        "done": wait.done,
+        "pending": list(wait.pending),
+        "reason": message,
+        "rounds": rounds,
+        "wait_seconds": DRAIN_POLL_SECONDS if rounds < DRAIN_FAST_ROUNDS else DRAIN_SLOW_POLL_SECONDS,
+    }
+
+
 def terminate_instance(state: Mapping[str, Any], execution: str, ports: Ports) -> dict[str, Any]:
-    """TerminateInstance: terminate the instance, delete its Nodes (every Node with the claim's providerID) and then
+    """TerminateInstance: terminate the instance, mark the NodeClaim InstanceTerminating (True, as Karpenter's
+    termination does once it asked the cloud), delete its Nodes (every Node with the claim's providerID) and then
     the NodeClaim (their termination finalizers come off: the instance is gone), release the lock. A claim that never
     recorded its instance has it found by its tag (a launch may have been under way)."""
     command = DisruptionCommand.from_input(state)
@@ -495,6 +564,12 @@ def terminate_instance(state: Mapping[str, Any], execution: str, ports: Ports) -
     if ids:
         ports.cloud.terminate(ids)
         instance = ", ".join(ids)
+    # Karpenter's termination marks the NodeClaim once the cloud was asked to terminate its instance: the planner's
+    # budgets count such a node as going, and a re-run (the same step retried) writes the same condition again.
+    ports.cluster.set_nodeclaim_conditions(
+        command.nodeclaim,
+        [Condition(INSTANCE_TERMINATING, TRUE, INSTANCE_TERMINATING, f"instance {instance or '-'} is terminating")],
+    )
     _event(ports, node, "Terminated", f"{command.reason}: instance {instance or '-'} terminated", execution)
     for name in _claim_nodes(ports, command.nodeclaim, node):
         ports.cluster.delete_node(name)
@@ -615,6 +690,7 @@ STEPS = {
     "launch_replacement": launch_replacement,
     "check_replacement": check_replacement,
     "drain": drain,
+    "volumes": await_volumes,
     "terminate": terminate_instance,
     "release": release,
     "rollback": rollback,
