@@ -8,6 +8,7 @@ from typing import Any
 from nodewright.disruption.volumes import (
     AWAITING,
     GRACE_ELAPSED,
+    INSTANCE_GONE,
     pending_attachments,
     pod_claims,
     undrainable_claims,
@@ -79,3 +80,8 @@ def test_the_wait_ends_when_nothing_is_left_or_the_deadline_passed() -> None:
     elapsed = volume_wait(("va-1",), NOW, NOW - 1)
     assert elapsed.done and (elapsed.status, elapsed.reason) == (FALSE, GRACE_ELAPSED)
     assert elapsed.pending == ("va-1",)
+
+
+def test_the_wait_ends_once_the_instance_is_gone_even_without_a_deadline() -> None:
+    gone = volume_wait(("va-1",), NOW, None, instance_gone=True)
+    assert gone.done and (gone.status, gone.reason) == (FALSE, INSTANCE_GONE)

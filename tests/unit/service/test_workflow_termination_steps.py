@@ -3,6 +3,7 @@ a Node of another instance), the drain takes the node out of load balancers and 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from test_workflow_service import EXECUTION, command, run, setup
@@ -66,3 +67,26 @@ def test_terminate_marks_the_nodeclaim_instance_terminating_before_its_node_and_
 def _conditions(cluster: Any, name: str) -> list[str]:
     doc = cluster.objects.get(("NodeClaim", "", name)) or {}
     return [f"{c['type']}={c['status']}" for c in (doc.get("status") or {}).get("conditions") or []]
+
+
+def test_the_volume_wait_ends_once_the_instance_is_gone_whatever_is_left_attached() -> None:
+    """With no deadline (a drift without terminationGracePeriod) a VolumeAttachment left behind would hold the
+    termination for ever; once EC2 has terminated the instance there is nothing left to detach from."""
+    cluster, cloud, _, ports = setup()
+    cluster.put(
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "VolumeAttachment",
+            "metadata": {"name": "csi-left"},
+            "spec": {"attacher": "ebs.csi.aws.com", "nodeName": "node-old", "source": {"persistentVolumeName": "pv"}},
+        }
+    )
+    state = command("Drifted", deadline=None)
+    run("identify", state, ports)
+    state["identify"]["deadline"] = None  # as for a NodeClaim without terminationGracePeriod
+    assert not workflow.STEPS["volumes"](state, EXECUTION, ports)["done"]
+    cloud.instances["i-old"] = replace(cloud.instances["i-old"], state="stopped")  # still EC2's: still waited for
+    assert not workflow.STEPS["volumes"](state, EXECUTION, ports)["done"]
+    cloud.instances["i-old"] = replace(cloud.instances["i-old"], state="terminated")
+    gone = workflow.STEPS["volumes"](state, EXECUTION, ports)
+    assert gone["done"] and gone["pending"] == ["csi-left"] and "instance is gone" in gone["reason"]

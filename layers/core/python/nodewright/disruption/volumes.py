@@ -30,6 +30,7 @@ from nodewright.model.conditions import FALSE, TRUE, UNKNOWN
 VOLUMES_DETACHED = "VolumesDetached"  # the NodeClaim condition Karpenter's termination sets
 AWAITING = "AwaitingVolumeDetachment"
 GRACE_ELAPSED = "TerminationGracePeriodElapsed"
+INSTANCE_GONE = "InstanceGone"
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,11 +92,14 @@ def pending_attachments(
     return tuple(sorted(out))
 
 
-def volume_wait(pending: Sequence[str], now: float, deadline: float | None) -> VolumeWait:
-    """Whether the termination goes on: nothing `pending`, or the `deadline` has passed (None: none is set, the
-    wait goes on as long as an attachment is left, as Karpenter's does without a terminationGracePeriod)."""
+def volume_wait(pending: Sequence[str], now: float, deadline: float | None, instance_gone: bool = False) -> VolumeWait:
+    """Whether the termination goes on: nothing `pending`, the `deadline` has passed (None: none is set), or the
+    instance is gone already (`instance_gone`: nothing is left to detach from, and Karpenter's termination skips
+    its waits for a NodeClaim whose instance the cloud no longer has), so no wait lasts for ever."""
     if not pending:
         return VolumeWait((), True, TRUE, "")
+    if instance_gone:
+        return VolumeWait(tuple(pending), True, FALSE, INSTANCE_GONE)
     if deadline is not None and now > deadline:
         return VolumeWait(tuple(pending), True, FALSE, GRACE_ELAPSED)
     return VolumeWait(tuple(pending), False, UNKNOWN, AWAITING)

@@ -531,10 +531,13 @@ def await_volumes(state: Mapping[str, Any], execution: str, ports: Ports) -> dic
         claims = ports.cluster.volumes(kept)[0] if kept else ()
     deadline = found.get("deadline")
     pending = pending_attachments(attachments, node, claims)
-    wait = volume_wait(pending, now, float(deadline) if deadline is not None else None)
+    instance = str(found.get("instance_id") or "")
+    gone = bool(pending) and bool(instance) and _instance_gone(ports, instance)
+    wait = volume_wait(pending, now, float(deadline) if deadline is not None else None, instance_gone=gone)
     message = {
         TRUE: "no volume attachment of a drained pod is left",
-        FALSE: f"the deadline passed with {len(wait.pending)} volume attachment(s) left: terminating anyway",
+        FALSE: f"{'the instance is gone' if gone else 'the deadline passed'} with {len(wait.pending)} volume "
+        "attachment(s) left: terminating anyway",
     }.get(wait.status, f"awaiting deletion of volume attachment(s) {', '.join(wait.pending[:10])}")
     ports.cluster.set_nodeclaim_conditions(
         command.nodeclaim, [Condition(VOLUMES_DETACHED, wait.status, wait.reason or "VolumesDetached", message)]
@@ -548,6 +551,12 @@ def await_volumes(state: Mapping[str, Any], execution: str, ports: Ports) -> dic
         "rounds": rounds,
         "wait_seconds": DRAIN_POLL_SECONDS if rounds < DRAIN_FAST_ROUNDS else DRAIN_SLOW_POLL_SECONDS,
     }
+
+
+def _instance_gone(ports: Ports, instance: str) -> bool:
+    """EC2 no longer lists the instance, or it is shutting down or terminated (as Karpenter's cloud provider answers
+    NodeClaimNotFound for it); a stopped instance still exists."""
+    return all(i.state in ("shutting-down", "terminated") for i in ports.cloud.describe_instances([instance]))
 
 
 def terminate_instance(state: Mapping[str, Any], execution: str, ports: Ports) -> dict[str, Any]:
