@@ -20,6 +20,7 @@ from nodewright.model.conditions import condition_of
 from nodewright.model.do_not_disrupt import DO_NOT_DISRUPT
 from nodewright.model.durations import DurationError, parse_duration
 from nodewright.model.nodepool import NodePool
+from nodewright.model.parse import NODECLASS_GROUPS
 from nodewright.tags import CORDONED
 
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
@@ -159,11 +160,27 @@ def disowns(claim: Mapping[str, Any], node: Mapping[str, Any]) -> str:
     return ""
 
 
+NODECLASS_KIND = "EC2NodeClass"
+
+
+def manages(claim: Mapping[str, Any]) -> bool:
+    """Whether nodewright manages `claim`: its `spec.nodeClassRef` names an EC2NodeClass of a group nodewright
+    launches (Karpenter's nodeclaimutils.IsManaged: the ref's group and kind are among the cloud provider's node
+    classes). A NodeClaim of another cloud provider's node class (another Karpenter in the same cluster) is not
+    ours: it is never expired, drifted, consolidated, drained or garbage collected. A claim without a ref (the
+    CRD requires one; only hand-written snapshots lack it) is taken as ours."""
+    ref = (claim.get("spec") or {}).get("nodeClassRef")
+    if not isinstance(ref, Mapping):
+        return True
+    return ref.get("group") in NODECLASS_GROUPS and ref.get("kind") == NODECLASS_KIND
+
+
 def fleet_nodes(
     nodeclaims: Sequence[Mapping[str, Any]], nodes: Sequence[Mapping[str, Any]], pools: Mapping[str, NodePool]
 ) -> list[FleetNode]:
     """Join NodeClaims to Nodes (by providerID, then by status.nodeName), only where `disowns` finds nothing to
-    object to; sorted by NodeClaim name."""
+    object to; sorted by NodeClaim name. NodeClaims nodewright does not manage (`manages`) are left out: nothing
+    downstream (planner, reconciliation, workflows) ever sees them."""
     by_provider: dict[str, Mapping[str, Any]] = {}
     by_name: dict[str, Mapping[str, Any]] = {}
     for doc in nodes:
@@ -171,7 +188,9 @@ def fleet_nodes(
         provider = str((doc.get("spec") or {}).get("providerID") or "")
         if provider:
             by_provider[provider] = doc
-    return sorted((_fleet_node(c, by_provider, by_name, pools) for c in nodeclaims), key=lambda n: n.nodeclaim)
+    return sorted(
+        (_fleet_node(c, by_provider, by_name, pools) for c in nodeclaims if manages(c)), key=lambda n: n.nodeclaim
+    )
 
 
 def _fleet_node(
