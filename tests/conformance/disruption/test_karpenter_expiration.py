@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import copy
 
-import pytest
 from cluster_builder import T0, Cluster, instance_types
 from methods_kit import EXPIRATION_ONLY, decide, disrupted, unregister
 
