@@ -31,6 +31,8 @@ UNREGISTERED_TAINT_KEY = "karpenter.sh/unregistered"
 INITIALIZED = "Initialized"
 DRIFTED = "Drifted"
 CONSOLIDATABLE = "Consolidatable"
+# Set on a NodeClaim once its node is drained and EC2 accepted the termination of its instance.
+INSTANCE_TERMINATING = "InstanceTerminating"
 # The pods the provisioner nominated to a NodeClaim (a JSON list of namespace/name), written at creation.
 NOMINATED_PODS_ANNOTATION = "nodewright.io/pods"
 # On a rebalance's early replacement (RFC 3339): emptiness and consolidation leave it alone until then, while the
@@ -51,6 +53,8 @@ class FleetNode:
     registered, Ready and without startup or registration taints; `initialized_at` is when. `last_pod_event`:
     `status.lastPodEventTime` (a pod bound to or removed from the node), 0 when unknown. `drifted`: the reason of
     a True `Drifted` condition ("" when not drifted). `nominated`: pods the provisioner sized the claim for.
+    `instance_terminating`: the NodeClaim's `InstanceTerminating` condition is True (its instance is being
+    terminated: the node no longer counts toward its pool's disruption budget).
     `problems`: fields that could not be read, by path.
     """
 
@@ -81,6 +85,7 @@ class FleetNode:
     drifted_at: float = 0.0
     consolidatable: bool = False
     nominated: tuple[str, ...] = ()
+    instance_terminating: bool = False
 
     @property
     def instance_type(self) -> str:
@@ -254,6 +259,7 @@ def _fleet_node(
         drifted_at=_since(claim, DRIFTED),
         consolidatable=_condition(claim, CONSOLIDATABLE),
         nominated=_nominated(metadata.get("annotations") or {}),
+        instance_terminating=_condition(claim, INSTANCE_TERMINATING),
     )
 
 
