@@ -919,9 +919,11 @@ def test_should_consolidate_a_node_through_deletion_when_ignoring_preferences() 
 def test_should_consolidate_a_node_through_replacement_when_ignoring_preferences() -> None:
     """consolidation_test.go Context("Preferences"): It("should consolidate a node through replacement when ignoring
     preferences"). A pod preferring the most expensive type: the replacement is cheaper all the same. nodewright has
-    no PreferencePolicy, but its simulation offers new NodeClaims only types cheaper than the node (`price_ceiling`),
-    so the preference cannot be met and is relaxed: the outcome of Karpenter's Ignore (under its default, Respect,
-    Karpenter would plan the preferred type and find no cheaper move)."""
+    no PreferencePolicy and respects preferences as Karpenter's default (Respect) does: the preferred type is kept
+    (the simulation drops its price ceiling for pods with preferred node affinity), and since the real m5.8xlarge is
+    also sold as spot, cheaper than the node's on-demand offering, the replacement is that offering. What Karpenter
+    asserts holds (not the node's own offering, every offering cheaper); with Karpenter's fake types (one offering
+    each) Respect would find no cheaper move, as tests/unit/disruption/test_consolidation_preferences.py shows."""
     c = cluster()
     _node(c, "node")
     prefer = {

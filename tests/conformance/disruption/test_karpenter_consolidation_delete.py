@@ -22,7 +22,6 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-import pytest
 from cluster_builder import M5_ON_DEMAND, T0, Cluster, instance_types, iso
 from methods_kit import decide, disrupted
 
@@ -219,12 +218,6 @@ def test_can_delete_nodes_evicts_pods_without_an_ownerref() -> None:
     assert only_decision(decide(cluster)) == ["claim-node-1"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 22 (consol's disruption/consolidation.py, candidates' simulate.py): nodewright decides the same "
-    "(no move) but its Unconsolidatable reason does not say the pods would schedule against an uninitialized "
-    'NodeClaim: the simulation leaves not-Ready nodes out and reports "Can\'t replace with a cheaper node"',
-)
 def test_wont_delete_node_if_it_would_require_pods_to_schedule_on_an_uninitialized_node() -> None:
     """consolidation_test.go Describe("Consolidation") Context("Delete"): It("won't delete node if it would require
     pods to schedule on an uninitialized node") (Karpenter's Unconsolidatable events: nodewright's

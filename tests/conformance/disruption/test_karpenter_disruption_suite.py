@@ -269,12 +269,6 @@ def test_should_not_consider_nodes_that_are_not_initialized_as_part_of_disruptio
     assert allowed(cluster) == {10}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 22 (budgets, plan.pool_budgets: methods helper; not a numbered item): nodewright does not read the "
-    "NodeClaim's InstanceTerminating condition, so a node whose instance is already terminated still counts toward "
-    "its pool's nodes (11 here, where Karpenter counts 10)",
-)
 def test_should_not_count_nodes_that_have_the_terminating_status_condition_in_disruption_count() -> None:
     """suite_test.go Describe("BuildDisruptionBudgetMapping"): It("should not consider nodes that have the
     terminating status condition as part of disruption count")."""

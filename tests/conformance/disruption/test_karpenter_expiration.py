@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import copy
 
-import pytest
 from cluster_builder import T0, Cluster, instance_types
 from methods_kit import EXPIRATION_ONLY, decide, disrupted, unregister
 
@@ -65,12 +64,6 @@ def test_should_remove_nodeclaims_that_are_expired() -> None:
     assert disrupted(decide(expired_cluster(), methods=EXPIRATION_ONLY)) == ["claim-node-a"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 22 item 12 (drain's disruption/fleet.py): the fleet joins a NodeClaim whose nodeClassRef is not "
-    "nodewright's (reported as a validation error) and Expiration disrupts it; Karpenter ignores NodeClaims it does "
-    "not manage (nodeclaimutils.IsManaged)",
-)
 def test_should_ignore_expired_nodeclaims_that_are_not_managed_by_this_karpenter_instance() -> None:
     """suite_test.go Describe("Expiration") DescribeTable("Expiration"):
     Entry("should ignore expired NodeClaims that are not managed by this Karpenter instance")."""

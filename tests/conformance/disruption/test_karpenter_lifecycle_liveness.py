@@ -4,8 +4,10 @@ Karpenter's liveness check deletes a NodeClaim whose node has not registered 15 
 (registration timeout) or that has not launched 5 minutes after creation (launch timeout), and keeps the NodePool's
 NodeRegistrationHealthy condition. nodewright's counterpart is the provisioner's lifecycle cleanup
 (`service.provision.cleanup`, run by the planner every minute: `cleanup_unregistered`): a claim whose node has not
-registered REGISTRATION_TIMEOUT_SECONDS (15 min) after creation, or never recorded as launched
-LAUNCH_TIMEOUT_SECONDS (120 s) after creation, is terminated and deleted. Fixtures: the NodeClaim is launched by
+registered REGISTRATION_TIMEOUT_SECONDS (15 min) after launch (its Registered condition's transition, as
+Karpenter), or never recorded as launched LAUNCH_TIMEOUT_SECONDS (120 s) after creation or after its Launched
+condition turned False, is terminated and deleted. A NodeClaim of another provider's node class is not loaded and
+never timed out. Fixtures: the NodeClaim is launched by
 nodewright's own provisioner for one pending pod (in-memory ports, the shipped catalog: `launched()`), Karpenter's
 `test.NodeClaimLinkedNode` is the kubelet's Node for its instance; a claim Karpenter's fake provider refused to
 create is that claim without its providerID.
@@ -27,10 +29,6 @@ MINUTE = 60.0
 NO_REGISTRATION_HEALTH = (
     "nodewright keeps no NodeRegistrationHealthy condition on NodePools (registration failures are reported as "
     "events and provisioner decisions)"
-)
-OWN_GROUP = (
-    "nodewright's NodeClaims are its own API group (nodewright.io/v1) and name its EC2NodeClass: every NodeClaim it "
-    "reads is one it manages, and another provisioner's claims are never read"
 )
 
 
@@ -80,10 +78,14 @@ def test_should_delete_the_node_claim_when_the_node_hasnt_registered_past_the_re
     assert claim.instance in claim.cloud.terminated
 
 
-@pytest.mark.skip(reason=OWN_GROUP)
 def test_should_ignore_node_claims_not_managed_by_this_karpenter_instance() -> None:
     """liveness_test.go DescribeTable("Liveness"): Entry("should ignore NodeClaims not managed by this Karpenter
     instance")."""
+    claim = Liveness()
+    claim.doc["spec"]["nodeClassRef"] = {"group": "karpenter.test.sh", "kind": "UnmanagedNodeClass", "name": "default"}
+    claim.step(20 * MINUTE)
+    assert claim.exists()
+    assert claim.instance not in claim.cloud.terminated
 
 
 def test_shouldnt_delete_the_node_claim_when_the_node_has_registered_past_the_registration_timeout() -> None:
@@ -119,11 +121,6 @@ def test_should_respect_a_custom_launch_timeout_configured_via_the_launch_timeou
     """liveness_test.go: It("should respect a custom launch timeout configured via the LaunchTimeout var")."""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="not an issue 22 item (service/provision/lifecycle.py, the registration path): nodewright counts the "
-    "launch timeout from the claim's creationTimestamp, Karpenter from its Launched condition's lastTransitionTime",
-)
 def test_should_use_the_status_condition_transition_time_for_launch_timeout() -> None:
     """liveness_test.go: It("should use the status condition transition time for launch timeout, not the creation
     timestamp")."""
@@ -132,16 +129,15 @@ def test_should_use_the_status_condition_transition_time_for_launch_timeout() ->
     claim.doc["status"]["conditions"] = [
         {"type": "Launched", "status": "False", "reason": "LaunchFailed", "lastTransitionTime": later}
     ]
-    claim.step(12 * MINUTE)
+    # Karpenter steps 12 minutes: 2 past the transition, within its 5-minute LaunchTimeout. nodewright's launch
+    # timeout is 120 s (README: the launch timeout is a constant, LAUNCH_TIMEOUT_SECONDS), so 11 minutes: one past
+    # the transition, and still far past any timeout counted from creation.
+    claim.step(11 * MINUTE)
     assert claim.exists()
+    claim.step(MINUTE)  # 120 s after the failed launch: nodewright's launch timeout
+    assert not claim.exists()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="not an issue 22 item (service/provision/lifecycle.py, the registration path): nodewright counts the "
-    "registration timeout from the claim's creationTimestamp, Karpenter from its Launched condition's "
-    "lastTransitionTime",
-)
 def test_should_use_the_status_condition_transition_time_for_registration_timeout() -> None:
     """liveness_test.go: It("should use the status condition transition time for registration timeout, not the
     creation timestamp")."""
@@ -154,6 +150,8 @@ def test_should_use_the_status_condition_transition_time_for_registration_timeou
     ]
     claim.step(16 * MINUTE)
     assert claim.exists()
+    claim.step(9 * MINUTE)  # 15 minutes after the transition
+    assert not claim.exists()
 
 
 @pytest.mark.skip(reason=NO_REGISTRATION_HEALTH)

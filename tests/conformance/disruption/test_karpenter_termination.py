@@ -259,12 +259,6 @@ def test_should_delete_nodes_with_no_underlying_instance_even_if_not_fully_drain
     assert [(r.kind, r.nodeclaim, r.node) for r in forget] == [(FORGET, CLAIM, NODE)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="not an issue 22 item (disruption/reconcile.py lost_instances): nodewright forgets a NodeClaim and "
-    "deletes its Node once EC2 reports the instance terminated (or unknown for GONE_GRACE_SECONDS) whether or not the "
-    "Node is Ready; Karpenter keeps a Ready node whose instance the cloud provider cannot find (a live kubelet)",
-)
 def test_should_not_delete_nodes_with_no_underlying_instance_if_the_node_is_still_ready() -> None:
     """suite_test.go Describe("Termination") Context("Reconciliation"): It("should not delete nodes with no
     underlying instance if the node is still Ready")."""

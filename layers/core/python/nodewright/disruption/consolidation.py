@@ -52,7 +52,9 @@ SINGLE_NODE_SIMULATIONS_PER_TICK = 50
 def compute(ctx: PlanContext, group: Sequence[Candidate], method: str) -> Decision | str:
     """The consolidation of `group` (delete, or replace with one cheaper NodeClaim), or why there is none."""
     price = sum(c.price for c in group)
-    sim = simulate(ctx.state, group, ctx.chosen, one_claim=True, ceiling=price, settling=settling(ctx.state))
+    sim = simulate(
+        ctx.state, group, ctx.chosen, one_claim=True, ceiling=_ceiling(group, price), settling=settling(ctx.state)
+    )
     if not sim.all_moved:
         return f"Can't move its pods onto the rest of the cluster or one node cheaper than ${price:.4f}/h: " + sentence(
             sim.errors
@@ -87,6 +89,18 @@ def compute(ctx: PlanContext, group: Sequence[Candidate], method: str) -> Decisi
         moving=sim.moving,
     )
     return _balanced(ctx, replaced)
+
+
+def _ceiling(group: Sequence[Candidate], price: float) -> float | None:
+    """The price ceiling for the simulation's new NodeClaims: the group's price, so the solver weighs only the types
+    a replacement may use; none when a pod to move has preferred node affinity. Karpenter's scheduler (its default
+    PreferencePolicy, Respect) keeps a preference it can meet, also with a type dearer than the node, and relaxes it
+    only when nothing meets it; under the ceiling such a preference could never be met and would be relaxed, so the
+    pod would be moved to a cheaper type it does not prefer. Without it, the plan keeps the preferred (dearer) type
+    and `_cheaper` then finds no cheaper offering: the node stays, as in Karpenter."""
+    if any(p.preferred_node_terms for c in group for p in c.reschedulable):
+        return None
+    return price
 
 
 _SETTLING: list[tuple[ClusterState, frozenset[str]]] = []

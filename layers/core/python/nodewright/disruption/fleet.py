@@ -20,6 +20,7 @@ from nodewright.model.conditions import condition_of
 from nodewright.model.do_not_disrupt import DO_NOT_DISRUPT
 from nodewright.model.durations import DurationError, parse_duration
 from nodewright.model.nodepool import NodePool
+from nodewright.model.parse import NODECLASS_GROUPS
 from nodewright.tags import CORDONED
 
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
@@ -30,6 +31,8 @@ UNREGISTERED_TAINT_KEY = "karpenter.sh/unregistered"
 INITIALIZED = "Initialized"
 DRIFTED = "Drifted"
 CONSOLIDATABLE = "Consolidatable"
+# Set on a NodeClaim once its node is drained and EC2 accepted the termination of its instance.
+INSTANCE_TERMINATING = "InstanceTerminating"
 # The pods the provisioner nominated to a NodeClaim (a JSON list of namespace/name), written at creation.
 NOMINATED_PODS_ANNOTATION = "nodewright.io/pods"
 # On a rebalance's early replacement (RFC 3339): emptiness and consolidation leave it alone until then, while the
@@ -50,6 +53,8 @@ class FleetNode:
     registered, Ready and without startup or registration taints; `initialized_at` is when. `last_pod_event`:
     `status.lastPodEventTime` (a pod bound to or removed from the node), 0 when unknown. `drifted`: the reason of
     a True `Drifted` condition ("" when not drifted). `nominated`: pods the provisioner sized the claim for.
+    `instance_terminating`: the NodeClaim's `InstanceTerminating` condition is True (its instance is being
+    terminated: the node no longer counts toward its pool's disruption budget).
     `problems`: fields that could not be read, by path.
     """
 
@@ -80,6 +85,7 @@ class FleetNode:
     drifted_at: float = 0.0
     consolidatable: bool = False
     nominated: tuple[str, ...] = ()
+    instance_terminating: bool = False
 
     @property
     def instance_type(self) -> str:
@@ -159,11 +165,27 @@ def disowns(claim: Mapping[str, Any], node: Mapping[str, Any]) -> str:
     return ""
 
 
+NODECLASS_KIND = "EC2NodeClass"
+
+
+def manages(claim: Mapping[str, Any]) -> bool:
+    """Whether nodewright manages `claim`: its `spec.nodeClassRef` names an EC2NodeClass of a group nodewright
+    launches (Karpenter's nodeclaimutils.IsManaged: the ref's group and kind are among the cloud provider's node
+    classes). A NodeClaim of another cloud provider's node class (another Karpenter in the same cluster) is not
+    ours: it is never expired, drifted, consolidated, drained or garbage collected. A claim without a ref (the
+    CRD requires one; only hand-written snapshots lack it) is taken as ours."""
+    ref = (claim.get("spec") or {}).get("nodeClassRef")
+    if not isinstance(ref, Mapping):
+        return True
+    return ref.get("group") in NODECLASS_GROUPS and ref.get("kind") == NODECLASS_KIND
+
+
 def fleet_nodes(
     nodeclaims: Sequence[Mapping[str, Any]], nodes: Sequence[Mapping[str, Any]], pools: Mapping[str, NodePool]
 ) -> list[FleetNode]:
     """Join NodeClaims to Nodes (by providerID, then by status.nodeName), only where `disowns` finds nothing to
-    object to; sorted by NodeClaim name."""
+    object to; sorted by NodeClaim name. NodeClaims nodewright does not manage (`manages`) are left out: nothing
+    downstream (planner, reconciliation, workflows) ever sees them."""
     by_provider: dict[str, Mapping[str, Any]] = {}
     by_name: dict[str, Mapping[str, Any]] = {}
     for doc in nodes:
@@ -171,7 +193,9 @@ def fleet_nodes(
         provider = str((doc.get("spec") or {}).get("providerID") or "")
         if provider:
             by_provider[provider] = doc
-    return sorted((_fleet_node(c, by_provider, by_name, pools) for c in nodeclaims), key=lambda n: n.nodeclaim)
+    return sorted(
+        (_fleet_node(c, by_provider, by_name, pools) for c in nodeclaims if manages(c)), key=lambda n: n.nodeclaim
+    )
 
 
 def _fleet_node(
@@ -235,6 +259,7 @@ def _fleet_node(
         drifted_at=_since(claim, DRIFTED),
         consolidatable=_condition(claim, CONSOLIDATABLE),
         nominated=_nominated(metadata.get("annotations") or {}),
+        instance_terminating=_condition(claim, INSTANCE_TERMINATING),
     )
 
 

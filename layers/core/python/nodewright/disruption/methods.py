@@ -175,7 +175,9 @@ class Expiration:
 
 class Emptiness:
     """Nodes with nothing but DaemonSet, mirror or finished pods, Consolidatable (`consolidateAfter` passed since
-    their last pod event): removed with no replacement, under the budgets for `Empty`."""
+    their last pod event): removed with no replacement, under the budgets for `Empty`. Every candidate of a pool
+    with `consolidateAfter: Never`, empty or not, is Unconsolidatable with Karpenter's message (its Emptiness'
+    ShouldDisrupt publishes that event before it looks at the pods)."""
 
     name = EMPTINESS
     reason = EMPTY
@@ -183,6 +185,9 @@ class Emptiness:
     def decide(self, ctx: PlanContext) -> Outcome:
         out = Outcome()
         for c in ctx.candidates(GRACEFUL):
+            if c.pool.disruption.consolidate_after_seconds is None:
+                out.unconsolidatable[c.name] = f'NodePool "{c.pool.name}" has consolidation disabled'
+                continue
             if not c.empty:
                 continue
             waiting = ctx.consolidatable(c)

@@ -122,8 +122,15 @@ def command_for(decision: Decision, now: float) -> DisruptionCommand:
 
 
 def pool_budgets(state: ClusterState) -> PoolBudgets:
-    """The budgets of every pool as Karpenter counts them (see `PoolBudgets`)."""
-    members = [(m.nodepool, state.disrupting(m) or not m.ready) for m in state.fleet if m.initialized]
+    """The budgets of every pool as Karpenter counts them (see `PoolBudgets`): initialized nodes only, and not those
+    whose instance is already terminating (Karpenter's BuildDisruptionBudgetMapping skips a NodeClaim with
+    InstanceTerminating=True: drained and deleted in the cloud, it is neither a node of the pool nor a disruption
+    in progress)."""
+    members = [
+        (m.nodepool, state.disrupting(m) or not m.ready)
+        for m in state.fleet
+        if m.initialized and not m.instance_terminating
+    ]
     return PoolBudgets(state.pools, members, state.now)
 
 

@@ -9,7 +9,9 @@ and EC2 with what the live leases say is going on, and names each difference wit
   (`termination.deletions`).
 - `lost_instances`: a launched NodeClaim whose instance EC2 reports terminated or shutting-down, or no longer knows
   `GONE_GRACE_SECONDS` after the claim was created, is deleted with its Node (Karpenter's NodeClaim garbage
-  collection: nothing is left to drain); one whose instance is stopping or stopped gets the forceful
+  collection: nothing is left to drain), unless its Node is still Ready (a kubelet still posts status, so the
+  instance is not gone whatever EC2 says: Karpenter's garbage collection keeps it too, and it is forgotten once the
+  node lifecycle controller marks the Node not Ready); one whose instance is stopping or stopped gets the forceful
   `InstanceStopping` workflow its (lost) state-change event would have started.
 
 Pure: the fleet, the NodeClaims under a live lease, the instances EC2 reported and the time in; repairs and commands
@@ -66,13 +68,17 @@ def lost_instances(
     fleet: Sequence[FleetNode], instances: Mapping[str, Instance], now: float
 ) -> tuple[list[Repair], list[DisruptionCommand]]:
     """(the NodeClaims to forget, whose instance is gone; the InstanceStopping commands for instances stopping or
-    stopped). `instances`: what EC2 reported for the fleet's instance ids, by id (unknown ids left out)."""
+    stopped). `instances`: what EC2 reported for the fleet's instance ids, by id (unknown ids left out). A claim whose
+    Node is Ready is never forgotten (pkg/controllers/nodeclaim/garbagecollection: "we know that the kubelet process
+    is still running if the Node Ready condition is true")."""
     forget: list[Repair] = []
     stopping: list[DisruptionCommand] = []
     for member in fleet:
         if not member.instance_id:
             continue
         instance = instances.get(member.instance_id)
+        if member.ready and (instance is None or instance.state in _GONE_STATES):
+            continue  # a live kubelet: EC2's word is not enough to delete the Node under it
         if instance is None:
             if now - member.created_at >= GONE_GRACE_SECONDS:
                 why = f"EC2 no longer knows instance {member.instance_id}"

@@ -5,7 +5,8 @@ It is the provisioner's own `solve()`, given (as Karpenter's SimulateScheduling 
   `karpenter.sh/do-not-disrupt` still protects or that a PodDisruptionBudget can never let go, since those will not
   move), the same pods of nodes already being disrupted (they need the same room), and the cluster's pending pods
   (not the ones waiting for a NodeClaim in flight, which that claim already holds);
-- as existing capacity: every Ready node except the candidates and the nodes being disrupted, and the NodeClaims in
+- as existing capacity: every Ready node except the candidates and the nodes being disrupted, the nodes of
+  nodewright's NodeClaims still starting (registered, not initialized, maybe not Ready yet), and the NodeClaims in
   flight with the pods nominated to them.
 A candidate's pod that lands on capacity that is not initialized yet (a NodeClaim in flight, a node still starting)
 makes the move unsafe, as in Karpenter: the decision would rest on a node that may never come up.
@@ -97,17 +98,22 @@ def simulate(
     inflight, waiting = _inflight(state, leaving)
     pending = [p for p in state.inputs.pending_pods if p.key not in waiting]
     pods = [*moving, *displaced, *pending]
-    nodes = _condensed(state, [n for n in state.inputs.nodes if n.name not in gone and n.ready], pods)
+    # A node of ours still starting counts although not Ready yet (Karpenter's scheduler sees every state node and
+    # ignores a starting node's ephemeral taints); a pod it would take makes the move unsafe (`_outcome`).
+    starting = {m.node for m in state.fleet if m.node and not m.initialized}
+    usable = [n for n in state.inputs.nodes if n.name not in gone and (n.ready or n.name in starting)]
+    nodes = _condensed(state, usable, pods)
     if settling:
         pods, nodes = _fenced(pods, len(moving), nodes, set(settling))
     pools = [state.bounded(p) for p in state.inputs.nodepools]
     keys = {p.key for p in moving}
-    best = _outcome(state, keys, pods, nodes, inflight, pools, ceiling)
+    known = [*inflight, *_starting_claims(state, {n.name for n in nodes} & starting)]
+    best = _outcome(state, keys, pods, nodes, known, pools, ceiling)
     if not one_claim or len(best.new_claims) <= 1:
         return best
     for pool in pools:
         limited = one_new_node(pools, nodes, inflight, pool.name)
-        found = _outcome(state, keys, pods, nodes, inflight, limited, ceiling)
+        found = _outcome(state, keys, pods, nodes, known, limited, ceiling)
         if found.all_moved and len(found.new_claims) <= 1 and _cheaper(found, best):
             best = found
     return best
@@ -207,13 +213,23 @@ def _outcome(
         price_ceiling=ceiling,
     )
     errors = {u.pod: u.reason for u in results.unschedulable if u.pod in keys}
-    starting = {m.node for m in state.fleet if m.node and not m.initialized}
-    claims = {c.name for c in inflight}
+    # Karpenter's UninitializedNodeError, worded as its Error(): "nodeclaim/<claim>, node/<node>" for a starting
+    # node, "nodeclaim/<claim>" for a claim in flight.
+    starting = {m.node: f"nodeclaim/{m.nodeclaim}, node/{m.node}" for m in state.fleet if m.node and not m.initialized}
+    claims = {c.name: f"nodeclaim/{c.name}" for c in inflight if not c.node_name}
     for target, placed in results.existing.items():
-        if target in starting or target in claims:
-            what = f"nodeclaim/{target}" if target in claims else f"node/{target}"
+        what = starting.get(target) or claims.get(target)
+        if what:
             errors.update({p: f"would schedule against uninitialized {what}" for p in placed if p in keys})
     return Simulation(results, tuple(sorted(keys)), errors)
+
+
+def _starting_claims(state: ClusterState, nodes: Collection[str]) -> list[NodeClaim]:
+    """The NodeClaims of these registered, not yet initialized nodes, tied to their node by name: the solver then
+    knows the nodes are starting (it tries initialized nodes first, as Karpenter orders existing nodes, and ignores a
+    starting node's ephemeral and startup taints) and counts their room once, through the node."""
+    node_of = {m.nodeclaim: m.node for m in state.fleet if m.node in nodes}
+    return [replace(c, node_name=node_of[c.name]) for c in state.inputs.nodeclaims if c.name in node_of]
 
 
 def _inflight(state: ClusterState, leaving: Collection[str]) -> tuple[list[NodeClaim], set[str]]:

@@ -134,7 +134,9 @@ def tick(
 
     result = provisioning.ProvisionResult("planner")
     registered = provisioning.finish_registrations(inputs.nodeclaims, inputs.nodes, ports.cluster, now, result)
-    provisioning.cleanup_unregistered(inputs.nodeclaims, registered, ports.cluster, ports.cloud, now, result)
+    provisioning.cleanup_unregistered(
+        inputs.nodeclaims, registered, ports.cluster, ports.cloud, now, result, documents=view.documents
+    )
     out.registrations = [d.to_json() for d in result.decisions]
 
     alive, dead = live_leases(ports.state, ports.workflows, now)

@@ -160,7 +160,9 @@ def provision(
         # Which claims' nodes have joined decides the plan; writing their registration can wait until the
         # launches are under way (finish_registrations below).
         registered = nodes_of(snapshot.base.nodeclaims, snapshot.base.nodes)
-        removed = cleanup_unregistered(snapshot.base.nodeclaims, registered, cluster, cloud, now, result)
+        removed = cleanup_unregistered(
+            snapshot.base.nodeclaims, registered, cluster, cloud, now, result, documents=snapshot.view.nodeclaims
+        )
         recent = recent_nodes(snapshot, registered, now)
         planned: Plan | None = None
         if read_pods(batch, snapshot, cluster, recent, set(displaced_nodes), result, registered):
@@ -235,7 +237,7 @@ def _lifecycle_only(
     result.timings["read_cluster"] = timer() - started
     inputs, _ = load_documents(documents, "cluster", summaries=False)
     registered = finish_registrations(inputs.nodeclaims, inputs.nodes, cluster, now, result)
-    cleanup_unregistered(inputs.nodeclaims, registered, cluster, cloud, now, result)
+    cleanup_unregistered(inputs.nodeclaims, registered, cluster, cloud, now, result, documents=view.nodeclaims)
     matched = set(registered.values())
     for reported in batch.nodes:
         if reported not in matched:

@@ -30,9 +30,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
 
 from nodewright.launch.userdata import UNREGISTERED_TAINT
-from nodewright.model.conditions import TRUE, UNKNOWN, Condition
+from nodewright.model.conditions import TRUE, UNKNOWN, Condition, condition_of
 from nodewright.model.loader import load_documents
 from nodewright.model.nodeclaim import INITIALIZED_LABEL, REGISTERED_LABEL, NodeClaim
 from nodewright.model.objects import Node
@@ -204,6 +206,36 @@ def _without_taint(node: Node, key: str) -> Node:
     return replace(node, taints=tuple(t for t in node.taints if t.key != key))
 
 
+def _stamp(condition: Mapping[str, Any] | None) -> float:
+    """A condition's lastTransitionTime in epoch seconds; 0.0 when absent or malformed."""
+    stamp = str((condition or {}).get("lastTransitionTime") or "")
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() if stamp else 0.0
+    except ValueError:
+        return 0.0
+
+
+def liveness_clocks(documents: Sequence[Mapping[str, Any]]) -> dict[str, tuple[float, float]]:
+    """NodeClaim name -> (when its launch timeout starts, when its registration timeout starts), read from the
+    NodeClaim documents among `documents` (other kinds are ignored); 0.0 where its conditions do not say.
+
+    As Karpenter's liveness.go: the launch timeout counts from the transition of a Launched condition that is not
+    True (a failed launch), the registration timeout from the Registered condition's transition (written Unknown
+    when the instance launched), or the Launched one's when Registered is absent. Not from creationTimestamp:
+    a claim whose launch was retried, or whose conditions were written late, is not cut short.
+    """
+    out: dict[str, tuple[float, float]] = {}
+    for doc in documents:
+        if doc.get("kind", "NodeClaim") != "NodeClaim":  # list items may come without their kind
+            continue
+        launched = condition_of(doc, LAUNCHED)
+        registered = condition_of(doc, REGISTERED)
+        launch = _stamp(launched) if launched is not None and launched.get("status") != TRUE else 0.0
+        launched_at = _stamp(launched) if launched is not None and launched.get("status") == TRUE else 0.0
+        out[str((doc.get("metadata") or {}).get("name") or "")] = (launch, _stamp(registered) or launched_at)
+    return out
+
+
 def cleanup_unregistered(
     claims: Sequence[NodeClaim],
     registered: Mapping[str, str],
@@ -212,21 +244,32 @@ def cleanup_unregistered(
     now: float,
     result: ProvisionResult,
     timeout: float = REGISTRATION_TIMEOUT_SECONDS,
+    documents: Sequence[Mapping[str, Any]] = (),
 ) -> set[str]:
-    """Terminate and delete NodeClaims whose node has not registered `timeout` seconds after creation, and
+    """Terminate and delete NodeClaims whose node has not registered `timeout` seconds after launch, and
     claims never recorded as launched `LAUNCH_TIMEOUT_SECONDS` after creation (the invocation that created
     them died between creating and launching; their pods are planned again at once). A claim never recorded as
     launched whose instance is found by its tag (the invocation died after CreateFleet) adopts that instance
     instead (`adopt`): terminating it would throw a healthy launch away and launch again for the same pods.
 
+    `documents`: the NodeClaim documents `claims` were read from; their conditions' transition times start the
+    clocks (`liveness_clocks`, as Karpenter's liveness does); a claim whose conditions do not say (or when no
+    documents are given) is timed from its creationTimestamp.
+
     Returns the names removed. The planner calls this too (see `cleanup`).
     """
     removed: set[str] = set()
+    clocks = liveness_clocks(documents)
     for claim in claims:
         if claim.name in registered or claim.registered or not claim.created_at:
             continue
-        age = now - claim.created_at
-        limit = timeout if claim.provider_id else min(timeout, LAUNCH_TIMEOUT_SECONDS)
+        launch_since, registration_since = clocks.get(claim.name, (0.0, 0.0))
+        if claim.provider_id:
+            age = now - (registration_since or claim.created_at)
+            limit = timeout
+        else:
+            age = now - (launch_since or claim.created_at)
+            limit = min(timeout, LAUNCH_TIMEOUT_SECONDS)
         if age < limit:
             continue
         tagged = [] if claim.instance_id else list(cloud.instances_of_nodeclaim(claim.name))
@@ -248,9 +291,10 @@ def cleanup_unregistered(
         result.decide(
             "terminated",
             f"nodeclaim/{claim.name}",
-            f"no node registered {int(age)}s after creation (limit {int(limit)}s)"
+            f"no node registered {int(age)}s after launch (limit {int(limit)}s)"
             if claim.provider_id
-            else f"never recorded as launched {int(age)}s after creation (limit {int(limit)}s)",
+            else f"never recorded as launched {int(age)}s after {'its failed launch' if launch_since else 'creation'} "
+            f"(limit {int(limit)}s)",
             instances=ids,
         )
     return removed
@@ -267,7 +311,7 @@ def cleanup(
     documents = [*view.nodepools, *view.nodeclasses, *view.nodeclaims, *view.nodes]
     inputs, _ = load_documents(documents, "cluster")
     registered = finish_registrations(inputs.nodeclaims, inputs.nodes, cluster, now, result)
-    cleanup_unregistered(inputs.nodeclaims, registered, cluster, cloud, now, result)
+    cleanup_unregistered(inputs.nodeclaims, registered, cluster, cloud, now, result, documents=view.nodeclaims)
     if templates is not None:
         collect_launch_templates(documents, templates, now, result)
     return result
