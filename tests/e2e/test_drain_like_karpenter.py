@@ -42,9 +42,14 @@ def test_a_do_not_disrupt_duration_holds_drift_back_until_it_ends_then_the_node_
     template = {"metadata": {"annotations": {DO_NOT_DISRUPT: "3m"}}}
     world.apps.patch_namespaced_deployment("keep", namespace, {"spec": {"template": template}})
     converge(stack.provisioner, namespace, 1)
-    wait_for(lambda: len(running(world, namespace)) == 1 or None, 60, "one keep pod of the new template")
-    [pod] = running(world, namespace)
-    assert pod.metadata.annotations[DO_NOT_DISRUPT] == "3m" and pod.status.start_time is not None
+
+    def protected() -> Any:
+        """The one keep pod, once it is the new template's (the rollout may still run the old one)."""
+        found = running(world, namespace)
+        annotated = len(found) == 1 and (found[0].metadata.annotations or {}).get(DO_NOT_DISRUPT) == "3m"
+        return found[0] if annotated and found[0].status.start_time is not None else None
+
+    pod = wait_for(protected, 90, "one running keep pod of the new template, with its start time")
     protected_until = pod.status.start_time.timestamp() + PROTECTED_SECONDS
     [claim] = launched(world, pool)
     name, old_node = claim["metadata"]["name"], pod.spec.node_name
