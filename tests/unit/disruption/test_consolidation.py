@@ -279,7 +279,7 @@ def test_pods_are_not_moved_onto_a_node_still_inside_its_consolidate_after_windo
 
 
 def test_the_consolidate_after_window_does_not_keep_pending_pods_off_the_node() -> None:
-    from nodewright.disruption.consolidation import settling
+    from nodewright.disruption.candidates import settling
     from nodewright.disruption.simulate import simulate
 
     cluster = Cluster()

@@ -225,3 +225,21 @@ def last_pod_event(state: ClusterState, member: FleetNode) -> float:
     pod-events controller). Removals are only known through `status.lastPodEventTime`, which the provisioner writes
     from the pod events the forwarder reports (`service.provision.podevents`)."""
     return max((state.facts(p).bound_at for p in state.pods_on(member) if not state.facts(p).daemonset), default=0.0)
+
+
+def settling(state: ClusterState) -> frozenset[str]:
+    """The nodes still inside their NodePool's `consolidateAfter` window (Karpenter's IsUnderConsolidateAfter): a
+    consolidation may not move pods onto them, since a node that has just had a pod event is still settling (it
+    may be about to empty, or be consolidated itself). Not a node of a pool with `consolidateAfter` 0 or `Never`
+    (such a node is never under the window), nor one not initialized. The window runs from the node's last pod
+    event, or from its initialization when it has had none. (`PlanContext.settling` keeps it for the tick.)"""
+    found = set()
+    for member in state.fleet:
+        pool = state.pools.get(member.nodepool)
+        after = pool.disruption.consolidate_after_seconds if pool is not None else None
+        if not after or not member.node or not member.initialized:
+            continue
+        since = max(last_pod_event(state, member), member.last_pod_event, member.initialized_at)
+        if state.now - since < after:
+            found.add(member.node)
+    return frozenset(found)

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from nodewright.catalog.types import RESERVED, SPOT
-from nodewright.disruption.candidates import GRACEFUL, Candidate, last_pod_event
+from nodewright.disruption.candidates import GRACEFUL, Candidate
 from nodewright.disruption.commands import Replacement, ReplacementOffering
 from nodewright.disruption.decision import MULTI_NODE, SINGLE_NODE, UNDERUTILIZED, Decision, sentence
 from nodewright.disruption.fleet import CAPACITY_TYPE_LABEL as CAPACITY_TYPE
@@ -53,7 +53,7 @@ def compute(ctx: PlanContext, group: Sequence[Candidate], method: str) -> Decisi
     """The consolidation of `group` (delete, or replace with one cheaper NodeClaim), or why there is none."""
     price = sum(c.price for c in group)
     sim = simulate(
-        ctx.state, group, ctx.chosen, one_claim=True, ceiling=_ceiling(group, price), settling=settling(ctx.state)
+        ctx.state, group, ctx.chosen, one_claim=True, ceiling=_ceiling(group, price), settling=ctx.settling()
     )
     if not sim.all_moved:
         return f"Can't move its pods onto the rest of the cluster or one node cheaper than ${price:.4f}/h: " + sentence(
@@ -101,31 +101,6 @@ def _ceiling(group: Sequence[Candidate], price: float) -> float | None:
     if any(p.preferred_node_terms for c in group for p in c.reschedulable):
         return None
     return price
-
-
-_SETTLING: list[tuple[ClusterState, frozenset[str]]] = []
-
-
-def settling(state: ClusterState) -> frozenset[str]:
-    """The nodes still inside their NodePool's `consolidateAfter` window (Karpenter's IsUnderConsolidateAfter): a
-    consolidation may not move pods onto them, since a node that has just had a pod event is still settling (it
-    may be about to empty, or be consolidated itself). Not a node of a pool with `consolidateAfter` 0 or `Never`
-    (such a node is never under the window), nor one not initialized. The window runs from the node's last pod
-    event, or from its initialization when it has had none. Computed once per snapshot (every simulation of a tick
-    asks)."""
-    if _SETTLING and _SETTLING[0][0] is state:
-        return _SETTLING[0][1]
-    found = set()
-    for member in state.fleet:
-        pool = state.pools.get(member.nodepool)
-        after = pool.disruption.consolidate_after_seconds if pool is not None else None
-        if not after or not member.node or not member.initialized:
-            continue
-        since = max(last_pod_event(state, member), member.last_pod_event, member.initialized_at)
-        if state.now - since < after:
-            found.add(member.node)
-    _SETTLING[:] = [(state, frozenset(found))]
-    return _SETTLING[0][1]
 
 
 def balanced_score(saved: float, caused: float) -> float:

@@ -22,6 +22,7 @@ from nodewright.disruption.candidates import (
     consolidatable,
     last_pod_event,
     reschedule_cost,
+    settling,
 )
 from nodewright.disruption.commands import EXPIRED, Replacement, ReplacementOffering
 from nodewright.disruption.decision import DRIFT, DRIFTED, EMPTINESS, EMPTY, EXPIRATION, Decision, sentence
@@ -64,6 +65,13 @@ class PlanContext:
     chosen: set[str] = field(default_factory=set)
     _candidates: dict[str, tuple[list[Candidate], dict[str, str]]] = field(default_factory=dict)
     _totals: dict[str, tuple[float, float]] = field(default_factory=dict)
+    _settling: frozenset[str] | None = None
+
+    def settling(self) -> frozenset[str]:
+        """The nodes inside their consolidateAfter window (`candidates.settling`), once per tick."""
+        if self._settling is None:
+            self._settling = settling(self.state)
+        return self._settling
 
     def candidates(self, disruption_class: str = GRACEFUL) -> list[Candidate]:
         """Candidates not decided yet this tick, cheapest to disrupt first."""
