@@ -30,6 +30,7 @@ from typing import Any
 import pytest
 from cluster_builder import M5_ON_DEMAND, Cluster, instance_types
 from consol_kit import ALL, LABELS, MOST_EXPENSIVE, cluster, decide, rs_pod
+from not_yet import CAPACITY_BUFFERS, STATIC_NODEPOOLS
 
 from nodewright.disruption.consolidation import MultiNodeConsolidation, SingleNodeConsolidation
 from nodewright.disruption.decision import EMPTINESS, MULTI_NODE, SINGLE_NODE, UNDERUTILIZED
@@ -968,7 +969,7 @@ def test_should_not_consolidate_a_node_by_relaxing_min_values_when_policy_is_set
 
 # ---------------------------------------------------------------------------------------- Buffer Pods, Static
 
-BUFFERS = "capacity buffers (virtual buffer pods) are an issue 24 feature nodewright does not have yet"
+BUFFERS = CAPACITY_BUFFERS
 
 
 @pytest.mark.skip(reason=BUFFERS)
@@ -994,6 +995,6 @@ def test_should_consolidate_a_buffer_node_once_buffer_pods_are_cleared() -> None
     cleared")."""
 
 
-@pytest.mark.skip(reason="static NodePools (spec.replicas) are an issue 24 feature nodewright does not have yet")
+@pytest.mark.skip(reason=STATIC_NODEPOOLS)
 def test_should_not_consolidate_static_nodepool_nodes() -> None:
     """consolidation_test.go Context("Static NodePool"): It("should not consolidate static NodePool nodes")."""

@@ -24,8 +24,8 @@ from nodewright.disruption.state import ClusterState, DisruptionSettings, cluste
 
 FILE = "pkg/controllers/disruption/consolidation_dra_test.go"
 NO_DRA = (
-    "DRA: nodewright refuses pods with resources.claims (no ResourceClaims, ResourceSlices or DeviceClasses; "
-    "issue 24 area), so no device is re-allocated onto a replacement"
+    "DRA: nodewright refuses pods with resources.claims (no ResourceClaims, ResourceSlices or DeviceClasses: not "
+    "supported), so no device is re-allocated onto a replacement"
 )
 
 

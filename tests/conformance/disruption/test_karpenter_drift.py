@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 from cluster_builder import T0, Cluster, instance_types, iso
 from methods_kit import decide, disrupted, set_claim_condition
+from not_yet import STATIC_NODEPOOLS
 
 from nodewright.disruption.decision import DRIFTED, EMPTY
 from nodewright.disruption.plan import Plan, plan, pool_budgets
@@ -369,7 +370,7 @@ def test_should_drift_one_non_empty_node_at_a_time_starting_with_the_earliest_dr
     assert all(len(d.candidates) == 1 and len(d.launches) == 1 for d in decided.decisions)
 
 
-@pytest.mark.skip(reason="static NodePools (spec.replicas) are issue 24: nodewright refuses them")
+@pytest.mark.skip(reason=STATIC_NODEPOOLS)
 def test_should_not_consider_static_nodepool_for_drift() -> None:
     """drift_test.go Describe("Drift") Context("Static NodePool"): It("should not consider static nodepool for
     drift")."""

@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 from cluster_builder import T0, Cluster, iso
 from methods_kit import decide, disrupted, set_claim_condition
+from not_yet import CAPACITY_BUFFERS, STATIC_NODEPOOLS
 
 from nodewright.disruption.decision import EMPTY
 from nodewright.disruption.plan import pool_budgets
@@ -248,16 +249,13 @@ def test_should_wait_for_the_node_ttl_for_empty_nodes_before_consolidating() -> 
     assert command.to_input()["validate"] is True
 
 
-@pytest.mark.skip(reason="static NodePools (spec.replicas) are issue 24: nodewright refuses them")
+@pytest.mark.skip(reason=STATIC_NODEPOOLS)
 def test_should_not_consolidate_static_nodepool_nodes() -> None:
     """emptiness_test.go Describe("Emptiness") Context("Static NodePool"): It("should not consolidate static
     NodePool nodes")."""
 
 
-BUFFER = (
-    "virtual buffer pods (Karpenter's capacity buffers, cluster.UpdateBufferPodCounts): nodewright has no capacity "
-    "buffers, so no node hosts buffer pods"
-)
+BUFFER = CAPACITY_BUFFERS
 
 
 @pytest.mark.skip(reason=BUFFER)

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 from cluster_builder import T0, Cluster, instance_types
 from methods_kit import CLOUD_DRIFTED, conditions_after, drift_of, relabel, set_claim_condition
+from not_yet import STATIC_NODEPOOLS
 
 from nodewright.catalog.types import InstanceType
 from nodewright.disruption.drift import (
@@ -74,7 +75,7 @@ def test_should_set_multiple_disruption_conditions_simultaneously() -> None:
     assert after(cluster, CLOUD_DRIFTED) == {"Drifted": "AMIDrift", "Consolidatable": "True"}
 
 
-@pytest.mark.skip(reason="static NodePools (spec.replicas) are issue 24: nodewright refuses them")
+@pytest.mark.skip(reason=STATIC_NODEPOOLS)
 def test_should_not_set_consolidatable_condition_for_static_nodepool() -> None:
     """suite_test.go Describe("Disruption"): It("should not set consolidatable condition for Static Nodepool")."""
 

@@ -9,12 +9,10 @@ tell. Every case is skipped with that reason until issue 24 lands; none is dropp
 from __future__ import annotations
 
 import pytest
+from not_yet import STATIC_NODEPOOLS
 
 FILE = "pkg/controllers/disruption/staticdrift_test.go"
-STATIC = (
-    "static NodePools (spec.replicas) are issue 24: nodewright has no static NodePools yet, so no static drift "
-    "(README, Disruption: where nodewright differs)"
-)
+STATIC = STATIC_NODEPOOLS
 
 
 @pytest.mark.skip(reason=STATIC)
