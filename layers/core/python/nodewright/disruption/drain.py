@@ -35,9 +35,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
+from nodewright.model.conditions import parse_rfc3339
 from nodewright.model.do_not_disrupt import DO_NOT_DISRUPT, protected_until
 
 DISRUPTED_TAINT_KEY = "karpenter.sh/disrupted"
@@ -116,14 +116,6 @@ def tolerates_disrupted(tolerations: Sequence[Mapping[str, Any]]) -> bool:
     return False
 
 
-def _epoch(stamp: Any) -> float | None:
-    """RFC 3339 to epoch seconds; None when absent or malformed (as `fleet.epoch` reads it, which imports this)."""
-    try:
-        return datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp() if stamp else None
-    except ValueError:
-        return None
-
-
 def drain_pod(doc: Mapping[str, Any]) -> DrainPod:
     """Read one pod document."""
     metadata = doc.get("metadata") or {}
@@ -137,7 +129,7 @@ def drain_pod(doc: Mapping[str, Any]) -> DrainPod:
     elif tolerates_disrupted(spec.get("tolerations") or []):
         kept = f"tolerates {DISRUPTED_TAINT_KEY}:NoSchedule"
     daemonset = any(o.get("kind") == "DaemonSet" for o in owners)
-    value = annotations.get(DO_NOT_DISRUPT)
+    value = None if DO_NOT_DISRUPT not in annotations else str(annotations[DO_NOT_DISRUPT])
     grace = spec.get("terminationGracePeriodSeconds")
     return DrainPod(
         namespace=str(metadata.get("namespace") or "default"),
@@ -148,8 +140,8 @@ def drain_pod(doc: Mapping[str, Any]) -> DrainPod:
         stays=kept or ("owned by a DaemonSet" if daemonset else ""),
         kept=kept,
         terminal=str(status.get("phase") or "") in _TERMINAL_PHASES,
-        protected_until=protected_until(str(value), _epoch(status.get("startTime"))) if value is not None else None,
-        deleted_at=_epoch(metadata.get("deletionTimestamp")) or 0.0,
+        protected_until=protected_until(value, parse_rfc3339(status.get("startTime"))),
+        deleted_at=parse_rfc3339(metadata.get("deletionTimestamp")) or 0.0,
         grace_seconds=float(grace) if isinstance(grace, int | float) else DEFAULT_POD_GRACE_SECONDS,
     )
 

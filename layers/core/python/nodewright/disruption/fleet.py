@@ -12,11 +12,10 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from nodewright.disruption.drain import DISRUPTED_TAINT_KEY
-from nodewright.model.conditions import condition_of
+from nodewright.model.conditions import condition_of, parse_rfc3339
 from nodewright.model.do_not_disrupt import DO_NOT_DISRUPT
 from nodewright.model.durations import DurationError, parse_duration
 from nodewright.model.nodepool import NodePool
@@ -102,10 +101,7 @@ class FleetNode:
 
 def epoch(stamp: str) -> float:
     """RFC 3339 (as the API server writes timestamps) to epoch seconds; 0.0 when empty or malformed."""
-    try:
-        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() if stamp else 0.0
-    except ValueError:
-        return 0.0
+    return parse_rfc3339(stamp) or 0.0
 
 
 def _condition(doc: Mapping[str, Any], kind: str) -> bool:

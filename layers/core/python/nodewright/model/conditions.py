@@ -31,6 +31,14 @@ def rfc3339(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def parse_rfc3339(stamp: object) -> float | None:
+    """An API server timestamp (RFC 3339) as epoch seconds; None when absent or malformed."""
+    try:
+        return datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp() if stamp else None
+    except ValueError:
+        return None
+
+
 def merge_conditions(
     existing: Sequence[Mapping[str, Any]], updates: Sequence[Condition], clear: Collection[str], now: float
 ) -> list[dict[str, Any]]:

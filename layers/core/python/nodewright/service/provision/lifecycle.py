@@ -30,11 +30,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from datetime import datetime
 from typing import Any
 
 from nodewright.launch.userdata import UNREGISTERED_TAINT
-from nodewright.model.conditions import TRUE, UNKNOWN, Condition, condition_of
+from nodewright.model.conditions import TRUE, UNKNOWN, Condition, condition_of, parse_rfc3339
 from nodewright.model.loader import load_documents
 from nodewright.model.nodeclaim import INITIALIZED_LABEL, REGISTERED_LABEL, NodeClaim
 from nodewright.model.objects import Node
@@ -208,11 +207,7 @@ def _without_taint(node: Node, key: str) -> Node:
 
 def _stamp(condition: Mapping[str, Any] | None) -> float:
     """A condition's lastTransitionTime in epoch seconds; 0.0 when absent or malformed."""
-    stamp = str((condition or {}).get("lastTransitionTime") or "")
-    try:
-        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() if stamp else 0.0
-    except ValueError:
-        return 0.0
+    return parse_rfc3339((condition or {}).get("lastTransitionTime")) or 0.0
 
 
 def liveness_clocks(documents: Sequence[Mapping[str, Any]]) -> dict[str, tuple[float, float]]:
