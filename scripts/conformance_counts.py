@@ -22,6 +22,10 @@ def _karpenter_file(module: Path) -> str:
     return found.group(1) if found else module.name
 
 
+def _row(name: str, c: collections.Counter[str]) -> str:
+    return f"| {name} | {sum(c.values())} | {c['passed']} | {c['skipped']} | {c['xfail']} | {c['failed']} |"
+
+
 def main(directory: str = "tests/conformance/disruption") -> int:
     with tempfile.NamedTemporaryFile(suffix=".xml") as report:
         subprocess.run(
@@ -48,8 +52,8 @@ def main(directory: str = "tests/conformance/disruption") -> int:
     total: collections.Counter[str] = collections.Counter()
     for target, c in sorted(counts.items()):
         total.update(c)
-        print(f"| `{target}` | {sum(c.values())} | {c['passed']} | {c['skipped']} | {c['xfail']} | {c['failed']} |")
-    print(f"| all | {sum(total.values())} | {total['passed']} | {total['skipped']} | {total['xfail']} | {total['failed']} |")
+        print(_row(f"`{target}`", c))
+    print(_row("all", total))
     print()
     for reason, n in reasons.most_common():
         print(f"- {n} x {reason}")
