@@ -5,10 +5,12 @@ import pytest
 from test_provisioner_handler import account  # noqa: F401
 
 from nodewright.adapters import aws_sdk
-from nodewright.localworld.motoserver import complete_event_envelope
+from nodewright.localworld.motoserver import complete_event_envelope, serialize_subnet_addresses
 
 # moto's EventBridge drops the event's `account` on the way to an SQS target; EventBridge keeps it.
 complete_event_envelope()
+# moto's subnet address generator is not thread-safe; the provisioner launches in parallel threads.
+serialize_subnet_addresses()
 
 
 @pytest.fixture(autouse=True)

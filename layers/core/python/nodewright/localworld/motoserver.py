@@ -31,6 +31,7 @@ import json
 import os
 import re
 import sys
+import threading
 import urllib.parse
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -200,6 +201,27 @@ def complete_event_envelope() -> None:
         EventTemplateParser.DEFAULT_EVENT_INPUT_TEMPLATE = template.replace(
             '"source": "<source>",', '"source": "<source>", "account": "<account>",'
         )
+
+
+def serialize_subnet_addresses() -> None:
+    """Hand out subnet addresses one launch at a time, as EC2 does.
+
+    moto draws a subnet's next private address from one generator; two CreateFleet calls in parallel threads (the
+    provisioner launches its NodeClaims concurrently) enter it together and one fails with "generator already
+    executing", a fault real EC2 never has."""
+    from moto.ec2.models.subnets import Subnet
+
+    original = Subnet.get_available_subnet_ip
+    if getattr(original, "serialized", False):
+        return
+    lock = threading.Lock()
+
+    def get_available_subnet_ip(self: Any, instance: Any) -> str:
+        with lock:
+            return original(self, instance)
+
+    get_available_subnet_ip.serialized = True  # type: ignore[attr-defined]
+    setattr(Subnet, "get_available_subnet_ip", get_available_subnet_ip)  # noqa: B010
 
 
 def release_ami(doc: dict[str, Any]) -> dict[str, Any]:
@@ -526,6 +548,7 @@ def main(argv: list[str] | None = None) -> int:
     schedules.start()
     install_launch_template_security_groups()
     complete_event_envelope()
+    serialize_subnet_addresses()
     if args.short_waits:
         _install_short_waits()
 
