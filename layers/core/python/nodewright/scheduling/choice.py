@@ -9,6 +9,7 @@ and uses the choice here to decide how many pods one claim should take.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from nodewright.model import resources as res
 from nodewright.model.requirements import Requirements
@@ -38,6 +39,45 @@ MIX_ALTERNATIVES = ((1 << 30, 1 << 30), (1 << 30, 1))
 Score = tuple[float, int, float, str]
 # Free pods still to come, of one size: cpu, memory, count, price per pod on nodes of their own, classes.
 _Pending = tuple[int, int, int, float, list[PodClass]]
+_Size = tuple[int, int]  # cpu, memory
+
+
+@dataclass(frozen=True, slots=True)
+class Mix:
+    """A look-ahead's answer and what it depended on, so the next claim of the class can reuse it.
+
+    `chosen`: the type and count of the opening class; `fill`: how many pods of each size of the pending
+    pods fill the rest of the node; `needed`: per size, the most pods any configuration the scan scored took
+    (counts at or above it give every score the same value); `pending`: the sizes (cpu, memory, price per
+    pod) that were pending, in order; `cap` and `most`: the cap on the class's pods and the most of them
+    any scored type holds.
+    """
+
+    chosen: tuple[Candidate, int]
+    fill: list[tuple[_Size, int]]
+    needed: dict[_Size, int]
+    pending: list[tuple[int, int, float]]
+    cap: int
+    most: int
+
+    def holds_for(self, cap: int, others: list[_Pending]) -> bool:
+        """Whether the scan would answer the same for this cap and these pending pods.
+
+        Claims of one class open one after another while the cap and the pending counts only fall. Each
+        score the scan made takes min(cap, copies) pods of the class: unchanged while the cap stays at or
+        above the most copies of any scored type (or is the same cap); and min(count, room) pods of a pending
+        size: unchanged while every count stays at or above what any score took (`needed`), sizes keep
+        their order and price, and no size appears (a size that ran out was taken by no score). The scan's
+        pruning bound only tightens as sizes leave, and it never skips a type that could beat the best, so
+        the best is the same type and count.
+        """
+        if cap != self.cap and (cap < self.most or self.cap < self.most):
+            return False
+        order = [(cpu, memory, rate) for cpu, memory, _, rate, _ in others]
+        if order != [p for p in self.pending if p in order]:
+            return False
+        counts = {(o[0], o[1]): o[2] for o in others}
+        return all(counts.get(size, 0) >= n for size, n in self.needed.items())
 
 
 def choose(ctx: PoolContext, compat: PoolCompat, cls: PodClass, rkey: ReqKey, cap: int) -> tuple[Candidate, int] | None:
@@ -156,6 +196,7 @@ class LookAhead:
         self.free_groups: dict[tuple[object, ...], list[tuple[int, PodClass]]] = {}
         self.free_key: dict[int, tuple[object, ...]] = {}
         self.promised: dict[int, int] = {}  # per free class, pods new claims were sized to take
+        self.mixes: dict[tuple[int, int, float, int, int], Mix] = {}  # the last look-ahead per claim shape
         for index, cls in enumerate(classes):
             if cls.terms or cls.preferred_terms or cls.host_ports or cls.volume_error or cls.ebs_claims:
                 continue
@@ -212,9 +253,13 @@ class LookAhead:
         if not others:
             return choice
         self.varies = True
-        chosen, fill = self._best_mix(compat, cls, cap, rate, others, choice)
-        self._promise(fill)
-        return chosen
+        key = (id(compat), id(cls), rate, id(choice[0]), choice[1])
+        mix = self.mixes.get(key)
+        if mix is None or not mix.holds_for(cap, others):
+            mix = self.mixes[key] = self._best_mix(compat, cls, cap, rate, others, choice)
+        groups = {(o[0], o[1]): o[4] for o in others}
+        self._promise([(groups[size], n) for size, n in mix.fill])
+        return mix.chosen
 
     def _pending(self, ctx: PoolContext, compat: PoolCompat, cls: PodClass, rkey: ReqKey) -> list[_Pending]:
         """The free pods still to come with the class's node constraints, not yet counted on by an earlier
@@ -245,12 +290,14 @@ class LookAhead:
         rate: float,
         others: list[_Pending],
         choice: tuple[Candidate, int],
-    ) -> tuple[tuple[Candidate, int], list[tuple[list[PodClass], int]]]:
+    ) -> Mix:
         """The type and count of the class with the most value per price once `others` fill the rest of the
-        node, largest first, and the pods of `others` that fill it (`choice` when no type beats it)."""
+        node, largest first, and the sizes of `others` that fill it (`choice` when no type beats it)."""
         best: Score | None = None
         chosen: tuple[Candidate, int] = choice
-        fill: list[tuple[list[PodClass], int]] = []
+        fill: list[tuple[_Size, int]] = []
+        needed: dict[_Size, int] = {}
+        largest = 0
         need_cpu, need_memory = cls.requests.get(CPU, 0), cls.requests.get(MEMORY, 0)
         # No node holds more value than its cpu (or memory, or pod slots) times the best value per unit of
         # it among these pods: candidates are visited by that optimistic score and the scan stops once it
@@ -267,25 +314,29 @@ class LookAhead:
             if best is not None and bound > best[0]:
                 break
             price, candidate = compat.candidates[index]
-            most = min(cap, candidate.copies_of(cls.request_key, cls.requests))
+            copies = candidate.copies_of(cls.request_key, cls.requests)
+            largest = max(largest, copies)
+            most = min(cap, copies)
             # Fewer pods of this class can leave room that a mix of the others fills better.
             for k in range(most, max(most - self.mix_depth, 0), -1):
                 cpu, memory, slots = candidate.basics
                 cpu, memory, slots = cpu - k * need_cpu, memory - k * need_memory, slots - k
                 value = k * rate
-                taken: list[tuple[list[PodClass], int]] = []
-                for other_cpu, other_memory, count, other_rate, group in others:
+                taken: list[tuple[_Size, int]] = []
+                for other_cpu, other_memory, count, other_rate, _ in others:
                     if slots <= 0:
                         break
                     n = min(count, cpu // other_cpu, memory // other_memory, slots)
                     if n > 0:
+                        size = (other_cpu, other_memory)
+                        needed[size] = max(needed.get(size, 0), n)
                         value += n * other_rate
-                        taken.append((group, n))
+                        taken.append((size, n))
                         cpu, memory, slots = cpu - n * other_cpu, memory - n * other_memory, slots - n
                 score = (-value / price, -k, price, candidate.it.name)
                 if best is None or score < best:
                     best, chosen, fill = score, (candidate, k), taken
-        return chosen, fill
+        return Mix(chosen, fill, needed, [(o[0], o[1], o[3]) for o in others], cap, largest)
 
     def _promise(self, fill: list[tuple[list[PodClass], int]]) -> None:
         """Count the pods a new claim was sized to take as spoken for, so no later claim counts on them."""
