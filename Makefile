@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test lint types unit demo bench clean
+.PHONY: setup test lint types unit docs demo bench clean
 
 setup: $(STAMP)
 
@@ -25,7 +25,11 @@ types: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest -q
 
-test: lint types unit
+# The documentation site (mkdocs.yml): --strict fails on a broken link or anchor and on a page missing from the nav.
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict
+
+test: lint types docs unit
 
 demo: $(STAMP)
 	$(BIN)/nodewright demo

@@ -2,7 +2,7 @@
 
 Usage: .venv/bin/python scripts/conformance_counts.py [tests/conformance/disruption]
 Runs pytest on the directory (junit XML in a temporary file) and prints a Markdown table, then the skip reasons
-grouped; the README's "Karpenter's disruption tests" section is this output.
+grouped; the "Karpenter's disruption tests" section of docs/reference/conformance.md is this output.
 """
 
 from __future__ import annotations

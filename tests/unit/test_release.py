@@ -15,7 +15,7 @@ READ_BY_USERS = [
     ROOT / "README.md",
     ROOT / "CHANGELOG.md",
     ROOT / "cluster" / "README.md",
-    *(ROOT / "docs").glob("*.md"),
+    *(ROOT / "docs").rglob("*.md"),
     *(ROOT / "functions").glob("*/README.md"),
     ROOT / "layers" / "core" / "python" / "nodewright" / "catalog" / "README.md",
 ]
