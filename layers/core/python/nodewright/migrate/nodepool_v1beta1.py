@@ -51,6 +51,7 @@ def convert(doc: dict[str, Any]) -> Converted:
     new_node_spec: dict[str, Any] = {
         "nodeClassRef": node_class_ref(str(ref["name"])),
         "expireAfter": disruption.pop("expireAfter", DEFAULT_EXPIRE_AFTER),
+        "requirements": node_spec.pop("requirements", None) or [],
         **node_spec,
     }
     new_spec: dict[str, Any] = {

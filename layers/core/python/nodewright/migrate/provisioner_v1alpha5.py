@@ -85,8 +85,8 @@ def convert(doc: dict[str, Any], options: Options) -> list[Converted]:
     requirements = copy.deepcopy(spec.get("requirements") or [])
     if not options.ignore_defaults:
         requirements = with_defaults(requirements)
-    if requirements:
-        node_spec["requirements"] = requirements
+    # v1 requires the field; an empty list allows every instance type, as no requirements did.
+    node_spec["requirements"] = requirements
     for key in ("taints", "startupTaints"):
         if spec.get(key):
             node_spec[key] = spec[key]
