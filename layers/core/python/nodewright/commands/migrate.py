@@ -74,12 +74,11 @@ def run(args: argparse.Namespace) -> int:
     for result in results:
         for line in [*map(str, result.changes), *result.notes]:
             print(line, file=sys.stderr)
-        if any(piece.objects for piece in result.pieces):
-            print(
-                f"{result.source}: converted to {len(result.pieces)} document(s) of nodewright.io/v1; comments "
-                "in converted documents are not kept",
-                file=sys.stderr,
-            )
+        converted = [item for piece in result.pieces for item in piece.objects]
+        for item in converted:
+            print(f"{result.source}: {item.kind}/{item.name}: written as {item.doc['apiVersion']}", file=sys.stderr)
+        if converted:
+            print(f"{result.source}: comments in converted documents are not kept", file=sys.stderr)
     if any(ROLE_PLACEHOLDER in render(r) for r in results) and args.role == ROLE_PLACEHOLDER:
         print(
             f"EC2NodeClass role is the placeholder {ROLE_PLACEHOLDER}: substitute your node role (envsubst) or "

@@ -86,7 +86,7 @@ def v1_spec(doc: dict[str, Any], spec: dict[str, Any], options: Options, path: s
     ):
         if key in spec:
             out[key] = spec[key]
-    return ec2nodeclass_v1beta1.v1_spec(doc, out, options)
+    return ec2nodeclass_v1beta1.v1_spec(doc, out, options, path, "amiSelector")
 
 
 def _split(value: Any) -> list[str]:

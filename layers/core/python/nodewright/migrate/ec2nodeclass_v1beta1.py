@@ -66,23 +66,29 @@ def convert(doc: dict[str, Any], options: Options) -> Converted:
     return Converted(node_class("", new_metadata(doc), v1_spec(doc, spec, options)))
 
 
-def v1_spec(doc: dict[str, Any], spec: dict[str, Any], options: Options) -> dict[str, Any]:
-    """A v1beta1-shaped EC2NodeClass spec (selector terms, amiFamily, ...) as a v1 spec; `doc` names errors."""
+def v1_spec(
+    doc: dict[str, Any], spec: dict[str, Any], options: Options, path: str = "spec", ami_field: str = "amiSelectorTerms"
+) -> dict[str, Any]:
+    """A v1beta1-shaped EC2NodeClass spec (selector terms, amiFamily, ...) as a v1 spec.
+
+    Errors name `doc` and the field under `path`, the AMI selector as `ami_field` (v1alpha1 called it amiSelector).
+    """
     out = copy.deepcopy(spec)
     if not out.get("subnetSelectorTerms"):
         raise fail(
             doc,
-            "spec.subnetSelectorTerms",
+            f"{path}.subnetSelectorTerms",
             "is missing; nodes need subnets (e.g. - tags: {karpenter.sh/discovery: my-cluster})",
         )
     if not out.get("securityGroupSelectorTerms"):
         raise fail(
             doc,
-            "spec.securityGroupSelectorTerms",
+            f"{path}.securityGroupSelectorTerms",
             "is missing; nodes need security groups (e.g. - tags: {karpenter.sh/discovery: my-cluster})",
         )
-    _check_tags(doc, out.get("tags") or {})
-    out.update(_ami(doc, str(out.pop("amiFamily")), out.pop("amiSelectorTerms", None) or [], out))
+    _check_tags(doc, out.get("tags") or {}, f"{path}.tags")
+    terms = out.pop("amiSelectorTerms", None) or []
+    out.update(_ami(doc, str(out.pop("amiFamily")), terms, out, path, f"{path}.{ami_field}"))
     if "role" not in out and "instanceProfile" not in out:
         out["role"] = options.role
     out["metadataOptions"] = {**OLD_METADATA_DEFAULTS, **(out.get("metadataOptions") or {})}
@@ -97,7 +103,9 @@ def v1_spec(doc: dict[str, Any], spec: dict[str, Any], options: Options) -> dict
     return {**{key: out[key] for key in first if key in out}, **out}
 
 
-def _ami(doc: dict[str, Any], family: str, terms: list[Any], spec: dict[str, Any]) -> dict[str, Any]:
+def _ami(
+    doc: dict[str, Any], family: str, terms: list[Any], spec: dict[str, Any], path: str, ami_path: str
+) -> dict[str, Any]:
     """amiFamily / amiSelectorTerms (and, for Ubuntu, blockDeviceMappings) as v1 writes them."""
     if family in ALIAS_FAMILIES:
         if not terms:
@@ -107,7 +115,7 @@ def _ami(doc: dict[str, Any], family: str, terms: list[Any], spec: dict[str, Any
         if not terms:
             raise fail(
                 doc,
-                "spec.amiFamily",
+                f"{path}.amiFamily",
                 "Ubuntu has no AMI alias in Karpenter v1 (nor in nodewright); add "
                 "amiSelectorTerms naming your Ubuntu AMIs (they then boot as AL2), or use AL2023",
             )
@@ -117,20 +125,20 @@ def _ami(doc: dict[str, Any], family: str, terms: list[Any], spec: dict[str, Any
         return out
     if family == "Custom":
         if not terms:
-            raise fail(doc, "spec.amiSelectorTerms", "amiFamily Custom needs AMI selector terms naming the AMIs")
+            raise fail(doc, ami_path, "amiFamily Custom needs AMI selector terms naming the AMIs")
         return {"amiFamily": "Custom", "amiSelectorTerms": terms}
     raise fail(
         doc,
-        "spec.amiFamily",
+        f"{path}.amiFamily",
         f'"{family}" is not an AMI family; use AL2, AL2023, Bottlerocket, Ubuntu, Windows2019, Windows2022 or Custom',
     )
 
 
-def _check_tags(doc: dict[str, Any], tags: dict[str, Any]) -> None:
+def _check_tags(doc: dict[str, Any], tags: dict[str, Any], path: str) -> None:
     for key in tags:
         if str(key).startswith(RESTRICTED_TAG_PREFIX) or key in RESTRICTED_TAGS:
             raise fail(
                 doc,
-                f"spec.tags[{key}]",
+                f"{path}[{key}]",
                 "is a restricted tag (Karpenter and nodewright set it on their own instances); remove it",
             )
