@@ -153,3 +153,33 @@ def test_a_kubectl_list_of_v1beta1_objects_is_converted_like_single_objects() ->
     singles = valid(migrate(nodepool() + "---\n" + ec2nodeclass()))
     assert from_list == singles
     assert from_list[0]["metadata"] == {"name": "default"}
+
+
+V1_CLASS = """\
+apiVersion: karpenter.k8s.aws/v1  # written as a whole when it must take a kubelet
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  role: KarpenterNodeRole-demo
+  amiSelectorTerms: [{alias: al2023@latest}]
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
+"""
+
+
+def test_a_v1_ec2nodeclass_takes_the_kubelet_of_a_converted_nodepool() -> None:
+    docs = valid(migrate(nodepool(kubelet={"maxPods": 30}) + "---\n" + V1_CLASS))
+    (node_class,) = kinds(docs, "EC2NodeClass")
+    assert node_class["apiVersion"] == "nodewright.io/v1" and node_class["spec"]["kubelet"] == {"maxPods": 30}
+
+
+def test_a_class_kubelet_that_differs_from_its_nodepools_is_refused() -> None:
+    own = V1_CLASS + "  kubelet: {maxPods: 10}\n"
+    with pytest.raises(MigrationError, match=r"EC2NodeClass/default: spec\.kubelet is set and differs"):
+        migrate(nodepool(kubelet={"maxPods": 30}) + "---\n" + own)
+
+
+@pytest.mark.parametrize("family", ["Windows2019", "Windows2022"])
+def test_windows_families_alone_become_their_aliases(family: str) -> None:
+    (found,) = migrate(ec2nodeclass(amiFamily=family))
+    assert found["spec"]["amiSelectorTerms"] == [{"alias": f"{family.lower()}@latest"}]

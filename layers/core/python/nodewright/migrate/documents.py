@@ -8,6 +8,7 @@ there is one no file is written.
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,11 +35,15 @@ KNOWN = (
 
 @dataclass(slots=True)
 class Piece:
-    """One part of an output file: text kept as written, or converted objects to write out."""
+    """One part of an output file: text kept as written, or converted objects to write out.
+
+    doc: for text kept as written, the v1 object it holds (as nodewright reads it), or None.
+    """
 
     separator: str = ""
     text: str = ""
     objects: list[Converted] = field(default_factory=list)
+    doc: dict[str, Any] | None = None
 
 
 @dataclass(slots=True)
@@ -101,9 +106,10 @@ def _document(text: str, separator: str, source: str, options: Options, out: Mig
         out.pieces.append(Piece(separator, objects=[c for item in items for c in convert_object(item, options)]))
     elif isinstance(doc, dict) and doc.get("apiVersion") == API_VERSION:
         out.notes.append(f"{source}: {describe(doc)} is already {API_VERSION}; left as it is")
-        out.pieces.append(Piece(separator, text=text))
+        out.pieces.append(Piece(separator, text=text, doc=doc))
     elif karpenter_v1.is_karpenter_v1(doc) and not karpenter_v1.is_exported(doc):
-        out.pieces.append(Piece(separator, text=karpenter_v1.rewrite(text, doc, source)))
+        rewritten = karpenter_v1.rewrite(text, doc, source)
+        out.pieces.append(Piece(separator, text=rewritten, doc=karpenter_v1.expected(doc)))
         out.changes.extend(karpenter_v1.changes(doc, source))
     else:
         out.pieces.append(Piece(separator, objects=convert_object(doc, options)))
@@ -127,6 +133,7 @@ def migrate_texts(files: list[tuple[str, str]], options: Options) -> list[Migrat
         results.append(out)
     if errors:
         raise MigrationError("\n".join(errors))
+    _open_kubelet_targets(results)
     objects = [c for result in results for piece in result.pieces for c in piece.objects]
     extra = kubelet.place(objects)
     seen: dict[tuple[str, str], str] = {}
@@ -135,7 +142,7 @@ def migrate_texts(files: list[tuple[str, str]], options: Options) -> list[Migrat
             piece.objects = [
                 o for c in piece.objects for o in [c, *(extra.get(c.name, []) if c.kind == "EC2NodeClass" else [])]
             ]
-            for item in piece.objects:
+            for item in piece.objects or ([Converted(piece.doc)] if piece.doc else []):
                 result.notes.extend(f"{result.source}: {note}" for note in item.notes)
                 key = (item.kind, item.name)
                 if key in seen:
@@ -148,6 +155,24 @@ def migrate_texts(files: list[tuple[str, str]], options: Options) -> list[Migrat
     if errors:
         raise MigrationError("\n".join(errors))
     return results
+
+
+def _open_kubelet_targets(results: list[Migrated]) -> None:
+    """A v1 EC2NodeClass kept as text that must take a converted NodePool's kubelet is written out instead."""
+    converted = [c for result in results for piece in result.pieces for c in piece.objects]
+    have = {c.name for c in converted if c.kind == "EC2NodeClass"}
+    wanted = {
+        c.doc["spec"]["template"]["spec"]["nodeClassRef"]["name"]
+        for c in converted
+        if c.kind == "NodePool" and c.kubelet is not None
+    }
+    for result in results:
+        for piece in result.pieces:
+            doc = piece.doc
+            if doc and doc.get("kind") == "EC2NodeClass" and doc["metadata"]["name"] in wanted - have:
+                item = Converted(copy.deepcopy(doc))
+                item.notes.append(f"{describe(doc)}: written out whole (comments dropped) to take a NodePool's kubelet")
+                piece.objects, piece.doc = [item], None
 
 
 def render(result: Migrated) -> str:

@@ -86,6 +86,12 @@ def place(objects: list[Converted]) -> dict[str, list[Converted]]:
         # The original class keeps the kubelet of the pools without one if there are any, else the first one.
         keep = _key(None) if _key(None) in distinct else next(iter(distinct))
         if distinct[keep] is not None:
+            own = original.doc["spec"].get("kubelet")
+            if own is not None and own != distinct[keep]:
+                raise MigrationError(
+                    f"{describe(original.doc)}: spec.kubelet is set and differs from its NodePools' kubelet "
+                    f"{distinct[keep]}; make them agree, or give those NodePools their own EC2NodeClass"
+                )
             original.doc["spec"]["kubelet"] = distinct[keep]
         copies: dict[str, str] = {}
         for pool in pools:
