@@ -183,3 +183,11 @@ def test_a_class_kubelet_that_differs_from_its_nodepools_is_refused() -> None:
 def test_windows_families_alone_become_their_aliases(family: str) -> None:
     (found,) = migrate(ec2nodeclass(amiFamily=family))
     assert found["spec"]["amiSelectorTerms"] == [{"alias": f"{family.lower()}@latest"}]
+
+
+def test_a_list_may_hold_objects_already_in_nodewrights_group() -> None:
+    item = yaml.safe_load(V1_CLASS.replace("karpenter.k8s.aws/v1", "nodewright.io/v1"))
+    item["metadata"]["uid"] = "u-2"
+    listing = yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [item]})
+    (found,) = valid(migrate(listing))
+    assert found["metadata"] == {"name": "default"} and found["apiVersion"] == "nodewright.io/v1"

@@ -86,7 +86,7 @@ def convert_object(doc: Any, options: Options) -> list[Converted]:
         return [nodepool_v1beta1.convert(doc)]
     if version == "karpenter.k8s.aws/v1beta1" and kind == "EC2NodeClass":
         return [ec2nodeclass_v1beta1.convert(doc, options)]
-    if karpenter_v1.is_karpenter_v1(doc):
+    if karpenter_v1.is_karpenter_v1(doc) or (version == API_VERSION and kind in ("NodePool", "EC2NodeClass")):
         return [Converted(karpenter_v1.exported(doc))]
     raise MigrationError(
         f"{describe(doc)}: apiVersion {version} kind {kind} is not something migrate converts ({KNOWN}); "
