@@ -34,7 +34,7 @@ def convert(doc: dict[str, Any], options: Options) -> Converted:
     """An AWSNodeTemplate document as a nodewright.io/v1 EC2NodeClass of the same name."""
     spec = spec_of(doc)
     check_fields(doc, spec, "spec", TEMPLATE_FIELDS)
-    return Converted(node_class("", new_metadata(doc), v1_spec(doc, spec, options)))
+    return Converted(node_class(new_metadata(doc), v1_spec(doc, spec, options)))
 
 
 def from_provider(doc: dict[str, Any], provider: Any, options: Options) -> Converted:
@@ -43,7 +43,7 @@ def from_provider(doc: dict[str, Any], provider: Any, options: Options) -> Conve
         raise fail(doc, "spec.provider", "must be a map of AWS settings")
     check_fields(doc, provider, "spec.provider", PROVIDER_FIELDS)
     name = str(doc["metadata"]["name"])
-    return Converted(node_class(name, {"name": name}, v1_spec(doc, provider, options, "spec.provider")))
+    return Converted(node_class({"name": name}, v1_spec(doc, provider, options, "spec.provider")))
 
 
 def v1_spec(doc: dict[str, Any], spec: dict[str, Any], options: Options, path: str = "spec") -> dict[str, Any]:

@@ -115,9 +115,9 @@ def seconds(doc: dict[str, Any], value: Any, path: str) -> str:
     return format_duration(value)
 
 
-def node_class(name: str, metadata: dict[str, Any] | None, spec: dict[str, Any]) -> dict[str, Any]:
+def node_class(metadata: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
     """A nodewright.io/v1 EC2NodeClass document."""
-    return {"apiVersion": API_VERSION, "kind": NODECLASS_KIND, "metadata": metadata or {"name": name}, "spec": spec}
+    return {"apiVersion": API_VERSION, "kind": NODECLASS_KIND, "metadata": metadata, "spec": spec}
 
 
 def node_class_ref(name: str) -> dict[str, str]:

@@ -63,7 +63,7 @@ def convert(doc: dict[str, Any], options: Options) -> Converted:
     check_fields(doc, spec, "spec", FIELDS)
     if "amiFamily" not in spec:
         raise fail(doc, "spec.amiFamily", "is required in v1beta1; set the family the nodes run (e.g. AL2023)")
-    return Converted(node_class("", new_metadata(doc), v1_spec(doc, spec, options)))
+    return Converted(node_class(new_metadata(doc), v1_spec(doc, spec, options)))
 
 
 def v1_spec(

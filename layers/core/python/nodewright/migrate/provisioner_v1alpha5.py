@@ -117,8 +117,6 @@ def _disruption(doc: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
             "spec.ttlSecondsAfterEmpty",
             "cannot be set with consolidation.enabled: true (v1alpha5 refused it too); remove one",
         )
-    if "ttlSecondsUntilExpired" in spec:
-        seconds(doc, spec["ttlSecondsUntilExpired"], "spec.ttlSecondsUntilExpired")
     if enabled:
         return {"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "0s"}
     if "ttlSecondsAfterEmpty" in spec:
