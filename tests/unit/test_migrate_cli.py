@@ -8,14 +8,8 @@ import pytest
 import yaml
 
 from nodewright.cli import main
-from nodewright.commands.migrate import migrate_text as _migrate_text
+from nodewright.commands.migrate import migrate_text
 from nodewright.model.loader import load_files
-
-
-def migrate_text(text: str, source: str) -> tuple[str, list[object]]:
-    out, result = _migrate_text(text, source)
-    return out, list(result.changes)
-
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "karpenter-v1"
 

@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from nodewright.migrate.common import ROLE_PLACEHOLDER, MigrationError, Options
-from nodewright.migrate.documents import Migrated, migrate_texts, render
+from nodewright.migrate.documents import migrate_texts, render
+from nodewright.migrate.karpenter_v1 import Change
 
-__all__ = ["MigrationError", "add_parser", "migrate_text", "run"]
+__all__ = ["Change", "MigrationError", "add_parser", "migrate_text", "run"]
 
 
 def add_parser(subparsers: Any) -> None:
@@ -49,10 +50,11 @@ def add_parser(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def migrate_text(text: str, source: str, options: Options | None = None) -> tuple[str, Migrated]:
-    """One file's text migrated, and what was done; raises MigrationError (every problem, one per line)."""
+def migrate_text(text: str, source: str, options: Options | None = None) -> tuple[str, list[Change]]:
+    """One file's text migrated, and the fields rewritten in place in its v1 documents; raises MigrationError
+    (every problem, one per line)."""
     (result,) = migrate_texts([(source, text)], options or Options())
-    return render(result), result
+    return render(result), result.changes
 
 
 def run(args: argparse.Namespace) -> int:
