@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from nodewright.cli import main
-from nodewright.commands.migrate import MigrationError, migrate_text
+from nodewright.commands.migrate import migrate_text
 from nodewright.model.loader import load_files
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "karpenter-v1"
@@ -37,16 +37,6 @@ spec:
   amiSelectorTerms: [{alias: al2023@latest}]
   subnetSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
   securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
---- # workloads are left alone
-apiVersion: v1
-kind: Pod
-metadata: {name: p, namespace: default}
-spec: {containers: [{name: c, image: app}]}
----
-apiVersion: karpenter.sh/v1
-kind: NodeClaim
-metadata: {name: web-abc}
-spec: {nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}, requirements: []}
 """
 
 
@@ -59,14 +49,12 @@ def test_exactly_the_two_fields_change_and_everything_else_stays_byte_for_byte()
     ]
     expected = (
         MIXED.replace("apiVersion: karpenter.sh/v1   #", "apiVersion: nodewright.io/v1   #")
-        # The first one only: the NodePool's (flow style kept); Karpenter's NodeClaim below is not migrated.
-        .replace("nodeClassRef: {group: karpenter.k8s.aws,", "nodeClassRef: {group: nodewright.io,", 1)
+        # Flow style kept.
+        .replace("nodeClassRef: {group: karpenter.k8s.aws,", "nodeClassRef: {group: nodewright.io,")
         .replace('apiVersion: "karpenter.k8s.aws/v1"', 'apiVersion: "nodewright.io/v1"')
     )
     assert migrated == expected
-    before = list(yaml.safe_load_all(MIXED))
     after = list(yaml.safe_load_all(migrated))
-    assert after[2:] == before[2:]  # the Pod and Karpenter's own NodeClaim are untouched
     assert after[0]["apiVersion"] == after[1]["apiVersion"] == "nodewright.io/v1"
 
 
@@ -104,15 +92,35 @@ def test_without_write_the_result_goes_to_stdout_and_the_file_is_untouched(
     assert err.count("->") == 3
 
 
-def test_a_list_from_kubectl_get_is_refused_with_the_reason() -> None:
-    listing = yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [yaml.safe_load(MIXED.split("---")[0])]})
-    with pytest.raises(MigrationError, match="server fields"):
-        migrate_text(listing, "out.yaml")
+def test_a_list_from_kubectl_get_is_migrated_like_the_objects_without_server_fields() -> None:
+    pool = yaml.safe_load(MIXED.split("---")[0])
+    exported = {**pool, "metadata": {"name": "web", "uid": "u-1", "resourceVersion": "7"}, "status": {"x": 1}}
+    listing = yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [exported]})
+    single = yaml.safe_dump(exported)
+    (from_list,) = yaml.safe_load_all(migrate_text(listing, "list.yaml")[0])
+    (from_single,) = yaml.safe_load_all(migrate_text(single, "one.yaml")[0])
+    assert from_list == from_single
+    assert from_list["metadata"] == {"name": "web"} and "status" not in from_list
+    assert from_list["apiVersion"] == "nodewright.io/v1"
+    assert from_list["spec"]["template"]["spec"]["nodeClassRef"]["group"] == "nodewright.io"
 
 
-def test_a_file_with_nothing_to_migrate_is_left_as_it_is(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = tmp_path / "pod.yaml"
-    path.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n")
-    assert main(["migrate", "--write", str(path)]) == 0
-    assert path.read_text() == "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n"
-    assert "left as it is" in capsys.readouterr().err
+@pytest.mark.parametrize(
+    "document",
+    [
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n",
+        "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata: {name: c}\n",
+        "apiVersion: karpenter.sh/v1alpha5\nkind: Machine\nmetadata: {name: m}\n",
+    ],
+)
+def test_a_document_migrate_cannot_convert_fails_and_nothing_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], document: str
+) -> None:
+    good = tmp_path / "pools.yaml"
+    good.write_text(MIXED)
+    bad = tmp_path / "other.yaml"
+    bad.write_text(document)
+    assert main(["migrate", "--write", str(good), str(bad)]) == 1
+    assert good.read_text() == MIXED and bad.read_text() == document
+    err = capsys.readouterr().err
+    assert "is not something migrate converts" in err and "nothing was written" in err
