@@ -50,8 +50,8 @@ def decoded(value: str) -> str:
 def test_a_pod_asking_for_200gi_of_ephemeral_storage_runs_on_an_instance_store_set_up_as_raid0(
     local_world: World,
     namespace: str,
-    provisioner: Provisioner,
-    make_pool: Any,  # noqa: F811 (fixtures)
+    provisioner: Provisioner,  # noqa: F811 (a fixture)
+    make_pool: Any,  # noqa: F811 (a fixture)
 ) -> None:
     world = local_world
     pool = make_pool([{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}], nodepool=False)

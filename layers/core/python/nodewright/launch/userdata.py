@@ -34,7 +34,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from nodewright.launch.instance_store import bottlerocket_bootstrap_commands, nodeadm_instance
 from nodewright.model.nodeclass import KubeletConfiguration
 from nodewright.model.quantity import format_canonical
 from nodewright.model.taints import Taint
@@ -151,6 +150,10 @@ def nodeconfig(boot: NodeBootstrap) -> dict[str, Any]:
             },
         },
     }
+    # Imported here, not at the top: the forwarder's image carries this module (for
+    # UNREGISTERED_TAINT) and not the instance store's.
+    from nodewright.launch.instance_store import nodeadm_instance
+
     instance = nodeadm_instance(boot.instance_store_policy)
     if instance:
         config["spec"]["instance"] = instance
@@ -256,6 +259,8 @@ def _bottlerocket_ours(boot: NodeBootstrap) -> dict[str, Any]:
         taints.setdefault(taint.key, []).append(f"{taint.value}:{taint.effect}")
     kubernetes["node-taints"] = taints
     settings: dict[str, Any] = {"kubernetes": kubernetes}
+    from nodewright.launch.instance_store import bottlerocket_bootstrap_commands
+
     commands = bottlerocket_bootstrap_commands(boot.instance_store_policy, boot.image_version)
     if commands:
         # Laid over the user's own bootstrap-commands: theirs run too, ours is the one named 000-mount-...
