@@ -69,6 +69,10 @@ class NodeBootstrap:
     startup_taints: tuple[Taint, ...] = ()
     kubelet: KubeletConfiguration = field(default_factory=KubeletConfiguration)
     user_data: str = ""
+    # spec.instanceStorePolicy ("RAID0" or ""), and the release of the image (Bottlerocket `v1.46.0`, `latest`,
+    # "" unknown), which decides how Bottlerocket binds the instance store (see launch/instance_store.py).
+    instance_store_policy: str = ""
+    image_version: str = ""
 
     def register_taints(self) -> tuple[Taint, ...]:
         """Taints the node registers with: NodePool taints, startup taints, then the unregistered taint
@@ -128,9 +132,9 @@ def node_labels_flag(labels: Mapping[str, str]) -> str:
 
 
 def nodeconfig(boot: NodeBootstrap) -> dict[str, Any]:
-    """The nodeadm NodeConfig document for this node."""
+    """The nodeadm NodeConfig document for this node (with `spec.instance.localStorage` only under RAID0)."""
     cluster = boot.cluster
-    return {
+    config: dict[str, Any] = {
         "apiVersion": NODECONFIG_API_VERSION,
         "kind": "NodeConfig",
         "spec": {
@@ -146,6 +150,14 @@ def nodeconfig(boot: NodeBootstrap) -> dict[str, Any]:
             },
         },
     }
+    # Imported here, not at the top: the forwarder's image carries this module (for
+    # UNREGISTERED_TAINT) and not the instance store's.
+    from nodewright.launch.instance_store import nodeadm_instance
+
+    instance = nodeadm_instance(boot.instance_store_policy)
+    if instance:
+        config["spec"]["instance"] = instance
+    return config
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,7 +258,14 @@ def _bottlerocket_ours(boot: NodeBootstrap) -> dict[str, Any]:
     for taint in boot.register_taints():
         taints.setdefault(taint.key, []).append(f"{taint.value}:{taint.effect}")
     kubernetes["node-taints"] = taints
-    return {"settings": {"kubernetes": kubernetes}}
+    settings: dict[str, Any] = {"kubernetes": kubernetes}
+    from nodewright.launch.instance_store import bottlerocket_bootstrap_commands
+
+    commands = bottlerocket_bootstrap_commands(boot.instance_store_policy, boot.image_version)
+    if commands:
+        # Laid over the user's own bootstrap-commands: theirs run too, ours is the one named 000-mount-...
+        settings["bootstrap-commands"] = commands
+    return {"settings": settings}
 
 
 def _deep_merge(base: Mapping[str, Any], ours: Mapping[str, Any]) -> dict[str, Any]:

@@ -49,6 +49,9 @@ class InstanceTypeInfo:
     ipv4_per_eni: int
     gpus: int = 0
     gpu_manufacturer: str = ""
+    # NVMe instance store in decimal GB (EC2's TotalSizeInGB), 0 without one: what nodeadm's and Bottlerocket's
+    # RAID0 set-up assembles, as the planner counts it (catalog/ec2_info.py).
+    instance_store_gb: int = 0
 
     @classmethod
     def from_api(cls, doc: dict[str, Any]) -> InstanceTypeInfo:
@@ -64,7 +67,24 @@ class InstanceTypeInfo:
             ipv4_per_eni=int(doc.get("NetworkInfo", {}).get("Ipv4AddressesPerInterface", 10)),
             gpus=sum(int(g.get("Count", 0)) for g in gpus),
             gpu_manufacturer=str(gpus[0].get("Manufacturer", "")) if gpus else "",
+            instance_store_gb=_nvme_instance_store_gb(doc.get("InstanceStorageInfo") or {}),
         )
+
+
+def _nvme_instance_store_gb(storage: dict[str, Any]) -> int:
+    """EC2's TotalSizeInGB of an NVMe instance store (0 for none, or for disks that are not NVMe)."""
+    if storage.get("NvmeSupport", "unsupported") == "unsupported":
+        return 0
+    return int(storage.get("TotalSizeInGB", 0))
+
+
+def ephemeral_storage(info: InstanceTypeInfo, local_storage: str) -> tuple[str, str]:
+    """Ephemeral-storage capacity and allocatable (10 % kept back for the kubelet's nodefs eviction threshold):
+    the instance store when the user data set it up as RAID0 and the type has one, else the 20Gi root volume."""
+    if local_storage == "RAID0" and info.instance_store_gb:
+        size = info.instance_store_gb * 10**9
+        return f"{info.instance_store_gb}G", str(size - size // 10)
+    return f"{EPHEMERAL_STORAGE_GI}Gi", f"{EPHEMERAL_STORAGE_GI * 9 // 10}Gi"
 
 
 def eni_max_pods(info: InstanceTypeInfo) -> int:
@@ -88,12 +108,13 @@ def kube_reserved_cpu_millis(vcpus: int) -> int:
 
 
 def capacity_and_allocatable(
-    info: InstanceTypeInfo, max_pods: int | None, eni_limited_memory: bool = True
+    info: InstanceTypeInfo, max_pods: int | None, eni_limited_memory: bool = True, local_storage: str = ""
 ) -> tuple[dict[str, str], dict[str, str]]:
     """Capacity as the kubelet reports it (memory after the VM overhead) and allocatable after
     kube-reserved and the 100 MiB eviction threshold. On AL2023 (`eni_limited_memory`) nodeadm reserves
     memory for the ENI-limited pod count even when maxPods is overridden, as the catalog does; Bottlerocket
-    reserves for the effective maxPods."""
+    reserves for the effective maxPods. Ephemeral storage: see `ephemeral_storage`."""
+    storage_capacity, storage_allocatable = ephemeral_storage(info, local_storage)
     pods = max_pods if max_pods is not None else eni_max_pods(info)
     memory_pods = eni_max_pods(info) if eni_limited_memory else pods
     memory_mib = int(info.memory_mib * (1 - 0.075))
@@ -102,13 +123,13 @@ def capacity_and_allocatable(
         "cpu": str(info.vcpus),
         "memory": f"{memory_mib * 1024}Ki",
         "pods": str(pods),
-        "ephemeral-storage": f"{EPHEMERAL_STORAGE_GI}Gi",
+        "ephemeral-storage": storage_capacity,
     }
     allocatable = {
         "cpu": f"{info.vcpus * 1000 - kube_reserved_cpu_millis(info.vcpus)}m",
         "memory": f"{max(0, memory_mib - reserved_mib) * 1024}Ki",
         "pods": str(pods),
-        "ephemeral-storage": f"{EPHEMERAL_STORAGE_GI * 9 // 10}Gi",
+        "ephemeral-storage": storage_allocatable,
     }
     if info.gpus and info.gpu_manufacturer.upper() == "NVIDIA":
         capacity["nvidia.com/gpu"] = allocatable["nvidia.com/gpu"] = str(info.gpus)
@@ -142,7 +163,9 @@ def node_manifest(instance: dict[str, Any], info: InstanceTypeInfo, boot: BootCo
     }
     # User-data labels win: the provisioner's intent is what the kubelet is told.
     labels.update(boot.labels)
-    capacity, allocatable = capacity_and_allocatable(info, boot.max_pods, boot.format != "bottlerocket")
+    capacity, allocatable = capacity_and_allocatable(
+        info, boot.max_pods, boot.format != "bottlerocket", boot.local_storage
+    )
     addresses = [{"type": "Hostname", "address": name}, {"type": "InternalDNS", "address": name}]
     if instance.get("PrivateIpAddress"):
         addresses.insert(0, {"type": "InternalIP", "address": str(instance["PrivateIpAddress"])})

@@ -49,6 +49,9 @@ class BootConfig:
     labels: dict[str, str] = field(default_factory=dict)
     taints: list[Taint] = field(default_factory=list)
     max_pods: int | None = None
+    # How the instance store is set up: "RAID0" (one array holding the kubelet's and containerd's data, so the
+    # node's ephemeral storage is the instance store) or "" (left alone: ephemeral storage is the root volume).
+    local_storage: str = ""
 
 
 def _maybe_base64(raw: str | bytes) -> str:
@@ -117,7 +120,14 @@ def parse_nodeconfig(doc: dict[str, Any]) -> BootConfig:
         boot.max_pods = int(config["maxPods"])
     for value in _flag_values(flags, "--max-pods"):
         boot.max_pods = int(value)
+    boot.local_storage = _nodeadm_local_storage(spec)
     return boot
+
+
+def _nodeadm_local_storage(spec: dict[str, Any]) -> str:
+    """nodeadm's `spec.instance.localStorage.strategy` ("RAID0", "Mount", ...), "" when absent."""
+    local_storage = (spec.get("instance") or {}).get("localStorage") or {}
+    return str(local_storage.get("strategy") or "")
 
 
 def _merge(into: BootConfig, other: BootConfig) -> None:
@@ -126,6 +136,8 @@ def _merge(into: BootConfig, other: BootConfig) -> None:
     into.taints.extend(t for t in other.taints if t not in into.taints)
     if other.max_pods is not None:
         into.max_pods = other.max_pods
+    # nodeadm merges NodeConfigs in order: a later part's strategy replaces an earlier one.
+    into.local_storage = other.local_storage or into.local_storage
 
 
 def _nodeconfig_documents(text: str) -> list[dict[str, Any]]:
@@ -167,7 +179,23 @@ def parse_bottlerocket(text: str) -> BootConfig:
             boot.taints.append(Taint(key=str(key), value=value, effect=effect))
     if "max-pods" in kubernetes:
         boot.max_pods = int(kubernetes["max-pods"])
+    if _binds_ephemeral_storage(settings.get("bootstrap-commands") or {}):
+        boot.local_storage = "RAID0"
     return boot
+
+
+def _binds_ephemeral_storage(commands: dict[str, Any]) -> bool:
+    """True when a bootstrap command that runs (mode not `off`) makes the instance store into ephemeral storage:
+    `apiclient ephemeral-storage init` (a RAID0 array of the local disks), then `... bind` (kubelet's and
+    containerd's directories onto it), as Karpenter writes for instanceStorePolicy RAID0."""
+    for command in commands.values():
+        if not isinstance(command, dict) or command.get("mode", "always") == "off":
+            continue
+        steps = [[str(word) for word in step] for step in command.get("commands") or [] if isinstance(step, list)]
+        init = next((i for i, step in enumerate(steps) if step[:3] == ["apiclient", "ephemeral-storage", "init"]), None)
+        if init is not None and any(step[:3] == ["apiclient", "ephemeral-storage", "bind"] for step in steps[init:]):
+            return True
+    return False
 
 
 def _script_flags(text: str) -> list[str]:

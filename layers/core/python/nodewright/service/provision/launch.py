@@ -24,6 +24,7 @@ from nodewright.catalog.catalog import Catalog
 from nodewright.catalog.labels import ZONE
 from nodewright.launch.amis import variant_of
 from nodewright.launch.fleet import FleetAttempt, classify_response, fleet_request, plan_attempts, resolution_gone
+from nodewright.launch.instance_store import node_image_version
 from nodewright.launch.template import LaunchTemplateSpec, ResolvedNodeClass, block_devices
 from nodewright.launch.userdata import ClusterInfo, NodeBootstrap, UserDataError, user_data
 from nodewright.model.nodepool import NodePool
@@ -139,6 +140,8 @@ class Launcher:
             startup_taints=claim.startup_taints,
             kubelet=node_class.kubelet,
             user_data=node_class.user_data,
+            instance_store_policy=node_class.instance_store_policy,
+            image_version=node_image_version(node_class, resolved.images[variant]),
         )
         spec = LaunchTemplateSpec(
             node_class=node_class.name,
