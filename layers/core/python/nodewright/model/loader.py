@@ -115,8 +115,11 @@ def _parse_yaml(text: str, source: str) -> tuple[list[Any], list[ValidationError
     # is a measurable part of their cold start.
     import yaml
 
+    # libyaml's parser, when PyYAML was built with it (its wheels are), reads large files about 10x faster than
+    # the pure-Python one, with the same YAML 1.1 safe types and the same error marks.
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        return list(yaml.safe_load_all(text)), []
+        return list(yaml.load_all(text, Loader=loader)), []
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
