@@ -29,6 +29,7 @@ from infra import nag
 from infra.config import Settings
 from nodewright.settings import METRICS_NAMESPACE
 
+
 class ForwarderAccess(Construct):
     """`role` and the Pod Identity `association` for the chart's ServiceAccount (settings.namespace and
     settings.service_account)."""

@@ -93,6 +93,7 @@ def main() -> int:
                 "port": server.server_address[1],
                 "idle_seconds": config.batch.idle_seconds,
                 "max_seconds": config.batch.max_seconds,
+                "log_level": level,
             }
         },
     )
