@@ -2,7 +2,7 @@
 
 - The chart installs into the world (helm, the stack's outputs as values); its Deployment schedules onto the
   system nodes; the forwarder runs from the image's package set (built into a fresh virtual environment, as
-  cluster/forwarder/Dockerfile installs it) with nothing but the chart's ServiceAccount, RBAC and ConfigMap
+  cluster/forwarder/Dockerfile installs it) with nothing but the chart's ServiceAccount, RBAC and environment
   and the stack's forwarder role, sends a batch, holds the Lease and publishes its heartbeat.
 - Installed like Karpenter's chart: release `nodewright-ks` into kube-system with a ServiceAccount of its own
   name and a proxy in `env`; a replica of that Deployment, run with that account's token and the Deployment's
