@@ -308,7 +308,12 @@ def test_pod_disruption_budget_takes_one_of_min_available_and_max_unavailable(re
 
 
 def test_name_overrides_name_every_object_and_the_lease_the_role_grants_follows(render: Any) -> None:
-    rendered: Rendered = render("fullnameOverride=acme", "nameOverride=scaler", release="other")
+    rendered: Rendered = render(
+        "fullnameOverride=acme", "nameOverride=scaler", "additionalLabels.team=platform", release="other"
+    )
+    assert {d["metadata"]["labels"].get("team") for d in rendered.docs if d["kind"] != "CustomResourceDefinition"} == {
+        "platform"
+    }
     deployment = rendered.one("Deployment")
     assert deployment["metadata"]["name"] == "acme-forwarder"
     assert deployment["spec"]["selector"]["matchLabels"]["app.kubernetes.io/name"] == "scaler"
