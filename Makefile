@@ -37,5 +37,10 @@ demo: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m tests.bench
 
+# The charts as OCI-ready archives and the forwarder image as a tarball, in dist/ (scripts/package.sh).
+.PHONY: package
+package: $(STAMP)
+	bash scripts/package.sh
+
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache cdk.out

@@ -39,6 +39,12 @@ LOG_RETENTION_DAYS = {
 DEFAULT_LOG_RETENTION_DAYS = 30
 RETAIN_TABLE = "retainTable"
 OIDC_ISSUER = "oidcIssuer"
+# Where the chart runs the forwarder: the Pod Identity association and the IRSA trust name this namespace and
+# ServiceAccount, so they must be the chart's release namespace and serviceAccount name.
+NAMESPACE = "namespace"
+SERVICE_ACCOUNT = "serviceAccount"
+DEFAULT_NAMESPACE = "nodewright"
+DEFAULT_SERVICE_ACCOUNT = "nodewright-forwarder"
 
 DEFAULT_STACK_NAME = "Nodewright"
 
@@ -53,6 +59,9 @@ _TAG_VALUE = re.compile(r"^[\w\s+\-=.:/@]{1,256}$")
 _ROLE_NAME = re.compile(r"^[\w+=,.@-]{1,64}$")
 _ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/([\w+=,.@/-]*/)?[\w+=,.@-]{1,64}$")
 _OIDC_ISSUER = re.compile(r"^(https://)?(oidc\.eks\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/id/[0-9A-Fa-f]{8,64})$")
+# A namespace is a DNS label; a ServiceAccount name a DNS subdomain.
+_NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_SERVICE_ACCOUNT = re.compile(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _TOPIC_ARN = re.compile(r"^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[\w-]{1,256}$")
 
 
@@ -96,6 +105,9 @@ class Settings:
     retain_table: bool = True
     # The cluster's OIDC issuer (host/path, no scheme): the forwarder's role also trusts it (IRSA).
     oidc_issuer: str | None = None
+    # The chart's release namespace and the forwarder's ServiceAccount (Pod Identity association, IRSA trust).
+    namespace: str = DEFAULT_NAMESPACE
+    service_account: str = DEFAULT_SERVICE_ACCOUNT
 
     @property
     def node_role_names(self) -> tuple[str, ...]:
@@ -166,7 +178,22 @@ class Settings:
             log_retention_days=_retention(text(LOG_RETENTION)),
             retain_table=_flag(text(RETAIN_TABLE), RETAIN_TABLE, default=True),
             oidc_issuer=_oidc_issuer(text(OIDC_ISSUER)),
+            namespace=_kubernetes_name(text(NAMESPACE), NAMESPACE, DEFAULT_NAMESPACE, _NAMESPACE, "kube-system"),
+            service_account=_kubernetes_name(
+                text(SERVICE_ACCOUNT), SERVICE_ACCOUNT, DEFAULT_SERVICE_ACCOUNT, _SERVICE_ACCOUNT, "nodewright"
+            ),
         )
+
+
+def _kubernetes_name(value: str | None, key: str, default: str, pattern: re.Pattern[str], example: str) -> str:
+    if value is None:
+        return default
+    if not pattern.match(value):
+        raise ContextError(
+            f"context value {key}={value!r} is not a Kubernetes name (lower-case letters, digits and -); it must "
+            "match the chart's release namespace / serviceAccount.name; " + _how(key, example)
+        )
+    return value
 
 
 def _oidc_issuer(value: str | None) -> str | None:

@@ -1,6 +1,7 @@
 """The in-cluster forwarder's AWS identity: an IAM role that may invoke the provisioner and publish the
-forwarder's two metrics, and nothing else, for the forwarder's service account `nodewright/nodewright-forwarder`,
-and the provisioner's resource-based policy, which names that role as the one principal allowed to invoke it.
+forwarder's two metrics, and nothing else, for the forwarder's service account (`namespace` / `serviceAccount`
+context values, default `nodewright/nodewright-forwarder`: the chart's release namespace and ServiceAccount), and
+the provisioner's resource-based policy, which names that role as the one principal allowed to invoke it.
 
 Two ways to hand the role to the pod, both from the chart (charts/nodewright):
 - EKS Pod Identity (default): the stack creates the association. The Pod Identity Agent runs on EC2 nodes only,
@@ -28,18 +29,17 @@ from infra import nag
 from infra.config import Settings
 from nodewright.settings import METRICS_NAMESPACE
 
-NAMESPACE = "nodewright"
-SERVICE_ACCOUNT = "nodewright-forwarder"
-
 
 class ForwarderAccess(Construct):
-    """`role` and the Pod Identity `association` for `nodewright/nodewright-forwarder`."""
+    """`role` and the Pod Identity `association` for the chart's ServiceAccount (settings.namespace and
+    settings.service_account)."""
 
     def __init__(
         self, scope: Construct, construct_id: str, *, settings: Settings, provisioner: lambda_.IFunction
     ) -> None:
         super().__init__(scope, construct_id)
         cluster_name = settings.cluster_name
+        namespace, service_account = settings.namespace, settings.service_account
         # Pod Identity assumes the role with session tags naming the cluster, namespace and service account;
         # requiring them means no other association in the account can hand this role to its pods.
         principal: iam.IPrincipal = (
@@ -49,8 +49,8 @@ class ForwarderAccess(Construct):
                 {
                     "StringEquals": {
                         "aws:RequestTag/eks-cluster-name": cluster_name,
-                        "aws:RequestTag/kubernetes-namespace": NAMESPACE,
-                        "aws:RequestTag/kubernetes-service-account": SERVICE_ACCOUNT,
+                        "aws:RequestTag/kubernetes-namespace": namespace,
+                        "aws:RequestTag/kubernetes-service-account": service_account,
                     }
                 }
             )
@@ -63,7 +63,7 @@ class ForwarderAccess(Construct):
                 provider,
                 {
                     "StringEquals": {
-                        f"{settings.oidc_issuer}:sub": f"system:serviceaccount:{NAMESPACE}:{SERVICE_ACCOUNT}",
+                        f"{settings.oidc_issuer}:sub": f"system:serviceaccount:{namespace}:{service_account}",
                         f"{settings.oidc_issuer}:aud": "sts.amazonaws.com",
                     }
                 },
@@ -74,7 +74,7 @@ class ForwarderAccess(Construct):
             self,
             "Role",
             assumed_by=principal,
-            description=f"nodewright forwarder in {NAMESPACE}/{SERVICE_ACCOUNT} on EKS cluster {cluster_name}",
+            description=f"nodewright forwarder in {namespace}/{service_account} on EKS cluster {cluster_name}",
             inline_policies={
                 "InvokeProvisioner": iam.PolicyDocument(
                     statements=[
@@ -115,7 +115,7 @@ class ForwarderAccess(Construct):
             self,
             "PodIdentity",
             cluster_name=cluster_name,
-            namespace=NAMESPACE,
-            service_account=SERVICE_ACCOUNT,
+            namespace=namespace,
+            service_account=service_account,
             role_arn=self.role.role_arn,
         )

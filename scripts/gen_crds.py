@@ -1,10 +1,17 @@
 """Write the nodewright.io/v1 CustomResourceDefinitions (NodePool, EC2NodeClass, NodeClaim) as YAML.
 
 `python scripts/gen_crds.py` rewrites the three files in charts/nodewright/crds/ (Helm installs them before
-the chart's templates); a unit test fails when they differ from what this script produces, so edit the schema
-here, never the YAML. `--group G` writes the same schemas for another API group to stdout: the end-to-end
-tests install Karpenter's groups that way (karpenter.sh, karpenter.k8s.aws) to prove nodewright leaves
-Karpenter's objects alone.
+the chart's templates) and the same three, as templates, in charts/nodewright-crd/templates/ (the CRD-only
+chart, as Karpenter's karpenter-crd, for installing and upgrading the CRDs with Helm); a unit test fails when
+either copy differs from what this script produces, so edit the schema here, never the YAML.
+
+Short names: `np` (NodePool) and `nc` (NodeClaim), which Karpenter's CRDs do not use, and `nwec2nc` for the
+EC2NodeClass, because Karpenter's EC2NodeClass (v1.14.1) has `ec2nc` and `ec2ncs`: with both installed,
+`kubectl get ec2nc` must keep meaning Karpenter's.
+
+`--group G` writes the same schemas for another API group to stdout: the end-to-end tests install
+Karpenter's groups that way (karpenter.sh, karpenter.k8s.aws) to prove nodewright leaves Karpenter's objects
+alone.
 
 The schemas are structural and follow Karpenter v1's field names and types (karpenter.sh/v1 NodePool and
 NodeClaim, karpenter.k8s.aws/v1 EC2NodeClass), so a Karpenter manifest with its apiVersion changed applies
@@ -24,7 +31,9 @@ from typing import Any
 import yaml
 
 GROUP = "nodewright.io"
-OUT = Path(__file__).resolve().parents[1] / "charts" / "nodewright" / "crds"
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "charts" / "nodewright" / "crds"
+CRD_CHART_OUT = ROOT / "charts" / "nodewright-crd" / "templates"
 
 # ----------------------------------------------------------------------------------- shared pieces
 
@@ -389,7 +398,7 @@ def ec2nodeclass() -> dict[str, Any]:
         }
     )
     columns = [column("Ready", READY), AGE, column("Role", ".spec.role", priority=1)]
-    return crd("EC2NodeClass", "ec2nodeclasses", ["ec2nc"], spec, status, columns)
+    return crd("EC2NodeClass", "ec2nodeclasses", ["nwec2nc"], spec, status, columns)
 
 
 # ---------------------------------------------------------------------------------------- NodeClaim
@@ -451,13 +460,33 @@ def render() -> dict[str, str]:
     return {name: HEADER + yaml.safe_dump(build(), sort_keys=False, width=120) for name, build in FILES.items()}
 
 
-# Where Karpenter v1 serves each kind.
+# The CRD chart's templates are the same YAML with Karpenter's `additionalAnnotations` value added to metadata.
+CRD_CHART_ANNOTATIONS = """metadata:
+  {{- with .Values.additionalAnnotations }}
+  annotations:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+"""
+
+
+def render_crd_chart() -> dict[str, str]:
+    """File name -> template text of charts/nodewright-crd/templates (render() with the annotations hook)."""
+    out = {}
+    for name, text in render().items():
+        head, sep, tail = text.partition("\nmetadata:\n")
+        assert sep, f"{name}: no metadata"
+        out[name] = head + "\n" + CRD_CHART_ANNOTATIONS + tail
+    return out
+
+
+# Where Karpenter v1 serves each kind, and its short names (pkg/apis/crds at v1.14.1).
 KARPENTER_GROUPS = {"NodePool": "karpenter.sh", "NodeClaim": "karpenter.sh", "EC2NodeClass": "karpenter.k8s.aws"}
+KARPENTER_SHORT_NAMES: dict[str, list[str]] = {"EC2NodeClass": ["ec2nc", "ec2ncs"]}
 
 
 def karpenter_crds() -> list[dict[str, Any]]:
     """The same schemas served in Karpenter's groups, as a cluster running Karpenter has them (named like
-    Karpenter's, no short names, category `karpenter`)."""
+    Karpenter's, with Karpenter's short names, category `karpenter`)."""
     out = []
     for build in FILES.values():
         doc = build()
@@ -466,15 +495,19 @@ def karpenter_crds() -> list[dict[str, Any]]:
         spec["group"] = group
         spec["names"]["categories"] = ["karpenter"]
         spec["names"].pop("shortNames", None)
+        if spec["names"]["kind"] in KARPENTER_SHORT_NAMES:
+            spec["names"]["shortNames"] = KARPENTER_SHORT_NAMES[spec["names"]["kind"]]
         doc["metadata"] = {"name": f"{spec['names']['plural']}.{group}"}
         out.append(doc)
     return out
 
 
 def main() -> int:
-    for name, text in render().items():
-        (OUT / name).write_text(text)
-        print(f"wrote {OUT / name}", file=sys.stderr)
+    for out, files in ((OUT, render()), (CRD_CHART_OUT, render_crd_chart())):
+        out.mkdir(parents=True, exist_ok=True)
+        for name, text in files.items():
+            (out / name).write_text(text)
+            print(f"wrote {out / name}", file=sys.stderr)
     return 0
 
 

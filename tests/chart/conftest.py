@@ -12,6 +12,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "nodewright"
+CRD_CHART = ROOT / "charts" / "nodewright-crd"
 REQUIRED = (
     "clusterName=demo",
     "region=us-east-1",
@@ -53,8 +54,8 @@ def run_helm(helm: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="session")
 def render(helm: Path) -> Any:
-    def rendered(*sets: str, namespace: str = "nodewright") -> Rendered:
-        args = ["template", "nodewright", str(CHART), "-n", namespace, "--include-crds"]
+    def rendered(*sets: str, namespace: str = "nodewright", release: str = "nodewright") -> Rendered:
+        args = ["template", release, str(CHART), "-n", namespace, "--include-crds"]
         for value in (*REQUIRED, *sets):
             args += ["--set", value]
         done = run_helm(helm, *args)
@@ -62,3 +63,18 @@ def render(helm: Path) -> Any:
         return Rendered([d for d in yaml.safe_load_all(done.stdout) if d])
 
     return rendered
+
+
+@pytest.fixture(scope="session")
+def refused(helm: Path) -> Any:
+    """`helm template` with the required values and `sets`, expected to fail: returns its stderr."""
+
+    def failed(*sets: str, namespace: str = "nodewright") -> str:
+        args = ["template", "nodewright", str(CHART), "-n", namespace]
+        for value in (*REQUIRED, *sets):
+            args += ["--set", value]
+        done = run_helm(helm, *args)
+        assert done.returncode != 0, done.stdout[-2000:]
+        return done.stderr
+
+    return failed

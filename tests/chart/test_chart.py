@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +75,11 @@ def test_crd_schemas_are_structural_without_preserve_unknown_fields() -> None:
 
 @pytest.mark.parametrize(
     ("missing", "named"),
-    [(0, "clusterName is required"), (1, "region is required"), (2, "provisionerFunction is required")],
+    [
+        (0, "missing property 'clusterName'"),
+        (1, "missing property 'region'"),
+        (2, "missing property 'provisionerFunction'"),
+    ],
 )
 def test_a_missing_required_value_is_named_with_its_source(helm: Path, missing: int, named: str) -> None:
     args = ["template", "nodewright", str(CHART), "-n", "nodewright"]
@@ -87,7 +93,7 @@ def test_a_missing_required_value_is_named_with_its_source(helm: Path, missing: 
     ("value", "named"),
     [
         ("image.digest=latest", "digest"),
-        ("podAntiAffinity=sometimes", "podAntiAffinity"),
+        ("podAntiAffinity=required", "podAntiAffinity"),
         ("settings.IDLE_SECONDS=1", "IDLE_SECONDS"),
         ("serviceAccount.roleArn=forwarder", "roleArn"),
         ("replica=3", "replica"),
@@ -101,30 +107,28 @@ def test_a_wrong_value_is_refused_naming_it(helm: Path, value: str, named: str) 
     assert done.returncode != 0 and named in done.stderr, done.stderr
 
 
-def test_it_installs_only_into_the_namespace_the_stack_names(helm: Path) -> None:
-    args = ["template", "nodewright", str(CHART), "-n", "kube-system"]
-    for value in REQUIRED:
-        args += ["--set", value]
-    done = run_helm(helm, *args)
-    assert done.returncode != 0 and "install into the namespace nodewright" in done.stderr
-    assert _constant("forwarder.py", "NAMESPACE") == "nodewright"
+def _env(container: dict[str, Any]) -> dict[str, Any]:
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container["env"]}
 
 
 def test_the_deployment_has_what_the_forwarder_reads_and_survives_node_loss(render: Any) -> None:
     rendered: Rendered = render("settings.NODEWRIGHT_FORWARDER_MAX_SECONDS=5")
-    configmap = rendered.one("ConfigMap")
-    assert configmap["data"] == {
-        settings.CLUSTER: "demo",
-        settings.PROVISIONER_FUNCTION: "arn:aws:lambda:us-east-1:123456789012:function:p",
-        settings.REGION: "us-east-1",
-        "NODEWRIGHT_FORWARDER_MAX_SECONDS": "5",
-    }
     deployment = rendered.one("Deployment")
     pod = deployment["spec"]["template"]["spec"]
     [container] = pod["containers"]
-    env = {e["name"] for e in container["env"]}
-    assert {"POD_NAME", "POD_NAMESPACE"} <= env
-    assert container["envFrom"] == [{"configMapRef": {"name": configmap["metadata"]["name"]}}]
+    env = _env(container)
+    assert {k: v for k, v in env.items() if isinstance(v, str)} == {
+        settings.CLUSTER: "demo",
+        settings.PROVISIONER_FUNCTION: "arn:aws:lambda:us-east-1:123456789012:function:p",
+        settings.REGION: "us-east-1",
+        "LOG_LEVEL": "info",
+        "NODEWRIGHT_FORWARDER_LEASE_NAME": "nodewright-forwarder",
+        "NODEWRIGHT_FORWARDER_PORT": "8080",
+        "NODEWRIGHT_FORWARDER_MAX_SECONDS": "5",
+    }
+    assert env["POD_NAMESPACE"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}
+    assert env["POD_NAME"] == {"fieldRef": {"fieldPath": "metadata.name"}}
+    assert "envFrom" not in container and not rendered.of_kind("ConfigMap")
     assert container["image"] == f"nodewright-forwarder:{__version__}"
     assert deployment["spec"]["replicas"] == 2
     assert {container["livenessProbe"]["httpGet"]["path"], container["readinessProbe"]["httpGet"]["path"]} == {
@@ -132,29 +136,226 @@ def test_the_deployment_has_what_the_forwarder_reads_and_survives_node_loss(rend
         "/readyz",
     }
     assert container["securityContext"]["readOnlyRootFilesystem"] is True and pod["securityContext"]["runAsNonRoot"]
-    # Never on nodes nodewright (or Karpenter) manages, one replica per node, spread over zones.
+    # Linux nodes, as Karpenter's chart; never on nodes nodewright (or Karpenter) manages, one replica per node,
+    # spread over zones.
+    assert pod["nodeSelector"] == {"kubernetes.io/os": "linux"}
     [term] = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
     assert {"key": "karpenter.sh/nodepool", "operator": "DoesNotExist"} in term["matchExpressions"]
     [anti] = pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
     assert anti["topologyKey"] == "kubernetes.io/hostname"
     assert anti["labelSelector"]["matchLabels"] == deployment["spec"]["selector"]["matchLabels"]
-    assert pod["topologySpreadConstraints"][0]["topologyKey"] == "topology.kubernetes.io/zone"
+    [spread] = pod["topologySpreadConstraints"]
+    assert spread["topologyKey"] == "topology.kubernetes.io/zone"
+    assert spread["labelSelector"]["matchLabels"] == deployment["spec"]["selector"]["matchLabels"]
+    assert pod["priorityClassName"] == "system-cluster-critical"
+    assert container["resources"] == {
+        "requests": {"cpu": "50m", "memory": "128Mi"},
+        "limits": {"cpu": "1", "memory": "512Mi"},
+    }
     pdb = rendered.one("PodDisruptionBudget")
-    assert pdb["spec"] == {"minAvailable": 1, "selector": deployment["spec"]["selector"]}
-    # Every tunable the chart passes is one the forwarder reads (a typo would be silently ignored).
+    assert pdb["spec"] == {"maxUnavailable": 1, "selector": deployment["spec"]["selector"]}
+
+
+def test_every_settings_key_the_chart_accepts_is_one_the_forwarder_reads() -> None:
+    """values.schema.json lists the settings keys (so a misspelled one is refused at install): exactly the
+    forwarder's documented tunables, less the three the chart sets itself (the Lease name its Role names, the
+    port its probes use, the address)."""
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    keys = set(schema["properties"]["settings"]["properties"])
+    assert schema["properties"]["settings"]["additionalProperties"] is False
     documented = set(re.findall(r"\| (NODEWRIGHT_FORWARDER_[A-Z_]+) \|", forwarder_config.__doc__ or ""))
-    assert {k for k in configmap["data"] if k.startswith(forwarder_config.PREFIX)} <= documented
+    chart_owned = {f"{forwarder_config.PREFIX}{n}" for n in ("LEASE_NAME", "PORT", "BIND")}
+    assert keys == documented - chart_owned
 
 
-def test_options_irsa_digest_preferred_anti_affinity_and_extra_node_terms(render: Any) -> None:
+@pytest.mark.parametrize(
+    ("value", "named"),
+    [
+        ("settings.NODEWRIGHT_FORWARDER_IDEL_SECONDS=1", "NODEWRIGHT_FORWARDER_IDEL_SECONDS"),
+        ("settings.NODEWRIGHT_FORWARDER_LEASE_NAME=other", "NODEWRIGHT_FORWARDER_LEASE_NAME"),
+        ("settings.batchMaxDuration=10s", "batchMaxDuration"),
+        ("settings.NODEWRIGHT_FORWARDER_MAX_SECONDS=ten", "NODEWRIGHT_FORWARDER_MAX_SECONDS"),
+        ("logLevel=verbose", "logLevel"),
+        ("serviceAccount.nmae=x", "nmae"),
+        ("podDisruptionBudget.minAvailabe=1", "minAvailabe"),
+        ("resources.request.cpu=1", "request"),
+        ("fullnameOverride=Not_A_Name", "fullnameOverride"),
+    ],
+)
+def test_unknown_misspelled_or_malformed_values_are_refused_at_install(refused: Any, value: str, named: str) -> None:
+    assert named in refused(value)
+
+
+@pytest.mark.parametrize(
+    ("value", "named"),
+    [
+        ("env[0].name=NODEWRIGHT_CLUSTER", "clusterName"),
+        ("env[0].name=AWS_REGION", "region"),
+        ("env[0].name=LOG_LEVEL", "logLevel"),
+        ("env[0].name=NODEWRIGHT_FORWARDER_MAX_SECONDS", "settings.NODEWRIGHT_FORWARDER_MAX_SECONDS"),
+        ("env[0].name=POD_NAMESPACE", "POD_NAMESPACE"),
+    ],
+)
+def test_env_may_not_set_what_the_chart_sets(refused: Any, value: str, named: str) -> None:
+    """No setting is silently overridden: a user's variable of the same name would win over (or lose to) the
+    chart's, so it is refused, naming the value to use."""
+    assert named in refused(value, value.replace(".name=", ".value=").rsplit("=", 1)[0] + "=x")
+
+
+def test_any_namespace_with_proxy_env_extra_volumes_and_a_custom_service_account(render: Any) -> None:
+    rendered: Rendered = render(
+        "serviceAccount.name=nodewright",
+        "serviceAccount.annotations.team=platform",
+        "env[0].name=HTTPS_PROXY",
+        "env[0].value=http://proxy.internal:3128",
+        "env[1].name=NO_PROXY",
+        "env[1].value=10.0.0.0/8\\,.svc",
+        "envFrom[0].secretRef.name=proxy-credentials",
+        "extraVolumes[0].name=ca",
+        "extraVolumes[0].configMap.name=corporate-ca",
+        "extraVolumeMounts[0].name=ca",
+        "extraVolumeMounts[0].mountPath=/etc/ssl/corporate",
+        "priorityClassName=platform-critical",
+        "logLevel=debug",
+        namespace="kube-system",
+    )
+    account = rendered.one("ServiceAccount")
+    assert account["metadata"] == {**account["metadata"], "name": "nodewright", "namespace": "kube-system"}
+    assert account["metadata"]["annotations"] == {"team": "platform"}
+    deployment = rendered.one("Deployment")
+    assert deployment["metadata"]["namespace"] == "kube-system"
+    pod = deployment["spec"]["template"]["spec"]
+    [container] = pod["containers"]
+    assert pod["serviceAccountName"] == "nodewright"
+    env = _env(container)
+    assert env["HTTPS_PROXY"] == "http://proxy.internal:3128" and env["NO_PROXY"] == "10.0.0.0/8,.svc"
+    assert env["LOG_LEVEL"] == "debug"
+    assert container["envFrom"] == [{"secretRef": {"name": "proxy-credentials"}}]
+    assert {"name": "ca", "configMap": {"name": "corporate-ca"}} in pod["volumes"]
+    assert {"name": "ca", "mountPath": "/etc/ssl/corporate"} in container["volumeMounts"]
+    assert {"name": "tmp", "mountPath": "/tmp"} in container["volumeMounts"]  # the chart's own stays
+    assert pod["priorityClassName"] == "platform-critical"
+    # Every binding names the account the pods run as, in the release namespace.
+    bindings = rendered.of_kind("ClusterRoleBinding") + rendered.of_kind("RoleBinding")
+    accounts = {(s["namespace"], s["name"]) for b in bindings for s in b["subjects"] if s["kind"] == "ServiceAccount"}
+    assert accounts == {("kube-system", "nodewright")}
+    assert {r["metadata"]["namespace"] for r in rendered.of_kind("Role") + rendered.of_kind("RoleBinding")} == {
+        "kube-system"
+    }
+
+
+def test_an_existing_service_account_must_be_named_and_is_not_created(render: Any, refused: Any) -> None:
+    rendered: Rendered = render("serviceAccount.create=false", "serviceAccount.name=platform-forwarder")
+    assert not rendered.of_kind("ServiceAccount")
+    assert rendered.one("Deployment")["spec"]["template"]["spec"]["serviceAccountName"] == "platform-forwarder"
+    assert "serviceAccount.name is required" in refused("serviceAccount.create=false")
+    # Annotations the chart could not write are refused, not dropped.
+    assert "serviceAccount.create=true" in refused(
+        "serviceAccount.create=false", "serviceAccount.name=x", "serviceAccount.annotations.a=b"
+    )
+    assert "name different roles" in refused(
+        "serviceAccount.roleArn=arn:aws:iam::123456789012:role/a",
+        "serviceAccount.annotations.eks\\.amazonaws\\.com/role-arn=arn:aws:iam::123456789012:role/b",
+    )
+
+
+def test_resources_are_taken_whole(render: Any) -> None:
+    """Helm deep-merges maps; the chart's defaults are not in values.yaml, so a user's requests leave no default
+    limits behind."""
+    rendered: Rendered = render("resources.requests.cpu=200m", "resources.requests.memory=256Mi")
+    [container] = rendered.one("Deployment")["spec"]["template"]["spec"]["containers"]
+    assert container["resources"] == {"requests": {"cpu": "200m", "memory": "256Mi"}}
+
+
+def test_topology_spread_and_pod_anti_affinity_are_replaced_whole_with_the_selector_filled_in(render: Any) -> None:
+    rendered: Rendered = render(
+        "topologySpreadConstraints[0].topologyKey=kubernetes.io/hostname",
+        "topologySpreadConstraints[0].maxSkew=1",
+        "topologySpreadConstraints[0].whenUnsatisfiable=DoNotSchedule",
+        "affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution=null",
+        "affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight=100",
+        "affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm.topologyKey"
+        "=kubernetes.io/hostname",
+        "nodeSelector.kubernetes\\.io/arch=arm64",
+    )
+    deployment = rendered.one("Deployment")
+    selector = {"matchLabels": deployment["spec"]["selector"]["matchLabels"]}
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["topologySpreadConstraints"] == [
+        {
+            "topologyKey": "kubernetes.io/hostname",
+            "maxSkew": 1,
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": selector,
+        }
+    ]
+    anti = pod["affinity"]["podAntiAffinity"]
+    assert "requiredDuringSchedulingIgnoredDuringExecution" not in anti
+    assert anti["preferredDuringSchedulingIgnoredDuringExecution"] == [
+        {"weight": 100, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname", "labelSelector": selector}}
+    ]
+    assert pod["nodeSelector"] == {"kubernetes.io/os": "linux", "kubernetes.io/arch": "arm64"}
+
+
+def test_pod_disruption_budget_takes_one_of_min_available_and_max_unavailable(render: Any, refused: Any) -> None:
+    assert render("podDisruptionBudget.minAvailable=1").one("PodDisruptionBudget")["spec"]["minAvailable"] == 1
+    assert "maxUnavailable" not in render("podDisruptionBudget.minAvailable=1").one("PodDisruptionBudget")["spec"]
+    assert render("podDisruptionBudget.maxUnavailable=50%").one("PodDisruptionBudget")["spec"]["maxUnavailable"] == (
+        "50%"
+    )
+    assert not render("podDisruptionBudget.enabled=false").of_kind("PodDisruptionBudget")
+    assert "not both" in refused("podDisruptionBudget.minAvailable=1", "podDisruptionBudget.maxUnavailable=1")
+
+
+def test_name_overrides_name_every_object_and_the_lease_the_role_grants_follows(render: Any) -> None:
+    rendered: Rendered = render(
+        "fullnameOverride=acme", "nameOverride=scaler", "additionalLabels.team=platform", release="other"
+    )
+    assert {d["metadata"]["labels"].get("team") for d in rendered.docs if d["kind"] != "CustomResourceDefinition"} == {
+        "platform"
+    }
+    deployment = rendered.one("Deployment")
+    assert deployment["metadata"]["name"] == "acme-forwarder"
+    assert deployment["spec"]["selector"]["matchLabels"]["app.kubernetes.io/name"] == "scaler"
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    lease = _env(container)["NODEWRIGHT_FORWARDER_LEASE_NAME"]
+    assert lease == "acme-forwarder"
+    role = rendered.one("Role")
+    named = [rule for rule in role["rules"] if rule.get("resourceNames")]
+    assert named == [
+        {
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leases"],
+            "resourceNames": [lease],
+            "verbs": ["get", "update"],
+        }
+    ]
+    cluster_scoped = {
+        d["metadata"]["name"] for d in rendered.of_kind("ClusterRole") + rendered.of_kind("ClusterRoleBinding")
+    }
+    assert cluster_scoped == {
+        f"acme-{n}" for n in ("forwarder", "provisioner", "disruption", "planner", "interruption")
+    }
+    assert rendered.one("ServiceAccount")["metadata"]["name"] == "acme-forwarder"
+    # Release "nodewright" keeps the names the stack's defaults expect.
+    assert render().one("Deployment")["metadata"]["name"] == "nodewright-forwarder"
+
+
+def test_a_release_named_otherwise_gets_the_chart_name_as_suffix(render: Any) -> None:
+    rendered: Rendered = render(release="scaling")
+    assert rendered.one("Deployment")["metadata"]["name"] == "scaling-nodewright-forwarder"
+
+
+def test_options_irsa_digest_and_an_added_node_term(render: Any) -> None:
+    node_term = "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
     rendered: Rendered = render(
         "serviceAccount.roleArn=arn:aws:iam::123456789012:role/forwarder",
         "image.digest=sha256:" + "a" * 64,
-        "podAntiAffinity=preferred",
-        "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
-        ".matchExpressions[0].key=eks.amazonaws.com/nodegroup",
-        "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
-        ".matchExpressions[0].operator=Exists",
+        # Lists are replaced whole (Helm merges maps only): a user adding a term restates the built-in one.
+        f"{node_term}.matchExpressions[0].key=karpenter.sh/nodepool",
+        f"{node_term}.matchExpressions[0].operator=DoesNotExist",
+        f"{node_term}.matchExpressions[1].key=eks.amazonaws.com/nodegroup",
+        f"{node_term}.matchExpressions[1].operator=Exists",
     )
     account = rendered.one("ServiceAccount")
     assert account["metadata"]["annotations"] == {
@@ -162,21 +363,41 @@ def test_options_irsa_digest_preferred_anti_affinity_and_extra_node_terms(render
     }
     pod = rendered.one("Deployment")["spec"]["template"]["spec"]
     assert pod["containers"][0]["image"] == "nodewright-forwarder@sha256:" + "a" * 64
-    assert "requiredDuringSchedulingIgnoredDuringExecution" not in pod["affinity"]["podAntiAffinity"]
     [term] = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
-    # The user's term is ANDed with the built-in one, never replaces it.
     assert term["matchExpressions"] == [
         {"key": "karpenter.sh/nodepool", "operator": "DoesNotExist"},
         {"key": "eks.amazonaws.com/nodegroup", "operator": "Exists"},
     ]
 
 
+def _lint(helm: Path, *sets: str) -> subprocess.CompletedProcess[str]:
+    args = ["lint", str(CHART), "--strict", "-n", "kube-system"]
+    for value in sets:
+        args += ["--set", value]
+    return run_helm(helm, *args)
+
+
+@pytest.mark.parametrize(
+    ("sets", "named"),
+    [
+        (REQUIRED[1:], "missing property 'clusterName'"),
+        ((*REQUIRED, "settings.NODEWRIGHT_FORWARDER_IDEL_SECONDS=1"), "NODEWRIGHT_FORWARDER_IDEL_SECONDS"),
+    ],
+)
+def test_helm_lint_strict_fails_on_a_missing_value_or_a_misspelled_setting(
+    helm: Path, sets: tuple[str, ...], named: str
+) -> None:
+    assert _lint(helm, *REQUIRED).returncode == 0
+    done = _lint(helm, *sets)
+    assert done.returncode != 0 and named in done.stdout + done.stderr, done.stdout + done.stderr
+
+
 def test_names_match_the_cdk_stack(render: Any) -> None:
-    """The Pod Identity association (infra/forwarder.py) and the access entries' groups (infra/provisioner.py,
-    workflow.py, planner.py, interruption.py) name the same ServiceAccount and groups as the chart; a rename on
-    one side only would break authentication silently."""
+    """The Pod Identity association's defaults (infra/config.py) and the access entries' groups
+    (infra/provisioner.py, workflow.py, planner.py, interruption.py) name the same ServiceAccount and groups as
+    release `nodewright` of the chart; a rename on one side only would break authentication silently."""
     rendered: Rendered = render()
-    namespace, service_account = (_constant("forwarder.py", n) for n in ("NAMESPACE", "SERVICE_ACCOUNT"))
+    namespace, service_account = (_constant("config.py", n) for n in ("DEFAULT_NAMESPACE", "DEFAULT_SERVICE_ACCOUNT"))
     account = rendered.one("ServiceAccount")
     assert (account["metadata"]["namespace"], account["metadata"]["name"]) == (namespace, service_account)
     assert rendered.one("Deployment")["spec"]["template"]["spec"]["serviceAccountName"] == service_account

@@ -197,7 +197,7 @@ def test_short_names_and_category(local_world: World, crds: client.CustomObjects
     resources = {r["name"]: r for r in get_json(local_world, f"/apis/{GROUP}/{VERSION}")["resources"]}
     assert resources["nodepools"]["shortNames"] == ["np"]
     assert resources["nodeclaims"]["shortNames"] == ["nc"]
-    assert resources["ec2nodeclasses"]["shortNames"] == ["ec2nc"]
+    assert resources["ec2nodeclasses"]["shortNames"] == ["nwec2nc"]  # Karpenter's has ec2nc
     for plural in ("nodepools", "nodeclaims", "ec2nodeclasses"):
         assert resources[plural]["categories"] == ["nodewright"]
         assert resources[plural]["namespaced"] is False

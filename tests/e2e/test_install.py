@@ -2,8 +2,11 @@
 
 - The chart installs into the world (helm, the stack's outputs as values); its Deployment schedules onto the
   system nodes; the forwarder runs from the image's package set (built into a fresh virtual environment, as
-  cluster/forwarder/Dockerfile installs it) with nothing but the chart's ServiceAccount, RBAC and ConfigMap
+  cluster/forwarder/Dockerfile installs it) with nothing but the chart's ServiceAccount, RBAC and environment
   and the stack's forwarder role, sends a batch, holds the Lease and publishes its heartbeat.
+- Installed like Karpenter's chart: release `nodewright-ks` into kube-system with a ServiceAccount of its own
+  name and a proxy in `env`; a replica of that Deployment, run with that account's token and the Deployment's
+  environment, holds the release's own Lease (the Role names it) and forwards a batch.
 - Each function's role is authorized by the groups of its access entry (the token webhook maps them as EKS
   does), so the chart's ClusterRoles are exactly what the functions can do.
 - With Karpenter's CRDs and a Karpenter NodePool in the cluster, pods only that NodePool fits get nothing from
@@ -18,12 +21,14 @@ import importlib.util
 import json
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 import test_forwarder
+import yaml
 from kubernetes import client
 from test_forwarder import Recorder, _is_unschedulable, _names, _unschedulable_pod
 from test_provisioning import Provisioner
@@ -52,7 +57,9 @@ def image_python(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
     return python, root / "opt-forwarder"
 
 
-def _allowed(world: World, verb: str, resource: str, group: str = "", namespace: str = "", **who: Any) -> bool:
+def _allowed(
+    world: World, verb: str, resource: str, group: str = "", namespace: str = "", name: str = "", **who: Any
+) -> bool:
     review = client.AuthorizationV1Api(world.api_client).create_subject_access_review(
         {
             "apiVersion": "authorization.k8s.io/v1",
@@ -64,6 +71,7 @@ def _allowed(world: World, verb: str, resource: str, group: str = "", namespace:
                     "subresource": resource.split("/")[1] if "/" in resource else "",
                     "group": group,
                     "namespace": namespace,
+                    "name": name,
                 },
                 **who,
             },
@@ -153,6 +161,78 @@ def test_the_chart_installs_and_the_image_forwarder_runs_with_its_rbac_only(
     assert not _allowed(world, "delete", "pods", namespace="default", **account)
     assert not _allowed(world, "get", "secrets", namespace="nodewright", **account)
     assert not _allowed(world, "update", "leases", "coordination.k8s.io", "kube-system", **account)
+
+
+def _helm_uninstall(world: World, release: str, namespace: str) -> None:
+    argv = [str(deploy.helm_binary()), "uninstall", release, "-n", namespace, "--kubeconfig", world.state.kubeconfig]
+    subprocess.run(argv, capture_output=True, text=True, check=False)
+
+
+def test_the_chart_installs_into_kube_system_with_a_proxy_and_its_own_service_account(
+    local_world: World, installed: dict[str, str], recorder: Recorder, namespace: str, tmp_path: Path
+) -> None:
+    """Karpenter's chart is usually installed into kube-system; the proof of the issue's `helm install` into
+    kube-system with proxy env and a custom ServiceAccount, the forwarder running."""
+    world, release, system = local_world, "nodewright-ks", "kube-system"
+    proxy = f"http://127.0.0.1:{procs.free_port()}"  # nothing listens: whatever goes through it fails
+    values = {
+        "serviceAccount": {"name": "scaler", "annotations": {"team": "platform"}},
+        "env": [{"name": "HTTPS_PROXY", "value": proxy}, {"name": "NO_PROXY", "value": "127.0.0.1,localhost"}],
+        "logLevel": "debug",
+        "priorityClassName": "",  # its pods stay pending here; they must not preempt the session's
+    }
+    (tmp_path / "values.yaml").write_text(yaml.safe_dump(values))
+    started = time.monotonic()
+    # The provisioner function is the recorder, so the batch can be read back.
+    outputs = {**installed, "ProvisionerFunctionArn": recorder.function}
+    deploy.install_chart(world.state, outputs, release=release, namespace=system, values_file=tmp_path / "values.yaml")
+    forwarder = None
+    try:
+        apps = client.AppsV1Api(world.api_client)
+        deployment = apps.read_namespaced_deployment(f"{release}-forwarder", system)
+        assert deployment.spec.template.spec.service_account_name == "scaler"
+        account = world.core.read_namespaced_service_account("scaler", system)
+        assert account.metadata.annotations["team"] == "platform"
+        identity = f"{release}-{uuid.uuid4().hex[:5]}"
+        forwarder = deploy.start_forwarder(
+            world.state, installed, identity=identity, namespace=system, deployment=f"{release}-forwarder"
+        )
+        environ = dict(
+            line.split("=", 1)
+            for line in Path(f"/proc/{forwarder.pid}/environ").read_bytes().decode().split("\0")
+            if "=" in line
+        )
+        assert (environ["HTTPS_PROXY"], environ["NO_PROXY"], environ["LOG_LEVEL"]) == (
+            proxy,
+            "127.0.0.1,localhost",
+            "debug",
+        )
+        assert (environ["POD_NAMESPACE"], environ["NODEWRIGHT_FORWARDER_LEASE_NAME"]) == (
+            system,
+            f"{release}-forwarder",
+        )
+        coordination = client.CoordinationV1Api(world.api_client)
+        wait_for(
+            lambda: coordination.read_namespaced_lease(f"{release}-forwarder", system).spec.holder_identity == identity,
+            45,
+            f"the kube-system forwarder holding its Lease ({forwarder.log})",
+        )
+        _unschedulable_pod(world, namespace, "needs-a-node-ks")
+        batch = wait_for(lambda: recorder.batches_with(namespace), 45, f"a batch ({forwarder.log})")[0]
+        assert _names(batch) == {"needs-a-node-ks"}
+        log = forwarder.log.read_text()
+        assert "Forbidden" not in log and "Traceback" not in log, log[-3000:]
+        assert '"log_level":"debug"' in log, log[-3000:]  # the chart's logLevel, read by the forwarder
+        # The Role grants the release's own Lease, the one the Deployment names, and no other.
+        who = {"user": f"system:serviceaccount:{system}:scaler"}
+        lease = ("update", "leases", "coordination.k8s.io", system)
+        assert _allowed(world, *lease, name=f"{release}-forwarder", **who)
+        assert not _allowed(world, *lease, name="nodewright-forwarder", **who)
+    finally:
+        if forwarder is not None:
+            procs.stop(forwarder.pid)
+        _helm_uninstall(world, release, system)
+    assert time.monotonic() - started < 90
 
 
 def test_a_function_role_gets_its_access_entrys_group_and_nothing_more(

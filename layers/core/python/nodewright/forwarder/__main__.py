@@ -1,12 +1,14 @@
 """`python -m nodewright.forwarder`: run one forwarder replica until SIGTERM or SIGINT.
 
 Configuration comes from the environment (nodewright.settings.ForwarderSettings for the required values,
-nodewright.forwarder.config for the tunables). Exit status 2 means a setting is missing or wrong.
+nodewright.forwarder.config for the tunables, LOG_LEVEL as the chart's `logLevel`: debug, info, warn or
+error). Exit status 2 means a setting is missing or wrong.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import sys
 import threading
@@ -18,8 +20,14 @@ from nodewright.settings import SettingsError
 def main() -> int:
     from nodewright.forwarder.observe import Probes, configure_logging, serve
 
-    configure_logging()
+    # Karpenter's names (its chart's logLevel): warn is Python's WARNING.
+    levels = {"debug": "DEBUG", "info": "INFO", "warn": "WARNING", "warning": "WARNING", "error": "ERROR"}
+    level = os.environ.get("LOG_LEVEL", "").strip().lower() or "info"
+    configure_logging(levels.get(level, "INFO"))
     log = logging.getLogger("nodewright.forwarder")
+    if level not in levels:
+        log.error("invalid configuration", extra={"fields": {"error": f"LOG_LEVEL={level!r}: use {', '.join(levels)}"}})
+        return 2
     from nodewright.forwarder.config import ForwarderConfig
 
     try:
@@ -85,6 +93,7 @@ def main() -> int:
                 "port": server.server_address[1],
                 "idle_seconds": config.batch.idle_seconds,
                 "max_seconds": config.batch.max_seconds,
+                "log_level": level,
             }
         },
     )

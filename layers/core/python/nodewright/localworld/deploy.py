@@ -4,15 +4,17 @@
    prices are placeholders) and deployed through moto's CloudFormation, so the functions are the ones the
    stack defines; their access entries are mapped in the token webhook (`access`), so the chart's RBAC is
    what authorizes them.
-2. The chart (charts/nodewright) is installed with helm into the namespace `nodewright`, with the stack's
-   outputs as values: CRDs, the forwarder's ServiceAccount, ConfigMap, Deployment and PDB, and the RBAC.
+2. The chart (charts/nodewright) is installed with helm (release `nodewright` into the namespace `nodewright`
+   unless told otherwise), with the stack's outputs as values: CRDs, the forwarder's ServiceAccount,
+   Deployment and PDB, and the RBAC.
    For the demo, two KWOK nodes stand in for a managed node group (tainted CriticalAddonsOnly, as system node
    groups often are), so the Deployment's pods schedule as they would in EKS; KWOK runs no process for them.
    The end-to-end tests add them only where they check that (a node every pod's taints reject changes how
    the scheduler requeues pending pods, which the tests' hand-sent batches depend on).
-3. The forwarder runs as a local process the way its pod runs it: with the Deployment's ServiceAccount
-   token (so only the chart's RBAC lets it read pods and nodes), the chart's ConfigMap as environment, and
-   the stack's forwarder role's credentials (what Pod Identity hands the pod). `localworld down` stops it.
+3. The forwarder runs as a local process the way its pod runs it: with the token of the ServiceAccount the
+   Deployment names (so only the chart's RBAC lets it read pods and nodes), the Deployment's container
+   environment (its values, ConfigMap and Secret references and downward-API fields resolved), and the stack's
+   forwarder role's credentials (what Pod Identity hands the pod). `localworld down` stops it.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ STACK = "Nodewright"
 FORWARDER = "forwarder"
 RELEASE = "nodewright"
 NAMESPACE = "nodewright"  # the stack's Pod Identity association names nodewright/nodewright-forwarder
-SERVICE_ACCOUNT = "nodewright-forwarder"
+DEPLOYMENT = "nodewright-forwarder"  # release `nodewright`: <fullname>-forwarder
 SYSTEM_NODES = ("system-a", "system-b")
 TOKEN_SECONDS = 24 * 3600
 
@@ -128,15 +130,25 @@ def add_system_nodes(core: Any, names: tuple[str, ...] = SYSTEM_NODES) -> None:
                 raise
 
 
-def install_chart(state: world.WorldState, outputs: Mapping[str, str], log: Callable[[str], None] = print) -> None:
-    """`helm upgrade --install` the chart with the stack's outputs as values."""
+def install_chart(
+    state: world.WorldState,
+    outputs: Mapping[str, str],
+    log: Callable[[str], None] = print,
+    release: str = RELEASE,
+    namespace: str = NAMESPACE,
+    values_file: Path | None = None,
+) -> None:
+    """`helm upgrade --install` the chart as `release` into `namespace`, with the stack's outputs as values and
+    `values_file` (a YAML file of further values, as a user passes with -f) on top."""
     values = {
         "clusterName": state.cluster,
         "region": state.region,
         "provisionerFunction": outputs["ProvisionerFunctionArn"],
     }
-    argv = [str(helm_binary()), "upgrade", "--install", RELEASE, str(chart_dir()), "-n", NAMESPACE]
+    argv = [str(helm_binary()), "upgrade", "--install", release, str(chart_dir()), "-n", namespace]
     argv += ["--create-namespace", "--kubeconfig", state.kubeconfig]
+    if values_file is not None:
+        argv += ["-f", str(values_file)]
     for key, value in values.items():
         argv += ["--set", f"{key}={value}"]
     started = time.monotonic()
@@ -146,18 +158,60 @@ def install_chart(state: world.WorldState, outputs: Mapping[str, str], log: Call
     log(f"installed the chart with helm in {time.monotonic() - started:.1f}s")
 
 
+def container_environment(core: Any, namespace: str, pod: Mapping[str, Any], identity: str) -> dict[str, str]:
+    """The forwarder container's environment as the kubelet would build it from the Deployment's pod template
+    `pod` (a dict): `envFrom` sources first, then `env` over them; ConfigMap and Secret references read from
+    `namespace`, metadata.name is `identity`, metadata.namespace is `namespace`."""
+    import base64
+
+    [container] = pod["spec"]["containers"]
+    env: dict[str, str] = {}
+    for source in container.get("envFrom") or []:
+        prefix = source.get("prefix", "")
+        if "configMapRef" in source:
+            data = core.read_namespaced_config_map(source["configMapRef"]["name"], namespace).data or {}
+        else:
+            raw = core.read_namespaced_secret(source["secretRef"]["name"], namespace).data or {}
+            data = {k: base64.b64decode(v).decode() for k, v in raw.items()}
+        env.update({prefix + k: v for k, v in data.items()})
+    fields = {"metadata.name": identity, "metadata.namespace": namespace}
+    for variable in container.get("env") or []:
+        name, ref = variable["name"], variable.get("valueFrom")
+        if ref is None:
+            env[name] = variable.get("value", "")
+        elif "fieldRef" in ref:
+            env[name] = fields[ref["fieldRef"]["fieldPath"]]
+        elif "configMapKeyRef" in ref:
+            key = ref["configMapKeyRef"]
+            env[name] = (core.read_namespaced_config_map(key["name"], namespace).data or {})[key["key"]]
+        elif "secretKeyRef" in ref:
+            key = ref["secretKeyRef"]
+            secret = core.read_namespaced_secret(key["name"], namespace).data or {}
+            env[name] = base64.b64decode(secret[key["key"]]).decode()
+        else:
+            raise ValueError(f"env {name}: the local world does not resolve {sorted(ref)}")
+    return env
+
+
 def forwarder_environment(
-    state: world.WorldState, outputs: Mapping[str, str], api_client: Any, identity: str
+    state: world.WorldState,
+    outputs: Mapping[str, str],
+    api_client: Any,
+    identity: str,
+    namespace: str = NAMESPACE,
+    deployment: str = DEPLOYMENT,
 ) -> dict[str, str]:
-    """What the forwarder's pod would have: the chart's ConfigMap, the Deployment's variables, a kubeconfig with
-    the ServiceAccount's token, and the forwarder role's credentials (as Pod Identity hands them out)."""
+    """What the forwarder's pod would have: the Deployment's container environment, a kubeconfig with a token of
+    the ServiceAccount it names, and the forwarder role's credentials (as Pod Identity hands them out)."""
     from kubernetes import client
 
     # The client's typed signatures want its model objects; a plain dict body is what goes on the wire anyway.
     core: Any = client.CoreV1Api(api_client)
-    configmap = core.read_namespaced_config_map(SERVICE_ACCOUNT, NAMESPACE).data or {}
+    found = client.AppsV1Api(api_client).read_namespaced_deployment(deployment, namespace)
+    pod = api_client.sanitize_for_serialization(found.spec.template)
+    account = pod["spec"]["serviceAccountName"]
     request = {"spec": {"expirationSeconds": TOKEN_SECONDS}}
-    token = core.create_namespaced_service_account_token(SERVICE_ACCOUNT, NAMESPACE, request).status.token
+    token = core.create_namespaced_service_account_token(account, namespace, request).status.token
     kubeconfig = Path(state.state_dir) / f"{identity}.kubeconfig"
     cluster = {"server": state.api_server, "certificate-authority": state.ca_file}
     kubeconfig.write_text(
@@ -166,8 +220,8 @@ def forwarder_environment(
                 "apiVersion": "v1",
                 "kind": "Config",
                 "clusters": [{"name": "local", "cluster": cluster}],
-                "users": [{"name": SERVICE_ACCOUNT, "user": {"token": token}}],
-                "contexts": [{"name": "forwarder", "context": {"cluster": "local", "user": SERVICE_ACCOUNT}}],
+                "users": [{"name": account, "user": {"token": token}}],
+                "contexts": [{"name": "forwarder", "context": {"cluster": "local", "user": account}}],
                 "current-context": "forwarder",
             }
         )
@@ -176,14 +230,13 @@ def forwarder_environment(
         "Credentials"
     ]
     return {
-        **configmap,
+        **container_environment(core, namespace, pod, identity),
         "KUBECONFIG": str(kubeconfig),
         "AWS_ENDPOINT_URL": state.endpoint_url,
         "AWS_ACCESS_KEY_ID": credentials["AccessKeyId"],
         "AWS_SECRET_ACCESS_KEY": credentials["SecretAccessKey"],
         "AWS_SESSION_TOKEN": credentials["SessionToken"],
-        "POD_NAME": identity,
-        "POD_NAMESPACE": NAMESPACE,
+        # A process on this machine, not a pod: its own address and a free port instead of the pod's 8080.
         "NODEWRIGHT_FORWARDER_BIND": "127.0.0.1",
         "NODEWRIGHT_FORWARDER_PORT": str(procs.free_port()),
     }
@@ -195,14 +248,19 @@ def start_forwarder(
     python: str = sys.executable,
     identity: str = "forwarder-local",
     overrides: Mapping[str, str] | None = None,
+    namespace: str = NAMESPACE,
+    deployment: str = DEPLOYMENT,
 ) -> procs.Proc:
-    """Run one forwarder replica as deployed (see the module doc) with `python`; it still takes its Lease."""
+    """Run one replica of the Deployment `namespace`/`deployment` as deployed (see the module doc) with `python`;
+    it still takes its Lease."""
     from kubernetes import config
 
     api_client = config.new_client_from_config(config_file=state.kubeconfig)  # type: ignore[no-untyped-call]
-    # Nothing of the world's own environment leaks in: no admin kubeconfig, no world credentials.
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "KUBECONFIG", "NODEWRIGHT_"))}
-    env = {**base, **forwarder_environment(state, outputs, api_client, identity), **(overrides or {})}
+    # Nothing of the world's own environment leaks in: no admin kubeconfig, no world credentials, no proxy.
+    leaked = ("AWS_", "KUBECONFIG", "NODEWRIGHT_", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "LOG_LEVEL")
+    base = {k: v for k, v in os.environ.items() if not k.upper().startswith(leaked)}
+    environment = forwarder_environment(state, outputs, api_client, identity, namespace, deployment)
+    env = {**base, **environment, **(overrides or {})}
     return procs.start(identity, [python, "-m", "nodewright.forwarder"], Path(state.state_dir) / "logs", env)
 
 
