@@ -91,12 +91,12 @@ def _user_parts(user_data: str) -> list[tuple[str, str]]:
 
 
 def al2_user_data(boot: NodeBootstrap, raid0: bool = False) -> str:
-    """MIME multipart user data: the user's parts, then the bootstrap.sh script (boundary `//`, as Karpenter)."""
+    """MIME multipart user data: the user's parts, then the bootstrap.sh script (boundary `//`), laid out byte for
+    byte as Go's multipart writer lays out Karpenter's (carriage returns removed, as Karpenter removes them)."""
     parts = [*_user_parts(boot.user_data), (SHELL_CONTENT_TYPE, bootstrap_script(boot, raid0))]
     if any(f"--{BOUNDARY}" in body for _, body in parts):
         raise UserDataError(f"userData for AL2 contains the MIME boundary line --{BOUNDARY}; use another boundary")
-    lines = ["MIME-Version: 1.0", f'Content-Type: multipart/mixed; boundary="{BOUNDARY}"', ""]
-    for content_type, body in parts:
-        lines += [f"--{BOUNDARY}", f"Content-Type: {content_type}", "", body.rstrip("\n")]
-    lines += [f"--{BOUNDARY}--", ""]
-    return "\n".join(lines)
+    text = f'MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="{BOUNDARY}"\n\n'
+    for index, (content_type, body) in enumerate(parts):
+        text += ("\n" if index else "") + f"--{BOUNDARY}\nContent-Type: {content_type}\n\n{body}"
+    return text + f"\n--{BOUNDARY}--\n"
