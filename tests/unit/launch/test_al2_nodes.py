@@ -84,7 +84,9 @@ def test_local_disks_raid0_and_ipv6() -> None:
 
 def test_user_data_reads_back_as_the_kubelet_is_told() -> None:
     taints = (Taint("dedicated", "NoSchedule", "gpu"),)
-    text = user_data("al2", NodeBootstrap(CLUSTER, labels={"team": "api", "tier": "1"}, taints=taints, user_data=CUSTOM_MIME))
+    text = user_data(
+        "al2", NodeBootstrap(CLUSTER, labels={"team": "api", "tier": "1"}, taints=taints, user_data=CUSTOM_MIME)
+    )
     read = parse_user_data(text)
     assert (read.format, read.cluster_name, read.max_pods) == ("al2", "test-cluster", None)
     assert read.labels == {"team": "api", "tier": "1"}
