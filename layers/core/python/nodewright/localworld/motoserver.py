@@ -75,11 +75,14 @@ def ssm_ami_parameters(k8s_version: str) -> list[tuple[str, str, str, str]]:
 
 def al2_and_windows_parameters(k8s_version: str) -> list[tuple[str, str, str, str]]:
     """The AL2 (x86_64, arm64, x86_64 GPU) and Windows Server 2019/2022/2025 (x86_64) AMI parameters of
-    `al2@latest` and `windows20xx@latest`, named as launch.amis resolves them (Karpenter's paths)."""
+    `al2@latest` and `windows20xx@latest`, named as launch.amis resolves them (Karpenter's paths). As in AWS, there
+    are no AL2 parameters from Kubernetes 1.33 on: AWS stopped publishing EKS-optimized AL2 AMIs there."""
     from nodewright.launch.amis import ARCHITECTURES, alias_parameters
 
+    major, _, minor = k8s_version.partition(".")
+    al2 = ("al2",) if (int(major), int(minor or 0)) < (1, 33) else ()
     params = []
-    for family in ("al2", "windows2019", "windows2022", "windows2025"):
+    for family in (*al2, "windows2019", "windows2022", "windows2025"):
         for name, served in alias_parameters(f"{family}@latest", k8s_version).items():
             arch, variant = served[0]
             params.append((name, family, ARCHITECTURES[arch], variant))
