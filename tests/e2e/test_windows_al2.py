@@ -13,7 +13,17 @@ import base64
 from typing import Any
 
 from kubernetes import client
-from test_provisioning import Pool, Provisioner, all_pending, converge, deployment, node_of, running
+from test_provisioning import (  # noqa: F401 (make_pool and provisioner are pytest fixtures)
+    Pool,
+    Provisioner,
+    all_pending,
+    converge,
+    deployment,
+    make_pool,
+    node_of,
+    provisioner,
+    running,
+)
 from worldkit import World, wait_for
 
 from nodewright.localworld.world import K8S_MINOR
@@ -34,7 +44,10 @@ def _user_data(world: World, instance_id: str) -> str:
 
 
 def test_a_windows_deployment_runs_on_a_windows_node_nodewright_launched(
-    local_world: World, namespace: str, provisioner: Provisioner, make_pool: Any
+    local_world: World,
+    namespace: str,
+    provisioner: Provisioner,  # noqa: F811
+    make_pool: Any,  # noqa: F811
 ) -> None:
     world = local_world
     windows = [{"key": "kubernetes.io/os", "operator": "In", "values": ["windows"]}]
@@ -64,7 +77,10 @@ def test_a_windows_deployment_runs_on_a_windows_node_nodewright_launched(
 
 
 def test_an_al2_node_joins_from_bootstrap_sh_user_data(
-    local_world: World, namespace: str, provisioner: Provisioner, make_pool: Any
+    local_world: World,
+    namespace: str,
+    provisioner: Provisioner,  # noqa: F811
+    make_pool: Any,  # noqa: F811
 ) -> None:
     world = local_world
     ec2 = world.aws("ec2")
