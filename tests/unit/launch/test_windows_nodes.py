@@ -270,4 +270,7 @@ def test_the_local_registrar_registers_a_windows_node() -> None:
     assert manifest["status"]["nodeInfo"]["operatingSystem"] == "windows"
     assert manifest["status"]["capacity"]["pods"] == "110"
     assert manifest["status"]["allocatable"]["vpc.amazonaws.com/PrivateIPv4Address"] == "9"
+    assert manifest["status"]["capacity"]["ephemeral-storage"] == "50Gi"
+    # 8192 MiB less 7.5 % = 7577 MiB, less (11 x 110 + 255) MiB kube-reserved and 100 MiB eviction.
+    assert manifest["status"]["allocatable"]["memory"] == f"{(7577 - 1465 - 100) * 1024}Ki"
     assert [t["key"] for t in manifest["spec"]["taints"]] == ["karpenter.sh/unregistered"]

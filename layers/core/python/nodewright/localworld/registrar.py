@@ -218,8 +218,10 @@ def windows_build(image_name: str) -> str:
 
 def as_windows_node(manifest: dict[str, Any], info: InstanceTypeInfo, boot: BootConfig, build: str) -> None:
     """Make a registered node a Windows one, as its kubelet and the VPC resource controller report it:
-    kubernetes.io/os windows, node.kubernetes.io/windows-build, 110 pods unless maxPods says otherwise and
-    vpc.amazonaws.com/PrivateIPv4Address (IPv4 per ENI - 1)."""
+    kubernetes.io/os windows, node.kubernetes.io/windows-build, 110 pods unless maxPods says otherwise,
+    vpc.amazonaws.com/PrivateIPv4Address (IPv4 per ENI - 1), kube-reserved memory for those pods, and the 50Gi
+    root volume Windows nodes get by default
+    as ephemeral storage (10 % kept back for the nodefs eviction threshold)."""
     labels = manifest["metadata"]["labels"]
     labels["kubernetes.io/os"] = "windows"
     if build:
@@ -228,13 +230,19 @@ def as_windows_node(manifest: dict[str, Any], info: InstanceTypeInfo, boot: Boot
     status["nodeInfo"]["operatingSystem"] = "windows"
     status["nodeInfo"]["osImage"] = "Windows Server"
     pods = str(boot.max_pods if boot.max_pods is not None else WINDOWS_DEFAULT_PODS)
+    # Windows reserves kube-reserved memory for its effective pods, not the ENI-limited count.
+    _, windows_allocatable = capacity_and_allocatable(info, int(pods), eni_limited_memory=False)
+    status["allocatable"]["memory"] = windows_allocatable["memory"]
     addresses = str(max(info.ipv4_per_eni - 1, 0))
     for resources in (status["capacity"], status["allocatable"]):
         resources["pods"] = pods
         resources["vpc.amazonaws.com/PrivateIPv4Address"] = addresses
+    status["capacity"]["ephemeral-storage"] = f"{WINDOWS_ROOT_VOLUME_GI}Gi"
+    status["allocatable"]["ephemeral-storage"] = f"{WINDOWS_ROOT_VOLUME_GI * 9 // 10}Gi"
 
 
 WINDOWS_DEFAULT_PODS = 110
+WINDOWS_ROOT_VOLUME_GI = 50
 
 
 class Registrar:
