@@ -16,7 +16,8 @@ import pytest
 from karpenter_yaml import ec2nodeclass, loaded, refused
 
 FAMILIES = ["AL2", "AL2023", "Bottlerocket", "Windows2019", "Windows2022", "Windows2025", "Custom"]
-BOOTSTRAPPED = {"AL2023": "al2023", "Bottlerocket": "bottlerocket", "Custom": "custom"}
+# Every family of Karpenter v1.14 is bootstrapped (AL2 with bootstrap.sh, Windows with Start-EKSBootstrap.ps1).
+BOOTSTRAPPED = {family: family.lower() for family in FAMILIES}
 
 
 def test_should_succeed_if_just_specifying_role() -> None:
@@ -50,13 +51,9 @@ def test_user_data_should_succeed_if_user_data_is_empty() -> None:
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_should_succeed_with_valid_families(family: str) -> None:
-    """DescribeTable("should succeed with valid families"), with an id term. Difference: nodewright bootstraps AL2023
-    and Bottlerocket nodes and launches Custom ones; AL2 and the Windows families get a named error."""
+    """DescribeTable("should succeed with valid families"), with an id term."""
     text = ec2nodeclass(spec__amiSelectorTerms="[{id: ami-0123456789abcdef}]", spec__amiFamily=family)
-    if family in BOOTSTRAPPED:
-        assert loaded(text).ami_family == BOOTSTRAPPED[family]
-    else:
-        refused(text, "spec.amiFamily", f"{family} is not supported yet by nodewright")
+    assert loaded(text).ami_family == BOOTSTRAPPED[family]
 
 
 def test_should_fail_with_the_ubuntu_family() -> None:
@@ -69,13 +66,9 @@ def test_should_fail_with_the_ubuntu_family() -> None:
     "family", [pytest.param(f, id=f'family "{f}" with alias "{f.lower()}@latest"') for f in FAMILIES[:-1]]
 )
 def test_should_succeed_when_the_ami_family_matches_the_alias(family: str) -> None:
-    """DescribeTable("should succeed when the amiFamily matches amiSelectorTerms[].alias"); difference for the
-    families nodewright does not bootstrap, whose aliases it cannot resolve either."""
+    """DescribeTable("should succeed when the amiFamily matches amiSelectorTerms[].alias")"""
     text = ec2nodeclass(spec__amiSelectorTerms=f"[{{alias: {family.lower()}@latest}}]", spec__amiFamily=family)
-    if family in BOOTSTRAPPED:
-        assert loaded(text).ami_family == BOOTSTRAPPED[family]
-    else:
-        refused(text, "spec.amiSelectorTerms[0].alias", f"the {family.lower()} family is not supported yet")
+    assert loaded(text).ami_family == BOOTSTRAPPED[family]
 
 
 @pytest.mark.parametrize(
@@ -83,14 +76,11 @@ def test_should_succeed_when_the_ami_family_matches_the_alias(family: str) -> No
 )
 def test_should_succeed_when_the_ami_family_is_custom_with_an_alias(family: str) -> None:
     """DescribeTable("should succeed when the amiFamily is custom with amiSelectorTerms[].alias"): the alias's image
-    with the user's own user data. Difference as above for the aliases nodewright cannot resolve."""
+    with the user's own user data."""
     text = ec2nodeclass(spec__amiSelectorTerms=f"[{{alias: {family.lower()}@latest}}]", spec__amiFamily="Custom")
-    if family in BOOTSTRAPPED:
-        node_class = loaded(text)
-        assert node_class.ami_family == "custom"
-        assert node_class.ami_selector_terms[0].alias == f"{family.lower()}@latest"
-    else:
-        refused(text, "spec.amiSelectorTerms[0].alias", "is not supported yet")
+    node_class = loaded(text)
+    assert node_class.ami_family == "custom"
+    assert node_class.ami_selector_terms[0].alias == f"{family.lower()}@latest"
 
 
 @pytest.mark.parametrize(
@@ -454,12 +444,9 @@ def test_should_fail_when_specifying_alias_with_other_terms() -> None:
 )
 def test_should_succeed_for_valid_aliases(alias: str, family: str) -> None:
     """DescribeTable("should succeed for valid aliases"). A pinned version is resolved, not checked (bottlerocket@1.10.0
-    reads its image from the 1.10.0 parameter). Difference for the families nodewright does not bootstrap."""
+    reads its image from the 1.10.0 parameter)."""
     text = terms(AMIS, f"[{{alias: {alias}}}]").replace("amiFamily: AL2023", f"amiFamily: {family}")
-    if family in BOOTSTRAPPED:
-        assert loaded(text).ami_selector_terms[0].alias == alias
-    else:
-        refused(text, f"spec.{AMIS}[0].alias", "is not supported yet by nodewright")
+    assert loaded(text).ami_selector_terms[0].alias == alias
 
 
 @pytest.mark.parametrize(

@@ -168,5 +168,5 @@ def test_user_data_is_deterministic_and_changes_with_labels() -> None:
     assert user_data("al2023", boot()) == user_data("al2023", boot())
     assert user_data("bottlerocket", boot()) == user_data("bottlerocket", boot())
     assert user_data("al2023", boot()) != user_data("al2023", boot(labels={**LABELS, "team": "api"}))
-    with pytest.raises(UserDataError, match="windows"):
-        user_data("windows2022", boot())
+    with pytest.raises(UserDataError, match="ubuntu"):
+        user_data("ubuntu", boot())

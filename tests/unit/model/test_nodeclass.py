@@ -123,8 +123,6 @@ def test_ami_family_setting_used_without_alias() -> None:
     ("terms", "fragment"),
     [
         ([], "amiSelectorTerms: must have at least one term"),
-        ([{"alias": "al2@latest"}], "the al2 family is not supported yet by nodewright"),
-        ([{"alias": "windows2022@latest"}], "the windows2022 family is not supported yet"),
         ([{"alias": "windows2025@v1.0.0"}], "windows families only take the version latest"),
         ([{"alias": "ubuntu@latest"}], 'family "ubuntu" is not an AMI alias family'),
         ([{"alias": "al2024@latest"}], "did you mean al2023@latest?"),
@@ -150,9 +148,9 @@ def test_ami_selector_rules(terms: list[dict[str, Any]], fragment: str) -> None:
 @pytest.mark.parametrize(
     ("family", "fragment"),
     [
-        ("AL2", "AL2 is not supported yet by nodewright"),
-        ("Windows2019", "Windows2019 is not supported yet"),
-        ("Windows2025", "Windows2025 is not supported yet"),
+        ("AL2", "AL2 does not match the alias family al2023"),
+        ("Windows2019", "Windows2019 does not match the alias family al2023"),
+        ("Windows2025", "Windows2025 does not match the alias family al2023"),
         ("Ubuntu", "Ubuntu was removed in Karpenter v1; use Custom"),
         ("custom", "did you mean Custom?"),
         ("Bottlerocket", "does not match the alias family al2023"),
@@ -160,6 +158,26 @@ def test_ami_selector_rules(terms: list[dict[str, Any]], fragment: str) -> None:
 )
 def test_ami_family_rules(family: str, fragment: str) -> None:
     has_error(with_field(NODECLASS, "spec.amiFamily", family), fragment)
+
+
+@pytest.mark.parametrize(
+    ("terms", "family"),
+    [
+        ([{"alias": "al2@latest"}], "al2"),
+        ([{"alias": "al2@v20240807"}], "al2"),
+        ([{"alias": "windows2019@latest"}], "windows2019"),
+        ([{"alias": "windows2022@latest"}], "windows2022"),
+        ([{"alias": "windows2025@latest"}], "windows2025"),
+    ],
+)
+def test_al2_and_windows_aliases_set_their_family(terms: list[dict[str, Any]], family: str) -> None:
+    assert ok(with_field(NODECLASS, "spec.amiSelectorTerms", terms)).ami_family == family
+
+
+@pytest.mark.parametrize("setting", ["AL2", "Windows2019", "Windows2022", "Windows2025"])
+def test_al2_and_windows_families_with_custom_amis(setting: str) -> None:
+    doc = with_field(NODECLASS, "spec.amiSelectorTerms", [{"id": "ami-123"}, {"id": "ami-456"}])
+    assert ok(with_field(doc, "spec.amiFamily", setting)).ami_family == setting.lower()
 
 
 def test_ami_family_matching_alias_is_accepted() -> None:

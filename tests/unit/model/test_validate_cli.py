@@ -32,7 +32,7 @@ def test_valid_files_exit_zero_with_one_line_per_object(capsys: pytest.CaptureFi
 def test_invalid_file_exits_non_zero_with_every_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad_pool = with_field(NODEPOOL, "spec.template.spec.requirments", [])
     bad_pool = with_field(bad_pool, "spec.weight", 500)
-    bad_class = with_field(NODECLASS, "spec.amiSelectorTerms", [{"alias": "al2@latest"}])
+    bad_class = with_field(NODECLASS, "spec.amiSelectorTerms", [{"alias": "windows2022@v1"}])
     path = tmp_path / "pools.yaml"
     path.write_text(yaml.safe_dump_all([bad_pool, bad_class]))
     assert main(["validate", str(path)]) == 1
@@ -43,9 +43,8 @@ def test_invalid_file_exits_non_zero_with_every_error(tmp_path: Path, capsys: py
         f"{path}: NodePool/default: spec.template.spec.requirments: "
         'unknown field "requirments"; did you mean requirements?',
         f"{path}: NodePool/default: spec.weight: 500 is out of range; use an integer from 1 to 100",
-        f"{path}: EC2NodeClass/default: spec.amiSelectorTerms[0].alias: the al2 family is not supported yet by "
-        "nodewright, which bootstraps al2023 (nodeadm) and bottlerocket nodes; "
-        "use al2023@latest or bottlerocket@latest, or amiFamily: Custom with your own amiSelectorTerms and userData",
+        f"{path}: EC2NodeClass/default: spec.amiSelectorTerms[0].alias: windows families only take the version "
+        "latest, not v1",
         "3 errors found",
     ]
 

@@ -31,7 +31,7 @@ from botocore.exceptions import ClientError
 
 from nodewright import tags as owned
 from nodewright.catalog.catalog import CapacityReservation
-from nodewright.launch.amis import VARIANTS, alias_parameter, image_queries, newest_per_architecture
+from nodewright.launch.amis import VARIANTS, alias_parameters, image_queries, newest_per_architecture
 from nodewright.launch.fleet import THROTTLING_ERRORS
 from nodewright.launch.template import TEMPLATE_PREFIX, Image, LaunchTemplateSpec, ResolvedNodeClass, Subnet
 from nodewright.launch.userdata import ClusterInfo
@@ -359,18 +359,15 @@ class Ec2Cloud:
 
     def _alias_images(self, alias: str, k8s_version: str) -> dict[tuple[str, str], Image]:
         try:
-            names = {
-                alias_parameter(alias, k8s_version, arch, variant): (arch, variant)
-                for arch in ("amd64", "arm64")
-                for variant in VARIANTS
-            }
+            names = alias_parameters(alias, k8s_version)
         except ValueError as error:
             raise NodeClassError(str(error)) from error
         response = self.ssm.get_parameters(Names=sorted(names))
         out = {}
         for parameter in response.get("Parameters", []):
-            arch, variant = names[str(parameter["Name"])]
-            out[(arch, variant)] = Image(str(parameter["Value"]), arch, variant, alias)
+            # One parameter may serve several (architecture, variant) pairs (Windows' one image serves all).
+            for arch, variant in names[str(parameter["Name"])]:
+                out[(arch, variant)] = Image(str(parameter["Value"]), arch, variant, alias)
         return out
 
     def capacity_reservations(self, resolved: ResolvedNodeClass) -> Sequence[CapacityReservation]:

@@ -9,20 +9,22 @@ capacity
   `ceil(MiB x 0.075)` MiB (Karpenter's default `vmMemoryOverheadPercent`, computed in float64 in the same
   order as Karpenter so the rounding matches bit for bit).
 - pods: kubelet maxPods when set, else ENI-limited `ENIs x (IPv4 per ENI - 1) + 2` (ENIs of the default
-  network card); then `min(pods, podsPerCore x vCPUs)` when podsPerCore is set (AL2023 only: Bottlerocket
-  ignores podsPerCore, as in Karpenter).
-- ephemeral-storage: the root volume (default 20Gi); with instance store policy RAID0, the local NVMe
+  network card; Windows: 110, Karpenter's default where the family has no ENI-limited density); then
+  `min(pods, podsPerCore x vCPUs)` when podsPerCore is set (Bottlerocket ignores podsPerCore, as in Karpenter).
+- ephemeral-storage: the root volume (default 20Gi, 50Gi on Windows); with instance store policy RAID0, the local NVMe
   total in GB.
 - nvidia.com/gpu, amd.com/gpu, habana.ai/gaudi (by GPU manufacturer), aws.amazon.com/neuron (devices),
   aws.amazon.com/neuroncore (devices x cores), vpc.amazonaws.com/efa (max EFA interfaces); only present
   when non-zero (absent and zero mean the same to `resources.fits`).
+- vpc.amazonaws.com/PrivateIPv4Address (Windows only): IPv4 per ENI - 1, the addresses the VPC resource
+  controller hands Windows pods.
 
 overhead (subtracted from capacity to give allocatable)
 - kube-reserved: memory `11 MiB x pods + 255 MiB`, cpu 6 % of the first core, 1 % of the second, 0.5 %
   of cores 3-4, 0.25 % of the rest (each tier truncated to whole millicores), ephemeral-storage 1Gi;
   each key overridable by kubelet kubeReserved. On AL2023 the pods in the memory formula are the
   ENI-limited count even when maxPods is overridden (nodeadm and Karpenter's UsesENILimitedMemoryOverhead);
-  on Bottlerocket they are the effective pods.
+  on Bottlerocket and Windows they are the effective pods (110 on Windows unless maxPods says otherwise).
 - system-reserved: kubelet systemReserved as given (no default).
 - eviction threshold: memory.available 100Mi and nodefs.available 10 % of ephemeral storage, each
   replaced by kubelet evictionHard when set there (absolute, or a percentage of capacity; 100 % means
@@ -57,6 +59,12 @@ DEFAULT_MAX_PODS_WITHOUT_ENI_LIMIT = 110
 
 AL2023 = "al2023"
 BOTTLEROCKET = "bottlerocket"
+AL2 = "al2"
+WINDOWS_FAMILIES = ("windows2019", "windows2022", "windows2025")
+# Windows pod density: Karpenter's default maxPods where the family has no ENI-limited density (110).
+WINDOWS_DEFAULT_MAX_PODS = DEFAULT_MAX_PODS_WITHOUT_ENI_LIMIT
+WINDOWS_ROOT_VOLUME_BYTES = 50 * GiB
+PRIVATE_IPV4_ADDRESS = "vpc.amazonaws.com/PrivateIPv4Address"
 
 NVIDIA_GPU = "nvidia.com/gpu"
 AMD_GPU = "amd.com/gpu"
@@ -74,7 +82,14 @@ _GPU_RESOURCE_BY_MANUFACTURER = {"nvidia": NVIDIA_GPU, "amd": AMD_GPU, "habana":
 _CPU_TIERS = ((0, 1000, 0.06), (1000, 2000, 0.01), (2000, 4000, 0.005), (4000, 1 << 31, 0.0025))
 
 # Ephemeral-storage device per AMI family when blockDeviceMappings has no rootVolume entry.
-_EPHEMERAL_DEVICE = {AL2023: "/dev/xvda", BOTTLEROCKET: "/dev/xvdb"}
+_EPHEMERAL_DEVICE = {AL2023: "/dev/xvda", BOTTLEROCKET: "/dev/xvdb", AL2: "/dev/xvda"} | {
+    family: "/dev/sda1" for family in WINDOWS_FAMILIES
+}
+
+
+def is_windows(ami_family: str) -> bool:
+    """Whether nodes of this AMI family run Windows (Karpenter's *amifamily.Windows)."""
+    return ami_family in WINDOWS_FAMILIES
 
 
 def eni_limited_pods(it: InstanceType, reserved_enis: int = 0) -> int:
@@ -88,7 +103,12 @@ def eni_limited_pods(it: InstanceType, reserved_enis: int = 0) -> int:
 def max_pods(it: InstanceType, kubelet: KubeletConfiguration | None = None, ami_family: str = AL2023) -> int:
     """Pods a node of this type accepts: kubelet maxPods or the ENI limit, capped by podsPerCore x vCPUs."""
     kubelet = kubelet or _NO_KUBELET
-    count = kubelet.max_pods if kubelet.max_pods is not None else eni_limited_pods(it)
+    if kubelet.max_pods is not None:
+        count = kubelet.max_pods
+    elif is_windows(ami_family):
+        count = WINDOWS_DEFAULT_MAX_PODS  # Windows has no ENI-limited pod density in Karpenter
+    else:
+        count = eni_limited_pods(it)
     if kubelet.pods_per_core and ami_family != BOTTLEROCKET:
         count = min(count, kubelet.pods_per_core * it.vcpu)
     return count
@@ -129,7 +149,7 @@ def root_volume_bytes(node_class: EC2NodeClass) -> int:
     for mapping in mappings:
         if mapping.device_name == device and mapping.ebs.volume_size_bytes is not None:
             return mapping.ebs.volume_size_bytes
-    return DEFAULT_ROOT_VOLUME_BYTES
+    return WINDOWS_ROOT_VOLUME_BYTES if is_windows(node_class.ami_family) else DEFAULT_ROOT_VOLUME_BYTES
 
 
 def _eviction_bytes(capacity: int, signal: str) -> int:
@@ -208,6 +228,10 @@ def _compute_capacity(
                 out[AWS_NEURON_CORE] = out.get(AWS_NEURON_CORE, 0) + accelerator.count * accelerator.cores
     if it.efa_interfaces:
         out[EFA] = it.efa_interfaces
+    if is_windows(ami_family) and it.ipv4_per_eni > 1:
+        # The VPC resource controller's Windows IPAM: the primary ENI's secondary addresses (Karpenter's
+        # privateIPv4Address, IPv4 per interface - 1).
+        out[PRIVATE_IPV4_ADDRESS] = it.ipv4_per_eni - 1
     return out
 
 
@@ -257,7 +281,10 @@ def overhead(
     """
     kubelet = kubelet or _NO_KUBELET
     cap = capacity(it, kubelet, root_volume_bytes, ami_family, instance_store_raid0)
-    pods_for_memory = eni_limited_pods(it) if ami_family != BOTTLEROCKET else cap["pods"]
+    # Karpenter's UsesENILimitedMemoryOverhead: AL2023 and AL2 reserve memory for the ENI-limited pod count,
+    # Bottlerocket and Windows for the node's effective pods.
+    eni_limited_memory = ami_family != BOTTLEROCKET and not is_windows(ami_family)
+    pods_for_memory = eni_limited_pods(it) if eni_limited_memory else cap["pods"]
     kube_reserved = {
         "cpu": kube_reserved_cpu_millis(it.vcpu),
         "memory": (11 * pods_for_memory + 255) * MiB,
@@ -332,14 +359,18 @@ def clear_cache() -> None:
 
 __all__ = [
     "ACCELERATOR_RESOURCES",
+    "AL2",
     "AL2023",
     "BOTTLEROCKET",
+    "PRIVATE_IPV4_ADDRESS",
+    "WINDOWS_FAMILIES",
     "allocatable",
     "allocatable_for",
     "allocatable_key",
     "capacity",
     "clear_cache",
     "eni_limited_pods",
+    "is_windows",
     "kube_reserved_cpu_millis",
     "max_pods",
     "memory_capacity_bytes",

@@ -16,6 +16,7 @@ even when no NodePool mentions it, and the scheduler then narrows the NodeClaim 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from nodewright.catalog.types import RESERVED, InstanceType, Offering
@@ -28,6 +29,8 @@ ZONE = "topology.kubernetes.io/zone"
 REGION = "topology.kubernetes.io/region"
 HOSTNAME = "kubernetes.io/hostname"
 WINDOWS_BUILD = "node.kubernetes.io/windows-build"
+# Windows AMI family -> its build (Karpenter's Windows2019Build .. Windows2025Build, pkg/apis/v1/labels.go).
+WINDOWS_BUILDS = {"windows2019": "10.0.17763", "windows2022": "10.0.20348", "windows2025": "10.0.26100"}
 # Karpenter core.
 CAPACITY_TYPE = "karpenter.sh/capacity-type"
 NODEPOOL = "karpenter.sh/nodepool"
@@ -193,3 +196,21 @@ def offering_labels(offering: Offering) -> dict[str, str]:
         labels[CAPACITY_RESERVATION_ID] = offering.reservation_id
         labels[CAPACITY_RESERVATION_TYPE] = offering.reservation_type or "default"
     return labels
+
+
+def os_labels(ami_family: str) -> dict[str, str]:
+    """The OS labels nodes of an AMI family carry: kubernetes.io/os windows and node.kubernetes.io/windows-build
+    for the Windows families, kubernetes.io/os linux (and no windows-build) for every other."""
+    build = WINDOWS_BUILDS.get(ami_family)
+    return {OS: "windows", WINDOWS_BUILD: build} if build else {OS: "linux"}
+
+
+def for_ami_family(it: InstanceType, ami_family: str) -> InstanceType | None:
+    """The instance type as a node of `ami_family` would be: its OS labels set as Karpenter's getOS and
+    windows-build requirements set them. None when the family cannot run on the type (Windows on arm64:
+    Karpenter gives such a type no OS value, so no NodePool can launch it). Linux families get `it` itself."""
+    if ami_family not in WINDOWS_BUILDS:
+        return it
+    if it.architecture != "amd64":
+        return None
+    return dataclasses.replace(it, labels={**it.labels, **os_labels(ami_family)})

@@ -1,8 +1,12 @@
 """Which AMI an EC2NodeClass means: public SSM parameters for aliases, DescribeImages filters otherwise.
 
-Aliases (`al2023@latest`, `al2023@v20240807`, `bottlerocket@latest`, `bottlerocket@1.20.0`) resolve per
-architecture and variant (standard, or nvidia for NVIDIA GPU types) through the public parameters EKS
-and Bottlerocket publish. Other terms (id, name with owner, tags, ssmParameter) become DescribeImages
+Aliases (`al2023@latest`, `al2023@v20240807`, `bottlerocket@latest`, `bottlerocket@1.20.0`, `al2@latest`,
+`al2@v20240807`, `windows2019@latest`, `windows2022@latest`, `windows2025@latest`) resolve per architecture and
+variant (standard, or nvidia for NVIDIA GPU types) through the public parameters EKS and Bottlerocket publish,
+the paths Karpenter v1.14 reads (`amifamily/al2023.go`, `bottlerocket.go`, `al2.go`, `windows.go`). AL2 has one
+GPU image (x86_64 only) and Windows one x86_64 image for every instance type, GPU or not.
+
+Other terms (id, name with owner, tags, ssmParameter) become DescribeImages
 requests as Karpenter builds them, and of all the images they find, the one Karpenter would pick per
 architecture wins: not deprecated, newest, greatest name.
 """
@@ -46,7 +50,53 @@ def alias_parameter(alias: str, k8s_version: str, architecture: str, variant: st
         suffix = "-nvidia" if variant == "nvidia" else ""
         release = "latest" if version == "latest" else version.removeprefix("v")
         return f"/aws/service/bottlerocket/aws-k8s-{k8s_version}{suffix}/{arch}/{release}/image_id"
-    raise ValueError(f"AMI alias family {family!r} is not supported (al2023 or bottlerocket)")
+    if family == "al2":
+        return _al2_parameter(version, k8s_version, architecture, variant)
+    if family in WINDOWS_VERSIONS:
+        if architecture != "amd64":
+            raise ValueError(f"{family} has no {architecture} image: Windows nodes are amd64 only")
+        year = WINDOWS_VERSIONS[family]
+        return (
+            f"/aws/service/ami-windows-latest/Windows_Server-{year}-English-Core-EKS_Optimized-{k8s_version}/image_id"
+        )
+    raise ValueError(f"AMI alias family {family!r} is not supported (al2023, bottlerocket, al2, windows2019/2022/2025)")
+
+
+# Windows alias family -> the Windows Server year in its SSM parameter (Karpenter's Windows.Version).
+WINDOWS_VERSIONS = {"windows2019": "2019", "windows2022": "2022", "windows2025": "2025"}
+
+
+def _al2_parameter(version: str, k8s_version: str, architecture: str, variant: str) -> str:
+    """Karpenter's AL2 paths: amazon-linux-2 (x86_64), -arm64, and -gpu (x86_64, NVIDIA and Neuron types)."""
+    if variant == "nvidia":
+        if architecture != "amd64":
+            raise ValueError("al2 has no arm64 GPU image")
+        path, name = "amazon-linux-2-gpu", "amazon-eks-gpu-node"
+    elif architecture == "arm64":
+        path, name = "amazon-linux-2-arm64", "amazon-eks-arm64-node"
+    else:
+        path, name = "amazon-linux-2", "amazon-eks-node"
+    release = "recommended" if version == "latest" else f"{name}-{k8s_version}-{version}"
+    return f"/aws/service/eks/optimized-ami/{k8s_version}/{path}/{release}/image_id"
+
+
+def alias_parameters(alias: str, k8s_version: str) -> dict[str, list[tuple[str, str]]]:
+    """Every public SSM parameter an alias reads for a Kubernetes version, each with the (architecture,
+    variant) pairs its image serves: Windows' one image serves x86_64 standard and GPU types alike, and
+    arm64 has none. ValueError for an unknown family."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    errors: list[ValueError] = []
+    for architecture in ARCHITECTURES:
+        for variant in VARIANTS:
+            try:
+                name = alias_parameter(alias, k8s_version, architecture, variant)
+            except ValueError as error:
+                errors.append(error)
+                continue
+            out.setdefault(name, []).append((architecture, variant))
+    if not out:
+        raise errors[0]
+    return out
 
 
 @dataclass(frozen=True, slots=True)

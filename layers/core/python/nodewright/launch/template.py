@@ -25,6 +25,11 @@ _DEFAULT_DEVICES: Mapping[str, tuple[tuple[str, int], ...]] = {
     "al2023": (("/dev/xvda", 20),),
     "bottlerocket": (("/dev/xvda", 4), ("/dev/xvdb", 20)),
     "custom": (),
+    "al2": (("/dev/xvda", 20),),
+    # Karpenter's Windows default: a 50Gi root volume at /dev/sda1 (amifamily/windows.go).
+    "windows2019": (("/dev/sda1", 50),),
+    "windows2022": (("/dev/sda1", 50),),
+    "windows2025": (("/dev/sda1", 50),),
 }
 
 

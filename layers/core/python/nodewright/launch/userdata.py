@@ -1,4 +1,5 @@
-"""Bootstrap user data for the nodes nodewright launches: AL2023 `nodeadm`, Bottlerocket, and Custom.
+"""Bootstrap user data for the nodes nodewright launches: AL2023 `nodeadm`, Bottlerocket, and Custom (AL2's
+bootstrap.sh and Windows' PowerShell are written by launch/al2.py and launch/windows.py).
 
 AL2023 and Bottlerocket user data carry what the kubelet must know before it registers: the cluster (name,
 API server endpoint, CA, service CIDR), the node's labels and taints (the NodePool's taints, its startup
@@ -294,14 +295,26 @@ def bottlerocket_user_data(boot: NodeBootstrap) -> str:
 
 
 def user_data(ami_family: str, boot: NodeBootstrap) -> str:
-    """User data for `ami_family`: al2023 and bottlerocket bootstrap the node, custom is the user's own."""
+    """User data for `ami_family`: al2023, bottlerocket, al2 (launch/al2.py) and windows2019/2022/2025
+    (launch/windows.py) bootstrap the node, custom is the user's own."""
     if ami_family == "bottlerocket":
         return bottlerocket_user_data(boot)
     if ami_family == "al2023":
         return al2023_user_data(boot)
     if ami_family == "custom":
         return boot.user_data
-    raise UserDataError(f"AMI family {ami_family!r} is not supported (al2023, bottlerocket or custom)")
+    if ami_family == "al2":
+        from nodewright.launch.al2 import al2_user_data
+
+        # instanceStorePolicy reaches NodeBootstrap with the RAID0 work; read it only where it exists.
+        return al2_user_data(boot, raid0=getattr(boot, "instance_store_policy", "") == "RAID0")
+    if ami_family.startswith("windows"):
+        from nodewright.launch.windows import windows_user_data
+
+        return windows_user_data(boot)
+    raise UserDataError(
+        f"AMI family {ami_family!r} is not supported (al2023, bottlerocket, al2, windows2019/2022/2025 or custom)"
+    )
 
 
 # ------------------------------------------------------------------------------------------ strings

@@ -70,6 +70,22 @@ def ssm_ami_parameters(k8s_version: str) -> list[tuple[str, str, str, str]]:
                     variant,
                 )
             )
+    return params + al2_and_windows_parameters(k8s_version)
+
+
+def al2_and_windows_parameters(k8s_version: str) -> list[tuple[str, str, str, str]]:
+    """The AL2 (x86_64, arm64, x86_64 GPU) and Windows Server 2019/2022/2025 (x86_64) AMI parameters of
+    `al2@latest` and `windows20xx@latest`, named as launch.amis resolves them (Karpenter's paths). As in AWS, there
+    are no AL2 parameters from Kubernetes 1.33 on: AWS stopped publishing EKS-optimized AL2 AMIs there."""
+    from nodewright.launch.amis import ARCHITECTURES, alias_parameters
+
+    major, _, minor = k8s_version.partition(".")
+    al2 = ("al2",) if (int(major), int(minor or 0)) < (1, 33) else ()
+    params = []
+    for family in (*al2, "windows2019", "windows2022", "windows2025"):
+        for name, served in alias_parameters(f"{family}@latest", k8s_version).items():
+            arch, variant = served[0]
+            params.append((name, family, ARCHITECTURES[arch], variant))
     return params
 
 
@@ -94,7 +110,7 @@ def seed(doc: dict[str, Any]) -> dict[str, Any]:
                 amis[name] = ssm._parameters[name][-1].value
                 continue
             ami_id = random_ami_id()
-            owner = EKS_AMI_OWNER if family == "al2023" else BOTTLEROCKET_AMI_OWNER
+            owner = BOTTLEROCKET_AMI_OWNER if family == "bottlerocket" else EKS_AMI_OWNER
             label = f"{family}-{variant}-{k8s_version}-{arch}"
             ec2.amis[ami_id] = Ami(
                 ec2,
@@ -106,7 +122,7 @@ def seed(doc: dict[str, Any]) -> dict[str, Any]:
                 virtualization_type="hvm",
                 architecture=arch,
                 root_device_type="ebs",
-                root_device_name="/dev/xvda",
+                root_device_name="/dev/sda1" if family.startswith("windows") else "/dev/xvda",
                 region_name=region,
             )
             ssm._parameters[name].append(

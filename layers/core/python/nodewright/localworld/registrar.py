@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import re
 import sys
 import time
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from typing import Any
 
 from nodewright import tags as ownership
 from nodewright.localworld.controlplane import KWOK_LABEL_KEY
-from nodewright.localworld.userdata import BootConfig, parse_user_data
+from nodewright.localworld.userdata import BootConfig, UserDataRefused, parse_user_data
 
 INSTANCE_ANNOTATION = "nodewright.io/instance-id"
 GONE_STATES = ("stopping", "stopped", "shutting-down", "terminated")
@@ -207,6 +208,66 @@ def node_manifest(instance: dict[str, Any], info: InstanceTypeInfo, boot: BootCo
     }
 
 
+# Windows Server year -> the build its kubelet reports in node.kubernetes.io/windows-build (Karpenter's
+# Windows2019Build .. Windows2025Build).
+WINDOWS_BUILDS = {"2019": "10.0.17763", "2022": "10.0.20348", "2025": "10.0.26100"}
+_WINDOWS_IMAGE = re.compile(r"windows[_-]?(?:server-)?(2019|2022|2025)", re.IGNORECASE)
+_AL2_IMAGE = re.compile(r"(^|[^0-9a-z])al2-|amazon-eks(-gpu|-arm64)?-node-[0-9]", re.IGNORECASE)
+
+
+def image_family(image_name: str) -> str:
+    """The bootstrap an image needs, from its name: "windows" (EKS-optimized Windows Server), "al2" (EKS AL2,
+    or the local world's stand-in), "" for any other (AL2023, Bottlerocket, a custom image: not checked)."""
+    if _WINDOWS_IMAGE.search(image_name):
+        return "windows"
+    if _AL2_IMAGE.search(image_name):
+        return "al2"
+    return ""
+
+
+def check_family(image_name: str, boot: BootConfig) -> None:
+    """UserDataRefused when the image's family needs a bootstrap its user data does not carry (a Windows image
+    without Start-EKSBootstrap.ps1 PowerShell, an AL2 image without bootstrap.sh): such a node never joins."""
+    family = image_family(image_name)
+    if family and boot.format != family:
+        raise UserDataRefused(f"image {image_name!r} needs {family} user data, got {boot.format}")
+
+
+def windows_build(image_name: str) -> str:
+    """The windows-build of a Windows image, from the Server year in its name ("" when none)."""
+    found = _WINDOWS_IMAGE.search(image_name)
+    return WINDOWS_BUILDS[found.group(1)] if found else ""
+
+
+def as_windows_node(manifest: dict[str, Any], info: InstanceTypeInfo, boot: BootConfig, build: str) -> None:
+    """Make a registered node a Windows one, as its kubelet and the VPC resource controller report it:
+    kubernetes.io/os windows, node.kubernetes.io/windows-build, 110 pods unless maxPods says otherwise,
+    vpc.amazonaws.com/PrivateIPv4Address (IPv4 per ENI - 1), kube-reserved memory for those pods, and the 50Gi
+    root volume Windows nodes get by default
+    as ephemeral storage (10 % kept back for the nodefs eviction threshold)."""
+    labels = manifest["metadata"]["labels"]
+    labels["kubernetes.io/os"] = "windows"
+    if build:
+        labels["node.kubernetes.io/windows-build"] = build
+    status = manifest["status"]
+    status["nodeInfo"]["operatingSystem"] = "windows"
+    status["nodeInfo"]["osImage"] = "Windows Server"
+    pods = str(boot.max_pods if boot.max_pods is not None else WINDOWS_DEFAULT_PODS)
+    # Windows reserves kube-reserved memory for its effective pods, not the ENI-limited count.
+    _, windows_allocatable = capacity_and_allocatable(info, int(pods), eni_limited_memory=False)
+    status["allocatable"]["memory"] = windows_allocatable["memory"]
+    addresses = str(max(info.ipv4_per_eni - 1, 0))
+    for resources in (status["capacity"], status["allocatable"]):
+        resources["pods"] = pods
+        resources["vpc.amazonaws.com/PrivateIPv4Address"] = addresses
+    status["capacity"]["ephemeral-storage"] = f"{WINDOWS_ROOT_VOLUME_GI}Gi"
+    status["allocatable"]["ephemeral-storage"] = f"{WINDOWS_ROOT_VOLUME_GI * 9 // 10}Gi"
+
+
+WINDOWS_DEFAULT_PODS = 110
+WINDOWS_ROOT_VOLUME_GI = 50
+
+
 class Registrar:
     """One pass of the loop is `sync()`; state is what the API server and moto say, nothing cached
     except instance-type facts, which never change."""
@@ -218,6 +279,8 @@ class Registrar:
         self.region = region
         self.boot_delay = boot_delay
         self._types: dict[str, InstanceTypeInfo] = {}
+        self._image_names: dict[str, str] = {}
+        self._refused: set[str] = set()
 
     def _instances(self) -> list[dict[str, Any]]:
         found: dict[str, dict[str, Any]] = {}
@@ -237,6 +300,23 @@ class Registrar:
             doc = self.ec2.describe_instance_types(InstanceTypes=[name])["InstanceTypes"][0]
             self._types[name] = InstanceTypeInfo.from_api(doc)
         return self._types[name]
+
+    def _image_name(self, image_id: str) -> str:
+        """An image's name ("" when it is gone or has none); names never change, so they are kept."""
+        if image_id not in self._image_names:
+            images = self.ec2.describe_images(ImageIds=[image_id]).get("Images", []) if image_id else []
+            self._image_names[image_id] = str(images[0].get("Name", "")) if images else ""
+        return self._image_names[image_id]
+
+    def _boot(self, instance: dict[str, Any]) -> tuple[BootConfig, str] | str:
+        """The instance's boot config and image name, or why it cannot join (said once per instance)."""
+        try:
+            boot = parse_user_data(self._user_data(instance["InstanceId"]))
+            image = self._image_name(str(instance.get("ImageId", "")))
+            check_family(image, boot)
+        except UserDataRefused as refused:
+            return str(refused)
+        return boot, image
 
     def _user_data(self, instance_id: str) -> str | None:
         attribute = self.ec2.describe_instance_attribute(InstanceId=instance_id, Attribute="userData")
@@ -268,8 +348,18 @@ class Registrar:
             launched = instance["LaunchTime"]
             if (now - launched).total_seconds() < self.boot_delay:
                 continue
-            boot = parse_user_data(self._user_data(instance_id))
-            manifest = node_manifest(instance, self._type(instance["InstanceType"]), boot, self.region)
+            if instance_id in self._refused:
+                continue
+            booted = self._boot(instance)
+            if isinstance(booted, str):
+                self._refused.add(instance_id)
+                actions.append(f"not joining {instance_id}: {booted}")
+                continue
+            boot, image = booted
+            info = self._type(instance["InstanceType"])
+            manifest = node_manifest(instance, info, boot, self.region)
+            if boot.format == "windows":
+                as_windows_node(manifest, info, boot, windows_build(image))
             # Status goes in with the create, as the kubelet registers it: KWOK initializes a node the
             # moment it appears and keeps capacity that is already there, but fills in its own defaults
             # if a later status patch has not landed yet.

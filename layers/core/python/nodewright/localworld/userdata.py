@@ -6,6 +6,9 @@ The formats nodewright writes, and the user's own for `amiFamily: Custom`:
   flag `--node-labels=k=v,...`, taints from `spec.kubelet.config.registerWithTaints` (and the flag
   `--register-with-taints`, which nodeadm also honours).
 - Bottlerocket: TOML with `[settings.kubernetes.node-labels]` and `[settings.kubernetes.node-taints]`.
+- Windows: a `<powershell>` block calling Start-EKSBootstrap.ps1 with `-KubeletExtraArgs '...'` (`parse_windows`).
+- Amazon Linux 2: MIME multipart with a shell script calling `/etc/eks/bootstrap.sh` (`parse_al2`).
+  Both refuse (UserDataRefused) user data that claims the format but would not join a node.
 - A shell script (`#!`), as a Custom image's bootstrap often is: the kubelet flags it passes, either directly
   (`kubelet ... --node-labels=...`) or through `--kubelet-extra-args '...'` (EKS's bootstrap.sh).
 
@@ -232,6 +235,95 @@ def parse_script(text: str) -> BootConfig:
     return boot
 
 
+class UserDataRefused(ValueError):
+    """User data that claims a family's bootstrap (PowerShell, bootstrap.sh) but would not join a node of it."""
+
+
+EKS_WINDOWS_BOOTSTRAP = "Start-EKSBootstrap.ps1"
+EKS_AL2_BOOTSTRAP = "/etc/eks/bootstrap.sh"
+
+
+def _powershell_arguments(line: str) -> dict[str, str]:
+    """`-Name 'value'` pairs of one PowerShell command line (single-quoted values, as Karpenter writes them)."""
+    try:
+        tokens = shlex.split(line, posix=True)
+    except ValueError as error:
+        raise UserDataRefused(f"PowerShell bootstrap line does not parse: {error}") from error
+    return {
+        token[1:]: value
+        for token, value in zip(tokens, [*tokens[1:], ""], strict=True)
+        if token.startswith("-") and not token.startswith("--")
+    }
+
+
+def _kubelet_flags_into(boot: BootConfig, extra_args: str) -> None:
+    """Labels, taints and max pods from a kubelet extra-args string (`--node-labels="k=v,..." ...`)."""
+    flags = shlex.split(extra_args)
+    for value in _flag_values(flags, "--node-labels"):
+        boot.labels.update(parse_label_list(value))
+    for value in _flag_values(flags, "--register-with-taints"):
+        boot.taints.extend(parse_taint(t) for t in value.split(",") if t.strip())
+    for value in _flag_values(flags, "--max-pods"):
+        boot.max_pods = int(value)
+
+
+def parse_windows(text: str) -> BootConfig:
+    """Windows user data as Karpenter writes it: a `<powershell>` block whose bootstrap line runs the EKS AMI's
+    Start-EKSBootstrap.ps1 with -EKSClusterName, -APIServerEndpoint and -KubeletExtraArgs (format "windows").
+    UserDataRefused when the block, the script or the cluster is missing: such a Windows node never joins."""
+    body = text.strip()
+    if not (body.startswith("<powershell>") and body.endswith("</powershell>")):
+        raise UserDataRefused("Windows user data must be one <powershell>...</powershell> block")
+    calls = [line for line in body.splitlines() if line.startswith("& $EKSBootstrapScriptFile")]
+    if EKS_WINDOWS_BOOTSTRAP not in body or len(calls) != 1:
+        raise UserDataRefused(f"Windows user data does not call {EKS_WINDOWS_BOOTSTRAP} exactly once")
+    arguments = _powershell_arguments(calls[0])
+    for required in ("EKSClusterName", "APIServerEndpoint"):
+        if not arguments.get(required):
+            raise UserDataRefused(f"Windows bootstrap call has no -{required}")
+    boot = BootConfig(format="windows", cluster_name=arguments["EKSClusterName"])
+    _kubelet_flags_into(boot, arguments.get("KubeletExtraArgs", ""))
+    return boot
+
+
+def _al2_bootstrap_call(script: str) -> list[str] | None:
+    """The arguments of the script's /etc/eks/bootstrap.sh command, None when it has none."""
+    try:
+        tokens = shlex.split(script.replace("\\\n", " "), comments=True)
+    except ValueError:
+        return None
+    if EKS_AL2_BOOTSTRAP not in tokens:
+        return None
+    start = tokens.index(EKS_AL2_BOOTSTRAP) + 1
+    return tokens[start:]
+
+
+def parse_al2(text: str) -> BootConfig:
+    """AL2 user data as Karpenter writes it: MIME multipart whose shell-script part runs /etc/eks/bootstrap.sh
+    with the cluster name, --apiserver-endpoint and --kubelet-extra-args (format "al2"). UserDataRefused when it is
+    not MIME multipart or no part calls bootstrap.sh with a cluster and endpoint: such a node never joins."""
+    if not text.lstrip().startswith(("MIME-Version", "Content-Type")):
+        raise UserDataRefused("AL2 user data must be MIME multipart (Karpenter's bootstrap.sh format)")
+    message = email.message_from_string(text.lstrip(), policy=email.policy.default)
+    if not message.is_multipart():
+        raise UserDataRefused("AL2 user data declares MIME but is not multipart")
+    for part in message.walk():
+        if part.get_content_type() != "text/x-shellscript":
+            continue
+        payload = part.get_payload(decode=True)
+        body = payload.decode() if isinstance(payload, bytes) else str(part.get_payload())
+        arguments = _al2_bootstrap_call(body)
+        if arguments is None:
+            continue
+        if not arguments or arguments[0].startswith("--") or "--apiserver-endpoint" not in arguments[:-1]:
+            raise UserDataRefused("bootstrap.sh is called without a cluster name and --apiserver-endpoint")
+        boot = BootConfig(format="al2", cluster_name=arguments[0])
+        options = dict(zip(arguments, [*arguments[1:], ""], strict=True))
+        _kubelet_flags_into(boot, options.get("--kubelet-extra-args", ""))
+        return boot
+    raise UserDataRefused(f"AL2 user data has no shell-script part calling {EKS_AL2_BOOTSTRAP}")
+
+
 def parse_user_data(raw: str | bytes | None) -> BootConfig:
     """Parse user data of any format above; empty user data yields format "none", unreadable "unknown"."""
     if not raw:
@@ -240,8 +332,12 @@ def parse_user_data(raw: str | bytes | None) -> BootConfig:
     stripped = text.lstrip()
     if stripped.startswith("[") or "[settings." in text:
         return parse_bottlerocket(text)
+    if stripped.startswith("<powershell>"):
+        return parse_windows(text)
     if NODECONFIG_API_VERSION in text:
         return parse_al2023(text)
+    if EKS_AL2_BOOTSTRAP in text and stripped.startswith(("MIME-Version", "Content-Type")):
+        return parse_al2(text)
     if stripped.startswith("#!"):
         return parse_script(text)
     return BootConfig(format="unknown")

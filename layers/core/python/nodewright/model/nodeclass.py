@@ -109,13 +109,14 @@ class EC2NodeClass:
     source: str = ""
     # spec.context (reserved for EC2 CreateFleet), passed through as written.
     context: str = ""
-    # spec.amiFamily lower-cased (al2023 / bottlerocket / custom), "" when unset (the alias term decides).
+    # spec.amiFamily lower-cased (al2023, bottlerocket, al2, windows2019/2022/2025, custom), "" when unset (the
+    # alias term decides).
     ami_family_setting: str = ""
 
     @property
     def ami_family(self) -> str:
-        """al2023, bottlerocket or custom: spec.amiFamily when set (Custom may go with an alias, as in
-        Karpenter), else the alias's family, else al2023."""
+        """The AMI family (al2023, bottlerocket, al2, windows2019/2022/2025 or custom): spec.amiFamily when set
+        (Custom may go with an alias, as in Karpenter), else the alias's family, else al2023."""
         if self.ami_family_setting:
             return self.ami_family_setting
         for term in self.ami_selector_terms:

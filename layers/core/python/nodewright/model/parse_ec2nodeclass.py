@@ -46,12 +46,20 @@ from nodewright.model.schema import (
 
 NODECLASS_API_VERSIONS = ("karpenter.k8s.aws/v1", "nodewright.io/v1")
 
-# AMI families of Karpenter v1.14's aliases and spec.amiFamily. nodewright bootstraps AL2023 and Bottlerocket
-# nodes, and launches Custom ones with the user's own user data.
+# AMI families of Karpenter v1.14's aliases and spec.amiFamily. nodewright bootstraps AL2023, Bottlerocket, AL2
+# (bootstrap.sh) and Windows (Start-EKSBootstrap.ps1) nodes, and launches Custom ones with the user's own user data.
 ALIAS_FAMILIES = ("al2023", "bottlerocket", "al2", "windows2019", "windows2022", "windows2025")
-SUPPORTED_ALIAS_FAMILIES = ("al2023", "bottlerocket")
+SUPPORTED_ALIAS_FAMILIES = ALIAS_FAMILIES
 AMI_FAMILY_SETTINGS = ("AL2", "AL2023", "Bottlerocket", "Custom", "Windows2019", "Windows2022", "Windows2025")
-SUPPORTED_AMI_FAMILY_SETTINGS = {"AL2023": "al2023", "Bottlerocket": "bottlerocket", "Custom": "custom"}
+SUPPORTED_AMI_FAMILY_SETTINGS = {
+    "AL2023": "al2023",
+    "Bottlerocket": "bottlerocket",
+    "Custom": "custom",
+    "AL2": "al2",
+    "Windows2019": "windows2019",
+    "Windows2022": "windows2022",
+    "Windows2025": "windows2025",
+}
 
 VOLUME_TYPES = ("standard", "io1", "io2", "gp2", "sc1", "st1", "gp3")
 VOLUME_SIZE = re.compile(r"^([1-9][0-9]*)(Gi|G|Ti|T)$")
@@ -271,18 +279,15 @@ def _check_alias(ctx: Collector, alias: str, path: str) -> None:
     family, _, version = alias.partition("@")
     if family not in ALIAS_FAMILIES:
         near = suggest(family, SUPPORTED_ALIAS_FAMILIES)
-        hint = f"did you mean {near}@{version}?" if near else "use al2023 or bottlerocket (e.g. al2023@latest)"
+        hint = (
+            f"did you mean {near}@{version}?"
+            if near
+            else f"use one of {', '.join(ALIAS_FAMILIES)} (e.g. al2023@latest)"
+        )
         ctx.error(path, f'family "{family}" is not an AMI alias family; {hint}')
         return
     if family.startswith("windows") and version != "latest":
         ctx.error(path, f"windows families only take the version latest, not {version}")
-    if family not in SUPPORTED_ALIAS_FAMILIES:
-        ctx.error(
-            path,
-            f"the {family} family is not supported yet by nodewright, which bootstraps al2023 (nodeadm) and "
-            "bottlerocket nodes; use al2023@latest or bottlerocket@latest, or amiFamily: Custom with your own "
-            "amiSelectorTerms and userData",
-        )
 
 
 def _ami_family(ctx: Collector, value: Any, terms: tuple[AMISelectorTerm, ...]) -> str:
@@ -292,20 +297,17 @@ def _ami_family(ctx: Collector, value: Any, terms: tuple[AMISelectorTerm, ...]) 
     text = get_str(ctx, value, path)
     if text is None:
         if terms and not alias_family:
-            ctx.error(path, "is required when amiSelectorTerms has no alias term; set AL2023, Bottlerocket or Custom")
+            ctx.error(
+                path,
+                "is required when amiSelectorTerms has no alias term; set AL2023, Bottlerocket, AL2, Windows2022 "
+                "or Custom",
+            )
         return ""
     if text not in AMI_FAMILY_SETTINGS:
         near = suggest(text, SUPPORTED_AMI_FAMILY_SETTINGS)
-        hint = f"did you mean {near}?" if near else "use AL2023, Bottlerocket or Custom"
+        hint = f"did you mean {near}?" if near else f"use one of {', '.join(AMI_FAMILY_SETTINGS)}"
         removed = " (Ubuntu was removed in Karpenter v1; use Custom)" if text == "Ubuntu" else ""
         ctx.error(path, f'"{text}" is not an AMI family{removed}; {hint}')
-        return ""
-    if text not in SUPPORTED_AMI_FAMILY_SETTINGS:
-        ctx.error(
-            path,
-            f"{text} is not supported yet by nodewright, which bootstraps AL2023 and Bottlerocket nodes; use "
-            "AL2023, Bottlerocket, or Custom with your own userData",
-        )
         return ""
     family = SUPPORTED_AMI_FAMILY_SETTINGS[text]
     if alias_family and family not in (alias_family, "custom"):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from nodewright.catalog.allocatable import allocatable_for
-from nodewright.catalog.labels import CAPACITY_TYPE, ZONE
+from nodewright.catalog.labels import CAPACITY_TYPE, ZONE, for_ami_family
 from nodewright.model import resources as res
 from nodewright.model.nodeclaim import INITIALIZED_LABEL, NodeClaim
 from nodewright.model.objects import HOSTNAME_LABEL, Node
@@ -104,7 +104,10 @@ def inflight_bin(claim: NodeClaim, pods: NodePods, pools: Pools, volumes: Volume
     requirements = Requirements.of(claim.requirements).intersect(Requirements.from_labels(claim.labels))
     pool = next((p for p in pools.contexts if p.pool.name == claim.nodepool), None)
     node_class = pool.node_class if pool else None
+    family = node_class.ami_family if node_class is not None else ""
     it = pools.types_by_name.get(claim.instance_type)
+    if it is not None:
+        it = for_ami_family(it, family)  # a Windows claim's type carries Windows' OS labels
     if it is not None:
         alloc = dict(allocatable_for(it, node_class))
         limit = it.ebs_volume_limit
@@ -115,7 +118,8 @@ def inflight_bin(claim: NodeClaim, pods: NodePods, pools: Pools, volumes: Volume
             labels[CAPACITY_TYPE] = claim.capacity_type
     else:
         # Not launched yet: it can only be counted on for what its smallest option offers.
-        options = [t for t in pools.instance_types if type_matches(t, requirements)]
+        family_types = (for_ami_family(t, family) for t in pools.instance_types)
+        options = [t for t in family_types if t is not None and type_matches(t, requirements)]
         if not options:
             return None
         smallest = min(options, key=lambda t: (t.vcpu, t.memory_mib, t.name))

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from nodewright.catalog.allocatable import allocatable_for, allocatable_key, capacity
 from nodewright.catalog.catalog import is_accelerated, is_bare_metal
-from nodewright.catalog.labels import CAPACITY_RESERVATION_ID, CAPACITY_TYPE, WELL_KNOWN_LABELS, ZONE
+from nodewright.catalog.labels import CAPACITY_RESERVATION_ID, CAPACITY_TYPE, WELL_KNOWN_LABELS, ZONE, for_ami_family
 from nodewright.catalog.types import RESERVED, InstanceType, Offering
 from nodewright.model import resources as res
 from nodewright.model.nodeclaim import LIFECYCLE_LABELS, LIFECYCLE_STAGES
@@ -471,7 +471,12 @@ class _Prepared:
         return made
 
     def _candidate(self, it: InstanceType) -> Candidate | str:
-        """The type as a candidate of this NodePool, or why it is not one."""
+        """The type as a candidate of this NodePool (with the OS labels of its EC2NodeClass's AMI family), or why
+        it is not one."""
+        family_type = for_ami_family(it, self.node_class.ami_family)
+        if family_type is None:
+            return _UNMATCHED
+        it = family_type
         if not type_matches(it, self.requirements):
             return _UNMATCHED
         offerings = tuple(sorted((o for o in it.offerings if o.available), key=_offering_order))
