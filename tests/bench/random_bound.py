@@ -1,0 +1,320 @@
+"""A lower bound on the price of a random cluster's new NodeClaims: the configuration LP over every NodePool.
+
+`tests.bench.packing.lp_cfg_bound` bounds one NodePool's fleet for pods that only have cpu and memory requests. A
+random cluster (`random_generator`) has many NodePools, taints, node selectors, node affinity, GPUs, DaemonSets,
+topology spreads, pod (anti-)affinity, limits and existing nodes. This module bounds it by relaxing every
+constraint that is not about what one node may hold, and keeping those that are:
+
+- What is priced: the pods the plan put on new NodeClaims (`lp_pods`), not all pending pods. Which pods go to
+  existing nodes (free) and which are refused is the plan's choice and is not judged here; the bound says how well
+  the plan packed the pods it launched nodes for. Comparing two solvers' ratios is fair only when they launched
+  for the same pods (compare `on_existing` and `unschedulable` too).
+- Columns: a node kind is (NodePool, instance type, capacity type): a type the pool's requirements allow, priced
+  at the cheapest available offering of that capacity type in a zone the pool allows (zone choices of pods are
+  relaxed: a pod pinned to a zone may be priced at another zone's offering, which only lowers the bound). Its room
+  is `allocatable_for` with the pool's EC2NodeClass minus the DaemonSets that surely run there (they tolerate the
+  pool's taints and their node selector and affinity match the labels the node surely has); those that may or may
+  not run are not subtracted, which again only lowers the bound.
+- Rows: pods grouped by requests (every resource: cpu, memory, pods, nvidia.com/gpu) and by node constraints
+  (tolerations, node selector, required node affinity). A group may use a node kind when the pool's taints are
+  tolerated and some required term does not conflict with the pool's requirements and the type's labels (keys one
+  side leaves open are taken as met: a relaxation).
+- Relaxed away entirely: topology spread, pod affinity and anti-affinity (required or preferred), preferred node
+  affinity, NodePool weights and limits, and host ports. A plan must meet them; the bound does not, so a cluster
+  whose plan is driven by them (one pod per node, say) has a ratio well above 1 that is no packing loss.
+
+The LP is then the one of `packing` (Gilmore-Gomory): configurations are whole nodes of one kind with a count of
+pods of each group it may hold, within its room; minimise the price of the configurations used subject to every
+group's pods being covered. Every plan within the constraints kept is an integer point of it, the plan at hand
+included (the audit checks each NodeClaim's pods fit its types), so the LP optimum is a lower bound. It is solved
+by column generation with a Farley dual bound at every round, exactly as `packing.lp_cfg_bound` does, so stopping
+early (the time budget, `--lp-seconds`) loosens the bound but never invalidates it: when the budget runs out in a
+round, the node kinds not yet priced by their knapsack count with the cheaper upper bound of the screening step.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import highspy
+import numpy as np
+
+from nodewright.catalog.allocatable import allocatable_for
+from nodewright.catalog.catalog import offering_matches, type_matches
+from nodewright.model.objects import Pod
+from nodewright.model.requirements import Requirements
+from nodewright.model.taints import untolerated
+from nodewright.scheduling.results import Results
+from tests.bench.packing import _highs
+from tests.bench.random_generator import CAPACITY_TYPE, GPU, NODEPOOL_LABEL, RandomCluster, node_options
+
+GAP = 1e-3
+ROUNDS = 60
+MAX_ROWS = 400  # above this many pod groups the bound is not attempted
+# Knapsack rows in units near 1 (millicores and bytes are ~1e7 apart); a hair of slack keeps the scaled
+# constraint no tighter than the true one (a looser knapsack only raises theta, which lowers the bound).
+_SCALE = {"cpu": 1000.0, "memory": float(2**30)}
+_SLACK = 1 + 1e-9
+
+
+@dataclass(frozen=True, slots=True)
+class Bound:
+    value: float
+    pods: int  # pods priced: those the plan put on new NodeClaims
+    rows: int  # pod groups
+    columns: int  # node kinds kept (after dominance)
+    rounds: int
+    converged: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Profile:
+    """What decides which pods a node kind may hold: its pool's taints, and the requirements its node surely meets
+    on the keys some Deployment's node constraints mention (kinds differing elsewhere share a profile)."""
+
+    taints: tuple[Any, ...]
+    requirements: Requirements
+
+
+@dataclass(frozen=True, slots=True)
+class _Kinds:
+    """Every node kind of a cluster: names, prices, room per resource (`RESOURCES`), and profile."""
+
+    names: tuple[str, ...]
+    prices: np.ndarray
+    rooms: np.ndarray  # kinds x RESOURCES
+    profile_of: np.ndarray  # kind -> index into profiles
+    profiles: tuple[_Profile, ...]
+
+
+RESOURCES = ("cpu", "memory", "pods", GPU)
+_kinds_of: dict[int, _Kinds] = {}
+
+
+def _kinds(cluster: RandomCluster) -> _Kinds:
+    """Every node kind of the cluster (limits aside, a seed's kinds do not depend on its size: cached per seed)."""
+    cached = _kinds_of.get(cluster.seed)
+    if cached is not None:
+        return cached
+    mentioned = {key for w in cluster.workloads for option in node_options(w.template) for key in option.keys()}
+    classes = {c.name: c for c in cluster.nodeclasses}
+    names: list[str] = []
+    prices: list[float] = []
+    rooms: list[list[int]] = []
+    profile_of: list[int] = []
+    profiles: dict[tuple[str, tuple[tuple[str, str], ...]], int] = {}
+    profile_list: list[_Profile] = []
+    for pool in cluster.nodepools:
+        requirements = pool.node_requirements()
+        nodeclass = classes[pool.node_class_ref.name]
+        for it in cluster.instance_types:
+            if not type_matches(it, requirements):
+                continue
+            by_type: dict[str, float] = {}
+            for o in it.offerings:
+                if o.available and offering_matches(o, requirements):
+                    by_type[o.capacity_type] = min(by_type.get(o.capacity_type, o.price), o.price)
+            if not by_type:
+                continue
+            alloc = allocatable_for(it, nodeclass)
+            for capacity_type, price in sorted(by_type.items()):
+                labels = {**it.labels, **pool.labels, NODEPOOL_LABEL: pool.name, CAPACITY_TYPE: capacity_type}
+                room = dict(alloc)
+                for ds in cluster.daemonsets:
+                    if untolerated(ds.pod.tolerations, pool.taints) is None and any(
+                        option.matches_labels(labels) for option in node_options(ds.pod)
+                    ):
+                        for key, value in ds.pod.requests.items():
+                            room[key] = room.get(key, 0) - value
+                known = tuple(sorted((k, v) for k, v in labels.items() if k in mentioned))
+                index = profiles.get((pool.name, known))
+                if index is None:
+                    index = profiles[(pool.name, known)] = len(profile_list)
+                    node = requirements.intersect(Requirements.from_labels(dict(known)))
+                    profile_list.append(_Profile(pool.taints, node))
+                names.append(f"{pool.name}/{it.name}/{capacity_type}")
+                prices.append(price)
+                rooms.append([max(room.get(r, 0), 0) for r in RESOURCES])
+                profile_of.append(index)
+    kinds = _Kinds(
+        tuple(names),
+        np.array(prices, dtype=np.float64),
+        np.array(rooms, dtype=np.int64).reshape(len(names), len(RESOURCES)),
+        np.array(profile_of, dtype=np.int64),
+        tuple(profile_list),
+    )
+    _kinds_of[cluster.seed] = kinds
+    return kinds
+
+
+def _compatible(pod: Pod, profile: _Profile) -> bool:
+    if untolerated(pod.tolerations, profile.taints) is not None:
+        return False
+    return any(option.conflict(profile.requirements) is None for option in node_options(pod))
+
+
+def _groups(results: Results, cluster: RandomCluster) -> list[tuple[Pod, Mapping[str, int], int]]:
+    """(a pod of the group, its requests, how many) for the pods on new NodeClaims, grouped as the module says."""
+    launched = {key for claim in results.nodeclaims for key in claim.pods}
+    counts: Counter[tuple[Any, ...]] = Counter()
+    example: dict[tuple[Any, ...], Pod] = {}
+    for pod in cluster.pending:
+        if pod.key not in launched:
+            continue
+        key = (
+            tuple(sorted(pod.requests.items())),
+            pod.tolerations,
+            tuple(sorted(pod.node_selector.items())),
+            pod.required_node_terms,
+        )
+        counts[key] += 1
+        example.setdefault(key, pod)
+    return [(example[k], example[k].requests, n) for k, n in sorted(counts.items(), key=lambda kv: repr(kv[0]))]
+
+
+def _holds(room: np.ndarray, config: Mapping[int, int], needs: np.ndarray) -> bool:
+    """Whether one node with this room (per `RESOURCES`) holds the configuration: a true column, not a guess."""
+    if any(v < 0 for v in config.values()):
+        return False
+    used = sum((v * needs[s] for s, v in config.items()), np.zeros(len(RESOURCES), dtype=np.int64))
+    return bool(np.all(used <= room))
+
+
+def cfg_bound(results: Results, cluster: RandomCluster, budget_seconds: float) -> Bound | None:
+    """The configuration LP bound of the plan's new NodeClaims (see the module); None when it is not attempted
+    (no pods launched for, too many groups, or a free offering that would void the argument)."""
+    deadline = time.perf_counter() + budget_seconds
+    groups = _groups(results, cluster)
+    placed = sum(n for _, _, n in groups)
+    if not groups or len(groups) > MAX_ROWS:
+        return None if len(groups) > MAX_ROWS else Bound(0.0, 0, 0, 0, 0, True)
+    if any(r not in RESOURCES for _, req, _ in groups for r, v in req.items() if v > 0):
+        return None  # a resource the kinds do not track: no bound rather than a wrong one
+    resources = [r for r in RESOURCES if any(req.get(r, 0) > 0 for _, req, _ in groups)]
+    demand = [n for _, _, n in groups]
+    count = len(groups)
+    kinds = _kinds(cluster)
+    if not len(kinds.prices) or float(kinds.prices.min()) <= 0:
+        return None  # a free offering would void the argument
+    # caps[k, s]: how many pods of group s one node of kind k holds (0: incompatible or too large), at most n_s.
+    compatible = np.array([[_compatible(pod, p) for pod, _, _ in groups] for p in kinds.profiles], dtype=bool)
+    needs = np.array([[req.get(r, 0) for r in RESOURCES] for _, req, _ in groups], dtype=np.int64)
+    caps = np.full((len(kinds.prices), count), np.iinfo(np.int64).max, dtype=np.int64)
+    for r in range(len(RESOURCES)):
+        used = needs[:, r] > 0
+        caps[:, used] = np.minimum(caps[:, used], kinds.rooms[:, r : r + 1] // needs[used, r][None, :])
+    caps = np.minimum(caps, np.array(demand, dtype=np.int64)[None, :]) * compatible[kinds.profile_of]
+    # Among kinds that hold the same groups, one that another beats (no dearer, at least as much room) never
+    # changes the optimum.
+    order = np.lexsort((-kinds.rooms[:, 0], kinds.prices))
+    kept_by_signature: dict[bytes, list[int]] = {}
+    dims = [RESOURCES.index(r) for r in resources]
+    for k in order:
+        row = caps[k] > 0
+        if not row.any():
+            continue
+        kept = kept_by_signature.setdefault(row.tobytes(), [])
+        room = kinds.rooms[k, dims]
+        if kept and bool(np.all(kinds.rooms[np.ix_(kept, dims)] >= room, axis=1).any()):
+            continue
+        kept.append(int(k))
+    chosen = sorted(k for kept in kept_by_signature.values() for k in kept)
+    col_prices = kinds.prices[chosen]
+    col_rooms = kinds.rooms[chosen]
+    col_caps = caps[chosen]
+    if not bool(np.all(col_caps.max(axis=0) > 0)):
+        return None  # a group no node kind holds: the plan placed it, so the relaxation is wrong; do not guess
+    inf = highspy.kHighsInf
+    master = _highs()
+    empty_i, empty_f = np.array([], dtype=np.int32), np.array([], dtype=np.float64)
+    master.addRows(count, np.array(demand, dtype=np.float64), np.full(count, inf), 0, empty_i, empty_i, empty_f)
+
+    def add_column(price: float, config: Mapping[int, int]) -> None:
+        rows = sorted(s for s, v in config.items() if v > 0)
+        values = np.array([float(config[s]) for s in rows], dtype=np.float64)
+        master.addCol(price, 0.0, inf, len(rows), np.array(rows, dtype=np.int32), values)
+
+    # Start feasible: per group, the three single-group configurations cheapest per pod.
+    for s in range(count):
+        fits = np.flatnonzero(col_caps[:, s] > 0)
+        per_pod = col_prices[fits] / col_caps[fits, s]
+        for j in fits[np.argsort(per_pod, kind="stable")[:3]]:
+            add_column(float(col_prices[j]), {s: int(col_caps[j, s])})
+    knapsacks: dict[int, tuple[highspy.Highs, list[int]]] = {}
+
+    def knapsack(j: int) -> tuple[highspy.Highs, list[int]]:
+        if j not in knapsacks:
+            fitting = [int(s) for s in np.flatnonzero(col_caps[j] > 0)]
+            n = len(fitting)
+            cols = np.arange(n, dtype=np.int32)
+            h = _highs()
+            h.addVars(n, np.zeros(n), col_caps[j, fitting].astype(np.float64))
+            h.changeColsIntegrality(n, cols, np.array([highspy.HighsVarType.kInteger] * n))
+            h.changeObjectiveSense(highspy.ObjSense.kMaximize)
+            for r in resources:
+                i = RESOURCES.index(r)
+                scale = _SCALE.get(r, 1.0)
+                weights = needs[fitting, i].astype(np.float64) / scale
+                h.addRow(-inf, float(col_rooms[j, i]) / scale * _SLACK, n, cols, weights)
+            h.setOptionValue("mip_rel_gap", 1e-6)
+            knapsacks[j] = (h, fitting)
+        return knapsacks[j]
+
+    fits_any = col_caps > 0
+    best = 0.0
+    rounds = 0
+    converged = False
+    for _ in range(ROUNDS):
+        rounds += 1
+        master.run()
+        if master.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            raise RuntimeError("configuration LP master not optimal")
+        value = float(master.getInfo().objective_function_value)
+        duals = [max(0.0, float(d)) for d in master.getSolution().row_dual]
+        # Screen: an upper bound of each kind's knapsack value (pods at their caps; each resource's room at the
+        # best dual value per unit of it), per dollar, highest first.
+        d = np.array(duals)
+        upper = col_caps @ d
+        for r in resources:
+            i = RESOURCES.index(r)
+            per_unit = np.where(needs[:, i] > 0, d / np.maximum(needs[:, i], 1), 0.0)
+            best_unit = np.where(fits_any, per_unit[None, :], 0.0).max(axis=1)
+            upper = np.minimum(upper, col_rooms[:, i] * best_unit * _SLACK)
+        ratios = upper / col_prices
+        screened = sorted(((float(ratios[j]), int(j)) for j in np.flatnonzero(ratios > 1.0)), reverse=True)
+        theta = 1.0
+        added = 0
+        out_of_time = False
+        for ratio, j in screened:
+            if ratio <= theta:
+                break
+            if time.perf_counter() > deadline:
+                theta, out_of_time = ratio, True  # the largest upper bound left: valid for every kind not priced
+                break
+            h, fitting = knapsack(j)
+            h.setOptionValue("time_limit", max(0.05, deadline - time.perf_counter()))
+            h.changeColsCost(
+                len(fitting), np.arange(len(fitting), dtype=np.int32), np.array([duals[s] for s in fitting])
+            )
+            h.run()
+            info = h.getInfo()
+            upper = max(float(info.mip_dual_bound), float(info.objective_function_value))
+            price = float(col_prices[j])
+            theta = max(theta, min(upper / price, ratio))
+            if info.objective_function_value > price * (1 + 1e-9):
+                solution = h.getSolution().col_value
+                config = {s: round(solution[k]) for k, s in enumerate(fitting)}
+                if _holds(col_rooms[j], config, needs):  # a MIP stopped by its time limit may have no solution
+                    add_column(price, config)
+                    added += 1
+        best = max(best, sum(n * d for n, d in zip(demand, duals, strict=True)) / theta)
+        if not out_of_time and (not added or value - best <= GAP * value):
+            converged = True
+            break
+        if out_of_time:
+            break
+    return Bound(best, placed, count, len(chosen), rounds, converged)
