@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,12 +48,15 @@ from nodewright.catalog.catalog import offering_matches, type_matches
 from nodewright.model.objects import Pod
 from nodewright.model.requirements import Requirements
 from nodewright.model.taints import untolerated
-from nodewright.scheduling.results import Results
+from nodewright.scheduling.results import PlannedNodeClaim
 from tests.bench.packing import _highs
 from tests.bench.random_generator import CAPACITY_TYPE, GPU, NODEPOOL_LABEL, RandomCluster, node_options
 
 GAP = 1e-3
 ROUNDS = 60
+GREEDY = 40  # kinds packed greedily per round for new columns
+EXACT = 8  # kinds priced by an exact knapsack (HiGHS MIP) per round once new columns were found
+SUBGRADIENT_STEPS = 40
 MAX_ROWS = 400  # above this many pod groups the bound is not attempted
 # Knapsack rows in units near 1 (millicores and bytes are ~1e7 apart); a hair of slack keeps the scaled
 # constraint no tighter than the true one (a looser knapsack only raises theta, which lowers the bound).
@@ -64,11 +67,16 @@ _SLACK = 1 + 1e-9
 @dataclass(frozen=True, slots=True)
 class Bound:
     value: float
-    pods: int  # pods priced: those the plan put on new NodeClaims
+    cost: float  # the price of the NodeClaims bounded (their cheapest launch options)
+    pods: int  # pods priced: those on the NodeClaims bounded
     rows: int  # pod groups
     columns: int  # node kinds kept (after dominance)
     rounds: int
     converged: bool
+
+    @property
+    def ratio(self) -> float | None:
+        return self.cost / self.value if self.value > 0 else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +108,7 @@ def _kinds(cluster: RandomCluster) -> _Kinds:
     cached = _kinds_of.get(cluster.seed)
     if cached is not None:
         return cached
-    mentioned = {key for w in cluster.workloads for option in node_options(w.template) for key in option.keys()}
+    mentioned = {key for w in cluster.workloads for option in node_options(w.template) for key in option.by_key}
     classes = {c.name: c for c in cluster.nodeclasses}
     names: list[str] = []
     prices: list[float] = []
@@ -157,9 +165,9 @@ def _compatible(pod: Pod, profile: _Profile) -> bool:
     return any(option.conflict(profile.requirements) is None for option in node_options(pod))
 
 
-def _groups(results: Results, cluster: RandomCluster) -> list[tuple[Pod, Mapping[str, int], int]]:
-    """(a pod of the group, its requests, how many) for the pods on new NodeClaims, grouped as the module says."""
-    launched = {key for claim in results.nodeclaims for key in claim.pods}
+def _groups(claims: Sequence[PlannedNodeClaim], cluster: RandomCluster) -> list[tuple[Pod, Mapping[str, int], int]]:
+    """(a pod of the group, its requests, how many) for the pods on these NodeClaims, grouped as the module says."""
+    launched = {key for claim in claims for key in claim.pods}
     counts: Counter[tuple[Any, ...]] = Counter()
     example: dict[tuple[Any, ...], Pod] = {}
     for pod in cluster.pending:
@@ -176,6 +184,62 @@ def _groups(results: Results, cluster: RandomCluster) -> list[tuple[Pod, Mapping
     return [(example[k], example[k].requests, n) for k, n in sorted(counts.items(), key=lambda kv: repr(kv[0]))]
 
 
+def _knapsack_upper(caps: np.ndarray, needs: np.ndarray, rooms: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Per kind, an upper bound of the best configuration's value: max sum_s values_s x_s over integer
+    0 <= x_s <= caps_s with sum_s needs_sr x_s <= rooms_r. For any multipliers lam >= 0 (one per resource),
+    sum_r lam_r rooms_r + sum_s caps_s max(0, values_s - sum_r lam_r needs_sr) bounds it (Lagrangian weak duality);
+    the multipliers start from the best single resource and move by projected subgradient steps, every kind at once,
+    keeping the smallest bound seen. Any multipliers give a valid bound; the steps only make it tighter."""
+    kinds, resources = rooms.shape
+
+    def bound(lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        reduced = values[None, :] - lam @ needs.T
+        positive = reduced > 0
+        return (lam * rooms).sum(axis=1) + (caps * np.where(positive, reduced, 0.0)).sum(axis=1), positive
+
+    lam = np.zeros((kinds, resources))
+    best, _ = bound(lam)
+    for r in range(resources):
+        # All value through resource r: lam_r = the best value per unit of r among the groups the kind may hold
+        # (not finite when one of them needs none of r, then this start is skipped for that kind).
+        per_unit = np.where(needs[:, r] > 0, values / np.where(needs[:, r] > 0, needs[:, r], 1.0), np.inf)
+        per_unit = np.where(values > 0, per_unit, 0.0)
+        top = np.where(caps > 0, per_unit[None, :], 0.0).max(axis=1)
+        finite = np.isfinite(top)
+        start = np.zeros((kinds, resources))
+        start[finite, r] = top[finite]
+        upper, _ = bound(start)
+        better = finite & (upper < best)
+        lam[better], best[better] = start[better], upper[better]
+    for step in range(SUBGRADIENT_STEPS):
+        upper, positive = bound(lam)
+        best = np.minimum(best, upper)
+        gradient = rooms - (caps * positive) @ needs
+        norm = (gradient**2).sum(axis=1)
+        target = best * (1 - 0.1 / (1 + step))
+        size = np.where(norm > 0, (upper - target) / np.where(norm > 0, norm, 1.0), 0.0)
+        lam = np.maximum(lam - size[:, None] * gradient, 0.0)
+    upper, _ = bound(lam)
+    return np.minimum(best, upper)
+
+
+def _greedy(caps: np.ndarray, needs: np.ndarray, room: np.ndarray, values: np.ndarray) -> dict[int, int]:
+    """A configuration for one kind: groups by value per share of its room, each as many as still fit."""
+    usable = np.flatnonzero((caps > 0) & (values > 0))
+    share = (needs[usable] / np.where(room > 0, room, np.inf)[None, :]).sum(axis=1)
+    order = usable[np.argsort(-(values[usable] / np.maximum(share, 1e-12)), kind="stable")]
+    left = room.astype(np.float64).copy()
+    config: dict[int, int] = {}
+    for s in order:
+        need = needs[s]
+        positive = need > 0
+        fit = int(min(caps[s], np.floor((left[positive] / need[positive]).min()))) if positive.any() else int(caps[s])
+        if fit > 0:
+            config[int(s)] = fit
+            left -= fit * need
+    return config
+
+
 def _holds(room: np.ndarray, config: Mapping[int, int], needs: np.ndarray) -> bool:
     """Whether one node with this room (per `RESOURCES`) holds the configuration: a true column, not a guess."""
     if any(v < 0 for v in config.values()):
@@ -184,14 +248,15 @@ def _holds(room: np.ndarray, config: Mapping[int, int], needs: np.ndarray) -> bo
     return bool(np.all(used <= room))
 
 
-def cfg_bound(results: Results, cluster: RandomCluster, budget_seconds: float) -> Bound | None:
-    """The configuration LP bound of the plan's new NodeClaims (see the module); None when it is not attempted
-    (no pods launched for, too many groups, or a free offering that would void the argument)."""
+def cfg_bound(claims: Sequence[PlannedNodeClaim], cluster: RandomCluster, budget_seconds: float) -> Bound | None:
+    """The configuration LP bound of the pods on these new NodeClaims (see the module), which is a lower bound of
+    their price; None when it is not attempted (too many groups, or a free offering that would void the argument)."""
     deadline = time.perf_counter() + budget_seconds
-    groups = _groups(results, cluster)
+    cost = round(sum(claim.cheapest.price for claim in claims), 6)
+    groups = _groups(claims, cluster)
     placed = sum(n for _, _, n in groups)
     if not groups or len(groups) > MAX_ROWS:
-        return None if len(groups) > MAX_ROWS else Bound(0.0, 0, 0, 0, 0, True)
+        return None if len(groups) > MAX_ROWS else Bound(0.0, cost, 0, 0, 0, 0, True)
     if any(r not in RESOURCES for _, req, _ in groups for r, v in req.items() if v > 0):
         return None  # a resource the kinds do not track: no bound rather than a wrong one
     resources = [r for r in RESOURCES if any(req.get(r, 0) > 0 for _, req, _ in groups)]
@@ -208,21 +273,24 @@ def cfg_bound(results: Results, cluster: RandomCluster, budget_seconds: float) -
         used = needs[:, r] > 0
         caps[:, used] = np.minimum(caps[:, used], kinds.rooms[:, r : r + 1] // needs[used, r][None, :])
     caps = np.minimum(caps, np.array(demand, dtype=np.int64)[None, :]) * compatible[kinds.profile_of]
-    # Among kinds that hold the same groups, one that another beats (no dearer, at least as much room) never
-    # changes the optimum.
+    # A kind that another beats (no dearer, at least as much room, every group it may hold the other may hold too)
+    # never changes the optimum: any configuration of it is one of the other, at no higher price.
     order = np.lexsort((-kinds.rooms[:, 0], kinds.prices))
-    kept_by_signature: dict[bytes, list[int]] = {}
     dims = [RESOURCES.index(r) for r in resources]
+    kind_compat = compatible[kinds.profile_of]
+    kept_rooms = np.empty((len(order), len(dims)), dtype=np.int64)
+    kept_compat = np.empty((len(order), count), dtype=bool)
+    kept: list[int] = []
     for k in order:
-        row = caps[k] > 0
-        if not row.any():
+        if not bool((caps[k] > 0).any()):
             continue
-        kept = kept_by_signature.setdefault(row.tobytes(), [])
-        room = kinds.rooms[k, dims]
-        if kept and bool(np.all(kinds.rooms[np.ix_(kept, dims)] >= room, axis=1).any()):
+        n = len(kept)
+        room, compat = kinds.rooms[k, dims], kind_compat[k]
+        if n and bool((np.all(kept_rooms[:n] >= room, axis=1) & np.all(kept_compat[:n] >= compat, axis=1)).any()):
             continue
+        kept_rooms[n], kept_compat[n] = room, compat
         kept.append(int(k))
-    chosen = sorted(k for kept in kept_by_signature.values() for k in kept)
+    chosen = sorted(kept)
     col_prices = kinds.prices[chosen]
     col_rooms = kinds.rooms[chosen]
     col_caps = caps[chosen]
@@ -264,7 +332,9 @@ def cfg_bound(results: Results, cluster: RandomCluster, budget_seconds: float) -
             knapsacks[j] = (h, fitting)
         return knapsacks[j]
 
-    fits_any = col_caps > 0
+    scales = np.array([_SCALE.get(r, 1.0) for r in resources])
+    unit_needs = needs[:, dims] / scales[None, :]
+    unit_rooms = col_rooms[:, dims] / scales[None, :] * _SLACK
     best = 0.0
     rounds = 0
     converged = False
@@ -274,47 +344,48 @@ def cfg_bound(results: Results, cluster: RandomCluster, budget_seconds: float) -
         if master.getModelStatus() != highspy.HighsModelStatus.kOptimal:
             raise RuntimeError("configuration LP master not optimal")
         value = float(master.getInfo().objective_function_value)
-        duals = [max(0.0, float(d)) for d in master.getSolution().row_dual]
-        # Screen: an upper bound of each kind's knapsack value (pods at their caps; each resource's room at the
-        # best dual value per unit of it), per dollar, highest first.
-        d = np.array(duals)
-        upper = col_caps @ d
-        for r in resources:
-            i = RESOURCES.index(r)
-            per_unit = np.where(needs[:, i] > 0, d / np.maximum(needs[:, i], 1), 0.0)
-            best_unit = np.where(fits_any, per_unit[None, :], 0.0).max(axis=1)
-            upper = np.minimum(upper, col_rooms[:, i] * best_unit * _SLACK)
-        ratios = upper / col_prices
-        screened = sorted(((float(ratios[j]), int(j)) for j in np.flatnonzero(ratios > 1.0)), reverse=True)
-        theta = 1.0
+        d = np.maximum(np.array(master.getSolution().row_dual, dtype=np.float64), 0.0)
+        ratios = _knapsack_upper(col_caps, unit_needs, unit_rooms, d) / col_prices
+        # New columns: a greedy packing of the kinds that look best, then exact knapsacks (which also tighten their
+        # upper bound) on the best of them, as long as time allows.
         added = 0
+        ranked = [int(j) for j in np.argsort(-ratios, kind="stable")[:GREEDY] if ratios[j] > 1.0]
+        for j in ranked:
+            config = _greedy(col_caps[j], unit_needs, unit_rooms[j], d)
+            if sum(v * d[s] for s, v in config.items()) > col_prices[j] * (1 + 1e-9) and _holds(
+                col_rooms[j], config, needs
+            ):
+                add_column(float(col_prices[j]), config)
+                added += 1
         out_of_time = False
-        for ratio, j in screened:
-            if ratio <= theta:
-                break
+        exact = np.zeros(len(ratios), dtype=bool)
+        while not (added and exact.sum() >= EXACT):  # until new columns are found, every kind may be priced
+            j = int(np.argmax(np.where(exact, -np.inf, ratios)))
+            if exact[j] or ratios[j] <= max(1.0, float(ratios[exact].max(initial=0.0))):
+                break  # no knapsack left to solve could lower theta
+            exact[j] = True
             if time.perf_counter() > deadline:
-                theta, out_of_time = ratio, True  # the largest upper bound left: valid for every kind not priced
+                out_of_time = True
                 break
             h, fitting = knapsack(j)
-            h.setOptionValue("time_limit", max(0.05, deadline - time.perf_counter()))
-            h.changeColsCost(
-                len(fitting), np.arange(len(fitting), dtype=np.int32), np.array([duals[s] for s in fitting])
-            )
+            h.setOptionValue("time_limit", max(0.05, min(1.0, deadline - time.perf_counter())))
+            h.changeColsCost(len(fitting), np.arange(len(fitting), dtype=np.int32), d[fitting])
             h.run()
             info = h.getInfo()
-            upper = max(float(info.mip_dual_bound), float(info.objective_function_value))
             price = float(col_prices[j])
-            theta = max(theta, min(upper / price, ratio))
+            upper = max(float(info.mip_dual_bound), float(info.objective_function_value))
+            ratios[j] = min(ratios[j], upper / price)
             if info.objective_function_value > price * (1 + 1e-9):
                 solution = h.getSolution().col_value
                 config = {s: round(solution[k]) for k, s in enumerate(fitting)}
                 if _holds(col_rooms[j], config, needs):  # a MIP stopped by its time limit may have no solution
                     add_column(price, config)
                     added += 1
-        best = max(best, sum(n * d for n, d in zip(demand, duals, strict=True)) / theta)
-        if not out_of_time and (not added or value - best <= GAP * value):
+        theta = max(1.0, float(ratios.max()))  # every kind's knapsack value per dollar is at most theta
+        best = max(best, float(np.dot(demand, d)) / theta)
+        if not added or value - best <= GAP * value:
             converged = True
             break
-        if out_of_time:
+        if out_of_time or time.perf_counter() > deadline:
             break
-    return Bound(best, placed, count, len(chosen), rounds, converged)
+    return Bound(best, cost, placed, count, len(chosen), rounds, converged)

@@ -355,7 +355,7 @@ def _zones_for_spread(template: Pod, pool: NodePool, overhead: Mapping[str, int]
         s.topology_key == ZONE_LABEL and s.when_unsatisfiable == "DoNotSchedule" for s in template.topology_spread
     ):
         return template
-    if any(ZONE_LABEL in option.keys() for option in node_options(template)):
+    if any(ZONE_LABEL in option.by_key for option in node_options(template)):
         return template
     zones = tuple(
         z
