@@ -26,10 +26,19 @@ constraint that is not about what one node may hold, and keeping those that are:
 The LP is then the one of `packing` (Gilmore-Gomory): configurations are whole nodes of one kind with a count of
 pods of each group it may hold, within its room; minimise the price of the configurations used subject to every
 group's pods being covered. Every plan within the constraints kept is an integer point of it, the plan at hand
-included (the audit checks each NodeClaim's pods fit its types), so the LP optimum is a lower bound. It is solved
-by column generation with a Farley dual bound at every round, exactly as `packing.lp_cfg_bound` does, so stopping
-early (the time budget, `--lp-seconds`) loosens the bound but never invalidates it: when the budget runs out in a
-round, the node kinds not yet priced by their knapsack count with the cheaper upper bound of the screening step.
+included (the audit checks each NodeClaim's pods fit its types), so the LP optimum is a lower bound of the price
+of the NodeClaims bounded. (Any subset of the plan's NodeClaims may be bounded: they hold exactly their pods.)
+
+It is solved by column generation, and the figure reported is Farley's dual bound, as in `packing.lp_cfg_bound`:
+with the restricted master's duals pi >= 0 and, for every node kind k, an upper bound v_k of its best configuration's
+value (max sum_s a_s pi_s over what fits one node), theta = max(1, max_k v_k / p_k) makes pi / theta dual feasible,
+so sum_s n_s pi_s / theta is a lower bound at every round. A cluster has hundreds to thousands of node kinds, too
+many for an exact knapsack each per round, so v_k comes from Lagrangian relaxation of the knapsack's resource rows,
+for every kind at once (`_knapsack_upper`; any multipliers give a valid upper bound, subgradient steps tighten it),
+replaced by the exact knapsack's bound (HiGHS MIP) for the kinds that look best; new columns come from a greedy
+packing and from those exact knapsacks. Stopping early (the time budget, `--lp-seconds`) or the Lagrangian's
+slack only loosen the bound; neither can make it exceed the optimum. `converged`: the last round found no new
+column, or the bound came within `GAP` of the master's value (the bound is valid either way).
 """
 
 from __future__ import annotations
