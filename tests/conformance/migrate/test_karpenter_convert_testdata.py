@@ -47,7 +47,6 @@ from nodewright.model.loader import load_text
 from nodewright.model.quantity import parse_quantity
 
 TESTDATA = Path(__file__).parent / "testdata"
-AL2 = pytest.mark.xfail(strict=True, reason="issue 23 item 3: AL2 family")
 # A companion AWSNodeTemplate named `default` for Provisioners whose kubelet needs a class to land on.
 TEMPLATE = """\
 apiVersion: karpenter.k8s.aws/v1alpha1
@@ -172,7 +171,7 @@ def test_provisioner_from_kubectl_output_to_nodepool() -> None:
 
 @pytest.mark.parametrize(
     "validated",
-    [pytest.param(False, id="fields"), pytest.param(True, id="validates", marks=AL2)],
+    [pytest.param(False, id="fields"), pytest.param(True, id="validates")],
 )
 def test_provisioner_with_inline_provider_to_nodepool_and_nodeclass(validated: bool) -> None:
     """testdata provisioner_provider.yaml -> nodepool_nodeclass_provider_combined.yaml (in testdata, not an Entry
@@ -208,7 +207,6 @@ def test_nodetemplate_to_nodeclass(source: str, target: str) -> None:
     assert docs[0]["spec"]["amiSelectorTerms"] == [{"alias": "al2@latest"}]
 
 
-@AL2
 @pytest.mark.parametrize(("source", "target"), TEMPLATES)
 def test_nodetemplate_to_nodeclass_validates(source: str, target: str) -> None:
     validate(migrate(read(source)))

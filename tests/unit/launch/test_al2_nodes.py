@@ -78,6 +78,9 @@ def test_local_disks_raid0_and_ipv6() -> None:
     AL2"), and eksbootstrap.go's --ip-family ipv6 when the cluster DNS is IPv6."""
     assert al2_user_data(boot(), raid0=True).endswith("--max-pods=110' \\\n--local-disks raid0\n--//--\n")
     assert "--local-disks" not in al2_user_data(boot())
+    raid0 = NodeBootstrap(CLUSTER, instance_store_policy="RAID0")
+    assert parse_user_data(user_data("al2", raid0)).local_storage == "RAID0"  # the local kubelet mounts it
+    assert parse_user_data(user_data("al2", boot())).local_storage == ""
     ipv6 = NodeBootstrap(CLUSTER, kubelet=KubeletConfiguration(cluster_dns=("fd00::a",)))
     assert "' \\\n--ip-family ipv6 \\\n--dns-cluster-ip 'fd00::a'" in user_data("al2", ipv6)
 

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 import yaml
 
 from nodewright.commands.migrate import migrate_text
 from nodewright.migrate.common import Options
 from nodewright.model.loader import load_text
 
-AL2 = pytest.mark.xfail(strict=True, reason="issue 23 item 3: AL2 family")
 TEMPLATE = """\
 apiVersion: karpenter.k8s.aws/v1alpha1
 kind: AWSNodeTemplate

@@ -8,7 +8,7 @@ import pytest
 
 from nodewright.migrate.common import MigrationError, Options
 
-from .helpers import AL2, doc, migrate, valid
+from .helpers import doc, migrate, valid
 
 BASE: dict[str, Any] = {
     "amiFamily": "Bottlerocket",
@@ -69,7 +69,6 @@ def test_an_unset_family_meant_al2() -> None:
     assert found["spec"]["amiSelectorTerms"] == [{"alias": "al2@latest"}]
 
 
-@AL2
 def test_an_unset_family_meant_al2_and_validates() -> None:
     valid(
         migrate(

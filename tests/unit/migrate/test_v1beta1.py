@@ -9,7 +9,7 @@ import yaml
 
 from nodewright.migrate.common import MigrationError
 
-from .helpers import AL2, doc, kinds, migrate, valid
+from .helpers import doc, kinds, migrate, valid
 
 CLASS: dict[str, Any] = {
     "amiFamily": "AL2023",
@@ -94,7 +94,6 @@ def test_ubuntu_becomes_al2_with_a_20gi_gp3_root_volume_at_dev_sda1() -> None:
     assert own["spec"]["blockDeviceMappings"] == devices
 
 
-@AL2
 def test_ubuntu_output_validates() -> None:
     valid(migrate(ec2nodeclass(amiFamily="Ubuntu", amiSelectorTerms=[{"id": "ami-1"}])))
 

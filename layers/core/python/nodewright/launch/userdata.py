@@ -307,7 +307,9 @@ def user_data(ami_family: str, boot: NodeBootstrap) -> str:
         from nodewright.launch.al2 import al2_user_data
 
         # instanceStorePolicy reaches NodeBootstrap with the RAID0 work; read it only where it exists.
-        return al2_user_data(boot, raid0=getattr(boot, "instance_store_policy", "") == "RAID0")
+        from nodewright.launch.instance_store import is_raid0
+
+        return al2_user_data(boot, raid0=is_raid0(boot.instance_store_policy))
     if ami_family.startswith("windows"):
         from nodewright.launch.windows import windows_user_data
 

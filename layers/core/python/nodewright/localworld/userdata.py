@@ -320,6 +320,8 @@ def parse_al2(text: str) -> BootConfig:
         boot = BootConfig(format="al2", cluster_name=arguments[0])
         options = dict(zip(arguments, [*arguments[1:], ""], strict=True))
         _kubelet_flags_into(boot, options.get("--kubelet-extra-args", ""))
+        if options.get("--local-disks") == "raid0":
+            boot.local_storage = "RAID0"
         return boot
     raise UserDataRefused(f"AL2 user data has no shell-script part calling {EKS_AL2_BOOTSTRAP}")
 
