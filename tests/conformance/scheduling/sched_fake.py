@@ -69,7 +69,7 @@ def default_catalog() -> list[InstanceType]:
 
 # fake.InstanceTypesAssorted(): every (cpu 1..64, memory 1..128 GiB, arch, os, zone, capacity type). Here the
 # real types of both architectures from 2 to 64 vCPU and 2 to 256 GiB, each in every zone for both capacity
-# types (the real catalog has no Windows types: nodewright launches Linux only).
+# types (an instance type runs Windows when its EC2NodeClass's AMI family is Windows, amd64 only).
 ASSORTED = (
     "t3.small", "c5.large", "m5.large", "r5.large", "c5.xlarge", "m5.xlarge", "r5.xlarge", "c5.2xlarge",
     "m5.2xlarge", "r5.2xlarge", "c5.4xlarge", "m5.4xlarge", "r5.4xlarge", "m5.8xlarge", "m5.16xlarge",

@@ -17,13 +17,14 @@ import copy
 import dataclasses
 from collections.abc import Callable, Sequence
 
-from builders import itype, pod, pool, req, run, unschedulable
+from builders import itype, nodeclass, pod, pool, req, run, unschedulable
 from sched_fake import ZONE_1, ZONE_2, ZONE_3, assorted_catalog
 
 from nodewright.catalog.allocatable import allocatable_for
 from nodewright.catalog.labels import ARCH, CAPACITY_TYPE, INSTANCE_FAMILY, INSTANCE_GENERATION, INSTANCE_TYPE, OS, ZONE
 from nodewright.catalog.types import ON_DEMAND, SPOT, InstanceType, Offering
 from nodewright.model import resources as res
+from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.model.objects import NodeSelectorTerm, Pod
 from nodewright.model.requirements import Requirement
 from nodewright.scheduling.results import PlannedNodeClaim, Results
@@ -120,24 +121,39 @@ def test_should_schedule_on_one_of_the_cheapest_instances_prov_arch_arm64() -> N
     assert_cheapest(claim, types, arch="arm64")
 
 
-def test_should_schedule_on_one_of_the_cheapest_instances_prov_os_windows() -> None:
-    """It("should schedule on one of the cheapest instances (prov os = windows)") (twice in the file).
+def windows_node_class() -> EC2NodeClass:
+    """The suite's node class as a Windows one: Karpenter's fake catalog has Windows offerings; in EC2 a type runs
+    Windows when its EC2NodeClass's AMI family is Windows (amd64 only), so that is where the os label comes from."""
+    return nodeclass(ami_family_setting="windows2022")
 
-    Different on purpose: nodewright launches Linux nodes only (AL2023, Bottlerocket), so its catalog has
-    no Windows type and a NodePool that requires Windows can launch nothing; the pod is reported with the
-    NodePool's reason instead of landing on a Windows node.
-    """
-    results = run([pending()], pools=[suite_pool(req(OS, "In", "windows"))], types=assorted_catalog())
-    assert not results.nodeclaims
-    assert "kubernetes.io/os In [windows]" in unschedulable(results)["default/p"]
+
+def assert_windows(claim: PlannedNodeClaim, types: Sequence[InstanceType]) -> None:
+    """The claim is a Windows node of the cheapest amd64 offering (Windows runs on amd64 types only)."""
+    cheapest_amd64 = cheapest(types, lambda it, _o: it.architecture == "amd64")
+    assert claim.cheapest.price == cheapest_amd64
+    assert claim.labels[OS] == "windows"
+    by_name = {it.name: it for it in types}
+    assert all(by_name[name].architecture == "amd64" for name in claim.instance_types)
+
+
+def test_should_schedule_on_one_of_the_cheapest_instances_prov_os_windows() -> None:
+    """It("should schedule on one of the cheapest instances (prov os = windows)") (twice in the file)."""
+    types = assorted_catalog()
+    prov = suite_pool(req(OS, "In", "windows"))
+    claim = only_claim(run([pending()], pools=[prov], types=types, classes=[windows_node_class()]))
+    assert_windows(claim, types)
+    # The same NodePool with a Linux node class can launch nothing: no Linux type is windows.
+    linux = run([pending()], pools=[prov], types=types)
+    assert not linux.nodeclaims and "kubernetes.io/os In [windows]" in unschedulable(linux)["default/p"]
 
 
 def test_should_schedule_on_one_of_the_cheapest_instances_pod_os_windows() -> None:
-    """It("should schedule on one of the cheapest instances (pod os = windows)"): different on purpose, as
-    above: no Windows type, so the pod that requires Windows is unschedulable."""
-    results = run([pending(req(OS, "In", "windows"))], pools=[suite_pool()], types=assorted_catalog())
-    assert not results.nodeclaims
-    assert "kubernetes.io/os In [windows]" in unschedulable(results)["default/p"]
+    """It("should schedule on one of the cheapest instances (pod os = windows)")."""
+    types = assorted_catalog()
+    claim = only_claim(
+        run([pending(req(OS, "In", "windows"))], pools=[suite_pool()], types=types, classes=[windows_node_class()])
+    )
+    assert_windows(claim, types)
 
 
 def test_should_schedule_on_one_of_the_cheapest_instances_pod_os_linux() -> None:
@@ -201,11 +217,14 @@ def test_should_schedule_on_one_of_the_cheapest_instances_prov_ct_spot_pod_zone_
 
 def test_should_schedule_on_one_of_the_cheapest_instances_prov_ondemand_zone_1_arm64_windows() -> None:
     """It("should schedule on one of the cheapest instances (prov ct = ondemand/test-zone-1/arm64/windows)"):
-    different on purpose (no Windows types, see the os = windows case); without the Windows requirement the
-    same NodePool launches the cheapest on-demand arm64 offering in zone 1."""
+    different on purpose: Karpenter's fake catalog has arm64 Windows offerings, EC2 has none (the EKS Windows AMIs
+    are amd64 only, and Karpenter's AWS provider gives arm64 types no Windows OS), so even with a Windows node
+    class nothing launches; without the Windows requirement the same NodePool launches the cheapest on-demand
+    arm64 offering in zone 1."""
     types = assorted_catalog()
     linux = (req(ARCH, "In", "arm64"), req(CAPACITY_TYPE, "In", ON_DEMAND), req(ZONE, "In", ZONE_1))
-    windows = run([pending()], pools=[suite_pool(*linux, req(OS, "In", "windows"))], types=types)
+    prov = suite_pool(*linux, req(OS, "In", "windows"))
+    windows = run([pending()], pools=[prov], types=types, classes=[windows_node_class()])
     assert not windows.nodeclaims and "default/p" in unschedulable(windows)
     claim = only_claim(run([pending()], pools=[suite_pool(*linux)], types=types))
     assert_cheapest(claim, types, arch="arm64", zone=ZONE_1, capacity_type=ON_DEMAND)
