@@ -23,7 +23,7 @@ from __future__ import annotations
 import ipaddress
 
 from nodewright.launch.kubelet_flags import kubelet_extra_args
-from nodewright.launch.userdata import NodeBootstrap, UserDataError
+from nodewright.launch.userdata import NodeBootstrap, UserDataError, mime_parts
 
 BOUNDARY = "//"
 SHELL_CONTENT_TYPE = 'text/x-shellscript; charset="us-ascii"'
@@ -74,20 +74,9 @@ def _user_parts(user_data: str) -> list[tuple[str, str]]:
         return []
     if not text.startswith(("MIME-Version:", "Content-Type:")):
         return [(SHELL_CONTENT_TYPE, user_data)]
-    import email
-    import email.policy
-
-    message = email.message_from_string(text, policy=email.policy.compat32)
-    if not message.is_multipart():
-        raise UserDataError("userData for AL2 declares MIME but is not multipart")
-    parts = []
-    for part in message.walk():
-        if part.is_multipart():
-            continue
-        payload = part.get_payload(decode=True)
-        body = payload.decode() if isinstance(payload, bytes) else str(part.get_payload())
-        parts.append((str(part.get("Content-Type", SHELL_CONTENT_TYPE)), body))
-    return parts
+    return [
+        (str(part.get("Content-Type", SHELL_CONTENT_TYPE)), body) for part, body in mime_parts(text, "userData for AL2")
+    ]
 
 
 def al2_user_data(boot: NodeBootstrap, raid0: bool = False) -> str:

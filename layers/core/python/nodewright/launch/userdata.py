@@ -33,11 +33,14 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nodewright.model.nodeclass import KubeletConfiguration
 from nodewright.model.quantity import format_canonical
 from nodewright.model.taints import Taint
+
+if TYPE_CHECKING:
+    from email.message import Message
 
 NODECONFIG_CONTENT_TYPE = "application/node.eks.aws"
 NODECONFIG_API_VERSION = "node.eks.aws/v1alpha1"
@@ -169,6 +172,24 @@ class _Part:
     body: str
 
 
+def mime_parts(text: str, what: str) -> list[tuple[Message, str]]:
+    """The leaf parts of MIME multipart user data with their decoded bodies, in order. UserDataError (naming
+    `what`) when the text declares MIME but is not multipart: a node would get none of it."""
+    import email
+    import email.policy
+
+    message = email.message_from_string(text, policy=email.policy.compat32)
+    if not message.is_multipart():
+        raise UserDataError(f"{what} declares MIME but is not multipart")
+    parts = []
+    for part in message.walk():
+        if part.is_multipart():
+            continue
+        payload = part.get_payload(decode=True)
+        parts.append((part, payload.decode() if isinstance(payload, bytes) else str(part.get_payload())))
+    return parts
+
+
 def _user_parts(user_data: str) -> list[_Part]:
     """The user's AL2023 user data as MIME parts: kept part by part, or wrapped as one part (Karpenter's
     rule, except that `#cloud-config` stays cloud-init's: nodeadm would refuse it as a NodeConfig)."""
@@ -176,20 +197,7 @@ def _user_parts(user_data: str) -> list[_Part]:
     if not text:
         return []
     if text.startswith(("MIME-Version", "Content-Type")):
-        import email
-        import email.policy
-
-        message = email.message_from_string(text, policy=email.policy.compat32)
-        if not message.is_multipart():
-            raise UserDataError("userData declares MIME but is not multipart")
-        parts = []
-        for part in message.walk():
-            if part.is_multipart():
-                continue
-            payload = part.get_payload(decode=True)
-            body = payload.decode() if isinstance(payload, bytes) else str(part.get_payload())
-            parts.append(_Part(part.get_content_type(), body))
-        return parts
+        return [_Part(part.get_content_type(), body) for part, body in mime_parts(text, "userData")]
     if text.startswith("#cloud-config"):
         return [_Part("text/cloud-config", user_data)]
     if not text.startswith("#!") and _is_yaml_map(text):

@@ -12,22 +12,10 @@ import copy
 from typing import Any
 
 from nodewright.migrate.common import Converted, MigrationError, describe, fail
+from nodewright.model.parse_ec2nodeclass import KUBELET_FIELDS
 
-# Fields of v1alpha5 KubeletConfiguration and v1beta1 KubeletConfiguration that v1's EC2NodeClass kubelet kept.
-FIELDS = (
-    "clusterDNS",
-    "maxPods",
-    "podsPerCore",
-    "systemReserved",
-    "kubeReserved",
-    "evictionHard",
-    "evictionSoft",
-    "evictionSoftGracePeriod",
-    "evictionMaxPodGracePeriod",
-    "imageGCHighThresholdPercent",
-    "imageGCLowThresholdPercent",
-    "cpuCFSQuota",
-)
+# v1alpha5's and v1beta1's KubeletConfiguration fields that v1's EC2NodeClass kubelet kept: all of v1's.
+FIELDS = KUBELET_FIELDS
 DROPPED = "containerRuntime"
 
 

@@ -50,6 +50,21 @@ NODECLASS_API_VERSIONS = ("karpenter.k8s.aws/v1", "nodewright.io/v1")
 # (bootstrap.sh) and Windows (Start-EKSBootstrap.ps1) nodes, and launches Custom ones with the user's own user data.
 ALIAS_FAMILIES = ("al2023", "bottlerocket", "al2", "windows2019", "windows2022", "windows2025")
 SUPPORTED_ALIAS_FAMILIES = ALIAS_FAMILIES
+# spec.kubelet's fields (Karpenter v1's KubeletConfiguration).
+KUBELET_FIELDS = (
+    "maxPods",
+    "podsPerCore",
+    "systemReserved",
+    "kubeReserved",
+    "evictionHard",
+    "evictionSoft",
+    "evictionSoftGracePeriod",
+    "evictionMaxPodGracePeriod",
+    "imageGCHighThresholdPercent",
+    "imageGCLowThresholdPercent",
+    "cpuCFSQuota",
+    "clusterDNS",
+)
 AMI_FAMILY_SETTINGS = ("AL2", "AL2023", "Bottlerocket", "Custom", "Windows2019", "Windows2022", "Windows2025")
 SUPPORTED_AMI_FAMILY_SETTINGS = {
     "AL2023": "al2023",
@@ -514,20 +529,7 @@ def _kubelet(ctx: Collector, value: Any, path: str) -> KubeletConfiguration:
         ctx,
         raw,
         path,
-        (
-            "maxPods",
-            "podsPerCore",
-            "systemReserved",
-            "kubeReserved",
-            "evictionHard",
-            "evictionSoft",
-            "evictionSoftGracePeriod",
-            "evictionMaxPodGracePeriod",
-            "imageGCHighThresholdPercent",
-            "imageGCLowThresholdPercent",
-            "cpuCFSQuota",
-            "clusterDNS",
-        ),
+        KUBELET_FIELDS,
     )
     soft = _eviction(ctx, raw.get("evictionSoft"), join(path, "evictionSoft"))
     grace = get_str_map(ctx, raw.get("evictionSoftGracePeriod"), join(path, "evictionSoftGracePeriod"))
