@@ -91,7 +91,11 @@ class Planner(Construct):
             # Sized like the provisioner: consolidation runs the same simulation, on the whole cluster.
             memory_mb=1769,
             timeout=Duration.seconds(55),  # shorter than the tick, so ticks never overlap
-            environment={**environment, env.STATE_MACHINE: state_machine.state_machine_arn},
+            environment={
+                **environment,
+                env.STATE_MACHINE: state_machine.state_machine_arn,
+                env.NODE_REPAIR: str(settings.node_repair).lower(),
+            },
             statements=statements,
             kubernetes_group=KUBERNETES_GROUP,
             reserved_concurrency=1,

@@ -67,7 +67,7 @@ def build_ports(cluster: Any = None) -> Any:
         clock=_SystemClock(),
         state=DynamoDBState(settings.table, session.client("dynamodb")),
         catalog=catalog,
-        settings=DisruptionSettings(spot_to_spot=settings.spot_to_spot),
+        settings=DisruptionSettings(spot_to_spot=settings.spot_to_spot, node_repair=settings.node_repair),
     )
 
 

@@ -181,7 +181,14 @@ class Cluster:
             },
             "spec": {"providerID": f"aws:///{zone}/{instance}", "taints": [dict(t) for t in taints]},
             "status": {
-                "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+                # A node not Ready went so a minute ago: well within node repair's toleration (30 minutes).
+                "conditions": [
+                    {
+                        "type": "Ready",
+                        "status": "True" if ready else "False",
+                        "lastTransitionTime": created if ready else iso(self.now - 60),
+                    }
+                ],
                 **resources,
             },
         }

@@ -123,3 +123,30 @@ def test_json_names_what_a_drift_or_expiration_would_launch(tmp_path: Path, caps
         assert by_claim[f"claim-{kind}-empty"]["replacement"] is None
         # its one small pod fits on the spare node: nothing to launch
         assert by_claim[f"claim-{kind}-fits"]["replacement"] is None
+
+
+def test_the_dry_run_shows_a_repair_with_its_condition_and_a_held_pool_with_its_count(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cluster = Cluster()
+    cluster.pool("alone")
+    cluster.node("broken", pool="alone")
+    cluster.pool("shaky")
+    for name in ("shaky-0", "shaky-1", "shaky-2"):
+        cluster.node(name, pool="shaky")
+    for name in ("broken", "shaky-0", "shaky-1"):
+        cluster.find("Node", name)["status"]["conditions"] = [
+            {"type": "Ready", "status": "Unknown", "lastTransitionTime": iso(T0 - 45 * 60)}
+        ]
+    path = snapshot(tmp_path, cluster)
+    assert main(["disrupt", "--json", "--now", NOW, path]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    [repair] = [c for c in shown["commands"] if c["method"] == "repair"]
+    assert (repair["nodeclaim"], repair["reason"]) == ("claim-broken", "Unhealthy")
+    assert repair["condition"] == "Ready=Unknown for 45m0s (toleration 30m0s)"
+    skipped = {s["nodeclaim"]: s["reason"] for s in shown["skipped"]}
+    assert "(2 of 3 in NodePool shaky)" in skipped["claim-shaky-0"]
+    assert main(["disrupt", "--now", NOW, path]) == 0
+    assert "Ready=Unknown for 45m0s" in capsys.readouterr().out  # the table names the condition too
+    assert main(["disrupt", "--json", "--no-node-repair", "--now", NOW, path]) == 0
+    assert not [c for c in json.loads(capsys.readouterr().out)["commands"] if c["method"] == "repair"]

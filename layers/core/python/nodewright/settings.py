@@ -46,15 +46,26 @@ def _required(env: Mapping[str, str], name: str, what: str) -> str:
 
 
 SPOT_TO_SPOT = "NODEWRIGHT_SPOT_TO_SPOT"  # Karpenter's SpotToSpotConsolidation feature gate: true | false
+NODE_REPAIR = "NODEWRIGHT_NODE_REPAIR"  # Karpenter's NodeRepair feature gate: true (default here) | false
 CATALOG = "NODEWRIGHT_CATALOG"  # live (EC2 and Pricing APIs) | snapshot (the shipped price table)
 
 
-def spot_to_spot(env: Mapping[str, str]) -> bool:
-    """NODEWRIGHT_SPOT_TO_SPOT as a boolean (default false); anything but true/false names the variable."""
-    value = env.get(SPOT_TO_SPOT, "").strip().lower() or "false"
+def _switch(env: Mapping[str, str], name: str, default: bool) -> bool:
+    """A true/false environment variable (`default` when unset); anything else names the variable."""
+    value = env.get(name, "").strip().lower() or str(default).lower()
     if value not in ("true", "false"):
-        raise SettingsError(f"environment variable {SPOT_TO_SPOT} is {value!r}: set it to true or false")
+        raise SettingsError(f"environment variable {name} is {value!r}: set it to true or false")
     return value == "true"
+
+
+def spot_to_spot(env: Mapping[str, str]) -> bool:
+    """NODEWRIGHT_SPOT_TO_SPOT as a boolean (default false)."""
+    return _switch(env, SPOT_TO_SPOT, default=False)
+
+
+def node_repair(env: Mapping[str, str]) -> bool:
+    """NODEWRIGHT_NODE_REPAIR as a boolean (default true)."""
+    return _switch(env, NODE_REPAIR, default=True)
 
 
 def state_machine(env: Mapping[str, str]) -> str:
@@ -84,6 +95,7 @@ class PlannerSettings:
     spot_to_spot: bool = False
     catalog: str = "live"
     node_roles: tuple[str, ...] = ()  # further roles EC2NodeClasses may name (the stack's nodeRoles context)
+    node_repair: bool = True
 
     @staticmethod
     def from_env(env: Mapping[str, str] | None = None) -> PlannerSettings:
@@ -98,6 +110,7 @@ class PlannerSettings:
             spot_to_spot=spot_to_spot(env),
             catalog=catalog_mode(env),
             node_roles=node_roles(env),
+            node_repair=node_repair(env),
         )
 
 

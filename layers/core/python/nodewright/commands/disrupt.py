@@ -26,7 +26,7 @@ from typing import Any
 from nodewright.catalog.snapshot import SnapshotSource
 from nodewright.disruption.drift import drift_reason
 from nodewright.disruption.plan import Plan, plan
-from nodewright.disruption.state import ClusterState, cluster_state
+from nodewright.disruption.state import ClusterState, DisruptionSettings, cluster_state
 from nodewright.model.errors import ValidationError
 from nodewright.model.loader import WORKLOAD_KINDS, load_sources, read_files
 
@@ -44,6 +44,12 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--now", metavar="RFC3339", help="decide as at this time, e.g. 2027-01-15T08:00:00Z (default: now)"
     )
+    parser.add_argument(
+        "--no-node-repair",
+        dest="node_repair",
+        action="store_false",
+        help="decide as a planner with node repair turned off (the stack's nodeRepair=false)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -53,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     if now is None:
         print(f"--now: {args.now!r} is not an RFC 3339 time such as 2027-01-15T08:00:00Z", file=sys.stderr)
         return 1
-    loaded = _load(args.files, now)
+    loaded = _load(args.files, now, DisruptionSettings(node_repair=args.node_repair))
     if isinstance(loaded, list):
         for error in loaded:
             print(error, file=sys.stderr)
@@ -75,7 +81,7 @@ def _now(text: str | None) -> float | None:
         return None
 
 
-def _load(files: list[str], now: float) -> ClusterState | list[ValidationError]:
+def _load(files: list[str], now: float, settings: DisruptionSettings) -> ClusterState | list[ValidationError]:
     """The snapshot as the planner would see it, or every error (the same ones `validate` prints)."""
     sources, errors = read_files(files)
     for docs, source in sources:
@@ -98,7 +104,7 @@ def _load(files: list[str], now: float) -> ClusterState | list[ValidationError]:
     if errors:
         return errors
     documents = [doc for docs, _ in sources for doc in docs if isinstance(doc, dict)]
-    state, _ = cluster_state(documents, SnapshotSource().instance_types(), now, loaded=loaded)
+    state, _ = cluster_state(documents, SnapshotSource().instance_types(), now, settings=settings, loaded=loaded)
     return state
 
 
@@ -120,7 +126,7 @@ def render_table(shown: dict[str, Any], decided: Plan) -> str:
     lines = [f"{'NODECLAIM':<28} {'NODE':<28} {'METHOD':<12} {'REASON':<14} {'PODS':>4} {'SAVES $/H':>9}  REPLACEMENT"]
     for c in shown["commands"]:
         replacement = c["replacement"]
-        what = "-"
+        what = c.get("condition") or "-"
         if replacement is not None:
             types = replacement["instance_types"]
             more = f" (+{len(types) - 3} more)" if len(types) > 3 else ""

@@ -29,6 +29,7 @@ EMPTY = "Empty"
 DRIFTED = "Drifted"
 UNDERUTILIZED = "Underutilized"
 DELETED = "Deleted"  # a NodeClaim or Node deleted through the API server (kubectl, or its NodePool's deletion)
+UNHEALTHY = "Unhealthy"  # node repair: a node condition matched a repair policy past its toleration
 REASONS = (
     SPOT_INTERRUPTION,
     REBALANCE,
@@ -40,9 +41,12 @@ REASONS = (
     DRIFTED,
     UNDERUTILIZED,
     DELETED,
+    UNHEALTHY,
 )
-# What AWS is taking away anyway: these take a node from any other disruption that holds it (see disruption.lease).
-INTERRUPTIONS = frozenset({SPOT_INTERRUPTION, SCHEDULED_CHANGE, INSTANCE_STOPPING, RESERVATION_INTERRUPTION})
+# What AWS is taking away anyway, and broken nodes being repaired: these take a node from any other disruption that
+# holds it (see disruption.lease), as Karpenter's interruption and health controllers delete a NodeClaim whatever
+# else is under way.
+INTERRUPTIONS = frozenset({SPOT_INTERRUPTION, SCHEDULED_CHANGE, INSTANCE_STOPPING, RESERVATION_INTERRUPTION, UNHEALTHY})
 # Decisions IdentifyCandidate checks again against the cluster as it is when the execution runs (after Karpenter's
 # 15-second validation delay): pods may have landed on the nodes since the planner decided.
 VALIDATED_METHODS = frozenset({"emptiness", "single-node", "multi-node"})
@@ -163,7 +167,8 @@ class DisruptionCommand:
 
     @property
     def interruption(self) -> bool:
-        """AWS takes the instance whatever nodewright does: the command outranks every other holder of the node."""
+        """The node goes whatever nodewright does (AWS takes the instance, or it is broken): the command outranks
+        every other holder of the node."""
         return self.forceful and self.reason in INTERRUPTIONS
 
     @property

@@ -40,6 +40,15 @@ PROTECTED_UNTIL_ANNOTATION = "nodewright.io/protected-until"
 
 
 @dataclass(frozen=True, slots=True)
+class NodeCondition:
+    """One of the Node's status conditions: its type, status and last transition (epoch seconds, 0 when absent)."""
+
+    type: str
+    status: str
+    since: float
+
+
+@dataclass(frozen=True, slots=True)
 class FleetNode:
     """A NodeClaim and (once registered) its Node.
 
@@ -54,6 +63,7 @@ class FleetNode:
     a True `Drifted` condition ("" when not drifted). `nominated`: pods the provisioner sized the claim for.
     `instance_terminating`: the NodeClaim's `InstanceTerminating` condition is True (its instance is being
     terminated: the node no longer counts toward its pool's disruption budget).
+    `node_conditions`: the Node's status conditions (what node repair reads).
     `problems`: fields that could not be read, by path.
     """
 
@@ -85,6 +95,7 @@ class FleetNode:
     consolidatable: bool = False
     nominated: tuple[str, ...] = ()
     instance_terminating: bool = False
+    node_conditions: tuple[NodeCondition, ...] = ()
 
     @property
     def instance_type(self) -> str:
@@ -256,6 +267,16 @@ def _fleet_node(
         consolidatable=_condition(claim, CONSOLIDATABLE),
         nominated=_nominated(metadata.get("annotations") or {}),
         instance_terminating=_condition(claim, INSTANCE_TERMINATING),
+        node_conditions=_node_conditions(node),
+    )
+
+
+def _node_conditions(node: Mapping[str, Any] | None) -> tuple[NodeCondition, ...]:
+    conditions = ((node or {}).get("status") or {}).get("conditions") or []
+    return tuple(
+        NodeCondition(str(c["type"]), str(c.get("status") or ""), epoch(str(c.get("lastTransitionTime") or "")))
+        for c in conditions
+        if isinstance(c, Mapping) and c.get("type")
     )
 
 

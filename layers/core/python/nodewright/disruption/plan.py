@@ -15,13 +15,15 @@ from typing import Any
 
 from nodewright.disruption.budgets import PoolBudgets
 from nodewright.disruption.candidates import GRACEFUL
-from nodewright.disruption.commands import DisruptionCommand, Target
+from nodewright.disruption.commands import UNHEALTHY, DisruptionCommand, Target
 from nodewright.disruption.consolidation import MultiNodeConsolidation, SingleNodeConsolidation
 from nodewright.disruption.decision import EXPIRATION, UNDERUTILIZED, Decision
 from nodewright.disruption.methods import Drift, Emptiness, Expiration, Method, PlanContext
+from nodewright.disruption.repair import Repair, Repairs, repairs
 from nodewright.disruption.state import ClusterState
 from nodewright.gcpause import paused_cycle_collector
 
+REPAIR = "repair"  # node repair's method name, as `nodewright disrupt --json` shows it
 # Expiration asks for one execution per node and window: a re-run tick names the same execution (and starts
 # nothing), while an expiration that failed is tried again in the next window.
 PLANNER_WINDOW_SECONDS = 600
@@ -50,10 +52,13 @@ class MethodReport:
 class Plan:
     """What one tick decided, and why every other node was left alone.
 
-    `blocked`: held back by a budget or by something its pods or node say (`DisruptionBlocked` events);
-    `unconsolidatable`: consolidation found no move (`Unconsolidatable` events); `skipped`: every node not decided,
-    with the most telling reason (budget, then consolidation, then the method's, then why it is no candidate)."""
+    `repairs`: node repair's findings (`disruption.repair`), decided before every method: a node repaired is
+    decided by nothing else. `blocked`: held back by a budget or by something its pods or node say
+    (`DisruptionBlocked` events); `unconsolidatable`: consolidation found no move (`Unconsolidatable` events);
+    `skipped`: every node not decided, with the most telling reason (repair's guard, budget, then consolidation,
+    then the method's, then why it is no candidate, then an unhealthy condition still within its toleration)."""
 
+    repairs: Repairs = field(default_factory=Repairs)
     decisions: list[Decision] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
     blocked: dict[str, str] = field(default_factory=dict)
@@ -64,13 +69,17 @@ class Plan:
         """The workflow input of each decision (see `command_for`)."""
         return [command_for(d, now) for d in self.decisions]
 
+    def repair_commands(self, now: float) -> list[DisruptionCommand]:
+        """The workflow input of each repair (see `repair_command`)."""
+        return [repair_command(r, now) for r in self.repairs.due]
+
     def to_json(self, state: ClusterState) -> dict[str, Any]:
         """The `nodewright disrupt --json` shape: one command entry per node, every skipped node, and the hourly cost
         before and after. `replacements`: what the workflow would launch now (a consolidation's replacement; for drift
         and expiration the NodeClaims simulated for the node's moving pods; none when they fit on existing nodes or
         the node is empty); `replacement` is the first of them, or null. A multi-node consolidation's replacement
         and its price are on its first node."""
-        commands: list[dict[str, Any]] = []
+        commands: list[dict[str, Any]] = [_repair_json(r, state) for r in self.repairs.due]
         for d in self.decisions:
             for i, c in enumerate(d.candidates):
                 launches = [r.to_json() for r in d.launches] if i == 0 else []
@@ -96,6 +105,40 @@ class Plan:
             "cost_per_hour_before": round(before, 6),
             "cost_per_hour_after": round(before - savings, 6),
         }
+
+
+def _repair_json(repair: Repair, state: ClusterState) -> dict[str, Any]:
+    member = repair.member
+    return {
+        "nodeclaim": member.nodeclaim,
+        "node": member.node,
+        "nodepool": member.nodepool,
+        "reason": UNHEALTHY,
+        "method": REPAIR,
+        "condition": repair.unhealthy.describe(state.now),
+        "replacement": None,
+        "replacements": [],
+        "pods": sorted(p.key for p in state.pods_on(member)),
+        "savings_per_hour": 0.0,
+    }
+
+
+def repair_command(repair: Repair, now: float) -> DisruptionCommand:
+    """The workflow input for a repair: forceful, its deadline the NodeClaim's termination timestamp (so the drain
+    deletes the pods it would otherwise evict), one execution per tick (a later tick's attempt has a name of its own;
+    the node's lease keeps two from running at once)."""
+    member, condition = repair.member, repair.unhealthy
+    return DisruptionCommand(
+        nodeclaim=member.nodeclaim,
+        node=member.node,
+        instance_id=member.instance_id,
+        reason=UNHEALTHY,
+        forceful=True,
+        trigger=f"repair:{condition.condition}:{condition.since:.0f}:{math.floor(now / 60)}",
+        requested_at=now,
+        deadline=repair.terminate_at,
+        method=REPAIR,
+    )
 
 
 def command_for(decision: Decision, now: float) -> DisruptionCommand:
@@ -147,9 +190,20 @@ def plan(
         return _plan(state, drift, methods, timer)
 
 
+def _repair(state: ClusterState, ctx: PlanContext, out: Plan, timer: Callable[[], float]) -> None:
+    """Node repair first: a node it replaces is decided by nothing else this tick."""
+    started = timer()
+    found = out.repairs = repairs(state.fleet, state.now)
+    ctx.chosen.update(r.member.nodeclaim for r in found.due)
+    eligible = len(found.due) + len(found.waiting) + len(found.held)
+    out.methods.append(MethodReport(REPAIR, UNHEALTHY, eligible, len(found.due), timer() - started))
+
+
 def _plan(state: ClusterState, drift: Mapping[str, str], methods: Sequence[Method], timer: Callable[[], float]) -> Plan:
     ctx = PlanContext(state, pool_budgets(state), dict(drift))
     out = Plan()
+    if state.settings.node_repair:
+        _repair(state, ctx, out, timer)
     skipped: dict[str, str] = {}
     consolidated = False
     for method in methods:
@@ -174,7 +228,15 @@ def _plan(state: ClusterState, drift: Mapping[str, str], methods: Sequence[Metho
         name = member.nodeclaim
         if name in ctx.chosen:
             continue
-        why = out.blocked.get(name) or out.unconsolidatable.get(name) or skipped.get(name) or refused.get(name) or ""
+        why = (
+            out.repairs.held.get(name)
+            or out.blocked.get(name)
+            or out.unconsolidatable.get(name)
+            or skipped.get(name)
+            or refused.get(name)
+            or out.repairs.waiting.get(name)
+            or ""
+        )
         if why:
             out.skipped[name] = why
     return out

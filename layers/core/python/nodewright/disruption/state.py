@@ -31,9 +31,11 @@ from nodewright.scheduling.templates import TemplateCache
 
 @dataclass(frozen=True, slots=True)
 class DisruptionSettings:
-    """Cluster-wide switches. `spot_to_spot`: Karpenter's SpotToSpotConsolidation feature gate (off by default)."""
+    """Cluster-wide switches. `spot_to_spot`: Karpenter's SpotToSpotConsolidation feature gate (off by default);
+    `node_repair`: Karpenter's NodeRepair feature gate (on by default here, see `disruption.repair`)."""
 
     spot_to_spot: bool = False
+    node_repair: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,7 +30,9 @@ from typing import Any
 from nodewright import tags
 from nodewright.disruption.commands import DELETED, DisruptionCommand
 from nodewright.disruption.fleet import FleetNode
+from nodewright.disruption.repair import TERMINATION_TIMESTAMP_ANNOTATION
 from nodewright.interruption.ownership import parse_provider_id
+from nodewright.model.conditions import parse_rfc3339
 from nodewright.ports import Instance
 
 # Karpenter AWS leaves an instance this long after launch before it may be collected: the NodeClaim that
@@ -44,7 +46,9 @@ def deletions(fleet: Sequence[FleetNode], leased: Collection[str], now: float) -
     already: that workflow takes the node away, or gives it back (rollback) and a later tick starts this one. Each
     attempt has its own execution (the trigger is the deletion's time and the tick's minute): an attempt that failed
     is followed by a fresh one at the next tick, and the planner takes the lease before starting it, so two attempts
-    never run at once."""
+    never run at once. The deadline is the NodeClaim's termination timestamp when it carries one (node repair sets
+    it to the time of the repair, as Karpenter's health controller does); otherwise its terminationGracePeriod from
+    the deletion bounds the drain (`identify`)."""
     out = []
     for member in fleet:
         if not member.deleting or member.nodeclaim in leased:
@@ -59,6 +63,7 @@ def deletions(fleet: Sequence[FleetNode], leased: Collection[str], now: float) -
                 forceful=True,
                 trigger=f"deleted:{deleted_at:.0f}:{math.floor(now / 60)}",
                 requested_at=deleted_at,
+                deadline=parse_rfc3339(member.annotations.get(TERMINATION_TIMESTAMP_ANNOTATION)),
             )
         )
     return out

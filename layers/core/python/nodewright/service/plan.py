@@ -13,7 +13,10 @@ On each tick (EventBridge Scheduler, every minute):
 4. Leases and reconciliation (`service.leases`, `service.reconcile`): the leases whose execution no longer runs are
    released; a node tainted or cordoned by nodewright with no live lease behind it is given back; a NodeClaim whose
    instance is gone is deleted with its Node; an instance stopping or stopped gets its InstanceStopping workflow.
-5. `disruption.plan` decides (expiration, emptiness, drift, multi-node, single-node consolidation, under budgets).
+5. `disruption.plan` decides (node repair first, then expiration, emptiness, drift, multi-node, single-node
+   consolidation, under budgets). A repair (`disruption.repair`) sets its NodeClaim's termination timestamp, starts
+   a forceful `Unhealthy` workflow and then deletes the NodeClaim, as Karpenter's health controller does; if the
+   start fails, the next tick finds the node again (or, once the NodeClaim is deleting, the termination does).
    Each command takes its nodes' leases (owned by the execution it is about to start, so no later tick and no other
    workflow takes them meanwhile) and starts the disruption workflow under its derived name; a start that fails
    gives its leases back and is reported, and the rest of the tick goes on.
@@ -22,8 +25,8 @@ On each tick (EventBridge Scheduler, every minute):
    instances tagged as this cluster's nodewright capacity that no NodeClaim records 30 s after launch are
    terminated, with their Node, unless the NodeClaim their tag names records none: that claim adopts it.
 7. Events as Karpenter records them: `DisruptionBlocked` (a budget, a do-not-disrupt pod or node, a budget of the
-   pods) and `Unconsolidatable` (why consolidation found no move), on the node and its NodeClaim, at most once per
-   15 minutes each.
+   pods), `Unconsolidatable` (why consolidation found no move) and `NodeRepairBlocked` (a NodePool with too many
+   unhealthy nodes), on the node and its NodeClaim, at most once per 15 minutes each.
 """
 
 from __future__ import annotations
@@ -44,10 +47,11 @@ from nodewright.disruption.fleet import CONSOLIDATABLE, DRIFTED, FleetNode
 from nodewright.disruption.lease import lock_name
 from nodewright.disruption.methods import Method
 from nodewright.disruption.plan import DEFAULT_METHODS, Plan, plan
+from nodewright.disruption.repair import REPAIR_BLOCKED, TERMINATION_TIMESTAMP_ANNOTATION
 from nodewright.disruption.state import ClusterState, DisruptionSettings, PodFactsCache, cluster_state
 from nodewright.disruption.termination import deletions, instance_gc
 from nodewright.interruption.ownership import parse_provider_id
-from nodewright.model.conditions import TRUE, Condition
+from nodewright.model.conditions import TRUE, Condition, rfc3339
 from nodewright.model.do_not_disrupt import DO_NOT_DISRUPT, invalid_reason
 from nodewright.model.loader import ParsedPods, load_documents
 from nodewright.model.nodeclass import EC2NodeClass
@@ -171,6 +175,9 @@ def tick(
         {"method": m.method, "reason": m.reason, "eligible": m.eligible, "decisions": m.decisions, "seconds": m.seconds}
         for m in decided.methods
     ]
+    for command in decided.repair_commands(now):
+        if command.nodeclaim not in forgotten:
+            _repair(ports, command, now, out)
     for command in [*stopping, *decided.commands(now), *deletions(state.fleet, locked, now)]:
         if not forgotten & {t.nodeclaim for t in command.targets}:
             _start(ports, command, now, out)
@@ -327,9 +334,23 @@ def _annotations_write(cluster: Cluster, name: str, stamps: Mapping[str, str]) -
     return lambda: cluster.update_nodeclaim(name, {}, stamps, {})
 
 
-def _start(ports: PlannerPorts, command: DisruptionCommand, now: float, out: TickResult) -> None:
+def _repair(ports: PlannerPorts, command: DisruptionCommand, now: float, out: TickResult) -> None:
+    """Karpenter's repair: the termination timestamp on the NodeClaim (what the drain's deadline is), the workflow,
+    then the NodeClaim's deletion, so `kubectl get nodeclaims` shows it going and a later attempt is the
+    termination's. A write that fails is reported; the next tick finds the node again."""
+    stamp = rfc3339(command.deadline if command.deadline is not None else now)
+    try:
+        ports.cluster.update_nodeclaim(command.nodeclaim, {}, {TERMINATION_TIMESTAMP_ANNOTATION: stamp}, {})
+        if _start(ports, command, now, out):
+            ports.cluster.request_nodeclaim_deletion(command.nodeclaim)
+    except Exception as error:  # the API server refused a write: the next tick repairs again
+        out.problems.append(f"nodeclaim/{command.nodeclaim}: repair: {type(error).__name__}: {error}")
+
+
+def _start(ports: PlannerPorts, command: DisruptionCommand, now: float, out: TickResult) -> bool:
     """Take the command's leases for its execution, then start it. A node another live execution holds is left for a
-    later tick; a start that fails gives the leases back and is reported, and the tick goes on."""
+    later tick; a start that fails gives the leases back and is reported, and the tick goes on. Returns whether the
+    command's execution runs (started now or already)."""
     name = command.execution_name()
     taken: list[str] = []
     for target in command.targets:
@@ -339,7 +360,7 @@ def _start(ports: PlannerPorts, command: DisruptionCommand, now: float, out: Tic
         if holder:
             _give_back(ports, taken, name)
             out.skipped[command.nodeclaim] = f"{command.reason}: execution {holder} holds nodeclaim/{target.nodeclaim}"
-            return
+            return False
         taken.append(target.nodeclaim)
     entry: dict[str, Any] = {
         "execution": name,
@@ -354,11 +375,12 @@ def _start(ports: PlannerPorts, command: DisruptionCommand, now: float, out: Tic
     except Exception as error:  # Step Functions refused: the next tick decides again
         _give_back(ports, taken, name)
         out.problems.append(f"execution {name}: StartExecution failed: {type(error).__name__}: {error}")
-        return
+        return False
     if started:
         out.started.append(entry)
     else:
         out.already_running.append(name)
+    return True
 
 
 def _give_back(ports: PlannerPorts, nodeclaims: Sequence[str], owner: str) -> None:
@@ -402,13 +424,17 @@ def _record_events(cluster: Cluster, state: ClusterState, decided: Plan, now: fl
     window = math.floor(now / EVENT_WINDOW_SECONDS)
     members = {m.nodeclaim: m for m in state.fleet}
     events: list[NodeEvent] = []
-    for reason, found in (("DisruptionBlocked", decided.blocked), ("Unconsolidatable", decided.unconsolidatable)):
+    for reason, found, severity in (
+        ("DisruptionBlocked", decided.blocked, "Normal"),
+        ("Unconsolidatable", decided.unconsolidatable, "Normal"),
+        (REPAIR_BLOCKED, decided.repairs.held, "Warning"),
+    ):
         for nodeclaim, message in sorted(found.items()):
             member = members.get(nodeclaim)
             dedupe = f"{message}|{window}"
             if member is not None and member.node:
-                events.append(NodeEvent(member.node, reason, message, "Normal", dedupe))
-            events.append(NodeEvent(nodeclaim, reason, message, "Normal", dedupe, kind="NodeClaim"))
+                events.append(NodeEvent(member.node, reason, message, severity, dedupe))
+            events.append(NodeEvent(nodeclaim, reason, message, severity, dedupe, kind="NodeClaim"))
     if events:
         cluster.record_node_events(events)
     invalid = _invalid_do_not_disrupt(state, window)
