@@ -131,6 +131,7 @@ def test_the_dry_run_shows_a_repair_with_its_condition_and_a_held_pool_with_its_
     cluster = Cluster()
     cluster.pool("alone")
     cluster.node("broken", pool="alone")
+    cluster.pod("web-0", "broken", cpu="1", nodeSelector={"karpenter.sh/nodepool": "alone"})
     cluster.pool("shaky")
     for name in ("shaky-0", "shaky-1", "shaky-2"):
         cluster.node(name, pool="shaky")
@@ -144,6 +145,7 @@ def test_the_dry_run_shows_a_repair_with_its_condition_and_a_held_pool_with_its_
     [repair] = [c for c in shown["commands"] if c["method"] == "repair"]
     assert (repair["nodeclaim"], repair["reason"]) == ("claim-broken", "Unhealthy")
     assert repair["condition"] == "Ready=Unknown for 45m0s (toleration 30m0s)"
+    assert repair["pods"] == ["web/web-0"] and repair["replacement"]["instance_types"]  # what would launch
     skipped = {s["nodeclaim"]: s["reason"] for s in shown["skipped"]}
     assert "(2 of 3 in NodePool shaky)" in skipped["claim-shaky-0"]
     assert main(["disrupt", "--now", NOW, path]) == 0

@@ -126,7 +126,7 @@ def render_table(shown: dict[str, Any], decided: Plan) -> str:
     lines = [f"{'NODECLAIM':<28} {'NODE':<28} {'METHOD':<12} {'REASON':<14} {'PODS':>4} {'SAVES $/H':>9}  REPLACEMENT"]
     for c in shown["commands"]:
         replacement = c["replacement"]
-        what = c.get("condition") or "-"
+        what = "-"
         if replacement is not None:
             types = replacement["instance_types"]
             more = f" (+{len(types) - 3} more)" if len(types) > 3 else ""
@@ -134,6 +134,8 @@ def render_table(shown: dict[str, Any], decided: Plan) -> str:
             what = f"{', '.join(types[:3])}{more} {capacity} from ${replacement['price_per_hour']:.4f}/h"
             if len(c["replacements"]) > 1:
                 what += f" (+{len(c['replacements']) - 1} more nodeclaim(s))"
+        if c.get("condition"):  # a repair says why the node is unhealthy
+            what = c["condition"] if what == "-" else f"{c['condition']}; {what}"
         lines.append(
             f"{c['nodeclaim']:<28} {c['node']:<28} {c['method']:<12} {c['reason']:<14} {len(c['pods']):>4} "
             f"{c['savings_per_hour']:>9.4f}  {what}"

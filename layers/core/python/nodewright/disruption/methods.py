@@ -26,9 +26,11 @@ from nodewright.disruption.candidates import (
 )
 from nodewright.disruption.commands import EXPIRED, Replacement, ReplacementOffering
 from nodewright.disruption.decision import DRIFT, DRIFTED, EMPTINESS, EMPTY, EXPIRATION, Decision, sentence
+from nodewright.disruption.fleet import FleetNode
 from nodewright.disruption.simulate import Simulation, simulate
 from nodewright.disruption.state import ClusterState
 from nodewright.model.durations import format_duration
+from nodewright.model.nodepool import NodePool
 
 # Non-empty drifted nodes are simulated one at a time; a tick simulates at most this many (the next tick goes on).
 DRIFT_SIMULATIONS_PER_TICK = 10
@@ -51,6 +53,15 @@ def planned_replacements(sim: Simulation) -> tuple[Replacement, ...]:
         )
         out.append(Replacement(claim.nodepool, options))
     return tuple(out)
+
+
+def forceful_candidate(state: ClusterState, member: FleetNode, pool: NodePool) -> Candidate:
+    """A node that goes whatever its pods say (expiration, repair) as a candidate: its pods, and those that must
+    move (`Candidate.reschedulable`)."""
+    pods = state.pods_on(member)
+    moving = tuple(p for p in pods if state.facts(p).reschedulable)
+    price = state.price(member) or 0.0
+    return Candidate(member, pool, pods, moving, state.instance_type(member), price, reschedule_cost(moving))
 
 
 @dataclass
@@ -167,12 +178,9 @@ class Expiration:
             if pool is None:
                 out.skipped[member.nodeclaim] = f"{EXPIRED}: NodePool {member.nodepool!r} not found ({detail})"
                 continue
-            pods = state.pods_on(member)
-            moving = tuple(p for p in pods if state.facts(p).reschedulable)
-            price = state.price(member) or 0.0
-            found = Candidate(member, pool, pods, moving, state.instance_type(member), price, reschedule_cost(moving))
+            found = forceful_candidate(state, member, pool)
             planned: tuple[Replacement, ...] = ()
-            if moving and simulations < EXPIRATION_SIMULATIONS_PER_TICK:
+            if found.reschedulable and simulations < EXPIRATION_SIMULATIONS_PER_TICK:
                 simulations += 1
                 planned = planned_replacements(simulate(state, [found], ctx.chosen))
             decision = Decision(EXPIRATION, EXPIRED, (found,), detail, forceful=True, planned=planned)

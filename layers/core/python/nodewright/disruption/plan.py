@@ -15,11 +15,21 @@ from typing import Any
 
 from nodewright.disruption.budgets import PoolBudgets
 from nodewright.disruption.candidates import GRACEFUL
-from nodewright.disruption.commands import UNHEALTHY, DisruptionCommand, Target
+from nodewright.disruption.commands import UNHEALTHY, DisruptionCommand, Replacement, Target
 from nodewright.disruption.consolidation import MultiNodeConsolidation, SingleNodeConsolidation
 from nodewright.disruption.decision import EXPIRATION, UNDERUTILIZED, Decision
-from nodewright.disruption.methods import Drift, Emptiness, Expiration, Method, PlanContext
+from nodewright.disruption.methods import (
+    EXPIRATION_SIMULATIONS_PER_TICK,
+    Drift,
+    Emptiness,
+    Expiration,
+    Method,
+    PlanContext,
+    forceful_candidate,
+    planned_replacements,
+)
 from nodewright.disruption.repair import Repair, Repairs, repairs
+from nodewright.disruption.simulate import simulate
 from nodewright.disruption.state import ClusterState
 from nodewright.gcpause import paused_cycle_collector
 
@@ -59,6 +69,8 @@ class Plan:
     then the method's, then why it is no candidate, then an unhealthy condition still within its toleration)."""
 
     repairs: Repairs = field(default_factory=Repairs)
+    # NodeClaim -> what its repair's workflow would launch now, for the dry run (as `Decision.planned`).
+    repair_launches: dict[str, tuple[Replacement, ...]] = field(default_factory=dict)
     decisions: list[Decision] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
     blocked: dict[str, str] = field(default_factory=dict)
@@ -79,7 +91,7 @@ class Plan:
         and expiration the NodeClaims simulated for the node's moving pods; none when they fit on existing nodes or
         the node is empty); `replacement` is the first of them, or null. A multi-node consolidation's replacement
         and its price are on its first node."""
-        commands: list[dict[str, Any]] = [_repair_json(r, state) for r in self.repairs.due]
+        commands = [_repair_json(r, state, self.repair_launches.get(r.member.nodeclaim, ())) for r in self.repairs.due]
         for d in self.decisions:
             for i, c in enumerate(d.candidates):
                 launches = [r.to_json() for r in d.launches] if i == 0 else []
@@ -107,8 +119,9 @@ class Plan:
         }
 
 
-def _repair_json(repair: Repair, state: ClusterState) -> dict[str, Any]:
+def _repair_json(repair: Repair, state: ClusterState, planned: tuple[Replacement, ...]) -> dict[str, Any]:
     member = repair.member
+    launches = [r.to_json() for r in planned]
     return {
         "nodeclaim": member.nodeclaim,
         "node": member.node,
@@ -116,8 +129,8 @@ def _repair_json(repair: Repair, state: ClusterState) -> dict[str, Any]:
         "reason": UNHEALTHY,
         "method": REPAIR,
         "condition": repair.unhealthy.describe(state.now),
-        "replacement": None,
-        "replacements": [],
+        "replacement": launches[0] if launches else None,
+        "replacements": launches,
         "pods": sorted(p.key for p in state.pods_on(member)),
         "savings_per_hour": 0.0,
     }
@@ -195,6 +208,12 @@ def _repair(state: ClusterState, ctx: PlanContext, out: Plan, timer: Callable[[]
     started = timer()
     found = out.repairs = repairs(state.fleet, state.now)
     ctx.chosen.update(r.member.nodeclaim for r in found.due)
+    for repair in found.due[:EXPIRATION_SIMULATIONS_PER_TICK]:  # as for expiration: only to show what launches
+        pool = state.pools.get(repair.member.nodepool)
+        candidate = forceful_candidate(state, repair.member, pool) if pool is not None else None
+        if candidate is not None and candidate.reschedulable:
+            sim = simulate(state, [candidate], ctx.chosen)
+            out.repair_launches[repair.member.nodeclaim] = planned_replacements(sim)
     eligible = len(found.due) + len(found.waiting) + len(found.held)
     out.methods.append(MethodReport(REPAIR, UNHEALTHY, eligible, len(found.due), timer() - started))
 
