@@ -7,8 +7,8 @@ about 1.4 s of the 2-3 s `nodewright simulate` took.
 
 `load_all(text)` returns what `yaml.load_all(text, Loader=yaml.CSafeLoader)` returns (the same objects, equal, of
 the same types; the same exceptions on bad input), faster:
-- the resolver's answer is kept per (node kind, value, implicit flags): with no path resolvers (the safe loader has
-  none) it depends on nothing else, and the same keys and values come back in every document;
+- the resolver's answer for a plain scalar is kept by its value (see `_Loader`): the same keys and values come back
+  in every document;
 - a document made only of plain maps with string keys, lists and scalars is built by one small recursive walk that
   hands each non-string scalar to the safe constructor's own function for its tag (int, float, bool, null,
   timestamp, binary). Anything else (merge keys `<<`, non-string keys, `!!set`, `!!omap`, explicit unknown tags,
@@ -37,20 +37,23 @@ class _NotPlain(Exception):
 
 
 class _Loader(_BASE):  # type: ignore[misc]  # PyYAML's loaders are untyped
-    """The safe loader with its scalar resolution kept per (kind, value, implicit)."""
+    """The safe loader with the tag of each plain scalar kept by its value.
+
+    Without path resolvers (the safe loader has none), PyYAML's `resolve` gives a plain scalar the tag of the first
+    implicit pattern its value matches (else str): a function of the value alone. Any other node (a quoted scalar, a
+    map, a list) gets its kind's default tag, which PyYAML's own `resolve` returns without trying the patterns."""
 
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
-        self._resolved: dict[tuple[Any, Any, Any], str] = {}
+        self._plain_tags: dict[str, str] = {}
 
     def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
-        if self.yaml_path_resolvers:  # the answer would depend on the node's path too
+        if kind is not ScalarNode or not implicit[0] or self.yaml_path_resolvers:
             tag: str = super().resolve(kind, value, implicit)
             return tag
-        key = (kind, value, implicit)
-        found = self._resolved.get(key)
+        found = self._plain_tags.get(value)
         if found is None:
-            found = self._resolved[key] = super().resolve(kind, value, implicit)
+            found = self._plain_tags[value] = super().resolve(kind, value, implicit)
         return found
 
 
@@ -90,7 +93,11 @@ def _plain(loader: Any, node: Any, containers: set[int]) -> Any:
         for key, value in node.value:
             if key.__class__ is not ScalarNode or key.tag != _STR:
                 raise _NotPlain
-            out[key.value] = _plain(loader, value, containers)
+            # A string value inline: most nodes are, and a call for each costs more than the rest of the walk.
+            if value.__class__ is ScalarNode and value.tag == _STR:
+                out[key.value] = value.value
+            else:
+                out[key.value] = _plain(loader, value, containers)
         return out
     if kind is SequenceNode and node.tag == _SEQ:
         return [_plain(loader, item, containers) for item in node.value]
