@@ -185,7 +185,27 @@ def core_layer_bundle(source: Path = CORE_SOURCE) -> Bundle:
     """The nodewright package (minus the developer-only parts) under `python/`, as Lambda layers expect."""
     files = _source_files(source, CORE_EXCLUDED)
     key = _tree_key(source, files, extra=["core", *CORE_EXCLUDED])
-    return _materialize("layer-core", key, lambda tmp: _copy_files(source, files, tmp / "python" / source.name))
+
+    def fill(tmp: Path) -> None:
+        _copy_files(source, files, tmp / "python" / source.name)
+        _write_dataclass_methods(tmp / "python")
+
+    return _materialize("layer-core", key, fill)
+
+
+def _write_dataclass_methods(site: Path) -> None:
+    """The core's dataclass methods compiled ahead into the layer (`nodewright.dataclass_methods`), by importing
+    the copied package in a fresh interpreter of this build (the same Python as the `.pyc` files)."""
+    done = subprocess.run(
+        [sys.executable, "-c", "from nodewright import dataclass_methods; dataclass_methods.write_here()"],
+        cwd=site,
+        env={**os.environ, "PYTHONPATH": str(site), "PYTHONDONTWRITEBYTECODE": "1"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise BuildError(f"writing the core's dataclass methods failed:\n{done.stderr[-2000:]}")
 
 
 def _requirement_name(requirement: str) -> str:

@@ -80,14 +80,12 @@ def build_runtime(cluster: Any = None) -> _Runtime:
     `cluster` replaces the Kubernetes adapter (a dry run against an in-memory cluster, or a test's fake
     Cluster port); by default the cluster is reached through its EKS endpoint with an EKS token.
     """
+    from concurrent.futures import ThreadPoolExecutor
+
     from nodewright.adapters import aws_sdk
-    from nodewright.adapters.dynamodb_state import DynamoDBState
-    from nodewright.adapters.ec2_catalog import kept_catalog
     from nodewright.adapters.ec2_launcher import ec2_cloud
     from nodewright.adapters.eks_token import EksTokenSource
     from nodewright.adapters.kubernetes_cluster import KubernetesCluster
-    from nodewright.scheduling import TemplateCache
-    from nodewright.service.provision import delivery, provision
     from nodewright.settings import ProvisionerSettings, catalog_mode
 
     settings = ProvisionerSettings.from_env()
@@ -100,13 +98,26 @@ def build_runtime(cluster: Any = None) -> _Runtime:
         session,
         node_roles=settings.node_roles,
     )
+    # Every client is made here, on this thread (a boto3 session is not thread-safe); then eks:DescribeCluster
+    # waits on the network in a thread while this one imports the planning code, instead of one after the other.
+    dynamodb = session.client("dynamodb")
+    reading = None
     if cluster is None:
-        cluster = KubernetesCluster.from_eks(
-            settings.cluster, cloud.eks, EksTokenSource(settings.cluster, session.client("sts"), settings.region)
-        )
-    state = DynamoDBState(settings.table, session.client("dynamodb"))
+        tokens = EksTokenSource(settings.cluster, session.client("sts"), settings.region)
+        describing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="describe-cluster")
+        reading = describing.submit(KubernetesCluster.from_eks, settings.cluster, cloud.eks, tokens)
+        describing.shutdown(wait=False)
+
+    from nodewright.adapters.dynamodb_state import DynamoDBState
+    from nodewright.adapters.ec2_catalog import kept_catalog
+    from nodewright.scheduling import TemplateCache
+    from nodewright.service.provision import delivery, provision
+
+    state = DynamoDBState(settings.table, dynamodb)
     mode = catalog_mode(os.environ)
     catalog = kept_catalog(mode, settings.region, cloud.ec2, session)
+    if reading is not None:
+        cluster = reading.result()  # DescribeCluster's error, if any, raised here as before
     clock = _SystemClock()
     parsed_pods: dict[Any, Any] = {}  # pods, Nodes and NodeClaims parsed by earlier calls (see model.loader)
     nodepool_templates = TemplateCache()  # NodePools prepared against the catalog, kept batch after batch

@@ -278,17 +278,22 @@ def _seed_account(endpoint: str, api_url: str) -> None:
 
 @dataclass(frozen=True)
 class Code:
-    """Where the child's code comes from: its interpreter, extra entries for its path (none: the venv's own),
-    the handler file, and the botocore data directory it is given."""
+    """Where the child's code comes from: its interpreter, extra entries for its path, whether the
+    interpreter's site-packages are shut out (the layers) or used (the venv), the handler file, and the
+    botocore data directory it is given."""
 
     python: str
     path: tuple[Path, ...]
     handler: Path
     aws_models: Path
+    isolated: bool = True
 
     @classmethod
     def venv(cls, handler: Path) -> Code:
-        return cls(sys.executable, (), handler, aws_sdk.cached_models())
+        """The venv's interpreter and packages, with the core of the checkout `handler` belongs to first on
+        the path: the venv's editable install points at one checkout, which need not be this one."""
+        core = handler.resolve().parents[2] / "layers" / "core" / "python"
+        return cls(sys.executable, (core,), handler, aws_sdk.cached_models(), isolated=False)
 
     @classmethod
     def layers(cls, handler: Path) -> Code:
@@ -312,7 +317,7 @@ class Code:
     def command(self, *args: str) -> list[str]:
         # -S: no site-packages at all, so a module missing from the layers fails here instead of being found
         # in whatever the base interpreter has installed.
-        return [self.python, "-S", *args] if self.path else [self.python, *args]
+        return [self.python, "-S", *args] if self.isolated else [self.python, *args]
 
 
 def _child_env(endpoint: str, tracing: bool, code: Code) -> dict[str, str]:

@@ -564,3 +564,39 @@ def test_forged_hints_in_many_namespaces_are_read_again_at_most_the_cap_and_coun
     assert summary["details"] == {"namespaces": 22, "pods": 22}
     emitted = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"CloudWatchMetrics"' in line]
     assert [m["HintNamespacesNotReread"] for m in emitted if "HintNamespacesNotReread" in m] == [[22.0]]
+
+
+def test_without_a_cluster_port_the_eks_endpoint_comes_from_describe_cluster_read_in_the_background(
+    account: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """build_runtime reads the cluster's endpoint (eks:DescribeCluster against the seeded record) on another thread
+    while it imports the planning code, and hands the provisioner what that read built."""
+    import threading
+
+    from nodewright.adapters.kubernetes_cluster import KubernetesCluster
+
+    handler = load_handler("provisioner")
+    built: list[tuple[str, Any]] = []
+    original = KubernetesCluster.from_eks.__func__  # type: ignore[attr-defined]
+
+    def recording(cls: Any, name: str, eks: Any, tokens: Any) -> Any:
+        made = original(cls, name, eks, tokens)
+        built.append((threading.current_thread().name, made))
+        return made
+
+    monkeypatch.setattr(KubernetesCluster, "from_eks", classmethod(recording))
+    runtime = handler.build_runtime()
+    [(thread, made)] = built
+    assert thread.startswith("describe-cluster") and thread != threading.main_thread().name
+    assert made.api._base == "https://127.0.0.1:6443"  # the seeded cluster record's
+    assert runtime.cluster_name == CLUSTER
+
+
+def test_a_describe_cluster_that_fails_fails_the_set_up(account: dict[str, Any]) -> None:
+    """The background read's error is build_runtime's, as when the read ran in line."""
+    from botocore.exceptions import ClientError
+
+    handler = load_handler("provisioner")
+    boto3.client("eks", region_name=REGION).delete_cluster(name=CLUSTER)
+    with pytest.raises(ClientError, match="ResourceNotFoundException"):
+        handler.build_runtime()

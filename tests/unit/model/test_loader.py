@@ -405,3 +405,71 @@ def test_libyaml_reads_what_the_python_parser_reads() -> None:
     assert yaml.__with_libyaml__, "PyYAML without libyaml: large files parse ten times slower"
     _, errors = _parse_yaml("kind: NodePool\nmetadata:\n  name: [unclosed\n", "t")
     assert errors[0].path.startswith("line 4") and "YAML syntax error" in str(errors[0])
+
+
+def _replicas_file(tmp_path: Path) -> Path:
+    """Pod documents that are replicas of a few templates (names differ), and near-twins that differ elsewhere."""
+    spec = {
+        "containers": [container({"cpu": "500m", "memory": "1Gi"})],
+        "volumes": [{"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {"resources": {}}}}}],
+        "topologySpreadConstraints": [
+            {
+                "maxSkew": 1,
+                "topologyKey": "topology.kubernetes.io/zone",
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {"app": "web"}},
+            }
+        ],
+    }
+    docs: list[Any] = [NODEPOOL, NODECLASS]
+    docs += [pod(spec, f"web-{i}", {"app": "web"}) for i in range(4)]
+    docs += [with_field(pod(spec, f"other-{i}", {"app": "web"}), "metadata.namespace", "other") for i in range(2)]
+    docs += [with_field(pod(spec, "typed-1", {"app": "web"}), "spec.priority", 1)]
+    docs += [with_field(pod(spec, "typed-true", {"app": "web"}), "spec.priority", True)]  # an error, not 1
+    docs += [with_field(pod(spec, f"bad-{i}", {"app": "web"}), "spec.containers", []) for i in range(2)]
+    docs += [pod(spec, "web-0", {"app": "web"})]  # a duplicate name
+    path = tmp_path / "replicas.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    return path
+
+
+def test_pods_alike_but_for_their_name_load_as_each_parsed_alone(tmp_path: Path) -> None:
+    """load_files parses a Pod document that differs from an earlier clean one only by its name as a renamed copy;
+    the inputs and errors are what parsing every document on its own gives (load_text does, without the cache)."""
+    path = _replicas_file(tmp_path)
+    fast, fast_errors = load_files([path])
+    slow, slow_errors = load_text(path.read_text(), str(path))
+    assert fast.pending_pods == slow.pending_pods and len(fast.pending_pods) == 7
+    assert fast.pvcs == slow.pvcs and {c.name for c in fast.pvcs} >= {"web-3-scratch", "other-1-scratch"}
+    assert [str(e) for e in fast_errors] == [str(e) for e in slow_errors] and len(fast_errors) == 4
+    assert fast.objects == slow.objects
+    assert {p.namespace for p in fast.pending_pods} == {"default", "other"}
+    assert next(p for p in fast.pending_pods if p.name == "typed-1").priority == 1
+
+
+def test_pods_alike_share_one_parse(tmp_path: Path) -> None:
+    from nodewright.model import kube
+
+    path = _replicas_file(tmp_path)
+    calls: list[str] = []
+    original = kube.parse_pod
+
+    def counting(ctx: Any, doc: Any) -> Any:
+        calls.append(doc["metadata"]["name"])
+        return original(ctx, doc)
+
+    kube.parse_pod = counting
+    try:
+        load_files([path])
+    finally:
+        kube.parse_pod = original
+    # web-0 for web-1..3; other-0 for other-1; the erroneous ones are never kept.
+    assert calls == ["web-0", "other-0", "typed-1", "typed-true", "bad-0", "bad-1"]
+
+
+def test_summaries_can_be_left_off(tmp_path: Path) -> None:
+    path = _replicas_file(tmp_path)
+    with_summaries, _ = load_files([path])
+    without, _ = load_files([path], summaries=False)
+    assert without.pending_pods == with_summaries.pending_pods
+    assert any(o.summary for o in with_summaries.objects) and not any(o.summary for o in without.objects)

@@ -25,17 +25,26 @@ COMMANDS: dict[str, str] = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser with every sub-command, or with only the sub-command `only` (a key of COMMANDS).
+
+    Registering a sub-command imports its module, and the modules of all of them together take a few hundred
+    milliseconds to import; a run of one command needs only its own (its parser, help and errors are the same).
+    """
     parser = argparse.ArgumentParser(prog="nodewright", description=__doc__)
     parser.add_argument("--version", action="version", version=f"nodewright {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True)
-    for module_name in COMMANDS.values():
-        importlib.import_module(module_name).add_parser(subparsers)
+    for name, module_name in COMMANDS.items():
+        if only is None or name == only:
+            importlib.import_module(module_name).add_parser(subparsers)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # The sub-command comes first when there is one (`nodewright simulate ...`); anything else (`--help`,
+    # `--version`, a mistyped command) gets the full parser, which lists every command.
+    parser = build_parser(argv[0] if argv and argv[0] in COMMANDS else None)
     args = parser.parse_args(argv)
     result: int = args.func(args)
     return result

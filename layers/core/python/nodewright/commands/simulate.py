@@ -32,7 +32,7 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Load, validate and simulate; 0 on success (even with unschedulable pods), 1 on invalid input."""
-    inputs = load_or_report(args.files)
+    inputs = load_or_report(args.files, summaries=False)  # the objects' summaries are for `validate`
     if inputs is None:
         return 1
     results = solve_inputs(inputs, SnapshotSource().instance_types())

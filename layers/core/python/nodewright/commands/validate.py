@@ -42,9 +42,10 @@ def add_parser(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def load_or_report(files: Sequence[str]) -> ClusterInputs | None:
-    """Load the files; on any error print every one to stderr (and a count) and return None."""
-    inputs, errors = load_files(files)
+def load_or_report(files: Sequence[str], summaries: bool = True) -> ClusterInputs | None:
+    """Load the files; on any error print every one to stderr (and a count) and return None. `summaries`: give
+    each object the one-line summary `validate` prints (`model.loader.load_files`)."""
+    inputs, errors = load_files(files, summaries)
     if not errors:
         return inputs
     for error in errors:

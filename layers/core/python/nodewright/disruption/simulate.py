@@ -18,6 +18,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from nodewright.disruption.candidates import Candidate, disruptable
+from nodewright.disruption.one_node import one_new_node
 from nodewright.disruption.state import ClusterState
 from nodewright.model import resources as res
 from nodewright.model.nodeclaim import NodeClaim
@@ -167,26 +168,6 @@ def _cheaper(found: Simulation, best: Simulation) -> bool:
     if len(best.new_claims) > 1 or not best.all_moved:
         return True
     return found.results.cost_per_hour < best.results.cost_per_hour
-
-
-def one_new_node(
-    pools: Sequence[NodePool], nodes: Sequence[Node], inflight: Sequence[NodeClaim], where: str
-) -> list[NodePool]:
-    """The pools with `nodes` limits that let the solver open one new node in `where` and none elsewhere (it then
-    grows that claim into a larger type instead of opening a second). A pool's own lower limit stays."""
-    counts: dict[str, int] = {}
-    for node in nodes:
-        owner = node.labels.get(NODEPOOL_LABEL, "")
-        if owner:
-            counts[owner] = counts.get(owner, 0) + 1
-    for claim in inflight:
-        counts[claim.nodepool] = counts.get(claim.nodepool, 0) + 1
-    out = []
-    for pool in pools:
-        allowed = counts.get(pool.name, 0) + (1 if pool.name == where else 0)
-        limit = pool.limits.get("nodes")
-        out.append(replace(pool, limits={**pool.limits, "nodes": allowed if limit is None else min(limit, allowed)}))
-    return out
 
 
 def _outcome(

@@ -78,6 +78,7 @@ class _State:
     seen: dict[tuple[str, str], str] = field(default_factory=dict)  # (kind, name) -> source
     errors: list[ValidationError] = field(default_factory=list)
     parsed_pods: ParsedPods | None = None
+    alike_pods: _AlikePods | None = None  # files only: API objects are kept by version instead (parsed_pods)
 
 
 def _expand(docs: Iterable[Any], source: str, errors: list[ValidationError]) -> list[Mapping[str, Any]]:
@@ -115,11 +116,12 @@ def _parse_yaml(text: str, source: str) -> tuple[list[Any], list[ValidationError
     # is a measurable part of their cold start.
     import yaml
 
-    # libyaml's parser, when PyYAML was built with it (its wheels are), reads large files about 10x faster than
-    # the pure-Python one, with the same YAML 1.1 safe types and the same error marks.
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    from nodewright.model import yaml_documents
+
+    # libyaml's parser (when PyYAML was built with it; its wheels are) with a quicker constructor: the same
+    # objects and errors as yaml.load_all with the C safe loader (see yaml_documents).
     try:
-        return list(yaml.load_all(text, Loader=loader)), []
+        return yaml_documents.load_all(text), []
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
@@ -127,13 +129,14 @@ def _parse_yaml(text: str, source: str) -> tuple[list[Any], list[ValidationError
         return [], [ValidationError(source, "", "", where, f"YAML syntax error: {problem}")]
 
 
-def load_files(paths: Sequence[str | Path]) -> tuple[ClusterInputs, list[ValidationError]]:
+def load_files(paths: Sequence[str | Path], summaries: bool = True) -> tuple[ClusterInputs, list[ValidationError]]:
     """Read multi-document YAML files (a directory means its *.yaml / *.yml files) and load every object.
 
     Returns the inputs (objects with errors left out) and all errors, each naming file, object and field.
+    `summaries`: give each object its one-line summary (what `validate` prints).
     """
     sources, errors = read_files(paths)
-    inputs, more = load_sources(sources)
+    inputs, more = load_sources(sources, summaries, alike_pods=True)
     return inputs, errors + more
 
 
@@ -181,10 +184,15 @@ def load_documents(
 
 
 def load_sources(
-    sources: Iterable[tuple[Sequence[Any], str]], summaries: bool = True, parsed_pods: ParsedPods | None = None
+    sources: Iterable[tuple[Sequence[Any], str]],
+    summaries: bool = True,
+    parsed_pods: ParsedPods | None = None,
+    alike_pods: bool = False,
 ) -> tuple[ClusterInputs, list[ValidationError]]:
-    """Load documents from several sources into one `ClusterInputs` (names must be unique across them)."""
-    state = _State(parsed_pods=parsed_pods)
+    """Load documents from several sources into one `ClusterInputs` (names must be unique across them).
+    `alike_pods`: parse a Pod document that differs from an earlier clean one only by its name as a renamed copy
+    of it (`_pod_shape`; files of many replicas); the result is the same."""
+    state = _State(parsed_pods=parsed_pods, alike_pods={} if alike_pods else None)
     with paused_cycle_collector():  # tens of thousands of objects that live on and form no cycles (see gcpause)
         for docs, source in sources:
             for doc in _expand(docs, source, state.errors):
@@ -234,7 +242,7 @@ def _load_one(state: _State, doc: Mapping[str, Any], source: str) -> None:
         value = nodeclaim_from(ctx, doc)
         _remember(state.parsed_pods, doc, value, ctx)
     elif kind == "Pod":
-        value = _parse_pod(ctx, doc, state.parsed_pods)
+        value = _parse_pod(ctx, doc, state.parsed_pods, state.alike_pods)
     elif kind in WORKLOAD_KINDS:
         value = kube.parse_workload(ctx, doc, kind)
     elif kind == "DaemonSet":
@@ -326,13 +334,47 @@ def _remember(parsed: ParsedPods | None, doc: Mapping[str, Any], value: Any, ctx
     parsed[key] = value
 
 
-def _parse_pod(ctx: Collector, doc: Mapping[str, Any], parsed_pods: ParsedPods | None) -> kube.ParsedPod | None:
+def _parse_pod(
+    ctx: Collector, doc: Mapping[str, Any], parsed_pods: ParsedPods | None, alike: _AlikePods | None = None
+) -> kube.ParsedPod | None:
     found = _cached_parse(doc, parsed_pods)
     if found is not None:
         return found  # type: ignore[no-any-return]
+    shape = _pod_shape(doc) if alike is not None else None
+    if alike is not None and shape is not None:
+        twin = alike.get(shape[0])
+        if twin is not None:
+            return twin.renamed(shape[1])
     parsed = kube.parse_pod(ctx, doc)
     _remember(parsed_pods, doc, parsed, ctx)
+    if alike is not None and shape is not None and parsed is not None and ctx.ok and not ctx.errors:
+        alike[shape[0]] = parsed
     return parsed
+
+
+# Clean parses of Pod documents by everything but their name (see `_pod_shape`): files list replicas of one
+# template as separate Pod documents, which differ only by name.
+_AlikePods = dict[str, kube.ParsedPod]
+
+
+def _pod_shape(doc: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(the document without `metadata.name`, as its repr; the name), or None when the document has no plain
+    string name or refers to itself. Two documents with the same shape parse to the same pod but for its name,
+    uid and the claim names that follow the name (`kube.ParsedPod.renamed`).
+
+    The repr of what YAML and JSON load (dicts, lists, strings, numbers, booleans, None, timestamps, bytes) tells
+    apart any two values that differ in content, key order or type (1, 1.0, True, "1"), at C speed; only a
+    structure that contains itself (a YAML alias to an ancestor) shows as `{...}` or `[...]`, and is not kept."""
+    metadata = doc.get("metadata")
+    if not isinstance(metadata, dict):
+        return None
+    name = metadata.get("name")
+    if not isinstance(name, str) or not name:
+        return None
+    shape = repr({**doc, "metadata": {k: v for k, v in metadata.items() if k != "name"}})
+    if "{...}" in shape or "[...]" in shape:
+        return None
+    return shape, name
 
 
 def _store(state: _State, kind: str, value: Any, source: str, ctx: Collector) -> None:

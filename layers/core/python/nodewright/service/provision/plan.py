@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from nodewright.catalog.catalog import Catalog
 from nodewright.catalog.labels import CAPACITY_RESERVATION_ID, ZONE
 from nodewright.catalog.types import InstanceTypeSource
-from nodewright.disruption.simulate import one_new_node
+from nodewright.disruption.one_node import one_new_node
 from nodewright.launch.template import ResolvedNodeClass
 from nodewright.launch.userdata import ClusterInfo
 from nodewright.model.inputs import ClusterInputs
@@ -86,7 +86,7 @@ def plan(
     """Resolve, build the catalog, solve; every refusal and every skipped NodePool is a decision in `result`.
     The simulation's own time goes into `result.timings["solve"]`. `plan_filter` narrows the simulation's plan
     before anything is named or created (see `filtered`); `one_claim_in` allows at most one new NodeClaim, in
-    that NodePool (see `disruption.simulate.one_new_node`). `nodepool_templates`: NodePools prepared against the
+    that NodePool (see `disruption.one_node.one_new_node`). `nodepool_templates`: NodePools prepared against the
     catalog by earlier calls (see `scheduling.TemplateCache`)."""
     info = cloud.cluster_info()
     node_classes = resolve_node_classes(inputs.nodeclasses, cloud, info.version)
