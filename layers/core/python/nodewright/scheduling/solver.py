@@ -10,8 +10,8 @@ the domains of its topology keys are decided one key at a time (`topology`), the
 places that have room in placement order, and the rest opens new NodeClaims (`claims`, sized by
 `choice`). The other modules: `templates` (NodePools and their instance types, per requirement set, kept
 across solves in a `TemplateCache`), `pools` (the NodePools of one run and their limits left),
-`existing` (existing nodes and NodeClaims in flight), `finalize` (a finished NodeClaim's instance
-types and launch options).
+`existing` (existing nodes and NodeClaims in flight), `shapes` (the run's new NodeClaims by requirement
+set and taints), `finalize` (a finished NodeClaim's instance types and launch options).
 """
 
 from __future__ import annotations
