@@ -30,7 +30,6 @@ from nodewright.scheduling.classes import EBS_VOLUMES, PodClass, TopologyTerm
 from nodewright.scheduling.nodepods import NodePods
 from nodewright.scheduling.pools import PoolContext, Pools, ReqKey, consume, within
 from nodewright.scheduling.preferences import Variant, untolerated
-from nodewright.scheduling.shapes import ClaimShapes
 from nodewright.scheduling.templates import Candidate, PoolCompat, admits_new_hostname, offering_key_of, type_matches
 from nodewright.scheduling.topology import Topology
 
@@ -116,7 +115,6 @@ class Claims:
         self.old_names: set[str] = set()
         self.name_clash = False
         self.new_hosts: dict[int, tuple[list[Bin], int]] = {}
-        self.shapes = ClaimShapes()  # the new claims that may take pods, by requirement set and taints
 
     def fork(self, pools: Pools, topology: Topology, look_ahead: LookAhead, bin_of: Mapping[int, Bin]) -> Claims:
         """These places for another run of the solve, before any new claim is opened: the bins as copied in
@@ -153,14 +151,24 @@ class Claims:
 
     def shape_compat(self, b: Bin, requirements: Requirements, rkey: ReqKey) -> tuple[Requirements, ReqKey] | None:
         """`bin_compat` but for a new claim's instance type: what every bin of b's kind and requirement set answers
-        (None: no such bin can take these requirements now; their requirements only narrow, so a refusal stays,
-        unless `may_take_later`)."""
+        (None: none can take these requirements now; requirements only narrow, so a refusal stays unless
+        `may_take_later`)."""
         key = (b.rkey, rkey)
         try:  # one hash of the key on a hit (the usual case), not two
             return self.compat_cache[key]
         except KeyError:
             merged = self.compat_cache[key] = self._compute_bin_compat(b, requirements, rkey)
             return merged
+
+    def refuses_for_good(
+        self, b: Bin, requirements: Requirements, rkey: ReqKey, tolerations: tuple[Toleration, ...]
+    ) -> bool:
+        """Whether new claim b, and every new claim of its shape (requirement set and NodePool, whose taints it
+        has), can never take pods of these requirements (numbered `rkey`) and tolerations: a taint they do not
+        tolerate, or requirements that conflict and will not come to fit later (`may_take_later`)."""
+        if b.taints and untolerated(tolerations, b.taints) is not None:
+            return True
+        return self.shape_compat(b, requirements, rkey) is None and not self.may_take_later(b, requirements, rkey)
 
     def _compute_bin_compat(
         self, b: Bin, requirements: Requirements, rkey: ReqKey
@@ -281,8 +289,6 @@ class Claims:
             if grown is None:
                 continue
             candidate, j = grown
-            if not b.grown:
-                self.shapes.drop(b)
             _grow_into(b, ctx, candidate, budget)
             pods = self.assign(b, cls, pods, j, *merged)
         return pods
@@ -320,9 +326,8 @@ class Claims:
         """Place the first k of `pods` on b, whose requirements become `merged` (`bin_compat`'s answer), and
         count them in every topology group; returns the pods left."""
         if mkey != b.rkey:
-            old, b.requirements, b.rkey = b.rkey, merged, mkey
-            if b.kind == "new" and not b.grown:
-                self.shapes.move(b, old)
+            b.requirements = merged
+            b.rkey = mkey
             zone = merged.get(ZONE).single_value()
             if zone is not None:
                 b.labels[ZONE] = zone
@@ -434,7 +439,6 @@ class Claims:
         self.bins.append(b)
         self.new_bins.append(b)
         self.new_by_name[b.name] = b
-        self.shapes.add(b)
         self.name_clash = self.name_clash or b.name in self.old_names
         return b
 

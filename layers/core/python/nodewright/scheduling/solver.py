@@ -10,8 +10,8 @@ the domains of its topology keys are decided one key at a time (`topology`), the
 places that have room in placement order, and the rest opens new NodeClaims (`claims`, sized by
 `choice`). The other modules: `templates` (NodePools and their instance types, per requirement set, kept
 across solves in a `TemplateCache`), `pools` (the NodePools of one run and their limits left),
-`existing` (existing nodes and NodeClaims in flight), `shapes` (the run's new NodeClaims by requirement
-set and taints), `finalize` (a finished NodeClaim's instance types and launch options).
+`existing` (existing nodes and NodeClaims in flight), `finalize` (a finished NodeClaim's instance
+types and launch options).
 """
 
 from __future__ import annotations
@@ -108,13 +108,15 @@ class Solver:
         # take the request, and how far the group's `hosts` list was read (see `_affinity_hosts`).
         self.affinity_room: dict[tuple[object, ...], tuple[list[Bin], int]] = {}
         # Per (request vector, closing terms, requirement set, tolerations), the bins that may still take such
-        # a batch, and how far self.bins was scanned (see `_room`).
+        # a batch, and how far self.bins was scanned (see `_room`); per (request vector,) the bins with room.
         # Room only shrinks, so a bin dropped from a list never needs to come back. A claim that grew into a
         # larger type keeps its new room for the pods that needed it (through `_grow_claims`), so other
         # classes do not fill it and force it to grow again.
         self.room: dict[tuple[object, ...], tuple[list[Bin], int]] = {}
         # Per such key, the new claims that may take the batch only once their requirements change (see `_fill`).
         self.parked: dict[tuple[object, ...], list[tuple[Bin, ReqKey]]] = {}
+        # Per (requirement set, tolerations), per shape of new claim: whether it refuses such pods for good (`_fill`).
+        self.refused: dict[tuple[ReqKey, tuple[Toleration, ...]], dict[tuple[ReqKey, int], bool]] = {}
         self.finalizer = Finalizer(self.pools)
         # Karpenter relaxes PreferNoSchedule taints last, and only when a NodePool has one.
         self.prefer_no_schedule = any(t.effect == PREFER_NO_SCHEDULE for c in self.pools.contexts for t in c.taints)
@@ -181,6 +183,7 @@ class Solver:
         other.affinity_room = {}
         other.room = {}
         other.parked = {}
+        other.refused = {}  # keyed by the ids of this run's NodePool contexts
         other.pending_held = self.pending_held
         other.cpu_index = self.cpu_index  # the same bins as the run starts: copies of them, in the same order
         other.eligible = self.eligible
@@ -312,7 +315,7 @@ class Solver:
             self.affinity_room[room_key] = (kept_hosts, len(hosts))
             return self.claims.open_claims(cls, pods, requirements, rkey, variant)
         key = (request_key, closing, rkey, variant.tolerations)
-        kept = self._room(request, key, requirements, rkey, variant.tolerations)
+        kept = self._room(request, request_key, key, requirements, rkey, variant.tolerations)
         parked = self.parked.setdefault(key, [])
         survivors, pods = self._fill(kept, parked, cls, pods, request, closing, requirements, rkey, variant)
         self.room[key] = (survivors, len(self.bins))
@@ -321,6 +324,7 @@ class Solver:
     def _room(
         self,
         request: Mapping[str, int],
+        request_key: tuple[tuple[str, int], ...],
         key: tuple[object, ...],
         requirements: Requirements,
         rkey: ReqKey,
@@ -334,46 +338,30 @@ class Solver:
         requirement set lets each batch skip, for good, the bins of other domains and NodePools it can never
         use, instead of stepping over all of them every time. A new list starts from the existing nodes and
         claims in flight that may take such pods at all (`_eligible`) that still have room, then the new claims
-        that may take them with room for the request (`_new_room`).
+        with room for the request (`_new_room`).
         """
         entry = self.room.get(key)
-        parked = self.parked.setdefault(key, [])
         if entry is None:
             kept = _with_room(request, self._eligible(request, requirements, rkey, tolerations))
-            kept.extend(self._new_room(request, requirements, rkey, tolerations, parked))
+            kept.extend(self._new_room(request, request_key))
             entry = (kept, len(self.bins))
         kept, scanned = entry
         kept.extend(self.bins[scanned:])
+        parked = self.parked.get(key)
         if parked and any(b.rkey != rkey for b, rkey in parked):
             kept = sorted([*kept, *(b for b, rkey in parked if b.rkey != rkey)], key=placement_order)
             parked[:] = [(b, rkey) for b, rkey in parked if b.rkey == rkey]
         return kept
 
-    def _new_room(
-        self,
-        request: Mapping[str, int],
-        requirements: Requirements,
-        rkey: ReqKey,
-        tolerations: tuple[Toleration, ...],
-        parked: list[tuple[Bin, ReqKey]],
-    ) -> list[Bin]:
-        """The new claims that may take such a batch, with room for the request, in placement order; those that
-        may only once their requirements change are added to `parked` (as `_fill` would).
-
-        Asked per shape of claim (`shapes`), as `_fill` would ask each claim of it: a taint these tolerations do
-        not tolerate or requirements these conflict with leave out every claim of the shape, for good."""
-        found: list[Bin] = []
-        claims = self.claims
-        for (shape_rkey, taints), bins in claims.shapes.items():
-            if taints and untolerated(tolerations, taints) is not None:
-                continue
-            sample = bins[0]
-            if claims.shape_compat(sample, requirements, rkey) is not None:
-                found.extend(_with_room(request, bins))
-            elif claims.may_take_later(sample, requirements, rkey):
-                parked.extend((b, shape_rkey) for b in bins)
-        found.sort(key=placement_order)
-        return found
+    def _new_room(self, request: Mapping[str, int], request_key: tuple[tuple[str, int], ...]) -> list[Bin]:
+        """The new claims with room for this request, in placement order: kept per request (`room`, under the key
+        `(request_key,)`) and read on from where it was, so a class's many lists (one per domain and requirement
+        set) do not each step over the thousands of claims a large solve opens."""
+        kept, scanned = self.room.get((request_key,), ([], len(self.cpu_index[0])))
+        kept = _with_room(request, kept)
+        kept.extend(_with_room(request, self.bins[scanned:]))
+        self.room[(request_key,)] = (kept, len(self.bins))
+        return list(kept)
 
     def _eligible(
         self, request: Mapping[str, int], requirements: Requirements, rkey: ReqKey, tolerations: tuple[Toleration, ...]
@@ -421,13 +409,24 @@ class Solver:
         counts = self.topology.counts
         terms, tolerations = variant.terms, variant.tolerations
         bin_compat, bin_cap, assign = self.claims.bin_compat, self.topology.bin_cap, self.claims.assign
-        may_take = self.claims.may_take_later
+        may_take, refuses = self.claims.may_take_later, self.claims.refuses_for_good
         ebs_claims = cls.ebs_claims
+        # Per shape of new claim (requirement set, NodePool): whether it refuses these pods for good. A run opens
+        # thousands of claims of a few hundred shapes, and a new list visits every claim once: most of them, in
+        # other zones or NodePools, are dropped on one look-up instead of the checks below.
+        refused = self.refused.setdefault((rkey, tolerations), {})
         survivors: list[Bin] = []
         for index, b in enumerate(bins):
             if not pods:
                 survivors.extend(bins[index:])
                 break
+            if b.kind == "new" and not b.grown:  # a grown claim is dropped below, whatever its shape
+                shape = (b.rkey, id(b.pool))
+                never = refused.get(shape)
+                if never is None:
+                    never = refused[shape] = refuses(b, requirements, rkey, tolerations)
+                if never:
+                    continue
             k = res.max_copies(request, b.remaining)
             if k <= 0 or b.grown or (closing and any(counts[g].get(b.name, 0) >= limit for g, limit in closing)):
                 continue
