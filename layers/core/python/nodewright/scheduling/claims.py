@@ -141,17 +141,34 @@ class Claims:
 
     def bin_compat(self, b: Bin, requirements: Requirements, rkey: ReqKey) -> tuple[Requirements, ReqKey] | None:
         """The bin's requirements (and their key) after adding these, or None when it cannot take them."""
-        key = (b.rkey, rkey)
-        try:  # one hash of the key on a hit (the usual case), not two
-            merged = self.compat_cache[key]
-        except KeyError:
-            merged = self.compat_cache[key] = self._compute_bin_compat(b, requirements, rkey)
+        merged = self.shape_compat(b, requirements, rkey)
         if merged is not None and b.kind == "new" and merged[1] != b.rkey:
             # Narrowing a new claim (a zone, a capacity type) must keep the type it is sized for.
             assert b.chosen is not None
             if not type_matches(b.chosen.it, merged[0]) or not b.chosen.offerings_for(merged[0]):
                 return None
         return merged
+
+    def shape_compat(self, b: Bin, requirements: Requirements, rkey: ReqKey) -> tuple[Requirements, ReqKey] | None:
+        """`bin_compat` but for a new claim's instance type: what every bin of b's kind and requirement set answers
+        (None: none can take these requirements now; requirements only narrow, so a refusal stays unless
+        `may_take_later`)."""
+        key = (b.rkey, rkey)
+        try:  # one hash of the key on a hit (the usual case), not two
+            return self.compat_cache[key]
+        except KeyError:
+            merged = self.compat_cache[key] = self._compute_bin_compat(b, requirements, rkey)
+            return merged
+
+    def refuses_for_good(
+        self, b: Bin, requirements: Requirements, rkey: ReqKey, tolerations: tuple[Toleration, ...]
+    ) -> bool:
+        """Whether new claim b, and every new claim of its shape (requirement set and NodePool, whose taints it
+        has), can never take pods of these requirements (numbered `rkey`) and tolerations: a taint they do not
+        tolerate, or requirements that conflict and will not come to fit later (`may_take_later`)."""
+        if b.taints and untolerated(tolerations, b.taints) is not None:
+            return True
+        return self.shape_compat(b, requirements, rkey) is None and not self.may_take_later(b, requirements, rkey)
 
     def _compute_bin_compat(
         self, b: Bin, requirements: Requirements, rkey: ReqKey

@@ -115,6 +115,8 @@ class Solver:
         self.room: dict[tuple[object, ...], tuple[list[Bin], int]] = {}
         # Per such key, the new claims that may take the batch only once their requirements change (see `_fill`).
         self.parked: dict[tuple[object, ...], list[tuple[Bin, ReqKey]]] = {}
+        # Per (requirement set, tolerations), per shape of new claim: whether it refuses such pods for good (`_fill`).
+        self.refused: dict[tuple[ReqKey, tuple[Toleration, ...]], dict[tuple[ReqKey, int], bool]] = {}
         self.finalizer = Finalizer(self.pools)
         # Karpenter relaxes PreferNoSchedule taints last, and only when a NodePool has one.
         self.prefer_no_schedule = any(t.effect == PREFER_NO_SCHEDULE for c in self.pools.contexts for t in c.taints)
@@ -181,6 +183,7 @@ class Solver:
         other.affinity_room = {}
         other.room = {}
         other.parked = {}
+        other.refused = {}  # keyed by the ids of this run's NodePool contexts
         other.pending_held = self.pending_held
         other.cpu_index = self.cpu_index  # the same bins as the run starts: copies of them, in the same order
         other.eligible = self.eligible
@@ -406,13 +409,24 @@ class Solver:
         counts = self.topology.counts
         terms, tolerations = variant.terms, variant.tolerations
         bin_compat, bin_cap, assign = self.claims.bin_compat, self.topology.bin_cap, self.claims.assign
-        may_take = self.claims.may_take_later
+        may_take, refuses = self.claims.may_take_later, self.claims.refuses_for_good
         ebs_claims = cls.ebs_claims
+        # Per shape of new claim (requirement set, NodePool): whether it refuses these pods for good. A run opens
+        # thousands of claims of a few hundred shapes, and a new list visits every claim once: most of them, in
+        # other zones or NodePools, are dropped on one look-up instead of the checks below.
+        refused = self.refused.setdefault((rkey, tolerations), {})
         survivors: list[Bin] = []
         for index, b in enumerate(bins):
             if not pods:
                 survivors.extend(bins[index:])
                 break
+            if b.kind == "new" and not b.grown:  # a grown claim is dropped below, whatever its shape
+                shape = (b.rkey, id(b.pool))
+                never = refused.get(shape)
+                if never is None:
+                    never = refused[shape] = refuses(b, requirements, rkey, tolerations)
+                if never:
+                    continue
             k = res.max_copies(request, b.remaining)
             if k <= 0 or b.grown or (closing and any(counts[g].get(b.name, 0) >= limit for g, limit in closing)):
                 continue
