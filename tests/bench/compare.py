@@ -45,6 +45,12 @@ def export(ref: str, into: Path) -> Path:
     return into / CORE
 
 
+def compile_ahead(core: Path) -> None:
+    """Byte-compile a core package, as an install is: a fresh export (or, with PYTHONDONTWRITEBYTECODE set, an edited
+    tree) would otherwise compile its modules again in every process a benchmark starts, on one side only."""
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(core)], check=True, capture_output=True)
+
+
 def run_side(core: Path, module: str, args: Sequence[str]) -> list[str]:
     """The lines the benchmark module printed with this core package first on the path."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(core), str(ROOT)])}
@@ -109,6 +115,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     sides = (args.ref, "tree")
     with tempfile.TemporaryDirectory(prefix="nodewright-compare-") as tmp:
         cores = {args.ref: export(args.ref, Path(tmp)), "tree": ROOT / CORE}
+        for core in cores.values():
+            compile_ahead(core)
         by_side: dict[str, list[list[str]]] = {side: [] for side in sides}
         for number in range(args.rounds):
             for side in sides if number % 2 == 0 else sides[::-1]:
