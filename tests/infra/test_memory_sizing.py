@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -29,8 +30,11 @@ def test_without_the_context_value_both_functions_keep_the_default(default_synth
 
 def test_a_large_cluster_gets_the_memory_of_its_row(synth_root: Path) -> None:
     large = synth(synth_root, clusterName=CLUSTER, clusterNodes="3000")
-    assert memory(large, "nodewright planner") == 5120
-    assert memory(large, "nodewright provisioner") == 2048
+    assert memory(large, "nodewright planner") == 3008
+    assert memory(large, "nodewright provisioner") == 1769
+    huge = synth(synth_root, clusterName=CLUSTER, clusterNodes="9000")
+    assert memory(huge, "nodewright planner") == 6144
+    assert memory(huge, "nodewright provisioner") == 3008
 
 
 def test_the_table_is_looked_up_at_or_above_the_nodes_and_capped_at_its_last_row() -> None:
@@ -38,10 +42,10 @@ def test_the_table_is_looked_up_at_or_above_the_nodes_and_capped_at_its_last_row
     assert planner_memory_mb(1) == MEMORY_BY_NODES[0][1]
     assert planner_memory_mb(1000) == MEMORY_BY_NODES[0][1]
     assert planner_memory_mb(1001) == MEMORY_BY_NODES[1][1]
-    assert planner_memory_mb(50_000) == MEMORY_BY_NODES[-1][1] == 10240
+    assert planner_memory_mb(50_000) == MEMORY_BY_NODES[-1][1]
     assert provisioner_memory_mb(10_000) == MEMORY_BY_NODES[-1][2]
     # Rows grow with the cluster, and never past Lambda's largest size.
-    for smaller, larger in zip(MEMORY_BY_NODES, MEMORY_BY_NODES[1:], strict=False):
+    for smaller, larger in pairwise(MEMORY_BY_NODES):
         assert smaller[0] < larger[0] and smaller[1] <= larger[1] and smaller[2] <= larger[2]
     assert all(row[1] <= 10240 and row[2] <= 10240 for row in MEMORY_BY_NODES)
 
