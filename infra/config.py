@@ -39,6 +39,7 @@ LOG_RETENTION_DAYS = {
 }  # fmt: skip
 DEFAULT_LOG_RETENTION_DAYS = 30
 RETAIN_TABLE = "retainTable"
+CLUSTER_NODES = "clusterNodes"
 OIDC_ISSUER = "oidcIssuer"
 # Where the chart runs the forwarder: the Pod Identity association and the IRSA trust name this namespace and
 # ServiceAccount, so they must be the chart's release namespace and serviceAccount name.
@@ -111,6 +112,8 @@ class Settings:
     # The chart's release namespace and the forwarder's ServiceAccount (Pod Identity association, IRSA trust).
     namespace: str = DEFAULT_NAMESPACE
     service_account: str = DEFAULT_SERVICE_ACCOUNT
+    # The number of nodes the cluster may reach: the planner's and provisioner's memory follow it (`infra.sizing`).
+    cluster_nodes: int | None = None
 
     @property
     def node_role_names(self) -> tuple[str, ...]:
@@ -186,6 +189,7 @@ class Settings:
             service_account=_kubernetes_name(
                 text(SERVICE_ACCOUNT), SERVICE_ACCOUNT, DEFAULT_SERVICE_ACCOUNT, _SERVICE_ACCOUNT, "nodewright"
             ),
+            cluster_nodes=_cluster_nodes(text(CLUSTER_NODES)),
         )
 
 
@@ -211,6 +215,17 @@ def _oidc_issuer(value: str | None) -> str | None:
             + _how(OIDC_ISSUER, "https://oidc.eks.us-east-1.amazonaws.com/id/0123456789ABCDEF0123456789ABCDEF")
         )
     return match.group(2)
+
+
+def _cluster_nodes(value: str | None) -> int | None:
+    if value is None:
+        return None
+    if not value.isdigit() or int(value) < 1:
+        raise ContextError(
+            f"context value {CLUSTER_NODES}={value!r} must be a positive whole number of nodes; "
+            + _how(CLUSTER_NODES, "3000")
+        )
+    return int(value)
 
 
 def _flag(value: str | None, key: str, *, default: bool) -> bool:

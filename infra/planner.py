@@ -32,6 +32,7 @@ from infra.provisioner import (
     instance_profile_statements,
     launch_environment,
 )
+from infra.sizing import planner_memory_mb
 from infra.workflow import acknowledge_executions, describe_executions_statement, state_machine_name
 from nodewright import settings as env
 
@@ -88,8 +89,8 @@ class Planner(Construct):
             code=code_from_bundle(build.function_bundle(source, "planner")),
             handler="handler.handler",
             description="nodewright planner: expiration, drift, emptiness, consolidation, registration cleanup",
-            # Sized like the provisioner: consolidation runs the same simulation, on the whole cluster.
-            memory_mb=1769,
+            # It holds the whole cluster while it decides: sized from the cluster's nodes (`infra.sizing`).
+            memory_mb=planner_memory_mb(settings.cluster_nodes),
             timeout=Duration.seconds(55),  # shorter than the tick, so ticks never overlap
             environment={
                 **environment,

@@ -5,7 +5,8 @@ scheduling simulation and launches capacity with CreateFleet.
 
 Sizing, and why:
 - 1769 MB: the scheduling simulation is single-threaded CPU-bound Python, and 1769 MB is where Lambda
-  gives a function one full vCPU; more memory would buy cores it cannot use.
+  gives a function one full vCPU; more memory would buy cores it cannot use. Clusters of more than 2,500
+  nodes get more, for the Nodes it reads (`clusterNodes`, `infra.sizing`).
 - 120 s timeout: a batch can open several NodeClaims, each a CreateFleet call that may be retried on
   insufficient capacity or throttling; the forwarder's read timeout must be longer than this.
 - Reserved concurrency 1: provisioning is serialized per cluster, as Karpenter's single provisioning loop
@@ -27,12 +28,12 @@ from infra.config import Settings
 from infra.function import describe_cluster_statement, nodewright_function
 from infra.layers import Layers, code_from_bundle
 from infra.ownership import ec2_arn, nag_ec2_arn, request_tagged, resource_tagged, terminate_statement
+from infra.sizing import provisioner_memory_mb
 from nodewright import settings as env
 from nodewright import tags
 
 SOURCE = build.REPO_ROOT / "functions" / "provisioner"
 HANDLER = "handler.handler"
-MEMORY_MB = 1769
 TIMEOUT = Duration.seconds(120)
 RESERVED_CONCURRENCY = 1
 KUBERNETES_GROUP = "nodewright:provisioner"  # bound to a ClusterRole by the chart (rbac-functions.yaml)
@@ -80,7 +81,7 @@ class Provisioner(Construct):
             code=code_from_bundle(build.function_bundle(source, "provisioner")),
             handler=HANDLER,
             description="nodewright provisioner: pending pods to EC2 capacity",
-            memory_mb=MEMORY_MB,
+            memory_mb=provisioner_memory_mb(settings.cluster_nodes),
             timeout=TIMEOUT,
             environment=launch_environment(settings, table, node_role, instance_profile, POWERTOOLS_SERVICE_NAME),
             statements=provisioner_statements(stack, settings, node_role.role_arn),

@@ -15,7 +15,8 @@ from the API server's watch cache (`resourceVersion=0`), which costs etcd nothin
 consistently when the forwarder's hint shows the cache is behind. Pods are always read through field
 selectors (`spec.nodeName=` for pending pods, `spec.nodeName!=` plus a label selector for bound ones), never
 as the whole cluster. Lists are read in pages of 500 (the watch cache may answer in one). List items carry
-no kind/apiVersion, so they are added. managedFields are dropped (large and never read).
+no kind/apiVersion, so they are added. What nothing reads (managedFields, a Node's images, a pod's container
+statuses, ...) is cut from each page as it is parsed (`adapters.slim`).
 
 Custom objects: NodePools, EC2NodeClasses and NodeClaims of `nodewright.io/v1` only. Karpenter's
 `karpenter.sh/v1` and `karpenter.k8s.aws/v1` objects are never read in a cluster, so nodewright and Karpenter
@@ -35,6 +36,7 @@ from functools import partial
 from typing import Any
 from urllib.parse import urlencode
 
+from nodewright.adapters.slim import slim
 from nodewright.model.conditions import Condition, merge_conditions
 from nodewright.model.objects import LabelSelector
 from nodewright.model.requirements import Operator
@@ -71,8 +73,7 @@ _POSTED_MEMORY_SECONDS = 900.0
 def _strip(doc: dict[str, Any], kind: str, api_version: str) -> dict[str, Any]:
     doc.setdefault("kind", kind)
     doc.setdefault("apiVersion", api_version)
-    (doc.get("metadata") or {}).pop("managedFields", None)
-    return doc
+    return slim(doc, kind)
 
 
 def _pod_key(pod: Mapping[str, Any]) -> str:

@@ -50,6 +50,7 @@ from nodewright.disruption.plan import DEFAULT_METHODS, Plan, plan
 from nodewright.disruption.repair import REPAIR_BLOCKED, TERMINATION_TIMESTAMP_ANNOTATION
 from nodewright.disruption.state import ClusterState, DisruptionSettings, PodFactsCache, cluster_state
 from nodewright.disruption.termination import deletions, instance_gc
+from nodewright.gcpause import paused_cycle_collector
 from nodewright.interruption.ownership import parse_provider_id
 from nodewright.model.conditions import TRUE, Condition, rfc3339
 from nodewright.model.do_not_disrupt import DO_NOT_DISRUPT, invalid_reason
@@ -130,7 +131,8 @@ def tick(
     silently; NodeClaims still expire by what they carry themselves."""
     now = ports.clock.now()
     out = TickResult()
-    view = ports.cluster.read()
+    with paused_cycle_collector():  # hundreds of thousands of parsed JSON containers that form no cycles
+        view = ports.cluster.read()
     documents = [*view.documents, *view.unbound_pods.values()]
     loaded = load_documents(documents, "cluster", summaries=False, parsed_pods=ports.parsed_pods)
     inputs, errors = loaded
@@ -150,18 +152,19 @@ def tick(
     classes = resolve_node_classes(inputs.nodeclasses, ports.cloud, version)
     facts, zones = _class_facts(classes, out.problems)
     out.status = _write_status(ports.cluster, view.documents, classes, out.problems)
-    state, _ = cluster_state(
-        documents,
-        ports.catalog.instance_types(),
-        now,
-        locked,
-        ports.settings,
-        class_zones=zones,
-        loaded=loaded,
-        known_facts=ports.pod_facts,
-        reservations=class_reservations(ports.cloud, classes),
-        unavailable=unavailable,
-    )
+    with paused_cycle_collector():
+        state, _ = cluster_state(
+            documents,
+            ports.catalog.instance_types(),
+            now,
+            locked,
+            ports.settings,
+            class_zones=zones,
+            loaded=loaded,
+            known_facts=ports.pod_facts,
+            reservations=class_reservations(ports.cloud, classes),
+            unavailable=unavailable,
+        )
     out.problems.extend(f"nodeclaim/{m.nodeclaim}: {p}" for m in state.fleet for p in m.problems)
     instances = _instances(ports.cloud, state.fleet)
     drift = _drift(state, facts, instances)

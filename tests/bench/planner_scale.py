@@ -1,0 +1,856 @@
+"""`python -m tests.bench.planner_scale`: the planner's tick on 1k-10k-node clusters of realistic API objects.
+
+    python -m tests.bench.planner_scale                          # 1,000 and 2,500 nodes
+    python -m tests.bench.planner_scale --sizes 1000 2500 5000 10000 --runs 2
+    python -m tests.bench.compare --ref main -- tests.bench.planner_scale --sizes 1000 2500
+
+What it builds, per size: a fleet of on-demand nodes of a few 16-vCPU types, filled with Deployment pods and
+then scaled in (so emptiness and consolidation have work), three DaemonSets with a pod on every node, about 19
+pods a node in all. Every object is shaped as an EKS API server serves it (`managedFields`, full statuses with
+conditions, a Node's `images`, `nodeInfo` and addresses, a pod's `containerStatuses`, projected service-account
+volume and owner references, a NodeClaim's conditions and hash stamps): about 4.5 KB a pod, 13 KB a Node and
+3.4 KB a NodeClaim of JSON. They are served as gzip-compressed JSON list pages of 500 (what the API server sends)
+by an in-process transport under the real `adapters.kubernetes_cluster.KubernetesCluster`, so the planner's
+tick (`service.plan.tick`) reads and parses them exactly as in a Lambda; EC2 and the state table are in-memory
+fakes that agree with the cluster (no drift, no stray instance).
+
+Each size runs in a fresh child process (a cold container): one cold tick, then `--runs` warm ticks (the same
+container: its parse caches kept; a fresh lease table and workflow list each tick, so every tick decides the
+same). Printed per size, one line of `key=value`:
+
+- `cold_s`/`cold_cpu_s`, `warm_s`/`warm_cpu_s` (median of the warm ticks): wall and CPU time of a tick;
+- `mb_read`: uncompressed JSON bytes the tick read (`gzip_mb`: as sent), `requests`: API requests;
+- `base_mb`: the child's resident memory once the cluster is built (imports, catalog, the compressed pages);
+  `peak_mb`: its peak resident memory (ru_maxrss) after all ticks; `tick_mb` = peak - base;
+- `decisions`, `started`: disruption decisions and workflows started, and `digest`: a hash of the decisions,
+  equal on both sides of a comparison when the code decides the same.
+
+Nothing here asserts a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import json
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl
+
+from nodewright.adapters.kubernetes_cluster import KubernetesCluster
+from nodewright.adapters.memory import InMemoryState, InMemoryWorkflows
+from nodewright.catalog.catalog import CapacityReservation
+from nodewright.catalog.types import ON_DEMAND, InstanceType
+from nodewright.disruption.drift import hash_annotations
+from nodewright.launch.template import Image, ResolvedNodeClass, Subnet
+from nodewright.launch.userdata import ClusterInfo
+from nodewright.model.nodeclass import EC2NodeClass
+from nodewright.model.parse import parse_nodepool
+from nodewright.model.parse_ec2nodeclass import parse_ec2nodeclass
+from nodewright.ports import Instance
+from nodewright.service.plan import PlannerPorts, tick
+from nodewright.service.provision import node_resources
+from nodewright.tags import NODECLAIM as NODECLAIM_TAG
+from tests.bench.consolidation import on_demand_cluster
+
+NOW = 1_800_000_000.0
+CLUSTER = "bench"
+PAGE = 500
+TYPES = ("m5.4xlarge", "m6i.4xlarge", "c5.4xlarge", "c6i.4xlarge", "r5.4xlarge", "m5a.4xlarge")
+ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
+SUBNETS = {z: f"subnet-0{i}a1b2c3d4e5f6a7b" for i, z in enumerate(ZONES)}
+IMAGE = "ami-0a1b2c3d4e5f67890"
+SECURITY_GROUP = "sg-0123456789abcdef0"
+CREATED = "2027-01-05T08:14:03Z"
+HEARTBEAT = "2027-01-15T07:59:31Z"
+# (name, cpu millicores, memory MiB): aws-node, kube-proxy and the EBS CSI node plugin, as on EKS.
+DAEMONSETS = (("aws-node", 50, 0), ("kube-proxy", 100, 0), ("ebs-csi-node", 30, 120))
+POD_SIZES = ((100, 128), (250, 256), (250, 512), (500, 512), (500, 1024), (1000, 2048))
+
+
+# ------------------------------------------------------------------------------------------- objects
+
+
+def _managed(manager: str, operation: str, time_: str, fields: Mapping[str, Any], sub: str = "") -> dict[str, Any]:
+    entry = {
+        "manager": manager,
+        "operation": operation,
+        "apiVersion": "v1",
+        "time": time_,
+        "fieldsType": "FieldsV1",
+        "fieldsV1": fields,
+    }
+    if sub:
+        entry["subresource"] = sub
+    return entry
+
+
+def _uid(kind: str, name: str) -> str:
+    digest = hashlib.md5(f"{kind}/{name}".encode()).hexdigest()
+    return f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}"
+
+
+def _image_list(seed: int) -> list[dict[str, Any]]:
+    rng = random.Random(seed)
+    images = []
+    for i in range(30):
+        repo = f"602401143452.dkr.ecr.us-east-1.amazonaws.com/eks/component-{i:02d}"
+        digest = hashlib.sha256(f"{seed}-{i}".encode()).hexdigest()
+        images.append(
+            {
+                "names": [f"{repo}@sha256:{digest}", f"{repo}:v1.{i}.{rng.randint(0, 9)}-eksbuild.1"],
+                "sizeBytes": 1000 + i,
+            }
+        )
+    return images
+
+
+@dataclass
+class BenchNode:
+    """One node of the fleet: its type, zone and pods (name, app, cpu m, memory Mi)."""
+
+    index: int
+    instance_type: InstanceType
+    zone: str
+    pods: list[tuple[str, str, int, int]] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return f"ip-10-{self.index // 65536}-{self.index // 256 % 256}-{self.index % 256}.ec2.internal"
+
+    @property
+    def instance_id(self) -> str:
+        return f"i-0{self.index:016x}"
+
+    @property
+    def provider_id(self) -> str:
+        return f"aws:///{self.zone}/{self.instance_id}"
+
+    @property
+    def claim(self) -> str:
+        return f"default-{self.index:06x}"
+
+
+def node_labels(node: BenchNode) -> dict[str, str]:
+    it = node.instance_type
+    return {
+        "beta.kubernetes.io/arch": it.architecture,
+        "beta.kubernetes.io/instance-type": it.name,
+        "beta.kubernetes.io/os": "linux",
+        "failure-domain.beta.kubernetes.io/region": "us-east-1",
+        "failure-domain.beta.kubernetes.io/zone": node.zone,
+        "k8s.io/cloud-provider-aws": "a1b2c3d4e5f60718293a4b5c6d7e8f90",
+        "karpenter.k8s.aws/ec2nodeclass": "default",
+        "karpenter.k8s.aws/instance-category": it.name[0],
+        "karpenter.k8s.aws/instance-cpu": "16",
+        "karpenter.k8s.aws/instance-family": it.family,
+        "karpenter.k8s.aws/instance-generation": "5",
+        "karpenter.k8s.aws/instance-hypervisor": "nitro",
+        "karpenter.k8s.aws/instance-size": it.size,
+        "karpenter.sh/capacity-type": ON_DEMAND,
+        "karpenter.sh/initialized": "true",
+        "karpenter.sh/nodepool": "default",
+        "karpenter.sh/registered": "true",
+        "kubernetes.io/arch": it.architecture,
+        "kubernetes.io/hostname": node.name,
+        "kubernetes.io/os": "linux",
+        "node.kubernetes.io/instance-type": it.name,
+        "topology.k8s.aws/zone-id": f"use1-az{ZONES.index(node.zone) + 1}",
+        "topology.kubernetes.io/region": "us-east-1",
+        "topology.kubernetes.io/zone": node.zone,
+    }
+
+
+def nodeclaim_document(node: BenchNode, resources: Mapping[str, Any], stamps: Mapping[str, str]) -> dict[str, Any]:
+    labels = node_labels(node)
+    conditions = [
+        {
+            "type": t,
+            "status": "True",
+            "reason": t,
+            "message": "",
+            "lastTransitionTime": CREATED,
+            "observedGeneration": 1,
+        }
+        for t in ("Launched", "Registered", "Initialized", "Ready", "Consolidatable")
+    ]
+    return {
+        "apiVersion": "nodewright.io/v1",
+        "kind": "NodeClaim",
+        "metadata": {
+            "name": node.claim,
+            "uid": _uid("NodeClaim", node.claim),
+            "resourceVersion": str(1000 + node.index),
+            "generation": 1,
+            "creationTimestamp": CREATED,
+            "labels": {k: v for k, v in labels.items() if not k.startswith(("beta.", "failure-", "k8s.io"))},
+            "annotations": {**stamps, "compatibility.karpenter.k8s.aws/kubelet-drift-hash": "15379597991425564585"},
+            "finalizers": ["karpenter.sh/termination"],
+            "ownerReferences": [
+                {
+                    "apiVersion": "nodewright.io/v1",
+                    "kind": "NodePool",
+                    "name": "default",
+                    "uid": _uid("NodePool", "default"),
+                    "blockOwnerDeletion": True,
+                }
+            ],
+            "managedFields": [
+                _managed("nodewright", "Update", CREATED, {"f:metadata": {"f:labels": {".": {}}}, "f:spec": {".": {}}}),
+                _managed("nodewright", "Update", CREATED, {"f:status": {"f:conditions": {}}}, "status"),
+            ],
+        },
+        "spec": {
+            "nodeClassRef": {"group": "nodewright.io", "kind": "EC2NodeClass", "name": "default"},
+            "requirements": [
+                {"key": "karpenter.sh/nodepool", "operator": "In", "values": ["default"]},
+                {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": list(TYPES)},
+                {"key": "karpenter.sh/capacity-type", "operator": "In", "values": [ON_DEMAND]},
+                {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+            ],
+            "resources": {"requests": {"cpu": "8150m", "memory": "12Gi", "pods": "20"}},
+            "expireAfter": "720h",
+        },
+        "status": {
+            "providerID": node.provider_id,
+            "nodeName": node.name,
+            "imageID": IMAGE,
+            **resources,
+            "conditions": conditions,
+        },
+    }
+
+
+def node_document(node: BenchNode, resources: Mapping[str, Any]) -> dict[str, Any]:
+    conditions = [
+        {
+            "type": t,
+            "status": "False",
+            "lastHeartbeatTime": HEARTBEAT,
+            "lastTransitionTime": CREATED,
+            "reason": f"KubeletHas{why}",
+            "message": f"kubelet has {why.lower()}",
+        }
+        for t, why in (
+            ("MemoryPressure", "SufficientMemory"),
+            ("DiskPressure", "NoDiskPressure"),
+            ("PIDPressure", "SufficientPID"),
+        )
+    ]
+    conditions.append(
+        {
+            "type": "Ready",
+            "status": "True",
+            "lastHeartbeatTime": HEARTBEAT,
+            "lastTransitionTime": CREATED,
+            "reason": "KubeletReady",
+            "message": "kubelet is posting ready status",
+        }
+    )
+    ip = f"10.{node.index // 65536}.{node.index // 256 % 256}.{node.index % 256}"
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": node.name,
+            "uid": _uid("Node", node.name),
+            "resourceVersion": str(500000 + node.index),
+            "creationTimestamp": CREATED,
+            "labels": node_labels(node),
+            "annotations": {
+                "alpha.kubernetes.io/provided-node-ip": ip,
+                "karpenter.k8s.aws/ec2nodeclass-hash": "12345678901234567890",
+                "karpenter.k8s.aws/ec2nodeclass-hash-version": "v4",
+                "node.alpha.kubernetes.io/ttl": "0",
+                "volumes.kubernetes.io/controller-managed-attach-detach": "true",
+                "csi.volume.kubernetes.io/nodeid": json.dumps({"ebs.csi.aws.com": node.instance_id}),
+            },
+            "finalizers": ["karpenter.sh/termination"],
+            "ownerReferences": [
+                {
+                    "apiVersion": "nodewright.io/v1",
+                    "kind": "NodeClaim",
+                    "name": node.claim,
+                    "uid": _uid("NodeClaim", node.claim),
+                    "blockOwnerDeletion": True,
+                }
+            ],
+            "managedFields": [
+                _managed(
+                    "kubelet",
+                    "Update",
+                    CREATED,
+                    {
+                        "f:metadata": {
+                            "f:annotations": {".": {}, "f:alpha.kubernetes.io/provided-node-ip": {}},
+                            "f:labels": {f"f:{k}": {} for k in node_labels(node)},
+                        },
+                        "f:spec": {"f:providerID": {}},
+                    },
+                ),
+                _managed(
+                    "kubelet",
+                    "Update",
+                    HEARTBEAT,
+                    {
+                        "f:status": {
+                            "f:conditions": {
+                                f'k:{{"type":"{t}"}}': {"f:lastHeartbeatTime": {}, "f:message": {}, "f:reason": {}}
+                                for t in ("DiskPressure", "MemoryPressure", "PIDPressure", "Ready")
+                            },
+                            "f:images": {},
+                            "f:nodeInfo": {"f:bootID": {}, "f:kernelVersion": {}},
+                        }
+                    },
+                    "status",
+                ),
+                _managed("nodewright", "Update", CREATED, {"f:metadata": {"f:finalizers": {}, "f:labels": {}}}),
+            ],
+        },
+        "spec": {"providerID": node.provider_id},
+        "status": {
+            **resources,
+            "conditions": conditions,
+            "addresses": [
+                {"type": "InternalIP", "address": ip},
+                {"type": "InternalDNS", "address": node.name},
+                {"type": "Hostname", "address": node.name},
+            ],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+            "nodeInfo": {
+                "machineID": hashlib.md5(node.name.encode()).hexdigest(),
+                "systemUUID": _uid("system", node.name),
+                "bootID": _uid("boot", node.name),
+                "kernelVersion": "6.1.119-129.201.amzn2023.x86_64",
+                "osImage": "Amazon Linux 2023.6.20241212",
+                "containerRuntimeVersion": "containerd://1.7.23",
+                "kubeletVersion": "v1.31.3-eks-59bf375",
+                "kubeProxyVersion": "v1.31.3-eks-59bf375",
+                "operatingSystem": "linux",
+                "architecture": node.instance_type.architecture,
+            },
+            "images": _image_list(node.index % 7),
+        },
+    }
+
+
+def pod_document(node: BenchNode, name: str, owner: str, owner_kind: str, cpu: int, memory: int) -> dict[str, Any]:
+    namespace = "kube-system" if owner_kind == "DaemonSet" else f"team-{owner[-1]}"
+    labels = {"app": owner, "app.kubernetes.io/name": owner, "pod-template-hash": "7d9f8b6c5"}
+    requests = {"cpu": f"{cpu}m", **({"memory": f"{memory}Mi"} if memory else {})}
+    image = f"111122223333.dkr.ecr.us-east-1.amazonaws.com/{owner}:2026.11.3"
+    started = "2027-01-06T10:00:00Z"
+    container_id = hashlib.sha256(name.encode()).hexdigest()
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "generateName": f"{owner}-7d9f8b6c5-",
+            "namespace": namespace,
+            "uid": _uid("Pod", f"{namespace}/{name}"),
+            "resourceVersion": str(1_000_000 + node.index),
+            "creationTimestamp": started,
+            "labels": labels,
+            "annotations": {
+                "kubectl.kubernetes.io/restartedAt": "2027-01-06T09:59:58Z",
+            },
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": owner_kind,
+                    "name": owner if owner_kind == "DaemonSet" else f"{owner}-7d9f8b6c5",
+                    "uid": _uid(owner_kind, owner),
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+            "managedFields": [
+                _managed(
+                    "kube-controller-manager",
+                    "Update",
+                    started,
+                    {
+                        "f:metadata": {
+                            "f:generateName": {},
+                            "f:labels": {".": {}, "f:app": {}, "f:pod-template-hash": {}},
+                            "f:ownerReferences": {".": {}, f'k:{{"uid":"{_uid(owner_kind, owner)}"}}': {}},
+                        },
+                        "f:spec": {
+                            "f:containers": {
+                                'k:{"name":"app"}': {
+                                    ".": {},
+                                    "f:image": {},
+                                    "f:imagePullPolicy": {},
+                                    "f:name": {},
+                                    "f:ports": {".": {}, 'k:{"containerPort":8080,"protocol":"TCP"}': {}},
+                                    "f:resources": {".": {}, "f:requests": {".": {}, "f:cpu": {}, "f:memory": {}}},
+                                    "f:terminationMessagePath": {},
+                                    "f:terminationMessagePolicy": {},
+                                }
+                            },
+                            "f:dnsPolicy": {},
+                            "f:enableServiceLinks": {},
+                            "f:restartPolicy": {},
+                            "f:schedulerName": {},
+                            "f:securityContext": {},
+                            "f:terminationGracePeriodSeconds": {},
+                        },
+                    },
+                ),
+                _managed(
+                    "kubelet",
+                    "Update",
+                    started,
+                    {
+                        "f:status": {
+                            "f:conditions": {
+                                f'k:{{"type":"{t}"}}': {
+                                    ".": {},
+                                    "f:lastTransitionTime": {},
+                                    "f:status": {},
+                                    "f:type": {},
+                                }
+                                for t in ("ContainersReady", "Initialized", "PodReadyToStartContainers", "Ready")
+                            },
+                            "f:containerStatuses": {},
+                            "f:hostIP": {},
+                            "f:phase": {},
+                            "f:podIP": {},
+                            "f:startTime": {},
+                        }
+                    },
+                    "status",
+                ),
+            ],
+        },
+        "spec": {
+            "volumes": [
+                {
+                    "name": "kube-api-access-x7k2p",
+                    "projected": {
+                        "sources": [
+                            {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                            {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+                            {
+                                "downwardAPI": {
+                                    "items": [
+                                        {
+                                            "path": "namespace",
+                                            "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"},
+                                        }
+                                    ]
+                                }
+                            },
+                        ],
+                        "defaultMode": 420,
+                    },
+                }
+            ],
+            "containers": [
+                {
+                    "name": "app",
+                    "image": image,
+                    "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}],
+                    "resources": {"requests": requests},
+                    "volumeMounts": [
+                        {
+                            "name": "kube-api-access-x7k2p",
+                            "readOnly": True,
+                            "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+                        }
+                    ],
+                    "terminationMessagePath": "/dev/termination-log",
+                    "terminationMessagePolicy": "File",
+                    "imagePullPolicy": "IfNotPresent",
+                }
+            ],
+            "restartPolicy": "Always",
+            "terminationGracePeriodSeconds": 30,
+            "dnsPolicy": "ClusterFirst",
+            "serviceAccountName": "default",
+            "serviceAccount": "default",
+            "nodeName": node.name,
+            "securityContext": {},
+            "schedulerName": "default-scheduler",
+            "tolerations": [
+                {
+                    "key": "node.kubernetes.io/not-ready",
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": 300,
+                },
+                {
+                    "key": "node.kubernetes.io/unreachable",
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": 300,
+                },
+            ],
+            "priority": 0,
+            "enableServiceLinks": True,
+            "preemptionPolicy": "PreemptLowerPriority",
+        },
+        "status": {
+            "phase": "Running",
+            "conditions": [
+                {"type": t, "status": "True", "lastProbeTime": None, "lastTransitionTime": started}
+                for t in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled")
+            ],
+            "hostIP": "10.0.0.1",
+            "hostIPs": [{"ip": "10.0.0.1"}],
+            "podIP": "10.0.1.2",
+            "podIPs": [{"ip": "10.0.1.2"}],
+            "startTime": started,
+            "containerStatuses": [
+                {
+                    "name": "app",
+                    "state": {"running": {"startedAt": started}},
+                    "lastState": {},
+                    "ready": True,
+                    "restartCount": 0,
+                    "image": image,
+                    "imageID": f"{image.split(':')[0]}@sha256:{container_id}",
+                    "containerID": f"containerd://{container_id}",
+                    "started": True,
+                }
+            ],
+            "qosClass": "Burstable",
+        },
+    }
+
+
+def daemonset_document(name: str, cpu: int, memory: int) -> dict[str, Any]:
+    requests = {"cpu": f"{cpu}m", **({"memory": f"{memory}Mi"} if memory else {})}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": name, "namespace": "kube-system", "uid": _uid("DaemonSet", name), "resourceVersion": "7"},
+        "spec": {
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "containers": [{"name": name, "image": f"{name}:1", "resources": {"requests": requests}}],
+                    "tolerations": [{"operator": "Exists"}],
+                },
+            },
+        },
+        "status": {"desiredNumberScheduled": 1, "numberReady": 1},
+    }
+
+
+# -------------------------------------------------------------------------------------------- fleet
+
+
+def fleet(nodes: int, seed: int = 7) -> list[BenchNode]:
+    """`nodes` nodes, each filled with Deployment pods to about 95 % of its CPU and then scaled in: about a
+    third of the fleet keeps half its pods, the rest keeps most; DaemonSet pods are added by `documents`."""
+    rng = random.Random(seed)
+    types = {it.name: it for it in on_demand_cluster().instance_types}
+    out = []
+    for index in range(nodes):
+        it = types[TYPES[index % len(TYPES)]]
+        node = BenchNode(index, it, ZONES[index % len(ZONES)])
+        budget = 15_000
+        keep = 0.3 if rng.random() < 0.35 else 0.55
+        count = 0
+        while budget > 0:
+            cpu, memory = POD_SIZES[rng.randrange(len(POD_SIZES))]
+            if cpu > budget:
+                break
+            budget -= cpu
+            app = f"svc{rng.randrange(400):03d}"
+            if rng.random() < keep:
+                node.pods.append((f"{app}-7d9f8b6c5-{index:05x}{count:02x}", app, cpu, memory))
+            count += 1
+        out.append(node)
+    return out
+
+
+def documents(nodes: Sequence[BenchNode]) -> dict[str, list[dict[str, Any]]]:
+    """The cluster's objects by list path, as the API server serves them."""
+    cluster = on_demand_cluster()
+    pool_doc = {
+        "apiVersion": "nodewright.io/v1",
+        "kind": "NodePool",
+        "metadata": {"name": "default", "uid": _uid("NodePool", "default"), "resourceVersion": "3"},
+        "spec": {
+            "template": {
+                "spec": {
+                    "requirements": [
+                        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": [ON_DEMAND]},
+                        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": list(TYPES)},
+                    ],
+                    "nodeClassRef": {"group": "nodewright.io", "kind": "EC2NodeClass", "name": "default"},
+                    "expireAfter": "720h",
+                }
+            },
+            "disruption": {
+                "consolidationPolicy": "WhenEmptyOrUnderutilized",
+                "consolidateAfter": "0s",
+                "budgets": [{"nodes": "10%"}],
+            },
+        },
+    }
+    class_doc = {
+        "apiVersion": "nodewright.io/v1",
+        "kind": "EC2NodeClass",
+        "metadata": {"name": "default", "uid": _uid("EC2NodeClass", "default"), "resourceVersion": "4"},
+        "spec": {
+            "role": "bench-node",
+            "amiSelectorTerms": [{"alias": "al2023@latest"}],
+            "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": CLUSTER}}],
+            "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": CLUSTER}}],
+        },
+    }
+    pool, _ = parse_nodepool(pool_doc)
+    node_class, _ = parse_ec2nodeclass(class_doc)
+    assert pool is not None and node_class is not None
+    stamps = hash_annotations(pool, node_class)
+    resources = {name: node_resources(cluster_type, cluster.nodeclass) for name, cluster_type in _types(nodes).items()}
+    claims, node_docs, pods = [], [], []
+    for node in nodes:
+        claims.append(nodeclaim_document(node, resources[node.instance_type.name], stamps))
+        node_docs.append(node_document(node, resources[node.instance_type.name]))
+        for ds, cpu, memory in DAEMONSETS:
+            pods.append(pod_document(node, f"{ds}-{node.index:05x}", ds, "DaemonSet", cpu, memory))
+        for name, app, cpu, memory in node.pods:
+            pods.append(pod_document(node, name, app, "ReplicaSet", cpu, memory))
+    return {
+        "/apis/nodewright.io/v1/nodepools": [pool_doc],
+        "/apis/nodewright.io/v1/ec2nodeclasses": [class_doc],
+        "/apis/nodewright.io/v1/nodeclaims": claims,
+        "/api/v1/nodes": node_docs,
+        "/api/v1/pods": pods,
+        "/apis/apps/v1/daemonsets": [daemonset_document(*d) for d in DAEMONSETS],
+    }
+
+
+def _types(nodes: Sequence[BenchNode]) -> dict[str, InstanceType]:
+    return {n.instance_type.name: n.instance_type for n in nodes}
+
+
+# ---------------------------------------------------------------------------------------- transport
+
+
+class ListServer:
+    """The API server's answers to the planner's reads, from gzip-compressed JSON list pages of 500 (each page
+    decompressed per request, as urllib3 does). Anything else: GET of one object 404, writes 200 (counted)."""
+
+    def __init__(self, lists: Mapping[str, list[dict[str, Any]]]) -> None:
+        self.pages: dict[str, list[bytes]] = {}
+        for path, items in lists.items():
+            self.pages[path] = [
+                self._page(items[start : start + PAGE], start + PAGE < len(items), start // PAGE)
+                for start in range(0, max(len(items), 1), PAGE)
+            ]
+        self.requests = 0
+        self.bytes = 0
+        self.gzip_bytes = 0
+        self.writes = 0
+
+    @staticmethod
+    def _page(items: list[dict[str, Any]], more: bool, number: int) -> bytes:
+        for item in items:  # built-in kinds' list items carry no kind/apiVersion (custom resources' do)
+            if "/" not in str(item.get("apiVersion")) or str(item.get("apiVersion")).startswith("apps/"):
+                item.pop("kind", None)
+                item.pop("apiVersion", None)
+        metadata = {"resourceVersion": "9999999", **({"continue": str(number + 1)} if more else {})}
+        return gzip.compress(json.dumps({"metadata": metadata, "items": items}).encode(), compresslevel=1)
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        query: Sequence[tuple[str, str]] = (),
+        body: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> tuple[int, bytes]:
+        self.requests += 1
+        if method != "GET":
+            self.writes += 1
+            return 200, b"{}"
+        pages = self.pages.get(path)
+        if pages is None:
+            return (404, b"{}") if path.count("/") > 4 or path.startswith("/api/v1/nodes/") else (200, b'{"items":[]}')
+        number = int(dict(parse_qsl("&".join(f"{k}={v}" for k, v in query))).get("continue", "0") or 0)
+        packed = pages[number]
+        raw = gzip.decompress(packed)
+        self.gzip_bytes += len(packed)
+        self.bytes += len(raw)
+        return 200, raw
+
+
+class BenchCloud:
+    """EC2 as the fleet's instances describe it: every instance launched with the class's image, subnet and
+    security group, tagged for its NodeClaim (no drift, nothing to collect)."""
+
+    def __init__(self, nodes: Sequence[BenchNode]) -> None:
+        self.instances = {
+            n.instance_id: Instance(
+                n.instance_id,
+                n.instance_type.name,
+                n.zone,
+                "running",
+                ON_DEMAND,
+                NOW - 86400 * 10,
+                {
+                    NODECLAIM_TAG: n.claim,
+                    f"kubernetes.io/cluster/{CLUSTER}": "owned",
+                    "karpenter.sh/nodepool": "default",
+                },
+                IMAGE,
+                SUBNETS[n.zone],
+                (SECURITY_GROUP,),
+            )
+            for n in nodes
+        }
+
+    def cluster_info(self) -> ClusterInfo:
+        return ClusterInfo(CLUSTER, "https://api.bench", "Q0EK", "10.100.0.0/16", "1.31")
+
+    def resolve_node_class(self, node_class: EC2NodeClass, k8s_version: str) -> ResolvedNodeClass:
+        images = {("amd64", "standard"): Image(IMAGE, "amd64", "standard", "al2023-x86")}
+        subnets = tuple(Subnet(SUBNETS[z], z, 1000, f"use1-az{i + 1}") for i, z in enumerate(ZONES))
+        return ResolvedNodeClass(node_class, subnets, (SECURITY_GROUP,), images, "bench-node-profile")
+
+    def forget_node_class(self, node_class: EC2NodeClass) -> None:
+        pass
+
+    def capacity_reservations(self, resolved: ResolvedNodeClass) -> Sequence[CapacityReservation]:
+        return []
+
+    def describe_instances(self, instance_ids: Sequence[str]) -> Sequence[Instance]:
+        return [self.instances[i] for i in instance_ids if i in self.instances]
+
+    def capacity_instances(self) -> Sequence[Instance]:
+        return list(self.instances.values())
+
+    def terminate(self, instance_ids: Sequence[str]) -> None:
+        raise AssertionError(f"the bench fleet has no stray instance: {list(instance_ids)[:3]}")
+
+
+class BenchCatalog:
+    def __init__(self, types: Sequence[InstanceType]) -> None:
+        self._types = types
+
+    def instance_types(self) -> Sequence[InstanceType]:
+        return self._types
+
+
+class Clock:
+    def now(self) -> float:
+        return NOW
+
+
+# -------------------------------------------------------------------------------------------- child
+
+
+def _rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _current_rss_mb() -> float:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * resource.getpagesize() / 2**20
+
+
+def measure(size: int, runs: int) -> str:
+    """One size in this process: build, then a cold tick and `runs` warm ones; returns the figure line."""
+    nodes = fleet(size)
+    lists = documents(nodes)
+    sizes = {
+        kind: len(json.dumps(lists[path][0]))
+        for kind, path in (
+            ("pod", "/api/v1/pods"),
+            ("node", "/api/v1/nodes"),
+            ("nodeclaim", "/apis/nodewright.io/v1/nodeclaims"),
+        )
+    }
+    pods = len(lists["/api/v1/pods"])
+    server = ListServer(lists)
+    del lists
+    import gc
+
+    gc.collect()
+    base = _current_rss_mb()
+    cluster = KubernetesCluster(server)  # type: ignore[arg-type]
+    cloud = BenchCloud(nodes)
+    catalog = BenchCatalog(on_demand_cluster().instance_types)
+    catalog.instance_types()
+    ports = PlannerPorts(cluster, cloud, InMemoryWorkflows(), Clock(), InMemoryState(), catalog)  # type: ignore[arg-type]
+
+    def one_tick() -> tuple[float, float, int, int, dict[str, Any]]:
+        fresh = PlannerPorts(
+            cluster,
+            cloud,  # type: ignore[arg-type]
+            InMemoryWorkflows(),
+            Clock(),
+            InMemoryState(),
+            catalog,
+            ports.settings,
+            ports.parsed_pods,
+            ports.pod_facts,
+        )
+        read, requests = server.bytes, server.requests
+        started, cpu = time.perf_counter(), time.process_time()
+        result = tick(fresh).to_json()
+        wall, cpu_s = time.perf_counter() - started, time.process_time() - cpu
+        return wall, cpu_s, server.bytes - read, server.requests - requests, result
+
+    cold, cold_cpu, read, requests, result = one_tick()
+    gzip_read = sum(len(p) for pages in server.pages.values() for p in pages)
+    warm = [one_tick() for _ in range(runs)]
+    commands = result["decisions"].get("commands", [])
+    digest = hashlib.sha256(json.dumps(sorted(json.dumps(c, sort_keys=True) for c in commands)).encode()).hexdigest()
+    for other in warm:
+        if other[4]["decisions"].get("commands", []) != commands:
+            digest = "warm-differs"
+    peak = _rss_mb()
+    return (
+        f"planner_scale nodes={size} pods={pods} cold_s={cold:.2f} cold_cpu_s={cold_cpu:.2f} "
+        f"warm_s={statistics.median(w[0] for w in warm):.2f} warm_cpu_s={statistics.median(w[1] for w in warm):.2f} "
+        f"mb_read={read / 2**20:.1f} gzip_mb={gzip_read / 2**20:.1f} requests={requests} writes={server.writes} "
+        f"base_mb={base:.0f} peak_mb={peak:.0f} tick_mb={peak - base:.0f} "
+        f"pod_kb={sizes['pod'] / 1024:.1f} node_kb={sizes['node'] / 1024:.1f} "
+        f"nodeclaim_kb={sizes['nodeclaim'] / 1024:.1f} "
+        f"decisions={len(commands)} started={len(result['started'])} problems={len(result['problems'])} "
+        f"digest={digest[:16]}"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.bench.planner_scale", description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 2500], help="cluster sizes in nodes")
+    parser.add_argument("--runs", type=int, default=2, help="warm ticks per size (median printed)")
+    parser.add_argument("--child", type=int, default=0, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        print(measure(args.child, args.runs), flush=True)
+        return 0
+    print("# planner_scale: a fresh process per size; times in s, memory in MB (RSS), bytes read per tick")
+    for size in args.sizes:
+        done = subprocess.run(
+            [sys.executable, "-m", "tests.bench.planner_scale", "--child", str(size), "--runs", str(args.runs)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            print(f"# size {size} failed:\n{done.stderr[-3000:]}", file=sys.stderr)
+            return 2
+        print(done.stdout.strip(), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
