@@ -3,7 +3,7 @@
 The planner holds the whole cluster while it decides (every NodeClaim, Node and pod, parsed), so its memory
 grows with the nodes; the provisioner reads Nodes, NodeClaims and the pending pods only, so it grows far less.
 `clusterNodes` is the number of nodes the cluster may reach; each function gets the memory of the first row at
-or above it (the last row beyond it: Lambda's largest size). Without the value both keep 1769 MB, where Lambda
+or above it (the last row's beyond it). Without the value both keep 1769 MB, where Lambda
 gives one full vCPU (the simulation is single-threaded, so more memory buys no speed below ~1,000 nodes).
 
 The planner's rows come from `python -m tests.bench.planner_scale --sizes 1000 2500 5000` (clusters of realistic
@@ -15,7 +15,6 @@ provisioner's are an estimate (it holds the Nodes and NodeClaims, a fifth of the
 from __future__ import annotations
 
 DEFAULT_MEMORY_MB = 1769
-LAMBDA_MAX_MEMORY_MB = 10240
 # (up to this many nodes, planner MB, provisioner MB)
 MEMORY_BY_NODES: tuple[tuple[int, int, int], ...] = (
     (1000, 1769, 1769),  # planner peak 429 MB
