@@ -29,7 +29,7 @@ CORE = "layers/core/python"
 _FIELD = re.compile(r"(\w+)=(-?\d+(?:\.\d+)?)(?=\s|$)")
 _ANY_FIELD = re.compile(r"(\w+)=(\S+)")
 # Fields that name a figure (which cluster, how many pods) rather than measure it.
-_NAMING = ("cluster", "pods", "nodes", "pending", "workload", "bound_pods", "mix")
+_NAMING = ("cluster", "pods", "nodes", "pending", "workload", "bound_pods", "mix", "input")
 
 
 def export(ref: str, into: Path) -> Path:
