@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shlex
 import subprocess
 import sys
 import time
@@ -34,8 +35,9 @@ from test_forwarder import Recorder, _is_unschedulable, _names, _unschedulable_p
 from test_provisioning import Provisioner
 from worldkit import World, wait_for
 
-from nodewright import tags
+from nodewright import __version__, tags
 from nodewright.localworld import deploy, image, procs
+from nodewright.localworld.oci_archive import unpack
 
 ROOT = Path(__file__).resolve().parents[2]
 recorder = test_forwarder.recorder  # the fixture: a function that records the payloads it receives
@@ -48,13 +50,30 @@ def installed(local_world: World) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def image_python(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
-    """A fresh virtual environment (nothing of the project in it) and the image's /opt/forwarder laid out for it."""
+def image_python(local_world: World, packaged: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
+    """The forwarder image as a container runtime runs it: `make package`'s archive unpacked, its entrypoint's
+    `python` under chroot as the image's user with the image's environment; the kubeconfig and CA a pod would
+    get mounted are copied into its filesystem at the paths the environment names. Where the image cannot be built
+    (not root), the image's package set in a fresh virtual environment instead."""
     root = tmp_path_factory.mktemp("image")
-    subprocess.run([sys.executable, "-m", "venv", str(root / "venv")], check=True)
-    python = str(root / "venv" / "bin" / "python")
-    image.install_package_set(python, root / "opt-forwarder")
-    return python, root / "opt-forwarder"
+    archive = packaged / f"nodewright-forwarder-{__version__}.tar"
+    if not archive.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(root / "venv")], check=True)
+        image.install_package_set(str(root / "venv" / "bin" / "python"), root / "opt-forwarder")
+        return str(root / "venv" / "bin" / "python"), root / "opt-forwarder"
+    rootfs = root / "rootfs"
+    rootfs.mkdir()
+    config = unpack(archive, rootfs)["config"]
+    environment = " ".join(shlex.quote(e) for e in config["Env"])
+    wrapper = root / "python"
+    wrapper.write_text(
+        "#!/bin/sh\nset -e\n"
+        f'for f in "$KUBECONFIG" {shlex.quote(local_world.state.ca_file)}; do\n'
+        f'  [ -n "$f" ] || continue; mkdir -p "{rootfs}$(dirname "$f")"; install -m 0644 "$f" "{rootfs}$f"\ndone\n'
+        f'exec /usr/sbin/chroot --userspec={config["User"]} {rootfs} /usr/bin/env {environment} python "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    return str(wrapper), Path(image.IMAGE_ROOT)
 
 
 def _allowed(
