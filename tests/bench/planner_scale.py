@@ -15,15 +15,23 @@ tick (`service.plan.tick`) reads and parses them exactly as in a Lambda; EC2 and
 fakes that agree with the cluster (no drift, no stray instance).
 
 Each size runs in a fresh child process (a cold container): one cold tick, then `--runs` warm ticks (the same
-container: its parse caches kept; a fresh lease table and workflow list each tick, so every tick decides the
-same). Printed per size, one line of `key=value`:
+container: its parse caches and, with NODEWRIGHT_INCREMENTAL_READS on (the default), its informers kept; a fresh
+lease table and workflow list each tick). Before each warm tick `--change` of the pods (default 1 %) change, in
+thirds modified, deleted and added, each change a watch event the server serves from the resourceVersion asked
+(410 Gone before its oldest); `--change 0` keeps the cluster as it was, so every tick decides the same. After the
+warm ticks, one tick reads the same cluster with full lists. Printed per size, one line of `key=value`:
 
 - `cold_s`/`cold_cpu_s`, `warm_s`/`warm_cpu_s` (median of the warm ticks): wall and CPU time of a tick;
-- `mb_read`: uncompressed JSON bytes the tick read (`gzip_mb`: as sent), `requests`: API requests;
+- `mb_read`: uncompressed JSON bytes the cold tick read (`gzip_mb`: as sent), `requests`: API requests;
+- `changed_pods` a warm tick, `warm_mb_read` (median) and `warm_requests`: what a warm tick read; `full_mb_read`:
+  what the full-list tick of the same cluster read, `read_ratio` = warm / full, and `same_decisions_as_full`
+  whether the last warm tick decided as the full-list tick did; `full_warm_cpu_s`: that tick's CPU time. The
+  fake server answers a watch at once: a real one holds it open `informer.WATCH_SECONDS` (1 s of wall time);
 - `base_mb`: the child's resident memory once the cluster is built (imports, catalog, the compressed pages);
-  `peak_mb`: its peak resident memory (ru_maxrss) after all ticks; `tick_mb` = peak - base;
-- `decisions`, `started`: disruption decisions and workflows started, and `digest`: a hash of the decisions,
-  equal on both sides of a comparison when the code decides the same.
+  `peak_mb`: its peak resident memory (ru_maxrss) after the warm ticks (before the full-list tick, which a
+  planner does not make); `tick_mb` = peak - base;
+- `decisions`, `started`: the cold tick's disruption decisions and workflows started, and `digest`: a hash of
+  its decisions, equal on both sides of a comparison when the code decides the same.
 
 Nothing here asserts a time.
 """
@@ -721,39 +729,43 @@ class ListServer:
         annotation and resourceVersion), some deleted, some added (a copy beside one, on its node). Each change is
         a watch event; the pages are rewritten. Returns how many pods changed."""
         path = "/api/v1/pods"
-        pages = [json.loads(gzip.decompress(p)) for p in self.pages[path]]
-        spots = [(n, i) for n, page in enumerate(pages) for i in range(len(page["items"]))]
+        counts = [len(json.loads(gzip.decompress(p))["items"]) for p in self.pages[path]]
+        spots = [(n, i) for n, count in enumerate(counts) for i in range(count)]
         picked = rng.sample(spots, max(1, round(len(spots) * fraction)))
         changes: dict[int, dict[int, str]] = {}
         for number, (n, i) in enumerate(picked):
             changes.setdefault(n, {})[i] = ("modify", "delete", "add")[number % 3]
-        log = self.events.setdefault(path, [])
-        for n, at in sorted(changes.items()):
-            items = pages[n]["items"]
-            kept = []
-            for i, item in enumerate(items):
-                what = at.get(i, "")
-                if what in ("modify", "delete"):
-                    self.version += 1
-                    item["metadata"]["resourceVersion"] = str(self.version)
-                    if what == "modify":
-                        item["metadata"]["annotations"]["bench.nodewright.io/revision"] = str(self.version)
-                    log.append(self._event(what, item))
-                if what == "delete":
-                    continue
-                kept.append(item)
-                if what == "add":
-                    self.version += 1
-                    added = json.loads(json.dumps(item))
-                    metadata = added["metadata"]
-                    metadata["name"] = f"{metadata['name']}-b{self.version}"
-                    metadata["uid"] = _uid("Pod", f"{metadata['namespace']}/{metadata['name']}")
-                    metadata["resourceVersion"] = str(self.version)
-                    kept.append(added)
-                    log.append(self._event("add", added))
-            pages[n]["items"] = kept
-        self.pages[path] = [gzip.compress(json.dumps(page).encode(), compresslevel=1) for page in pages]
+        for n, at in sorted(changes.items()):  # a page at a time, so the bench's own memory stays small
+            page = json.loads(gzip.decompress(self.pages[path][n]))
+            page["items"] = self._changed(page["items"], at, self.events.setdefault(path, []))
+            self.pages[path][n] = gzip.compress(json.dumps(page).encode(), compresslevel=1)
         return len(picked)
+
+    def _changed(
+        self, items: list[dict[str, Any]], at: Mapping[int, str], log: list[tuple[int, bytes]]
+    ) -> list[dict[str, Any]]:
+        kept = []
+        for i, item in enumerate(items):
+            what = at.get(i, "")
+            if what in ("modify", "delete"):
+                self.version += 1
+                item["metadata"]["resourceVersion"] = str(self.version)
+                if what == "modify":
+                    item["metadata"]["annotations"]["bench.nodewright.io/revision"] = str(self.version)
+                log.append(self._event(what, item))
+            if what == "delete":
+                continue
+            kept.append(item)
+            if what == "add":
+                self.version += 1
+                added = json.loads(json.dumps(item))
+                metadata = added["metadata"]
+                metadata["name"] = f"{metadata['name']}-b{self.version}"
+                metadata["uid"] = _uid("Pod", f"{metadata['namespace']}/{metadata['name']}")
+                metadata["resourceVersion"] = str(self.version)
+                kept.append(added)
+                log.append(self._event("add", added))
+        return kept
 
     def _event(self, what: str, item: Mapping[str, Any]) -> tuple[int, bytes]:
         kind = {"modify": "MODIFIED", "delete": "DELETED", "add": "ADDED"}[what]
@@ -841,8 +853,8 @@ def _commands(result: Mapping[str, Any]) -> list[Any]:
 
 def measure(size: int, runs: int, change: float = 0.0) -> str:
     """One size in this process: build, then a cold tick and `runs` warm ones, `change` of the pods changed before
-    each warm tick, each warm tick followed by a full-list tick of the same cluster (the figure beside it and the
-    decisions it must equal); returns the figure line."""
+    each warm tick, then a full-list tick of the last warm tick's cluster (the figure beside it and the decisions it
+    must equal); returns the figure line."""
     nodes = fleet(size)
     lists = documents(nodes)
     sizes = {
@@ -889,24 +901,25 @@ def measure(size: int, runs: int, change: float = 0.0) -> str:
     cold, cold_cpu, read, requests, result = one_tick(cluster)
     gzip_read = sum(len(p) for pages in server.pages.values() for p in pages)
     rng = random.Random(size)
-    warm, beside, changed, same = [], [], 0, True
+    warm, changed = [], 0
     for _ in range(runs):
         changed = server.change_pods(change, rng) if change else 0
         warm.append(one_tick(cluster))
-        beside.append(one_tick(full))
-        same = same and _commands(warm[-1][4]) == _commands(beside[-1][4])
+    peak = _rss_mb()  # before the full-list tick below, which a planner does not make
+    # The last warm tick's cluster read in full: the figure beside the warm tick's, and the decisions it must equal.
+    beside = one_tick(full)
+    same = _commands(warm[-1][4]) == _commands(beside[4])
     commands = _commands(result)
     digest = hashlib.sha256(json.dumps(sorted(json.dumps(c, sort_keys=True) for c in commands)).encode()).hexdigest()
     if not change and any(_commands(other[4]) != commands for other in warm):
         digest = "warm-differs"
-    peak = _rss_mb()
     warm_read = statistics.median(w[2] for w in warm)
-    full_read = statistics.median(f[2] for f in beside)
+    full_read = beside[2]
     return (
         f"planner_scale nodes={size} pods={pods} incremental={'on' if incremental else 'off'} "
         f"cold_s={cold:.2f} cold_cpu_s={cold_cpu:.2f} "
         f"warm_s={statistics.median(w[0] for w in warm):.2f} warm_cpu_s={statistics.median(w[1] for w in warm):.2f} "
-        f"full_warm_cpu_s={statistics.median(f[1] for f in beside):.2f} "
+        f"full_warm_cpu_s={beside[1]:.2f} "
         f"mb_read={read / 2**20:.1f} gzip_mb={gzip_read / 2**20:.1f} requests={requests} writes={server.writes} "
         f"changed_pods={changed} warm_mb_read={warm_read / 2**20:.2f} full_mb_read={full_read / 2**20:.1f} "
         f"read_ratio={warm_read / max(full_read, 1):.4f} warm_requests={statistics.median(w[3] for w in warm):.0f} "

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import copy
 import json
+import random
+import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -304,3 +307,23 @@ def test_after_any_changes_the_incremental_read_equals_a_full_list(rounds: list[
             server.gone_before = server.version  # some rounds outlive the watch cache's window
         _same(cluster.read(), _full(server))
         server.gone_before = 0
+
+
+def test_realistic_objects_changed_as_the_bench_changes_them_read_the_same_as_a_full_list() -> None:
+    # The planner bench's server (EKS-shaped objects, gzip pages, watches of the changes it makes).
+    root = str(Path(__file__).resolve().parents[3])
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from tests.bench import planner_scale as bench
+
+    server = bench.ListServer(bench.documents(bench.fleet(12)))
+    cluster = _incremental(server)  # type: ignore[arg-type]
+    cluster.read()
+    rng = random.Random(3)
+    for _ in range(3):
+        assert server.change_pods(0.2, rng) > 0
+        read = server.bytes
+        incremental = cluster.read()
+        watched = server.bytes - read
+        _same(incremental, _full(server))  # type: ignore[arg-type]
+        assert watched < (server.bytes - read - watched) / 2  # the watch read less than the full list beside it
