@@ -11,14 +11,18 @@ selector, say by finishing, comes as DELETED too), BOOKMARK only moves the resou
 connection or a body that does not parse all end in a full list, as a cold start does. Events are applied one
 by one with their own resourceVersion, so the store is always the list as it was at `resource_version`.
 
-Why a stale store is safe: it is exactly as fresh as the `resourceVersion=0` lists it replaces (both are the
-API server's watch cache; a watch delivers everything the cache holds past our resourceVersion, so the result
-is the cache's state when the watch ran, never older than what the last tick saw). Nothing that acts relies on
-it: a disruption's start takes its lease in the state table and the workflow re-reads the node, its pods and
-its NodeClaim (`get_node`, `pods_on_node`, `get_nodeclaim`, consistent reads) before it taints or drains; the
-provisioner's lock and launch do not read through here; and every write is a read-modify-write with the
-resourceVersion it read (`KubernetesCluster._read_modify_write`). A store that lags by a watch may delay a
-decision a tick, never make a wrong one.
+Why a stale store is safe: it is exactly as fresh as the `resourceVersion=0` lists it replaces. Both are the API
+server's watch cache, and a watch delivers every event the cache holds past our resourceVersion, so the result
+is the cache's state when the watch ran, never older than what the last tick saw (a list from a lagging API server
+replica could even go back in time; a watch from a resourceVersion that replica has not reached waits or fails,
+and fails into a list). What acts does not newly rely on it: the planner's `_start` takes its leases in the state
+table (a consistent read) and starts a workflow that decides nothing from this store; the workflow's Lambda keeps
+no informers (only the planner's `from_eks` asks for them), so its validation re-reads the cluster in full and its
+drain reads the node's pods, Nodes and NodeClaims consistently (`pods_on_node`, `read_fleet`); the provisioner's
+reads and lock are untouched; and every write that merges is a read-modify-write at the resourceVersion it read
+(`KubernetesCluster._read_modify_write`). The planner's own writes from its view (registrations, status,
+reconciliation, instance collection past its grace period) were made from watch-cache lists before and are no
+staler now. A store that lags by a watch may delay a decision a tick, never make a wrong one.
 
 Stores live as long as the process (`informers_for`, by API endpoint), so a warm Lambda container keeps them
 between invocations; `reset()` forgets them all (tests).
