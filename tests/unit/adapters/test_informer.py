@@ -327,3 +327,23 @@ def test_realistic_objects_changed_as_the_bench_changes_them_read_the_same_as_a_
         watched = server.bytes - read
         _same(incremental, _full(server))  # type: ignore[arg-type]
         assert watched < (server.bytes - read - watched) / 2  # the watch read less than the full list beside it
+
+
+def test_clusters_made_from_eks_in_one_process_share_their_informers_only_when_incremental() -> None:
+    class Eks:
+        def describe_cluster(self, name: str) -> dict[str, Any]:
+            ca = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg=="
+            return {"cluster": {"endpoint": f"https://{name}.eks", "certificateAuthority": {"data": ca}}}
+
+    class Tokens:
+        def token(self) -> str:
+            return "t"
+
+    reset()
+    first = KubernetesCluster.from_eks("one", Eks(), Tokens(), incremental=True)
+    again = KubernetesCluster.from_eks("one", Eks(), Tokens(), incremental=True)
+    other = KubernetesCluster.from_eks("two", Eks(), Tokens(), incremental=True)
+    off = KubernetesCluster.from_eks("one", Eks(), Tokens())
+    assert first._informers is not None and first._informers is again._informers  # the next invocation's
+    assert other._informers is not first._informers and off._informers is None
+    reset()
