@@ -331,9 +331,11 @@ def test_realistic_objects_changed_as_the_bench_changes_them_read_the_same_as_a_
 
 def test_clusters_made_from_eks_in_one_process_share_their_informers_only_when_incremental() -> None:
     class Eks:
+        def __init__(self, ca: str = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg==") -> None:
+            self.ca = ca
+
         def describe_cluster(self, name: str) -> dict[str, Any]:
-            ca = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg=="
-            return {"cluster": {"endpoint": f"https://{name}.eks", "certificateAuthority": {"data": ca}}}
+            return {"cluster": {"endpoint": f"https://{name}.eks", "certificateAuthority": {"data": self.ca}}}
 
     class Tokens:
         def token(self) -> str:
@@ -344,6 +346,8 @@ def test_clusters_made_from_eks_in_one_process_share_their_informers_only_when_i
     again = KubernetesCluster.from_eks("one", Eks(), Tokens(), incremental=True)
     other = KubernetesCluster.from_eks("two", Eks(), Tokens(), incremental=True)
     off = KubernetesCluster.from_eks("one", Eks(), Tokens())
+    remade = KubernetesCluster.from_eks("one", Eks("LS0tLS1CRUdJTiBPVEhFUi0tLS0tCg=="), Tokens(), incremental=True)
     assert first._informers is not None and first._informers is again._informers  # the next invocation's
     assert other._informers is not first._informers and off._informers is None
+    assert remade._informers is not first._informers  # a cluster made again at the same address (a new CA)
     reset()

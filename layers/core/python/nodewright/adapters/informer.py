@@ -24,7 +24,7 @@ reads and lock are untouched; and every write that merges is a read-modify-write
 reconciliation, instance collection past its grace period) were made from watch-cache lists before and are no
 staler now. A store that lags by a watch may delay a decision a tick, never make a wrong one.
 
-Stores live as long as the process (`informers_for`, by API endpoint), so a warm Lambda container keeps them
+Stores live as long as the process (`informers_for`, by API endpoint and CA), so a warm Lambda container keeps them
 between invocations; `reset()` forgets them all (tests).
 """
 
@@ -137,8 +137,9 @@ _REGISTRY_LOCK = threading.Lock()
 
 
 def informers_for(endpoint: str) -> Informers:
-    """The process's informers of the API server at `endpoint`: a warm container's next invocation, which makes a
-    new `KubernetesCluster`, finds the lists the last one followed."""
+    """The process's informers of the API server at `endpoint` (its URL, and whatever else tells a cluster made
+    again at the same address apart): a warm container's next invocation, which makes a new `KubernetesCluster`,
+    finds the lists the last one followed."""
     with _REGISTRY_LOCK:
         found = _BY_ENDPOINT.get(endpoint)
         if found is None:

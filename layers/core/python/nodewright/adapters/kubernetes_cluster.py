@@ -187,7 +187,10 @@ class KubernetesCluster:
         cluster = eks.describe_cluster(name=cluster_name)["cluster"]
         ca_pem = base64.b64decode(cluster["certificateAuthority"]["data"]).decode()
         api = ApiServer(str(cluster["endpoint"]), ca_pem, token_source.token)
-        return cls(api, informers=informers_for(api.endpoint) if incremental else None)
+        # Kept by endpoint and CA: a cluster made again at the same address starts its resourceVersions anew, and
+        # a watch from the old cluster's resourceVersion must not be applied to its objects.
+        kept = f"{api.endpoint} {hashlib.sha256(ca_pem.encode()).hexdigest()[:16]}"
+        return cls(api, informers=informers_for(kept) if incremental else None)
 
     # ---------------------------------------------------------------------------------------- REST
 
