@@ -27,6 +27,7 @@ REBALANCE = "rebalance"
 REBALANCE_MODES = env.REBALANCE_MODES
 SPOT_TO_SPOT = "spotToSpotConsolidation"
 NODE_REPAIR = "nodeRepair"
+INCREMENTAL_READS = "incrementalReads"
 ALARM_TOPIC = "alarmTopicArn"
 LOG_RETENTION = "logRetentionDays"
 # What CloudWatch Logs accepts as a retention period, in days, and the CDK's name for each.
@@ -103,6 +104,8 @@ class Settings:
     spot_to_spot: bool = False
     # Karpenter's NodeRepair feature gate: replace nodes whose conditions stay unhealthy (on by default here).
     node_repair: bool = True
+    # The planner keeps the cluster's lists in its warm container and reads only what changed (watches).
+    incremental_reads: bool = True
     # An SNS topic the alarms notify instead of the stack's own.
     alarm_topic_arn: str | None = None
     log_retention_days: int = DEFAULT_LOG_RETENTION_DAYS
@@ -181,6 +184,7 @@ class Settings:
             rebalance=rebalance,
             spot_to_spot=_flag(text(SPOT_TO_SPOT), SPOT_TO_SPOT, default=False),
             node_repair=_flag(text(NODE_REPAIR), NODE_REPAIR, default=True),
+            incremental_reads=_flag(text(INCREMENTAL_READS), INCREMENTAL_READS, default=True),
             alarm_topic_arn=_topic(text(ALARM_TOPIC)),
             log_retention_days=_retention(text(LOG_RETENTION)),
             retain_table=_flag(text(RETAIN_TABLE), RETAIN_TABLE, default=True),

@@ -96,6 +96,7 @@ class Planner(Construct):
                 **environment,
                 env.STATE_MACHINE: state_machine.state_machine_arn,
                 env.NODE_REPAIR: str(settings.node_repair).lower(),
+                env.INCREMENTAL_READS: str(settings.incremental_reads).lower(),
             },
             statements=statements,
             kubernetes_group=KUBERNETES_GROUP,

@@ -58,7 +58,8 @@ def build_ports(cluster: Any = None) -> Any:
     )
     if cluster is None:
         tokens = EksTokenSource(settings.cluster, session.client("sts"), settings.region)
-        cluster = KubernetesCluster.from_eks(settings.cluster, cloud.eks, tokens)
+        # The planner keeps the cluster's lists in its warm container and reads what changed (adapters.informer).
+        cluster = KubernetesCluster.from_eks(settings.cluster, cloud.eks, tokens, settings.incremental_reads)
     catalog = kept_catalog(settings.catalog, settings.region, cloud.ec2, session)
     return PlannerPorts(
         cluster=cluster,

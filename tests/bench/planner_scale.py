@@ -15,15 +15,23 @@ tick (`service.plan.tick`) reads and parses them exactly as in a Lambda; EC2 and
 fakes that agree with the cluster (no drift, no stray instance).
 
 Each size runs in a fresh child process (a cold container): one cold tick, then `--runs` warm ticks (the same
-container: its parse caches kept; a fresh lease table and workflow list each tick, so every tick decides the
-same). Printed per size, one line of `key=value`:
+container: its parse caches and, with NODEWRIGHT_INCREMENTAL_READS on (the default), its informers kept; a fresh
+lease table and workflow list each tick). Before each warm tick `--change` of the pods (default 1 %) change, in
+thirds modified, deleted and added, each change a watch event the server serves from the resourceVersion asked
+(410 Gone before its oldest); `--change 0` keeps the cluster as it was, so every tick decides the same. After the
+warm ticks, one tick reads the same cluster with full lists. Printed per size, one line of `key=value`:
 
 - `cold_s`/`cold_cpu_s`, `warm_s`/`warm_cpu_s` (median of the warm ticks): wall and CPU time of a tick;
-- `mb_read`: uncompressed JSON bytes the tick read (`gzip_mb`: as sent), `requests`: API requests;
+- `mb_read`: uncompressed JSON bytes the cold tick read (`gzip_mb`: as sent), `requests`: API requests;
+- `changed_pods` a warm tick, `warm_mb_read` (median) and `warm_requests`: what a warm tick read; `full_mb_read`:
+  what the full-list tick of the same cluster read, `read_ratio` = warm / full, and `same_decisions_as_full`
+  whether the last warm tick decided as the full-list tick did; `full_warm_cpu_s`: that tick's CPU time. The
+  fake server answers a watch at once: a real one holds it open `informer.WATCH_SECONDS` (1 s of wall time);
 - `base_mb`: the child's resident memory once the cluster is built (imports, catalog, the compressed pages);
-  `peak_mb`: its peak resident memory (ru_maxrss) after all ticks; `tick_mb` = peak - base;
-- `decisions`, `started`: disruption decisions and workflows started, and `digest`: a hash of the decisions,
-  equal on both sides of a comparison when the code decides the same.
+  `peak_mb`: its peak resident memory (ru_maxrss) after the warm ticks (before the full-list tick, which a
+  planner does not make); `tick_mb` = peak - base;
+- `decisions`, `started`: the cold tick's disruption decisions and workflows started, and `digest`: a hash of
+  its decisions, equal on both sides of a comparison when the code decides the same.
 
 Nothing here asserts a time.
 """
@@ -34,6 +42,7 @@ import argparse
 import gzip
 import hashlib
 import json
+import os
 import random
 import resource
 import statistics
@@ -45,6 +54,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl
 
+from nodewright.adapters.informer import Informers, object_key
 from nodewright.adapters.kubernetes_cluster import KubernetesCluster
 from nodewright.adapters.memory import InMemoryState, InMemoryWorkflows
 from nodewright.catalog.catalog import CapacityReservation
@@ -58,12 +68,15 @@ from nodewright.model.parse_ec2nodeclass import parse_ec2nodeclass
 from nodewright.ports import Instance
 from nodewright.service.plan import PlannerPorts, tick
 from nodewright.service.provision import node_resources
+from nodewright.settings import incremental_reads
 from nodewright.tags import NODECLAIM as NODECLAIM_TAG
 from tests.bench.consolidation import on_demand_cluster
 
 NOW = 1_800_000_000.0
 CLUSTER = "bench"
 PAGE = 500
+LIST_VERSION = 10_000_000  # the resourceVersion the cluster is built at; changes count on from it
+VERSION_MARK = "@@resourceVersion@@"
 TYPES = ("m5.4xlarge", "m6i.4xlarge", "c5.4xlarge", "c6i.4xlarge", "r5.4xlarge", "m5a.4xlarge")
 ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
 SUBNETS = {z: f"subnet-0{i}a1b2c3d4e5f6a7b" for i, z in enumerate(ZONES)}
@@ -643,16 +656,22 @@ def _types(nodes: Sequence[BenchNode]) -> dict[str, InstanceType]:
 
 
 class ListServer:
-    """The API server's answers to the planner's reads, from gzip-compressed JSON list pages of 500 (each page
-    decompressed per request, as urllib3 does). Anything else: GET of one object 404, writes 200 (counted)."""
+    """The API server's answers to the planner's reads, from gzip-compressed JSON list pages of 500 in key order
+    (each page decompressed per request, as urllib3 does), and watches: the events since a resourceVersion of
+    the changes `change_pods` made, or 410 Gone before `oldest`. Anything else: GET of one object 404, writes 200
+    (counted)."""
 
     def __init__(self, lists: Mapping[str, list[dict[str, Any]]]) -> None:
+        self.version = LIST_VERSION
+        self.oldest = LIST_VERSION  # a watch from before this is answered 410 Gone
         self.pages: dict[str, list[bytes]] = {}
         for path, items in lists.items():
+            ordered = sorted(items, key=object_key)  # etcd's key order, as a list is served
             self.pages[path] = [
-                self._page(items[start : start + PAGE], start + PAGE < len(items), start // PAGE)
-                for start in range(0, max(len(items), 1), PAGE)
+                self._page(ordered[start : start + PAGE], start + PAGE < len(ordered), start // PAGE)
+                for start in range(0, max(len(ordered), 1), PAGE)
             ]
+        self.events: dict[str, list[tuple[int, bytes]]] = {}  # path -> (resourceVersion, event line)
         self.requests = 0
         self.bytes = 0
         self.gzip_bytes = 0
@@ -664,7 +683,8 @@ class ListServer:
             if "/" not in str(item.get("apiVersion")) or str(item.get("apiVersion")).startswith("apps/"):
                 item.pop("kind", None)
                 item.pop("apiVersion", None)
-        metadata = {"resourceVersion": "9999999", **({"continue": str(number + 1)} if more else {})}
+        # The list's resourceVersion is stamped per request (the server's version then).
+        metadata = {"resourceVersion": VERSION_MARK, **({"continue": str(number + 1)} if more else {})}
         return gzip.compress(json.dumps({"metadata": metadata, "items": items}).encode(), compresslevel=1)
 
     def request(
@@ -680,14 +700,77 @@ class ListServer:
             self.writes += 1
             return 200, b"{}"
         pages = self.pages.get(path)
+        params = dict(parse_qsl("&".join(f"{k}={v}" for k, v in query)))
+        if pages is not None and params.get("watch") == "1":
+            return self._watch(path, int(params["resourceVersion"]))
         if pages is None:
             return (404, b"{}") if path.count("/") > 4 or path.startswith("/api/v1/nodes/") else (200, b'{"items":[]}')
-        number = int(dict(parse_qsl("&".join(f"{k}={v}" for k, v in query))).get("continue", "0") or 0)
-        packed = pages[number]
-        raw = gzip.decompress(packed)
+        packed = pages[int(params.get("continue", "0") or 0)]
+        raw = gzip.decompress(packed).replace(VERSION_MARK.encode(), str(self.version).encode(), 1)
         self.gzip_bytes += len(packed)
         self.bytes += len(raw)
         return 200, raw
+
+    def _watch(self, path: str, since: int) -> tuple[int, bytes]:
+        if since < self.oldest:
+            gone = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Expired", "code": 410}
+            return 410, json.dumps(gone).encode()
+        raw = b"".join(line for version, line in self.events.get(path, []) if version > since)
+        self.bytes += len(raw)
+        self.gzip_bytes += len(gzip.compress(raw, compresslevel=1))
+        return 200, raw
+
+    def full_list_bytes(self) -> int:
+        """What a full read of every list costs now (uncompressed)."""
+        return sum(len(gzip.decompress(p)) for pages in self.pages.values() for p in pages)
+
+    def change_pods(self, fraction: float, rng: random.Random) -> int:
+        """Change `fraction` of the pods as a minute of a busy cluster does, in thirds: some modified (a new
+        annotation and resourceVersion), some deleted, some added (a copy beside one, on its node). Each change is
+        a watch event; the pages are rewritten. Returns how many pods changed."""
+        path = "/api/v1/pods"
+        counts = [len(json.loads(gzip.decompress(p))["items"]) for p in self.pages[path]]
+        spots = [(n, i) for n, count in enumerate(counts) for i in range(count)]
+        picked = rng.sample(spots, max(1, round(len(spots) * fraction)))
+        changes: dict[int, dict[int, str]] = {}
+        for number, (n, i) in enumerate(picked):
+            changes.setdefault(n, {})[i] = ("modify", "delete", "add")[number % 3]
+        for n, at in sorted(changes.items()):  # a page at a time, so the bench's own memory stays small
+            page = json.loads(gzip.decompress(self.pages[path][n]))
+            page["items"] = self._changed(page["items"], at, self.events.setdefault(path, []))
+            self.pages[path][n] = gzip.compress(json.dumps(page).encode(), compresslevel=1)
+        return len(picked)
+
+    def _changed(
+        self, items: list[dict[str, Any]], at: Mapping[int, str], log: list[tuple[int, bytes]]
+    ) -> list[dict[str, Any]]:
+        kept = []
+        for i, item in enumerate(items):
+            what = at.get(i, "")
+            if what in ("modify", "delete"):
+                self.version += 1
+                item["metadata"]["resourceVersion"] = str(self.version)
+                if what == "modify":
+                    item["metadata"]["annotations"]["bench.nodewright.io/revision"] = str(self.version)
+                log.append(self._event(what, item))
+            if what == "delete":
+                continue
+            kept.append(item)
+            if what == "add":
+                self.version += 1
+                added = json.loads(json.dumps(item))
+                metadata = added["metadata"]
+                metadata["name"] = f"{metadata['name']}-b{self.version}"
+                metadata["uid"] = _uid("Pod", f"{metadata['namespace']}/{metadata['name']}")
+                metadata["resourceVersion"] = str(self.version)
+                kept.append(added)
+                log.append(self._event("add", added))
+        return kept
+
+    def _event(self, what: str, item: Mapping[str, Any]) -> tuple[int, bytes]:
+        kind = {"modify": "MODIFIED", "delete": "DELETED", "add": "ADDED"}[what]
+        event = {"type": kind, "object": {"kind": "Pod", "apiVersion": "v1", **item}}
+        return self.version, json.dumps(event).encode() + b"\n"
 
 
 class BenchCloud:
@@ -764,8 +847,14 @@ def _current_rss_mb() -> float:
         return int(statm.read().split()[1]) * resource.getpagesize() / 2**20
 
 
-def measure(size: int, runs: int) -> str:
-    """One size in this process: build, then a cold tick and `runs` warm ones; returns the figure line."""
+def _commands(result: Mapping[str, Any]) -> list[Any]:
+    return list(result["decisions"].get("commands", []))
+
+
+def measure(size: int, runs: int, change: float = 0.0) -> str:
+    """One size in this process: build, then a cold tick and `runs` warm ones, `change` of the pods changed before
+    each warm tick, then a full-list tick of the last warm tick's cluster (the figure beside it and the decisions it
+    must equal); returns the figure line."""
     nodes = fleet(size)
     lists = documents(nodes)
     sizes = {
@@ -783,15 +872,17 @@ def measure(size: int, runs: int) -> str:
 
     gc.collect()
     base = _current_rss_mb()
-    cluster = KubernetesCluster(server)  # type: ignore[arg-type]
+    incremental = incremental_reads(os.environ)
+    cluster = KubernetesCluster(server, informers=Informers() if incremental else None)  # type: ignore[arg-type]
+    full = KubernetesCluster(server)  # type: ignore[arg-type]
     cloud = BenchCloud(nodes)
     catalog = BenchCatalog(on_demand_cluster().instance_types)
     catalog.instance_types()
     ports = PlannerPorts(cluster, cloud, InMemoryWorkflows(), Clock(), InMemoryState(), catalog)  # type: ignore[arg-type]
 
-    def one_tick() -> tuple[float, float, int, int, dict[str, Any]]:
+    def one_tick(reading: KubernetesCluster) -> tuple[float, float, int, int, dict[str, Any]]:
         fresh = PlannerPorts(
-            cluster,
+            reading,
             cloud,  # type: ignore[arg-type]
             InMemoryWorkflows(),
             Clock(),
@@ -807,24 +898,36 @@ def measure(size: int, runs: int) -> str:
         wall, cpu_s = time.perf_counter() - started, time.process_time() - cpu
         return wall, cpu_s, server.bytes - read, server.requests - requests, result
 
-    cold, cold_cpu, read, requests, result = one_tick()
+    cold, cold_cpu, read, requests, result = one_tick(cluster)
     gzip_read = sum(len(p) for pages in server.pages.values() for p in pages)
-    warm = [one_tick() for _ in range(runs)]
-    commands = result["decisions"].get("commands", [])
+    rng = random.Random(size)
+    warm, changed = [], 0
+    for _ in range(runs):
+        changed = server.change_pods(change, rng) if change else 0
+        warm.append(one_tick(cluster))
+    peak = _rss_mb()  # before the full-list tick below, which a planner does not make
+    # The last warm tick's cluster read in full: the figure beside the warm tick's, and the decisions it must equal.
+    beside = one_tick(full)
+    same = _commands(warm[-1][4]) == _commands(beside[4])
+    commands = _commands(result)
     digest = hashlib.sha256(json.dumps(sorted(json.dumps(c, sort_keys=True) for c in commands)).encode()).hexdigest()
-    for other in warm:
-        if other[4]["decisions"].get("commands", []) != commands:
-            digest = "warm-differs"
-    peak = _rss_mb()
+    if not change and any(_commands(other[4]) != commands for other in warm):
+        digest = "warm-differs"
+    warm_read = statistics.median(w[2] for w in warm)
+    full_read = beside[2]
     return (
-        f"planner_scale nodes={size} pods={pods} cold_s={cold:.2f} cold_cpu_s={cold_cpu:.2f} "
+        f"planner_scale nodes={size} pods={pods} incremental={'on' if incremental else 'off'} "
+        f"cold_s={cold:.2f} cold_cpu_s={cold_cpu:.2f} "
         f"warm_s={statistics.median(w[0] for w in warm):.2f} warm_cpu_s={statistics.median(w[1] for w in warm):.2f} "
+        f"full_warm_cpu_s={beside[1]:.2f} "
         f"mb_read={read / 2**20:.1f} gzip_mb={gzip_read / 2**20:.1f} requests={requests} writes={server.writes} "
+        f"changed_pods={changed} warm_mb_read={warm_read / 2**20:.2f} full_mb_read={full_read / 2**20:.1f} "
+        f"read_ratio={warm_read / max(full_read, 1):.4f} warm_requests={statistics.median(w[3] for w in warm):.0f} "
         f"base_mb={base:.0f} peak_mb={peak:.0f} tick_mb={peak - base:.0f} "
         f"pod_kb={sizes['pod'] / 1024:.1f} node_kb={sizes['node'] / 1024:.1f} "
         f"nodeclaim_kb={sizes['nodeclaim'] / 1024:.1f} "
         f"decisions={len(commands)} started={len(result['started'])} problems={len(result['problems'])} "
-        f"digest={digest[:16]}"
+        f"same_decisions_as_full={'yes' if same else 'no'} digest={digest[:16]}"
     )
 
 
@@ -832,15 +935,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.bench.planner_scale", description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 2500], help="cluster sizes in nodes")
     parser.add_argument("--runs", type=int, default=2, help="warm ticks per size (median printed)")
+    parser.add_argument(
+        "--change", type=float, default=0.01, help="fraction of the pods changed before each warm tick (0: none)"
+    )
     parser.add_argument("--child", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        print(measure(args.child, args.runs), flush=True)
+        print(measure(args.child, args.runs, args.change), flush=True)
         return 0
     print("# planner_scale: a fresh process per size; times in s, memory in MB (RSS), bytes read per tick")
     for size in args.sizes:
         done = subprocess.run(
-            [sys.executable, "-m", "tests.bench.planner_scale", "--child", str(size), "--runs", str(args.runs)],
+            [
+                *(sys.executable, "-m", "tests.bench.planner_scale", "--child", str(size)),
+                *("--runs", str(args.runs), "--change", str(args.change)),
+            ],
             capture_output=True,
             text=True,
             check=False,

@@ -507,3 +507,21 @@ def test_only_the_workflow_lists_volume_attachments_to_wait_for_their_detachment
     assert attachments in _rules(rendered.one("ClusterRole", "nodewright-disruption"))
     for name in ("provisioner", "planner", "interruption"):
         assert attachments not in _rules(rendered.one("ClusterRole", f"nodewright-{name}")), name
+
+
+def test_only_the_planner_watches_and_it_watches_every_list_of_its_read(render: Any) -> None:
+    """KubernetesCluster.read() with incremental reads follows each of its lists with a watch (adapters/informer.py);
+    without the verb every watch is refused and every tick lists the whole cluster again."""
+    from nodewright.adapters.kubernetes_cluster import CLUSTER_LISTS, NODECLAIMS, NODECLASSES, NODEPOOLS
+
+    rendered: Rendered = render()
+    lists = [(g, p) for g, _, p in (*NODEPOOLS, *NODECLASSES, NODECLAIMS)]
+    lists += [
+        (path.split("/")[2] if path.startswith("/apis/") else "", path.rsplit("/", 1)[1]) for path, *_ in CLUSTER_LISTS
+    ]
+    planner = _rules(rendered.one("ClusterRole", "nodewright-planner"))
+    assert {(group, resource, "watch") for group, resource in lists} <= planner
+    for name in ("provisioner", "disruption", "interruption"):
+        assert not any(verb == "watch" for _, _, verb in _rules(rendered.one("ClusterRole", f"nodewright-{name}"))), (
+            name
+        )

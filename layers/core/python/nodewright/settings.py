@@ -48,6 +48,7 @@ def _required(env: Mapping[str, str], name: str, what: str) -> str:
 SPOT_TO_SPOT = "NODEWRIGHT_SPOT_TO_SPOT"  # Karpenter's SpotToSpotConsolidation feature gate: true | false
 NODE_REPAIR = "NODEWRIGHT_NODE_REPAIR"  # Karpenter's NodeRepair feature gate: true (default here) | false
 CATALOG = "NODEWRIGHT_CATALOG"  # live (EC2 and Pricing APIs) | snapshot (the shipped price table)
+INCREMENTAL_READS = "NODEWRIGHT_INCREMENTAL_READS"  # the planner follows its lists with watches: true (default) | false
 
 
 def _switch(env: Mapping[str, str], name: str, default: bool) -> bool:
@@ -66,6 +67,12 @@ def spot_to_spot(env: Mapping[str, str]) -> bool:
 def node_repair(env: Mapping[str, str]) -> bool:
     """NODEWRIGHT_NODE_REPAIR as a boolean (default true)."""
     return _switch(env, NODE_REPAIR, default=True)
+
+
+def incremental_reads(env: Mapping[str, str]) -> bool:
+    """NODEWRIGHT_INCREMENTAL_READS as a boolean (default true): the planner lists the cluster once per warm
+    container and then reads only what changed (`adapters.informer`)."""
+    return _switch(env, INCREMENTAL_READS, default=True)
 
 
 def state_machine(env: Mapping[str, str]) -> str:
@@ -96,6 +103,7 @@ class PlannerSettings:
     catalog: str = "live"
     node_roles: tuple[str, ...] = ()  # further roles EC2NodeClasses may name (the stack's nodeRoles context)
     node_repair: bool = True
+    incremental_reads: bool = True
 
     @staticmethod
     def from_env(env: Mapping[str, str] | None = None) -> PlannerSettings:
@@ -111,6 +119,7 @@ class PlannerSettings:
             catalog=catalog_mode(env),
             node_roles=node_roles(env),
             node_repair=node_repair(env),
+            incremental_reads=incremental_reads(env),
         )
 
 

@@ -18,6 +18,10 @@ as the whole cluster. Lists are read in pages of 500 (the watch cache may answer
 no kind/apiVersion, so they are added. What nothing reads (managedFields, a Node's images, a pod's container
 statuses, ...) is cut from each page as it is parsed (`adapters.slim`).
 
+With `informers` (the planner's, `NODEWRIGHT_INCREMENTAL_READS`), `read()` lists each of its lists once per warm
+container and then follows it with a watch from its resourceVersion (`adapters.informer`): a tick reads what
+changed since the last, not the cluster. Its result is the same documents a full list gives.
+
 Custom objects: NodePools, EC2NodeClasses and NodeClaims of `nodewright.io/v1` only. Karpenter's
 `karpenter.sh/v1` and `karpenter.k8s.aws/v1` objects are never read in a cluster, so nodewright and Karpenter
 can run side by side without both acting on the same NodePool (the CLI still reads Karpenter's files, and
@@ -36,6 +40,7 @@ from functools import partial
 from typing import Any
 from urllib.parse import urlencode
 
+from nodewright.adapters.informer import WATCH_SECONDS, Informers, informers_for
 from nodewright.adapters.slim import slim
 from nodewright.model.conditions import Condition, merge_conditions
 from nodewright.model.objects import LabelSelector
@@ -57,6 +62,17 @@ BOUND_PODS = f"spec.nodeName!=,{ACTIVE}"
 _READ_WORKERS = 8
 NODEPOOLS = (("nodewright.io", "v1", "nodepools"),)
 NODECLASSES = (("nodewright.io", "v1", "ec2nodeclasses"),)
+# The lists of the planner's whole-cluster read, after its NodePools, classes and NodeClaims: (path, kind, apiVersion,
+# query). Pods are the active ones only; `read()` tells bound from unbound.
+CLUSTER_LISTS: tuple[tuple[str, str, str, tuple[tuple[str, str], ...]], ...] = (
+    ("/api/v1/nodes", "Node", "v1", ()),
+    ("/api/v1/pods", "Pod", "v1", (("fieldSelector", ACTIVE),)),
+    ("/apis/apps/v1/daemonsets", "DaemonSet", "apps/v1", ()),
+    ("/apis/policy/v1/poddisruptionbudgets", "PodDisruptionBudget", "policy/v1", ()),
+    ("/api/v1/persistentvolumeclaims", "PersistentVolumeClaim", "v1", ()),
+    ("/api/v1/persistentvolumes", "PersistentVolume", "v1", ()),
+    ("/apis/storage.k8s.io/v1/storageclasses", "StorageClass", "storage.k8s.io/v1", ()),
+)
 MERGE_PATCH = "application/merge-patch+json"
 COMPONENT = "nodewright"
 _EVENT_WORKERS = 8
@@ -114,7 +130,7 @@ class ApiServer:
     system's trust store); `token()` is called per request and is expected to cache (EksTokenSource does).
     Connection failures are retried (the request never reached the server); a request that reached it is
     retried only when it is idempotent and the read failed, and HTTP error statuses are returned, not retried.
-    The pool holds as many connections as `record_events` uses threads.
+    The pool holds as many connections as `record_events` or an incremental `read()` uses threads.
     """
 
     def __init__(self, endpoint: str, ca_pem: str | None, token: Callable[[], str]) -> None:
@@ -124,12 +140,17 @@ class ApiServer:
         self._token = token
         self._pool = urllib3.PoolManager(
             num_pools=1,
-            maxsize=_EVENT_WORKERS,
+            maxsize=max(_EVENT_WORKERS, len(NODEPOOLS) + len(NODECLASSES) + 1 + len(CLUSTER_LISTS)),
             cert_reqs="CERT_REQUIRED",
             ca_cert_data=ca_pem,
             retries=urllib3.Retry(total=3, connect=3, read=1, status=0, backoff_factor=0.2, redirect=False),
             timeout=urllib3.Timeout(connect=CONNECT_TIMEOUT_SECONDS, read=READ_TIMEOUT_SECONDS),
         )
+
+    @property
+    def endpoint(self) -> str:
+        """The server's base URL (what a process's informers are kept by)."""
+        return self._base
 
     def request(
         self,
@@ -149,17 +170,27 @@ class ApiServer:
 class KubernetesCluster:
     """Cluster port over the Kubernetes REST API (see the module doc)."""
 
-    def __init__(self, api: ApiServer, clock: Callable[[], float] | None = None) -> None:
+    def __init__(
+        self, api: ApiServer, clock: Callable[[], float] | None = None, informers: Informers | None = None
+    ) -> None:
+        """`informers`: where `read()` keeps its lists between calls and follows them with watches (None: it lists
+        everything every time)."""
         self.api = api
         self._clock = clock or (lambda: datetime.now(UTC).timestamp())
         self._posted: dict[str, float] = {}  # event name -> when this process posted it
+        self._informers = informers
 
     @classmethod
-    def from_eks(cls, cluster_name: str, eks: Any, token_source: Any) -> KubernetesCluster:
-        """Endpoint and CA from eks:DescribeCluster; bearer tokens from `token_source.token()`."""
+    def from_eks(cls, cluster_name: str, eks: Any, token_source: Any, incremental: bool = False) -> KubernetesCluster:
+        """Endpoint and CA from eks:DescribeCluster; bearer tokens from `token_source.token()`. `incremental`:
+        `read()` follows its lists with watches, in stores the process keeps by endpoint (`informers_for`)."""
         cluster = eks.describe_cluster(name=cluster_name)["cluster"]
         ca_pem = base64.b64decode(cluster["certificateAuthority"]["data"]).decode()
-        return cls(ApiServer(str(cluster["endpoint"]), ca_pem, token_source.token))
+        api = ApiServer(str(cluster["endpoint"]), ca_pem, token_source.token)
+        # Kept by endpoint and CA: a cluster made again at the same address starts its resourceVersions anew, and
+        # a watch from the old cluster's resourceVersion must not be applied to its objects.
+        kept = f"{api.endpoint} {hashlib.sha256(ca_pem.encode()).hexdigest()[:16]}"
+        return cls(api, informers=informers_for(kept) if incremental else None)
 
     # ---------------------------------------------------------------------------------------- REST
 
@@ -171,18 +202,25 @@ class KubernetesCluster:
         body: Any = None,
         content_type: str = "application/json",
     ) -> dict[str, Any]:
-        # gzip, as client-go asks for it: a thousand nodes are 4 MB of JSON and 0.2 MB compressed.
-        headers = {"Accept": "application/json", "Accept-Encoding": "gzip"}
         payload = None
         if body is not None:
-            headers["Content-Type"] = content_type
             payload = json.dumps(body).encode()
-        status, raw = self.api.request(method, path, query, payload, headers)
-        data = raw.decode()
-        if status >= 400:
-            raise ApiError(status, method, path, data)
+        data = self._send(method, path, query, payload, content_type).decode()
         parsed: dict[str, Any] = json.loads(data) if data else {}
         return parsed
+
+    def _send(
+        self, method: str, path: str, query: Sequence[tuple[str, str]], payload: bytes | None, content_type: str
+    ) -> bytes:
+        """The body of the answer; an error status raises ApiError."""
+        # gzip, as client-go asks for it: a thousand nodes are 4 MB of JSON and 0.2 MB compressed.
+        headers = {"Accept": "application/json", "Accept-Encoding": "gzip"}
+        if payload is not None:
+            headers["Content-Type"] = content_type
+        status, raw = self.api.request(method, path, query, payload, headers)
+        if status >= 400:
+            raise ApiError(status, method, path, raw.decode(errors="replace"))
+        return raw
 
     def _list(
         self,
@@ -194,6 +232,17 @@ class KubernetesCluster:
     ) -> list[dict[str, Any]]:
         """Every item of a list, following `continue` tokens, with kind and apiVersion filled in. `cached`
         asks for the watch cache's copy (resourceVersion=0) on the first page; later pages follow the token."""
+        return self._list_at(path, kind, api_version, query, cached)[0]
+
+    def _list_at(
+        self,
+        path: str,
+        kind: str,
+        api_version: str,
+        query: Sequence[tuple[str, str]] = (),
+        cached: bool = False,
+    ) -> tuple[list[dict[str, Any]], str]:
+        """`_list`'s items and the list's resourceVersion (what a watch goes on from)."""
         items: list[dict[str, Any]] = []
         token = ""
         while True:
@@ -204,9 +253,10 @@ class KubernetesCluster:
                 params.append(("resourceVersion", "0"))
             page = self._call("GET", path, params)
             items.extend(_strip(d, kind, api_version) for d in page.get("items", []))
-            token = str((page.get("metadata") or {}).get("continue") or "")
+            metadata = page.get("metadata") or {}
+            token = str(metadata.get("continue") or "")
             if not token:
-                return items
+                return items, str(metadata.get("resourceVersion") or "")
 
     def _get(self, path: str) -> dict[str, Any] | None:
         try:
@@ -228,27 +278,58 @@ class KubernetesCluster:
 
     def read(self) -> ClusterView:
         # The planner's whole-cluster read, once a minute: from the watch cache, as informers would hold it.
+        customs = [(f"/apis/{g}/{v}/{p}", "", f"{g}/{v}", ()) for g, v, p in (*NODEPOOLS, *NODECLASSES, NODECLAIMS)]
+        lists = [*customs, *CLUSTER_LISTS]
+        if self._informers is None:
+            got = [self._list_or_none(*spec)[0] for spec in lists]
+        else:
+            # Side by side: each watch waits out its timeoutSeconds, and the read should pay that once.
+            with ThreadPoolExecutor(max_workers=len(lists)) as pool:
+                got = list(pool.map(lambda spec: self._follow(*spec), lists))
         documents: list[dict[str, Any]] = []
-        for group, version, plural in (*NODEPOOLS, *NODECLASSES, NODECLAIMS):
-            documents.extend(self._custom(group, version, plural, cached=True))
-        documents.extend(self._list("/api/v1/nodes", "Node", "v1", cached=True))
         unbound: dict[str, dict[str, Any]] = {}
-        active = [("fieldSelector", ACTIVE)]
-        for pod in self._list("/api/v1/pods", "Pod", "v1", active, cached=True):
-            metadata = pod.get("metadata") or {}
-            if not (pod.get("spec") or {}).get("nodeName"):
-                unbound[f"{metadata.get('namespace', 'default')}/{metadata.get('name', '')}"] = pod
+        for (path, _, _, _), items in zip(lists, got, strict=True):
+            if path != "/api/v1/pods":
+                documents.extend(items)
                 continue
-            documents.append(pod)
-        for path, kind, api_version in (
-            ("/apis/apps/v1/daemonsets", "DaemonSet", "apps/v1"),
-            ("/apis/policy/v1/poddisruptionbudgets", "PodDisruptionBudget", "policy/v1"),
-            ("/api/v1/persistentvolumeclaims", "PersistentVolumeClaim", "v1"),
-            ("/api/v1/persistentvolumes", "PersistentVolume", "v1"),
-            ("/apis/storage.k8s.io/v1/storageclasses", "StorageClass", "storage.k8s.io/v1"),
-        ):
-            documents.extend(self._list(path, kind, api_version, cached=True))
+            for pod in items:
+                if (pod.get("spec") or {}).get("nodeName"):
+                    documents.append(pod)
+                else:
+                    metadata = pod.get("metadata") or {}
+                    unbound[f"{metadata.get('namespace', 'default')}/{metadata.get('name', '')}"] = pod
         return ClusterView(documents, unbound)
+
+    def _list_or_none(
+        self, path: str, kind: str, api_version: str, query: Sequence[tuple[str, str]]
+    ) -> tuple[list[dict[str, Any]], str]:
+        """A list from the watch cache and its resourceVersion; a custom resource whose CRD is not installed (404)
+        is empty (and has no resourceVersion to follow)."""
+        try:
+            return self._list_at(path, kind, api_version, query, cached=True)
+        except ApiError as error:
+            if error.status == 404 and path.startswith("/apis/") and not kind:
+                return [], ""
+            raise
+
+    def _follow(
+        self, path: str, kind: str, api_version: str, query: tuple[tuple[str, str], ...]
+    ) -> list[dict[str, Any]]:
+        """A list of `read()` through its informer: listed the first time, then followed with a watch."""
+        assert self._informers is not None
+        informer = self._informers.informer((path, query), lambda doc: _strip(doc, kind, api_version))
+
+        def watch(resource_version: str) -> bytes:
+            params = [
+                *query,
+                ("watch", "1"),
+                ("resourceVersion", resource_version),
+                ("allowWatchBookmarks", "true"),
+                ("timeoutSeconds", str(WATCH_SECONDS)),
+            ]
+            return self._send("GET", path, params, None, "")
+
+        return informer.sync(partial(self._list_or_none, path, kind, api_version, query), watch)
 
     def read_for_provisioning(self) -> ProvisioningView:
         # Independent lists, asked side by side: the decision waits for the slowest, not for their sum.
