@@ -6,10 +6,12 @@ grows with the nodes; the provisioner reads Nodes, NodeClaims and the pending po
 or above it (the last row's beyond it). Without the value both keep 1769 MB, where Lambda
 gives one full vCPU (the simulation is single-threaded, so more memory buys no speed below ~1,000 nodes).
 
-The planner's rows come from `python -m tests.bench.planner_scale --sizes 1000 2500 5000` (clusters of realistic
-API objects, about 19 pods a node): its peak resident memory per size (in the comments), with at least a third
-more as headroom for larger objects and the Lambda runtime; the 10,000-node row is extrapolated. The
-provisioner's are an estimate (it holds the Nodes and NodeClaims, a fifth of the planner's objects), not measured.
+The planner's rows come from `python -m tests.bench.planner_scale --sizes 1000 2500 5000 10000` (clusters of
+realistic API objects, about 19 pods a node): its peak resident memory per size (in the comments), with at least a
+third more as headroom for larger objects and the Lambda runtime. Memory is not the only limit: at 10,000 nodes
+the same bench's tick takes 78 s cold and 54 s warm, past the planner's 55 s timeout, so the largest cluster
+served today is about 5,000 nodes (31.6 s cold, 12.5 s warm). The provisioner's rows are an estimate (it holds the
+Nodes and NodeClaims, a fifth of the planner's objects), not measured.
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ DEFAULT_MEMORY_MB = 1769
 MEMORY_BY_NODES: tuple[tuple[int, int, int], ...] = (
     (1000, 1769, 1769),  # planner peak 429 MB
     (2500, 1769, 1769),  # planner peak 972 MB
-    (5000, 3008, 1769),  # planner peak 1,884 MB
-    (10000, 6144, 3008),  # planner peak about 3.8 GB (from the three rows above; not measured)
+    (5000, 3008, 1769),  # planner peak 1,879 MB
+    (10000, 6144, 3008),  # planner peak 3,701 MB (and a tick past the 55 s timeout: module doc)
 )
 
 
