@@ -30,6 +30,7 @@ from nodewright.scheduling.classes import EBS_VOLUMES, PodClass, TopologyTerm
 from nodewright.scheduling.nodepods import NodePods
 from nodewright.scheduling.pools import PoolContext, Pools, ReqKey, consume, within
 from nodewright.scheduling.preferences import Variant, untolerated
+from nodewright.scheduling.shapes import ClaimShapes
 from nodewright.scheduling.templates import Candidate, PoolCompat, admits_new_hostname, offering_key_of, type_matches
 from nodewright.scheduling.topology import Topology
 
@@ -115,6 +116,7 @@ class Claims:
         self.old_names: set[str] = set()
         self.name_clash = False
         self.new_hosts: dict[int, tuple[list[Bin], int]] = {}
+        self.shapes = ClaimShapes()  # the new claims that have not grown, by shape (see `Solver._new_room`)
 
     def fork(self, pools: Pools, topology: Topology, look_ahead: LookAhead, bin_of: Mapping[int, Bin]) -> Claims:
         """These places for another run of the solve, before any new claim is opened: the bins as copied in
@@ -169,6 +171,19 @@ class Claims:
         if b.taints and untolerated(tolerations, b.taints) is not None:
             return True
         return self.shape_compat(b, requirements, rkey) is None and not self.may_take_later(b, requirements, rkey)
+
+    def pool_refuses_for_good(
+        self, ctx: PoolContext, requirements: Requirements, tolerations: tuple[Toleration, ...]
+    ) -> bool:
+        """Whether every new claim of NodePool ctx answers `refuses_for_good` for pods of these requirements and
+        tolerations: they have its taints; and a claim's requirements are the NodePool's narrowed, so they conflict
+        where the NodePool's do, and define every label the NodePool's define (a label the NodePool leaves undefined
+        is what `may_take_later` waits for: then each claim is asked). False says nothing of any one claim."""
+        if ctx.taints and untolerated(tolerations, ctx.taints) is not None:
+            return True
+        return ctx.requirements.conflict(requirements) is not None and not _undefined_label(
+            ctx.requirements, requirements
+        )
 
     def _compute_bin_compat(
         self, b: Bin, requirements: Requirements, rkey: ReqKey
@@ -289,6 +304,8 @@ class Claims:
             if grown is None:
                 continue
             candidate, j = grown
+            if not b.grown:
+                self.shapes.grew(b)
             _grow_into(b, ctx, candidate, budget)
             pods = self.assign(b, cls, pods, j, *merged)
         return pods
@@ -326,11 +343,14 @@ class Claims:
         """Place the first k of `pods` on b, whose requirements become `merged` (`bin_compat`'s answer), and
         count them in every topology group; returns the pods left."""
         if mkey != b.rkey:
+            old = b.rkey
             b.requirements = merged
             b.rkey = mkey
             zone = merged.get(ZONE).single_value()
             if zone is not None:
                 b.labels[ZONE] = zone
+            if b.kind == "new" and not b.grown:
+                self.shapes.reshaped(b, old)
         placed, rest = pods[:k], pods[k:]
         total = res.scale(cls.requests, k)
         b.remaining = res.subtract(b.remaining, total)
@@ -439,6 +459,7 @@ class Claims:
         self.bins.append(b)
         self.new_bins.append(b)
         self.new_by_name[b.name] = b
+        self.shapes.opened(b)
         self.name_clash = self.name_clash or b.name in self.old_names
         return b
 
