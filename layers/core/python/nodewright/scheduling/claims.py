@@ -110,6 +110,7 @@ class Claims:
         self.compat_cache: dict[tuple[ReqKey, ReqKey], tuple[Requirements, ReqKey] | None] = {}
         self.later_cache: dict[tuple[ReqKey, ReqKey], bool] = {}  # see `may_take_later`
         self.shape_cache: dict[tuple[ReqKey, ReqKey], bool] = {}  # see `labels_meet`
+        self.type_cache: dict[tuple[ReqKey, ReqKey, int], bool] = {}  # see `keeps_type`
         # Per hostname group: the new claims holding its pods, in placement order, and how far the group's
         # `hosts` list was read (see `_new_hosts`). `name_clash` is set if a new claim is named like a node
         # or a claim in flight, which the incremental list does not handle.
@@ -127,6 +128,7 @@ class Claims:
         other.compat_cache = self.compat_cache  # keyed by requirement-set numbers the runs share
         other.later_cache = self.later_cache
         other.shape_cache = self.shape_cache
+        other.type_cache = self.type_cache  # keyed by requirement-set numbers and candidates the runs share
         other.old_names = self.old_names
         return other
 
@@ -144,12 +146,40 @@ class Claims:
     def bin_compat(self, b: Bin, requirements: Requirements, rkey: ReqKey) -> tuple[Requirements, ReqKey] | None:
         """The bin's requirements (and their key) after adding these, or None when it cannot take them."""
         merged = self.shape_compat(b, requirements, rkey)
-        if merged is not None and b.kind == "new" and merged[1] != b.rkey:
-            # Narrowing a new claim (a zone, a capacity type) must keep the type it is sized for.
-            assert b.chosen is not None
-            if not type_matches(b.chosen.it, merged[0]) or not b.chosen.offerings_for(merged[0]):
-                return None
+        if (
+            merged is not None
+            and b.kind == "new"
+            and merged[1] != b.rkey
+            and not self.keeps_type(b, requirements, rkey)
+        ):
+            return None
         return merged
+
+    def fits_now(self, b: Bin, requirements: Requirements, rkey: ReqKey) -> bool | None:
+        """For new claim b, which `refuses_for_good` does not refuse these requirements (numbered `rkey`): whether it
+        may take them now (True), waits for a label (None: `may_take_later`), or would lose its type (False). What
+        every claim of b's requirement set and type answers."""
+        if self.shape_compat(b, requirements, rkey) is None:
+            return None
+        return self.keeps_type(b, requirements, rkey)
+
+    def keeps_type(self, b: Bin, requirements: Requirements, rkey: ReqKey) -> bool:
+        """Whether new claim b keeps the type it is sized for once narrowed by these requirements (numbered `rkey`):
+        the type's labels and one of its offerings (a zone, a capacity type) must still meet them. What every claim
+        of b's requirement set and type answers, kept: a claim's type only changes when it grows, and its
+        requirements only narrow, so a claim that loses its type under a batch never takes that batch."""
+        assert b.chosen is not None
+        key = (b.rkey, rkey, id(b.chosen))
+        kept = self.type_cache.get(key)
+        if kept is None:
+            merged = self.shape_compat(b, requirements, rkey)
+            kept = (
+                merged is None
+                or merged[1] == b.rkey
+                or (type_matches(b.chosen.it, merged[0]) and bool(b.chosen.offerings_for(merged[0])))
+            )
+            self.type_cache[key] = kept
+        return kept
 
     def shape_compat(self, b: Bin, requirements: Requirements, rkey: ReqKey) -> tuple[Requirements, ReqKey] | None:
         """`bin_compat` but for a new claim's instance type: what every bin of b's kind and requirement set answers

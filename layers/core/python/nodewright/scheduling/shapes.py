@@ -25,31 +25,34 @@ placement_order = attrgetter("order")  # as `claims.placement_order`
 
 
 class ClaimShapes:
-    """The new claims of a run that have not grown, per NodePool and requirement set, each list in placement order.
+    """The new claims of a run that have not grown, per NodePool, requirement set and instance type it is sized for
+    (which only growing changes), each list in placement order.
 
     Kept up to date by `Claims`: a claim is added when opened (`opened`), moves when its requirements narrow
     (`reshaped`) and leaves when it grows into a larger type (`grew`), since a grown claim keeps its room for the
     pods that needed it. Grouped by NodePool first: a batch that no claim of a NodePool can take (a taint it does
-    not tolerate, a conflict with the NodePool's requirements) skips all of that NodePool's shapes at once.
+    not tolerate, a conflict with the NodePool's requirements) skips all of that NodePool's shapes at once. Then by
+    requirement set and type: claims a batch would narrow must keep their type (`Claims.fits_now`), which claims
+    of one requirement set and type do or do not alike.
     """
 
     def __init__(self) -> None:
-        self.by_pool: dict[int, tuple[PoolContext, dict[ReqKey, list[Bin]]]] = {}
+        self.by_pool: dict[int, tuple[PoolContext, dict[tuple[ReqKey, int], list[Bin]]]] = {}
 
     def opened(self, b: Bin) -> None:
         """A claim just opened: the last in placement order, so it goes at the end of its shape's list."""
-        self._shapes(b).setdefault(b.rkey, []).append(b)
+        self._shapes(b).setdefault((b.rkey, id(b.chosen)), []).append(b)
 
     def reshaped(self, b: Bin, old: ReqKey) -> None:
         """Claim b, of requirement set `old` until now, has the shape its fields say (same NodePool)."""
         self._remove(b, old)
-        bisect.insort(self._shapes(b).setdefault(b.rkey, []), b, key=placement_order)
+        bisect.insort(self._shapes(b).setdefault((b.rkey, id(b.chosen)), []), b, key=placement_order)
 
     def grew(self, b: Bin) -> None:
         """Claim b grew into a larger type: no batch's list takes it in any more (see `Solver._fill`)."""
         self._remove(b, b.rkey)
 
-    def _shapes(self, b: Bin) -> dict[ReqKey, list[Bin]]:
+    def _shapes(self, b: Bin) -> dict[tuple[ReqKey, int], list[Bin]]:
         assert b.pool is not None, "a new claim has a NodePool"
         entry = self.by_pool.get(id(b.pool))
         if entry is None:
@@ -58,10 +61,11 @@ class ClaimShapes:
 
     def _remove(self, b: Bin, rkey: ReqKey) -> None:
         shapes = self._shapes(b)
-        bins = shapes[rkey]
+        key = (rkey, id(b.chosen))
+        bins = shapes[key]
         del bins[bisect.bisect_left(bins, b.order, key=placement_order)]
         if not bins:
-            del shapes[rkey]
+            del shapes[key]
 
     def taking(
         self,
@@ -71,24 +75,36 @@ class ClaimShapes:
         pool_refuses: Callable[[PoolContext], bool],
         refused: dict[Shape, bool],
         refuses: Callable[[Bin], bool],
-    ) -> list[Bin]:
-        """The claims with room for one more pod of `request` (`with_room`) whose shape does not refuse the batch
-        for good, in placement order. The batch's answers are kept per NodePool id (`pool_refused`: whether every
-        claim of the NodePool refuses it, asked of `pool_refuses`) and per shape (`refused`, asked of `refuses`
-        with one claim of the shape), and filled here for those not answered yet."""
+        fits: Callable[[Bin], bool | None],
+    ) -> tuple[list[Bin], list[Bin]]:
+        """The claims with room for one more pod of `request` (`with_room`) that may take the batch now, and those
+        that wait for a label (see `Claims.may_take_later`), each in placement order; the others refuse it for good.
+
+        The batch's answers are kept per NodePool id (`pool_refused`: whether every claim of the NodePool refuses
+        it, asked of `pool_refuses`) and per shape (`refused`, asked of `refuses` with one claim of the shape), and
+        filled here for those not answered yet. `fits`, asked of one claim of each requirement set and type the
+        shapes do not refuse: True when such claims may take the batch now, None when they wait for a label, False
+        when narrowing them to the batch's requirements would lose their type."""
         found: list[Bin] = []
+        waiting: list[Bin] = []
         for pool_id, (ctx, shapes) in self.by_pool.items():
             all_refuse = pool_refused.get(pool_id)
             if all_refuse is None:
                 all_refuse = pool_refused[pool_id] = pool_refuses(ctx)
             if all_refuse:
                 continue
-            for rkey, bins in shapes.items():
+            for (rkey, _), bins in shapes.items():
                 shape = (rkey, pool_id)
                 never = refused.get(shape)
                 if never is None:
                     never = refused[shape] = refuses(bins[0])
-                if not never:
+                if never:
+                    continue
+                fit = fits(bins[0])
+                if fit:
                     found.extend(with_room(request, bins))
+                elif fit is None:
+                    waiting.extend(with_room(request, bins))
         found.sort(key=placement_order)
-        return found
+        waiting.sort(key=placement_order)
+        return found, waiting

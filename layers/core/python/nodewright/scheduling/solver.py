@@ -340,12 +340,15 @@ class Solver:
         requirement set lets each batch skip, for good, the bins of other domains and NodePools it can never
         use, instead of stepping over all of them every time. A new list starts from the existing nodes and
         claims in flight that may take such pods at all (`_eligible`) that still have room, then the new claims
-        with room whose shape may take them (`_new_room`).
+        with room that may take them now; those that wait for a label start parked (`_new_room`).
         """
         entry = self.room.get(key)
         if entry is None:
             kept = _with_room(request, self._eligible(request, requirements, rkey, tolerations))
-            kept.extend(self._new_room(request, requirements, rkey, tolerations))
+            taking, waiting = self._new_room(request, requirements, rkey, tolerations)
+            kept.extend(taking)
+            # Parked as `_fill` would park them: they come back once their requirements change.
+            self.parked.setdefault(key, []).extend((b, b.rkey) for b in waiting)
             entry = (kept, len(self.bins))
         kept, scanned = entry
         kept.extend(self.bins[scanned:])
@@ -357,11 +360,12 @@ class Solver:
 
     def _new_room(
         self, request: Mapping[str, int], requirements: Requirements, rkey: ReqKey, tolerations: tuple[Toleration, ...]
-    ) -> list[Bin]:
-        """The new claims with room for this request whose shape does not refuse these requirements (numbered
-        `rkey`) and tolerations for good, in placement order: what `_fill` would keep of all the new claims with
-        room, found by asking each shape once (`ClaimShapes`) instead of stepping over the thousands of claims of
-        other zones and NodePools that a large solve opens, once for each of a class's many lists."""
+    ) -> tuple[list[Bin], list[Bin]]:
+        """The new claims with room for this request that may take these requirements (numbered `rkey`) and
+        tolerations now, and those that wait for a label, in placement order: what `_fill` would keep and park of
+        all the new claims with room (it drops the others without any other effect), found by asking each
+        NodePool, shape and type once (`ClaimShapes`) instead of stepping over the thousands of claims of other
+        zones and NodePools that a large solve opens, once for each of a class's many lists."""
         claims = self.claims
         return claims.shapes.taking(
             request,
@@ -370,6 +374,7 @@ class Solver:
             lambda ctx: claims.pool_refuses_for_good(ctx, requirements, tolerations),
             self.refused.setdefault((rkey, tolerations), {}),
             lambda b: claims.refuses_for_good(b, requirements, rkey, tolerations),
+            lambda b: claims.fits_now(b, requirements, rkey),
         )
 
     def _eligible(
