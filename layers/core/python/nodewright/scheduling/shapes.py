@@ -1,10 +1,11 @@
-"""The new NodeClaims of one run by shape: their requirement set and NodePool.
+"""The new NodeClaims of one run by shape (their requirement set and NodePool) and by the type they are sized for.
 
 A class's batch looks for places in many lists (one per request, domain, requirement set and tolerations), and
 each new list would otherwise visit every new claim of the run, most of them in another zone or NodePool, to learn
-that their shape refuses the batch for good (`Claims.refuses_for_good`). A run opens thousands of claims of a few
-hundred shapes in a few NodePools: a new list asks each NodePool and each shape of the NodePools that may take the
-batch once, and reads only the claims of the shapes that may take it.
+that their shape refuses the batch for good (`Claims.refuses_for_good`), that they would lose their type, or that
+they wait for a label. A run opens thousands of claims of a few hundred shapes in a few NodePools: a new list asks
+each NodePool, and each shape and type of the NodePools that may take the batch, once, and reads only the claims
+of those that may take it.
 """
 
 from __future__ import annotations
