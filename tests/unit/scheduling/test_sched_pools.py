@@ -23,9 +23,10 @@ from builders import (
 )
 
 from nodewright.catalog.allocatable import capacity
-from nodewright.catalog.labels import ARCH, CAPACITY_TYPE, HOSTNAME
+from nodewright.catalog.labels import ARCH, CAPACITY_TYPE, HOSTNAME, ZONE
 from nodewright.catalog.types import ON_DEMAND
 from nodewright.model.nodeclaim import NodeClaim
+from nodewright.model.requirements import Requirement, Requirements
 from nodewright.model.resources import parse_resources
 from nodewright.model.taints import Taint
 from nodewright.scheduling.solver import solve
@@ -319,6 +320,30 @@ def test_price_ceiling_cut_is_kept_and_recomputes_its_frontier() -> None:
             if i != index
         )
         assert index in cut.frontier or beaten
+
+
+def test_requirement_sets_that_price_the_same_types_share_the_priced_candidates() -> None:
+    # Requirement sets that differ only in a label that leaves no type out (here, a team label the NodePool sets)
+    # price the same candidates: the answers share them, but each keeps its own requirements and domains.
+    cache = TemplateCache()
+    types = small_catalog()
+    team = req("team", "In", "a", "b")
+    template = cache.template(pool("default", team), nodeclass(), types, (), tuple(map(id, types)))
+
+    def answer(*extra: Requirement) -> PoolCompat:
+        requirements = template.requirements.intersect(Requirements.of(list(extra)))
+        found = template.compat(requirements, req_key(requirements))
+        assert isinstance(found, PoolCompat)
+        return found
+
+    team_a, team_b = answer(req("team", "In", "a")), answer(req("team", "In", "b"))
+    assert team_a is not team_b and team_a.candidates is team_b.candidates and team_a.choices is team_b.choices
+    assert team_a.domains_of("team") == {"a"} and team_b.domains_of("team") == {"b"}
+    arm = answer(req("team", "In", "a"), req(ARCH, "In", "arm64"))
+    assert arm.candidates is not team_a.candidates
+    assert {c.it.labels[ARCH] for _, c in arm.candidates} == {"arm64"}
+    zone = answer(req("team", "In", "a"), req(ZONE, "In", "us-east-1a"))
+    assert zone.candidates is not team_a.candidates and zone.zones == {"us-east-1a"}
 
 
 # ----- what a TemplateCache keeps across solves -------------------------------------------------------------

@@ -35,11 +35,7 @@ def _room(
     solver: Solver, request: dict[str, int], key: tuple[object, ...], tolerations: tuple[Toleration, ...] = ()
 ) -> list[Bin]:
     anything = Requirements({})
-    return solver._room(request, _key(request), key, anything, solver.pools.req_id(anything), tolerations)
-
-
-def _key(request: dict[str, int]) -> tuple[tuple[str, int], ...]:
-    return tuple(sorted(request.items()))
+    return solver._room(request, key, anything, solver.pools.req_id(anything), tolerations)
 
 
 def test_a_first_list_holds_the_bins_with_the_cpu_for_the_request_in_placement_order() -> None:
@@ -62,16 +58,14 @@ def test_a_first_list_leaves_out_nodes_whose_taints_or_labels_refuse_the_batch_i
     fork = solver.fork(MIX_BELOW_PODS, MIX_DEPTH)
     zone_a = Requirements.of([req(ZONE, "In", "us-east-1a")])
     request = {"cpu": 1000, "memory": 1 << 30, "pods": 1}
-    names = [b.name for b in solver._room(request, _key(request), ("a",), zone_a, solver.pools.req_id(zone_a), ())]
+    names = [b.name for b in solver._room(request, ("a",), zone_a, solver.pools.req_id(zone_a), ())]
     assert names == ["n1"]  # n2's taint is not tolerated, n3 is in another zone
     tolerated = (toleration("nvidia.com/gpu", "true", "NoSchedule"),)
-    names = [
-        b.name for b in solver._room(request, _key(request), ("a-gpu",), zone_a, solver.pools.req_id(zone_a), tolerated)
-    ]
+    names = [b.name for b in solver._room(request, ("a-gpu",), zone_a, solver.pools.req_id(zone_a), tolerated)]
     assert names == ["n1", "n2"]
     # The fork's list is made of its own copies, from the positions the first run found.
     assert fork.eligible is solver.eligible
-    kept = fork._room(request, _key(request), ("a",), zone_a, fork.pools.req_id(zone_a), ())
+    kept = fork._room(request, ("a",), zone_a, fork.pools.req_id(zone_a), ())
     assert kept == [fork.bins[0]] and kept[0] is not solver.bins[0]
 
 

@@ -30,6 +30,7 @@ from nodewright.scheduling.classes import EBS_VOLUMES, PodClass, TopologyTerm
 from nodewright.scheduling.nodepods import NodePods
 from nodewright.scheduling.pools import PoolContext, Pools, ReqKey, consume, within
 from nodewright.scheduling.preferences import Variant, untolerated
+from nodewright.scheduling.shapes import ClaimShapes
 from nodewright.scheduling.templates import Candidate, PoolCompat, admits_new_hostname, offering_key_of, type_matches
 from nodewright.scheduling.topology import Topology
 
@@ -109,12 +110,14 @@ class Claims:
         self.compat_cache: dict[tuple[ReqKey, ReqKey], tuple[Requirements, ReqKey] | None] = {}
         self.later_cache: dict[tuple[ReqKey, ReqKey], bool] = {}  # see `may_take_later`
         self.shape_cache: dict[tuple[ReqKey, ReqKey], bool] = {}  # see `labels_meet`
+        self.type_cache: dict[tuple[ReqKey, ReqKey, int], bool] = {}  # see `keeps_type`
         # Per hostname group: the new claims holding its pods, in placement order, and how far the group's
         # `hosts` list was read (see `_new_hosts`). `name_clash` is set if a new claim is named like a node
         # or a claim in flight, which the incremental list does not handle.
         self.old_names: set[str] = set()
         self.name_clash = False
         self.new_hosts: dict[int, tuple[list[Bin], int]] = {}
+        self.shapes = ClaimShapes()  # the new claims that have not grown, by shape (see `Solver._new_room`)
 
     def fork(self, pools: Pools, topology: Topology, look_ahead: LookAhead, bin_of: Mapping[int, Bin]) -> Claims:
         """These places for another run of the solve, before any new claim is opened: the bins as copied in
@@ -125,6 +128,7 @@ class Claims:
         other.compat_cache = self.compat_cache  # keyed by requirement-set numbers the runs share
         other.later_cache = self.later_cache
         other.shape_cache = self.shape_cache
+        other.type_cache = self.type_cache  # keyed by requirement-set numbers and candidates the runs share
         other.old_names = self.old_names
         return other
 
@@ -142,12 +146,40 @@ class Claims:
     def bin_compat(self, b: Bin, requirements: Requirements, rkey: ReqKey) -> tuple[Requirements, ReqKey] | None:
         """The bin's requirements (and their key) after adding these, or None when it cannot take them."""
         merged = self.shape_compat(b, requirements, rkey)
-        if merged is not None and b.kind == "new" and merged[1] != b.rkey:
-            # Narrowing a new claim (a zone, a capacity type) must keep the type it is sized for.
-            assert b.chosen is not None
-            if not type_matches(b.chosen.it, merged[0]) or not b.chosen.offerings_for(merged[0]):
-                return None
+        if (
+            merged is not None
+            and b.kind == "new"
+            and merged[1] != b.rkey
+            and not self.keeps_type(b, requirements, rkey)
+        ):
+            return None
         return merged
+
+    def fits_now(self, b: Bin, requirements: Requirements, rkey: ReqKey) -> bool | None:
+        """For new claim b, which `refuses_for_good` does not refuse these requirements (numbered `rkey`): whether it
+        may take them now (True), waits for a label (None: `may_take_later`), or would lose its type (False). What
+        every claim of b's requirement set and type answers."""
+        if self.shape_compat(b, requirements, rkey) is None:
+            return None
+        return self.keeps_type(b, requirements, rkey)
+
+    def keeps_type(self, b: Bin, requirements: Requirements, rkey: ReqKey) -> bool:
+        """Whether new claim b keeps the type it is sized for once narrowed by these requirements (numbered `rkey`):
+        the type's labels and one of its offerings (a zone, a capacity type) must still meet them. What every claim
+        of b's requirement set and type answers, kept: a claim's type only changes when it grows, and its
+        requirements only narrow, so a claim that loses its type under a batch never takes that batch."""
+        assert b.chosen is not None
+        key = (b.rkey, rkey, id(b.chosen))
+        kept = self.type_cache.get(key)
+        if kept is None:
+            merged = self.shape_compat(b, requirements, rkey)
+            kept = (
+                merged is None
+                or merged[1] == b.rkey
+                or (type_matches(b.chosen.it, merged[0]) and bool(b.chosen.offerings_for(merged[0])))
+            )
+            self.type_cache[key] = kept
+        return kept
 
     def shape_compat(self, b: Bin, requirements: Requirements, rkey: ReqKey) -> tuple[Requirements, ReqKey] | None:
         """`bin_compat` but for a new claim's instance type: what every bin of b's kind and requirement set answers
@@ -169,6 +201,19 @@ class Claims:
         if b.taints and untolerated(tolerations, b.taints) is not None:
             return True
         return self.shape_compat(b, requirements, rkey) is None and not self.may_take_later(b, requirements, rkey)
+
+    def pool_refuses_for_good(
+        self, ctx: PoolContext, requirements: Requirements, tolerations: tuple[Toleration, ...]
+    ) -> bool:
+        """Whether every new claim of NodePool ctx answers `refuses_for_good` for pods of these requirements and
+        tolerations: they have its taints; and a claim's requirements are the NodePool's narrowed, so they conflict
+        where the NodePool's do, and define every label the NodePool's define (a label the NodePool leaves undefined
+        is what `may_take_later` waits for: then each claim is asked). False says nothing of any one claim."""
+        if ctx.taints and untolerated(tolerations, ctx.taints) is not None:
+            return True
+        return ctx.requirements.conflict(requirements) is not None and not _undefined_label(
+            ctx.requirements, requirements
+        )
 
     def _compute_bin_compat(
         self, b: Bin, requirements: Requirements, rkey: ReqKey
@@ -289,6 +334,8 @@ class Claims:
             if grown is None:
                 continue
             candidate, j = grown
+            if not b.grown:
+                self.shapes.grew(b)
             _grow_into(b, ctx, candidate, budget)
             pods = self.assign(b, cls, pods, j, *merged)
         return pods
@@ -326,11 +373,14 @@ class Claims:
         """Place the first k of `pods` on b, whose requirements become `merged` (`bin_compat`'s answer), and
         count them in every topology group; returns the pods left."""
         if mkey != b.rkey:
+            old = b.rkey
             b.requirements = merged
             b.rkey = mkey
             zone = merged.get(ZONE).single_value()
             if zone is not None:
                 b.labels[ZONE] = zone
+            if b.kind == "new" and not b.grown:
+                self.shapes.reshaped(b, old)
         placed, rest = pods[:k], pods[k:]
         total = res.scale(cls.requests, k)
         b.remaining = res.subtract(b.remaining, total)
@@ -439,6 +489,7 @@ class Claims:
         self.bins.append(b)
         self.new_bins.append(b)
         self.new_by_name[b.name] = b
+        self.shapes.opened(b)
         self.name_clash = self.name_clash or b.name in self.old_names
         return b
 

@@ -108,7 +108,7 @@ class Solver:
         # take the request, and how far the group's `hosts` list was read (see `_affinity_hosts`).
         self.affinity_room: dict[tuple[object, ...], tuple[list[Bin], int]] = {}
         # Per (request vector, closing terms, requirement set, tolerations), the bins that may still take such
-        # a batch, and how far self.bins was scanned (see `_room`); per (request vector,) the bins with room.
+        # a batch, and how far self.bins was scanned (see `_room`).
         # Room only shrinks, so a bin dropped from a list never needs to come back. A claim that grew into a
         # larger type keeps its new room for the pods that needed it (through `_grow_claims`), so other
         # classes do not fill it and force it to grow again.
@@ -117,6 +117,8 @@ class Solver:
         self.parked: dict[tuple[object, ...], list[tuple[Bin, ReqKey]]] = {}
         # Per (requirement set, tolerations), per shape of new claim: whether it refuses such pods for good (`_fill`).
         self.refused: dict[tuple[ReqKey, tuple[Toleration, ...]], dict[tuple[ReqKey, int], bool]] = {}
+        # The same per NodePool (by its context's id): whether every new claim of it refuses such pods for good.
+        self.pool_refused: dict[tuple[ReqKey, tuple[Toleration, ...]], dict[int, bool]] = {}
         self.finalizer = Finalizer(self.pools)
         # Karpenter relaxes PreferNoSchedule taints last, and only when a NodePool has one.
         self.prefer_no_schedule = any(t.effect == PREFER_NO_SCHEDULE for c in self.pools.contexts for t in c.taints)
@@ -184,6 +186,7 @@ class Solver:
         other.room = {}
         other.parked = {}
         other.refused = {}  # keyed by the ids of this run's NodePool contexts
+        other.pool_refused = {}
         other.pending_held = self.pending_held
         other.cpu_index = self.cpu_index  # the same bins as the run starts: copies of them, in the same order
         other.eligible = self.eligible
@@ -315,7 +318,7 @@ class Solver:
             self.affinity_room[room_key] = (kept_hosts, len(hosts))
             return self.claims.open_claims(cls, pods, requirements, rkey, variant)
         key = (request_key, closing, rkey, variant.tolerations)
-        kept = self._room(request, request_key, key, requirements, rkey, variant.tolerations)
+        kept = self._room(request, key, requirements, rkey, variant.tolerations)
         parked = self.parked.setdefault(key, [])
         survivors, pods = self._fill(kept, parked, cls, pods, request, closing, requirements, rkey, variant)
         self.room[key] = (survivors, len(self.bins))
@@ -324,7 +327,6 @@ class Solver:
     def _room(
         self,
         request: Mapping[str, int],
-        request_key: tuple[tuple[str, int], ...],
         key: tuple[object, ...],
         requirements: Requirements,
         rkey: ReqKey,
@@ -338,12 +340,15 @@ class Solver:
         requirement set lets each batch skip, for good, the bins of other domains and NodePools it can never
         use, instead of stepping over all of them every time. A new list starts from the existing nodes and
         claims in flight that may take such pods at all (`_eligible`) that still have room, then the new claims
-        with room for the request (`_new_room`).
+        with room that may take them now; those that wait for a label start parked (`_new_room`).
         """
         entry = self.room.get(key)
         if entry is None:
             kept = _with_room(request, self._eligible(request, requirements, rkey, tolerations))
-            kept.extend(self._new_room(request, request_key))
+            taking, waiting = self._new_room(request, requirements, rkey, tolerations)
+            kept.extend(taking)
+            # Parked as `_fill` would park them: they come back once their requirements change.
+            self.parked.setdefault(key, []).extend((b, b.rkey) for b in waiting)
             entry = (kept, len(self.bins))
         kept, scanned = entry
         kept.extend(self.bins[scanned:])
@@ -353,15 +358,24 @@ class Solver:
             parked[:] = [(b, rkey) for b, rkey in parked if b.rkey == rkey]
         return kept
 
-    def _new_room(self, request: Mapping[str, int], request_key: tuple[tuple[str, int], ...]) -> list[Bin]:
-        """The new claims with room for this request, in placement order: kept per request (`room`, under the key
-        `(request_key,)`) and read on from where it was, so a class's many lists (one per domain and requirement
-        set) do not each step over the thousands of claims a large solve opens."""
-        kept, scanned = self.room.get((request_key,), ([], len(self.cpu_index[0])))
-        kept = _with_room(request, kept)
-        kept.extend(_with_room(request, self.bins[scanned:]))
-        self.room[(request_key,)] = (kept, len(self.bins))
-        return list(kept)
+    def _new_room(
+        self, request: Mapping[str, int], requirements: Requirements, rkey: ReqKey, tolerations: tuple[Toleration, ...]
+    ) -> tuple[list[Bin], list[Bin]]:
+        """The new claims with room for this request that may take these requirements (numbered `rkey`) and
+        tolerations now, and those that wait for a label, in placement order: what `_fill` would keep and park of
+        all the new claims with room (it drops the others without any other effect), found by asking each
+        NodePool, shape and type once (`ClaimShapes`) instead of stepping over the thousands of claims of other
+        zones and NodePools that a large solve opens, once for each of a class's many lists."""
+        claims = self.claims
+        return claims.shapes.taking(
+            request,
+            _with_room,
+            self.pool_refused.setdefault((rkey, tolerations), {}),
+            lambda ctx: claims.pool_refuses_for_good(ctx, requirements, tolerations),
+            self.refused.setdefault((rkey, tolerations), {}),
+            lambda b: claims.refuses_for_good(b, requirements, rkey, tolerations),
+            lambda b: claims.fits_now(b, requirements, rkey),
+        )
 
     def _eligible(
         self, request: Mapping[str, int], requirements: Requirements, rkey: ReqKey, tolerations: tuple[Toleration, ...]

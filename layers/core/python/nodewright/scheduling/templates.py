@@ -22,6 +22,7 @@ reuses the candidate of every type already seen and recomputes only the priced a
 from __future__ import annotations
 
 import bisect
+import dataclasses
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -349,6 +350,10 @@ class Template:
         self.unavailable_types = unavailable_types
         self.too_small_for_daemonsets = too_small_for_daemonsets
         self.answers: dict[ContentKey, PoolCompat | str] = {}
+        # Per (requirements on type labels, offering key): the answer first made for them, or None when no type is
+        # left. Requirement sets that differ only in other labels (a team, a domain's other keys) price the same
+        # candidates: their answers share its candidates and what is worked out from them (see `_compute`).
+        self.priced: dict[tuple[ContentKey, OfferingKey], PoolCompat | None] = {}
 
     def compat(self, requirements: Requirements, key: ContentKey) -> PoolCompat | str:
         """The merged requirements and priced candidates for these requirements (`key`: their `req_key`), or
@@ -371,11 +376,21 @@ class Template:
             if key not in self.requirements.by_key and key not in WELL_KNOWN_LABELS and not value_set.absent_ok:
                 return f"label {key} is not defined by the NodePool (add it to its requirements or template labels)"
         merged = self.requirements.intersect(requirements)
-        priced: list[tuple[float, Candidate]] = []
-        zones: set[str] = set()
         offering_key = offering_key_of(merged)
         # Only the pod's requirements on type labels can leave a candidate out (each matches the NodePool's).
         typed = Requirements({k: v for k, v in requirements.by_key.items() if k in TYPE_KEYS})
+        priced_key = (req_key(typed), offering_key)
+        if priced_key in self.priced:
+            same = self.priced[priced_key]
+            if same is None:
+                return self._refusal(merged)
+            # The same candidates at the same prices: what depends on them alone (the frontier, `choices`, the
+            # cpu steps) is shared; what reads the requirements (domains, the cuts below a price) is not.
+            return dataclasses.replace(same, requirements=merged, _domains={}, _below={})
+        if len(self.priced) >= _ANSWERS_LIMIT:
+            self.priced.clear()
+        priced: list[tuple[float, Candidate]] = []
+        zones: set[str] = set()
         for candidate in self.candidates:
             if typed.by_key and not type_matches(candidate.it, typed):
                 continue
@@ -384,10 +399,13 @@ class Template:
                 priced.append((offerings[0].price, candidate))
                 zones.update(o.zone for o in offerings)
         if not priced:
+            self.priced[priced_key] = None
             return self._refusal(merged)
         priced.sort(key=lambda pc: (pc[0], pc[1].it.name))
         basics = [c.basics for _, c in priced]
-        return PoolCompat(merged, priced, frozenset(zones), basics, [price for price, _ in priced])
+        answer = PoolCompat(merged, priced, frozenset(zones), basics, [price for price, _ in priced])
+        self.priced[priced_key] = answer
+        return answer
 
     def _refusal(self, merged: Requirements) -> str:
         if not self.candidates and self.too_small_for_daemonsets:

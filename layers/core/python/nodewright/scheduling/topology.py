@@ -65,6 +65,8 @@ class Topology:
         self.domains_cache: dict[tuple[str, ReqKey], list[str]] = {}
         self.spread_cache: dict[tuple[int, ReqKey], list[str]] = {}
         self.counted_cache: dict[tuple[str, NodeFilter], frozenset[str]] = {}  # see `_counted_domains`
+        # Per (node filter's id, requirement set, taints) of a claim: whether the filter counts its pods (`admits`).
+        self.admitted: dict[tuple[int, ReqKey, tuple[Taint, ...]], bool] = {}
 
     def fork(self, pools: Pools, bin_of: Mapping[int, Bin]) -> Topology:
         """These groups and counts for another run of the solve, its bins as copied in `bin_of` (by the
@@ -328,9 +330,18 @@ class Topology:
 
     def admits(self, term: TopologyTerm, b: Bin) -> bool:
         """Whether the term's node filter counts pods on this bin (always, without a filter)."""
-        if term.node_filter is NO_FILTER:
+        node_filter = term.node_filter
+        if node_filter is NO_FILTER:
             return True
-        return term.node_filter.admits(b.labels if b.kind == "node" else None, b.requirements, b.taints)
+        if b.kind == "node":
+            return node_filter.admits(b.labels, b.requirements, b.taints)
+        # A claim is judged by its requirements (numbered `rkey`) and taints alone, and thousands of claims share a
+        # few hundred of those: each is judged once per filter (the filters live as long as the classes do).
+        key = (id(node_filter), b.rkey, b.taints)
+        found = self.admitted.get(key)
+        if found is None:
+            found = self.admitted[key] = node_filter.admits(None, b.requirements, b.taints)
+        return found
 
     def possible_domains(self, b: Bin, key: str) -> list[str]:
         """The values of `key` a claim whose value is not decided yet may still end up with."""
