@@ -167,7 +167,7 @@ def forwarder_layer(out: Path, opt: Path, epoch: int) -> Layer:
     entries = [
         TreeEntry("opt", mode=0o755),
         *_tree(opt, IMAGE_ROOT.lstrip("/")),
-        TreeEntry(*PYTHON_LINK[:1], link=PYTHON_LINK[1]),
+        TreeEntry(PYTHON_LINK[0], link=PYTHON_LINK[1]),
     ]
     write_layer(out, entries, epoch)
     return Layer.of(out, "pip install --require-hashes --only-binary=:all: --no-deps; COPY the forwarder's modules")
