@@ -68,13 +68,19 @@ def test_without_a_docker_daemon_the_charts_are_written_and_the_missing_image_is
 
 
 @pytest.fixture(scope="module")
-def image(dist: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
-    """The forwarder image's filesystem, unpacked from the archive as a container runtime lays it out (every blob
-    checked against its digest), and its config."""
+def archive(dist: Path) -> Path:
+    """The forwarder image's archive; where this process is not root, `make package` could not build it."""
     if not can_build_image():
         pytest.skip("building and running the image needs root (mmdebstrap, chroot)")
+    return dist / f"nodewright-forwarder-{__version__}.tar"
+
+
+@pytest.fixture(scope="module")
+def image(archive: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """The forwarder image's filesystem, unpacked from the archive as a container runtime lays it out (every blob
+    checked against its digest), and its config."""
     root = tmp_path_factory.mktemp("rootfs")
-    return root, unpack(dist / f"nodewright-forwarder-{__version__}.tar", root)
+    return root, unpack(archive, root)
 
 
 def _run(root: Path, config: dict[str, Any], *argv: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -84,13 +90,11 @@ def _run(root: Path, config: dict[str, Any], *argv: str, **env: str) -> subproce
     return subprocess.run(command, env={**settings, **env}, capture_output=True, text=True, timeout=120, check=False)
 
 
-def test_the_image_archive_is_what_docker_load_and_registries_read(dist: Path) -> None:
-    if not can_build_image():
-        pytest.skip("building the image needs root (mmdebstrap)")
-    with tarfile.open(dist / f"nodewright-forwarder-{__version__}.tar") as archive:
+def test_the_image_archive_is_what_docker_load_and_registries_read(archive: Path) -> None:
+    with tarfile.open(archive) as tar:
 
         def read(name: str) -> Any:
-            stream = archive.extractfile(name)
+            stream = tar.extractfile(name)
             assert stream is not None, name
             return json.loads(stream.read())
 
