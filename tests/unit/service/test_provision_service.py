@@ -531,3 +531,27 @@ def test_a_nodepool_launches_only_into_the_capacity_reservations_its_own_ec2node
     by_pool = {c.nodepool: c for c in result.launched}
     assert by_pool["mine"].capacity_type == "reserved" and by_pool["other"].capacity_type == "on-demand"
     assert {spec.reservation_id for spec in cloud.templates.values()} == {"", "cr-0123456789abcdef0"}
+
+
+def test_a_claim_registered_moments_ago_whose_node_the_cached_read_misses_is_still_capacity_on_its_way() -> None:
+    # The NodeClaims are read consistently, the nodes from the watch cache: for a moment after another holder of
+    # the planner lock registered a claim, its node may be missing from this read. Its pod must wait for it, not be
+    # planned again (a second node for the same pod).
+    cluster, cloud, state, clock = world(pod("web-0"))
+    [launched] = run(cluster, cloud, state, clock).launched
+    node = node_for(cloud.instances[launched.instance_id], "ip-10-0-0-1.ec2.internal")
+    cluster.put(node)
+    run(cluster, cloud, state, clock, batch_id="b2")
+    claim = cluster.nodeclaim(launched.name)
+    assert claim is not None and claim["status"]["nodeName"] == "ip-10-0-0-1.ec2.internal"
+    del cluster.objects[("Node", "", "ip-10-0-0-1.ec2.internal")]  # the cache is behind the claim
+    clock.t += 5
+    behind = run(cluster, cloud, state, clock, batch_id="b3")
+    assert not behind.launched
+    assert [d.reason for d in actions(behind, "waiting")] == [
+        f"nominated to nodeclaim/{launched.name}, whose node is not in this read yet"
+    ]
+    # Past the grace period a node still missing is gone for this pod's purposes: it is planned again.
+    clock.t += 120
+    later = run(cluster, cloud, state, clock, batch_id="b4")
+    assert [c.pods for c in later.launched] == [("web/web-0",)]

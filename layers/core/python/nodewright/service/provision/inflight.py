@@ -4,7 +4,8 @@ A pod nominated to a NodeClaim in flight waits for it and is not planned again; 
 nominated to it that are still pending (one bound elsewhere or deleted frees its room). A pod nominated to a
 claim whose node registered moments ago waits for the kube-scheduler to bind it there, and its requests are
 reserved on that node: planning it afresh could pack the new nodes in another order and launch capacity
-that is not needed. After `NOMINATION_GRACE_SECONDS` a pod still pending is planned like any other.
+that is not needed. After `NOMINATION_GRACE_SECONDS` a pod still pending is planned like any other. A claim that
+registered within that time but whose node the (cached) read of nodes does not hold yet is still in flight.
 
 A pod of a node being drained (planned with every batch, see `read.being_disrupted`) is different: the NodeClaim
 named for it (the workflow's replacement, or a claim an earlier batch launched for it) keeps room for it for as
@@ -22,7 +23,13 @@ from nodewright.launch.userdata import UNREGISTERED_TAINT
 from nodewright.model import resources as res
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.objects import Node, Pod
-from nodewright.service.provision.read import NOMINATION_GRACE_SECONDS, Snapshot, full_nodes, nominated
+from nodewright.service.provision.read import (
+    NOMINATION_GRACE_SECONDS,
+    Snapshot,
+    full_nodes,
+    nominated,
+    registration_times,
+)
 from nodewright.service.provision.result import ProvisionResult
 
 
@@ -60,6 +67,7 @@ def capacity_in_flight(
     inflight: list[NodeClaim] = []
     waiting: set[str] = set()
     reserved: dict[str, list[Pod]] = {}
+    registered_since = registration_times(snapshot.view.nodeclaims)
     for claim in inputs.nodeclaims:
         if claim.name in removed:
             continue
@@ -92,13 +100,17 @@ def capacity_in_flight(
                         + (" and keeps room for it while its node drains" if pod.key in snapshot.moving else ""),
                     )
             continue
-        if claim.registered:
+        if claim.registered and now - registered_since.get(claim.name, 0.0) >= NOMINATION_GRACE_SECONDS:
             continue
+        # Registered moments ago but its node is not in this read: the NodeClaims are read consistently, the nodes
+        # from the watch cache, which can be a moment behind. The claim is still capacity on its way; dropping it
+        # would plan its pods again and launch a second node for them.
+        where = "whose node is not in this read yet" if claim.registered else "which is in flight"
         for pod in mine:
             if pod.key in pending_by_key:
                 waiting.add(pod.key)
                 result.waiting[pod.key] = claim.name
-                result.decide("waiting", f"pod/{pod.key}", f"nominated to nodeclaim/{claim.name}, which is in flight")
+                result.decide("waiting", f"pod/{pod.key}", f"nominated to nodeclaim/{claim.name}, {where}")
         inflight.append(replace(claim, nominated_pods=tuple(mine), requests=res.total(p.requests for p in mine)))
     # The nodes registered by this call have just lost karpenter.sh/unregistered; other nodes keep what they have.
     just_registered = {node for node, since in registered_at.items() if since >= now}
