@@ -128,7 +128,7 @@ def nodeclaims(world: World, pool: Pool) -> list[dict[str, Any]]:
     return [c for c in found if c["metadata"].get("labels", {}).get("karpenter.sh/nodepool") == pool.name]
 
 
-def _claim_summary(claim: dict[str, Any]) -> dict[str, Any]:
+def claim_summary(claim: dict[str, Any]) -> dict[str, Any]:
     """What tells two NodeClaims' stories apart in a failure message."""
     meta, status = claim["metadata"], claim.get("status") or {}
     conditions = {c["type"]: c.get("status") for c in status.get("conditions") or []}
@@ -146,7 +146,7 @@ def registered(world: World, stack: Stack, namespace: str, pool: Pool, replicas:
     responses = converge(stack.provisioner, namespace, replicas)
     claims = nodeclaims(world, pool)
     assert len(claims) == 1, (
-        f"expected one NodeClaim, found {[_claim_summary(c) for c in claims]}; provisioner said "
+        f"expected one NodeClaim, found {[claim_summary(c) for c in claims]}; provisioner said "
         f"{[d for r in responses for d in r.get('decisions', [])]}"
     )
     [claim] = claims

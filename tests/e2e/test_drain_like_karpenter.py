@@ -1,8 +1,8 @@
 """Issue 22's proofs on the local world: a do-not-disrupt duration and a DaemonSet pod's PodDisruptionBudget, as
 Karpenter v1.14 treats them.
 
-- `karpenter.sh/do-not-disrupt: "3m"` (Karpenter's IsDoNotDisruptActive): the pod holds its drifted node for three
-  minutes from its start, then the planner replaces and drains the node as any other.
+- `karpenter.sh/do-not-disrupt: "1m30s"` (Karpenter's IsDoNotDisruptActive, a Go duration): the pod holds its
+  drifted node for 90 seconds from its start, then the planner replaces and drains the node as any other.
 - A DaemonSet pod is evicted too, after the node's other pods (Karpenter's terminator groups), through the Eviction
   API, so its PodDisruptionBudget holds it; at the NodeClaim's terminationGracePeriod it is deleted, so the node
   does not outlive its grace period.
@@ -30,7 +30,7 @@ from nodewright.model.do_not_disrupt import DO_NOT_DISRUPT
 
 __all__ = ["scaling_pool"]  # the fixture, imported for pytest
 
-PROTECTED_SECONDS = 180
+PROTECTED_SECONDS = 90
 
 
 def test_a_do_not_disrupt_duration_holds_drift_back_until_it_ends_then_the_node_is_replaced(
@@ -39,14 +39,14 @@ def test_a_do_not_disrupt_duration_holds_drift_back_until_it_ends_then_the_node_
     world = local_world
     pool = scaling_pool(types("m5.large"), {"consolidateAfter": "Never", "budgets": [{"nodes": "100%"}]})
     deployment(world, namespace, pool, "keep", 1, "250m", "256Mi")
-    template = {"metadata": {"annotations": {DO_NOT_DISRUPT: "3m"}}}
+    template = {"metadata": {"annotations": {DO_NOT_DISRUPT: "1m30s"}}}
     world.apps.patch_namespaced_deployment("keep", namespace, {"spec": {"template": template}})
     converge(stack.provisioner, namespace, 1)
 
     def protected() -> Any:
         """The one keep pod, once it is the new template's (the rollout may still run the old one)."""
         found = running(world, namespace)
-        annotated = len(found) == 1 and (found[0].metadata.annotations or {}).get(DO_NOT_DISRUPT) == "3m"
+        annotated = len(found) == 1 and (found[0].metadata.annotations or {}).get(DO_NOT_DISRUPT) == "1m30s"
         return found[0] if annotated and found[0].status.start_time is not None else None
 
     pod = wait_for(protected, 90, "one running keep pod of the new template, with its start time")
@@ -59,7 +59,7 @@ def test_a_do_not_disrupt_duration_holds_drift_back_until_it_ends_then_the_node_
         "nodewright.io", "v1", "nodepools", pool.name, patch
     )
     reasons = []
-    while time.time() < protected_until - 10:  # drifted, but the pod's three minutes are not over
+    while time.time() < protected_until - 10:  # drifted, but the pod's 90 seconds are not over
         body = tick(stack)
         assert not [s for s in body["started"] if s["nodeclaim"] == name], body
         reasons.append(body["skipped"].get(name, ""))

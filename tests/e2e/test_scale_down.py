@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from kubernetes import client
-from test_disruption import ReadyWatch, Stack, nodeclaims
+from test_disruption import ReadyWatch, Stack, claim_summary, nodeclaims
 from test_provisioning import Pool, converge, deployment, running
 from worldkit import World, wait_for
 
@@ -243,11 +243,14 @@ def test_three_lightly_used_nodes_become_one_while_a_min_available_budget_holds(
     pool = scaling_pool(types("m5.xlarge"), {"consolidateAfter": "5s", "budgets": [{"nodes": "100%"}]})
     # Three pods that need a node each, then three small ones that land beside them, one per node.
     deployment(world, namespace, pool, "big", 3, "3", "1Gi")
-    converge(stack.provisioner, namespace, 3)
+    responses = converge(stack.provisioner, namespace, 3)
     deployment(world, namespace, pool, "web", 3, "600m", "512Mi")
     budget(world, namespace, "web", minAvailable=2)
-    converge(stack.provisioner, namespace, 6)
-    assert len(launched(world, pool)) == 3
+    responses += converge(stack.provisioner, namespace, 6)
+    assert len(launched(world, pool)) == 3, (
+        f"{[claim_summary(c) for c in nodeclaims(world, pool)]}; "
+        f"provisioner said {[d for r in responses for d in r.get('decisions', [])]}"
+    )
     world.apps.delete_namespaced_deployment("big", namespace)
     wait_for(lambda: len(running(world, namespace)) == 3 or None, 60, "the big pods gone")  # each node ~15% used
     before = cost(world, pool)
