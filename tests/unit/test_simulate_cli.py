@@ -15,12 +15,14 @@ EXAMPLES = sorted(str(p) for p in (Path(__file__).resolve().parents[2] / "exampl
 def test_json_output_has_the_documented_shape(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["simulate", "--json", *EXAMPLES]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert set(out) == {"nodeclaims", "existing", "unschedulable", "cost_per_hour"}
+    assert set(out) == {"nodeclaims", "existing", "unschedulable", "cost_per_hour", "nodeoverlays"}
+    assert out["nodeoverlays"] == {"applied": [], "refused": []}
     claim = out["nodeclaims"][0]
     assert set(claim) == {
         "name", "nodepool", "instance_types", "capacity_types", "zones",
-        "instance_type", "capacity_type", "zone", "price_per_hour", "pods",
+        "instance_type", "capacity_type", "zone", "price_per_hour", "pods", "price_overlay",
     }  # fmt: skip
+    assert claim["price_overlay"] is None  # the examples have no NodeOverlay
     assert claim["instance_type"] == claim["instance_types"][0]
     assert out["cost_per_hour"] == pytest.approx(sum(c["price_per_hour"] for c in out["nodeclaims"]), abs=1e-6)
 
