@@ -219,9 +219,13 @@ def _overlaid(it: InstanceType, store: _Store) -> InstanceType:
     if found is not None and found[0] is it:
         return found[1]
     changed = {i: (change, name) for i, change, name in prices}
-    offerings = tuple(
-        replace(o, price=adjusted_price(o.price, changed[i][0]), price_overlay=changed[i][1]) if i in changed else o
-        for i, o in enumerate(it.offerings)
+    offerings = (
+        tuple(
+            replace(o, price=adjusted_price(o.price, changed[i][0]), price_overlay=changed[i][1]) if i in changed else o
+            for i, o in enumerate(it.offerings)
+        )
+        if changed
+        else it.offerings  # a capacity overlay alone shares the offerings
     )
     made = replace(it, offerings=offerings, overlay_capacity=dict(resources) if resources else it.overlay_capacity)
     if len(_MEMO) >= _MEMO_LIMIT:
