@@ -93,6 +93,8 @@ def nodeoverlay_from(ctx: Collector, doc: Mapping[str, Any]) -> NodeOverlay | No
     if spec is None:
         return None
     check_fields(ctx, spec, "spec", ("requirements", "price", "priceAdjustment", "capacity", "weight"))
+    if "requirements" not in spec:
+        ctx.error("spec.requirements", "is required (write requirements: [] to select every instance type)")
     requirements = _requirements(ctx, spec.get("requirements"), "spec.requirements")
     price = _priced(ctx, spec.get("price"), "spec.price", PRICE_PATTERN, 'an unsigned decimal such as "0.42" or "3"')
     adjustment = _priced(
