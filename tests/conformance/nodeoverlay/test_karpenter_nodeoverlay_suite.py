@@ -116,14 +116,20 @@ def test_should_fail_when_requirements_overlays_overlap() -> None:
 
 
 def test_should_succeed_with_requirements_overlays_dont_overlap_instance_types() -> None:
-    """Describe("Instance types Requirements") It("should succeed with requirements overlays don't overlap")"""
+    """Describe("Instance types Requirements") It("should succeed with requirements overlays don't overlap"):
+    overlay-b selects on kubernetes.io/os, which in nodewright follows the EC2NodeClass's AMI family, not the
+    instance type; nodewright's difference refuses it (UnsupportedRequirement) rather than letting it apply to
+    every NodePool or none. overlay-a succeeds as in Karpenter and is the only one applied."""
     types = [fake_type("arm-instance-type", arch="arm64", os="linux"), fake_type("amd-instance-type", os="ios")]
     docs = [
         overlay("overlay-a", requirement(ARCH, "In", "arm64"), weight=10, price="1.03"),
         overlay("overlay-b", requirement(OS, "In", "ios"), weight=10, price="23"),
     ]
     done = reconcile(types, docs)
-    assert done.succeeded("overlay-a") and done.succeeded("overlay-b")
+    assert done.succeeded("overlay-a")
+    assert not done.succeeded("overlay-b") and done.reason("overlay-b") == "UnsupportedRequirement"
+    assert "kubernetes.io/os" in done.condition("overlay-b")["message"]
+    assert done.prices("arm-instance-type") == [1.03] * 5 and not done.price_overlaid("amd-instance-type")
 
 
 def test_should_fail_with_requirements_overlays_overlap_on_zone() -> None:

@@ -130,3 +130,26 @@ spec:
     with_fuse = solve_inputs(inputs, result.catalog.instance_types)
     [claim] = with_fuse.nodeclaims
     assert claim.instance_types == ("m5.xlarge",)
+
+
+def test_a_capacity_reservation_type_requirement_selects_only_those_reserved_offerings(catalog: Catalog) -> None:
+    from nodewright.catalog import CapacityReservation
+
+    zone = catalog["p5.48xlarge"].offerings[0].zone
+    reserved = catalog.with_reservations(
+        [
+            CapacityReservation("cr-block", "p5.48xlarge", zone, 1, "capacity-block"),
+            CapacityReservation("cr-odcr", "p5.48xlarge", zone, 1, "default"),
+        ]
+    )
+    blocks = overlay("blocks", ("karpenter.k8s.aws/capacity-reservation-type", "In", ["capacity-block"]), price="5")
+    result = apply_overlays(reserved, [blocks])
+    priced = {o.reservation_id or o.capacity_type: o.price_overlay for o in result.catalog["p5.48xlarge"].offerings}
+    assert priced["cr-block"] == "blocks" and priced["cr-odcr"] == "" and priced["on-demand"] == ""
+
+
+def test_an_overlay_on_the_operating_system_is_refused_as_it_follows_the_nodeclass(catalog: Catalog) -> None:
+    windows = overlay("licence", ("kubernetes.io/os", "In", ["windows"]), priceAdjustment="+0.5")
+    result = apply_overlays(catalog, [windows])
+    assert result.catalog is catalog and result.refused["licence"].reason == "UnsupportedRequirement"
+    assert "kubernetes.io/os" in result.refused["licence"].message

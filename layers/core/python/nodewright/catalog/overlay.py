@@ -16,8 +16,9 @@
 
 One difference, by design: nodewright's catalog is shared by every NodePool, where Karpenter applies overlays per
 NodePool. An overlay whose requirements name a key the catalog does not decide (`karpenter.sh/nodepool`, a
-NodePool's template labels, any custom label) would change prices for some NodePools only; it is refused, with the
-reason in its status, rather than applied to all or none.
+NodePool's template labels, any custom label, and `kubernetes.io/os` / `node.kubernetes.io/windows-build`, which
+follow the EC2NodeClass's AMI family) would change prices for some NodePools only; it is refused, with the reason
+in its status, rather than applied to all or none.
 """
 
 from __future__ import annotations
@@ -27,14 +28,16 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from nodewright.catalog.catalog import Catalog, offering_matches, type_matches
-from nodewright.catalog.labels import OFFERING_LABELS, TYPE_LABELS
+from nodewright.catalog.labels import CAPACITY_RESERVATION_TYPE, OFFERING_LABELS, TYPE_LABELS
 from nodewright.catalog.types import InstanceType, Offering
 from nodewright.model.nodeoverlay import NodeOverlay, adjusted_price
 from nodewright.model.requirements import NORMALIZED_LABELS, Requirements
 
 CONFLICT = "Conflict"
 UNSUPPORTED = "UnsupportedRequirement"
-CATALOG_KEYS = TYPE_LABELS | OFFERING_LABELS
+# The operating system is the EC2NodeClass's (its AMI family), not the instance type's: per NodePool.
+PER_NODECLASS_KEYS = frozenset({"kubernetes.io/os", "node.kubernetes.io/windows-build"})
+CATALOG_KEYS = (TYPE_LABELS | OFFERING_LABELS) - PER_NODECLASS_KEYS
 
 PriceKey = tuple[str, str, str, str]  # (instance type, zone, capacity type, reservation id)
 
@@ -103,13 +106,21 @@ class _Store:
     capacity: dict[str, _CapacityUpdate] = field(default_factory=dict)
 
 
+def _offering_selected(o: Offering, requirements: Requirements) -> bool:
+    """`offering_matches`, and the capacity reservation type (an offering key the scheduler does not ask about)."""
+    reservation_type = requirements.by_key.get(CAPACITY_RESERVATION_TYPE)
+    if reservation_type is not None and not reservation_type.matches(o.reservation_type or None):
+        return False
+    return offering_matches(o, requirements)
+
+
 def _selected(catalog: Catalog, requirements: Requirements) -> list[tuple[InstanceType, list[Offering]]]:
     """Each instance type the requirements select, with the offerings they select (available or not)."""
     out = []
     for it in catalog:
         if not type_matches(it, requirements):
             continue
-        offerings = [o for o in it.offerings if offering_matches(o, requirements)]
+        offerings = [o for o in it.offerings if _offering_selected(o, requirements)]
         if offerings:
             out.append((it, offerings))
     return out
@@ -183,9 +194,10 @@ def evaluate(
             refused[overlay.name] = Refusal(
                 overlay.name,
                 UNSUPPORTED,
-                f"requirements on {', '.join(keys)} cannot be honoured: nodewright applies overlays to the catalog "
-                "every NodePool shares, so an overlay may select only on instance type and offering labels "
-                "(instance type, family, size, zone, capacity type, ...)",
+                f"requirements on {', '.join(keys)} cannot be honoured: their values depend on the NodePool or its "
+                "EC2NodeClass, and nodewright applies overlays to the catalog every NodePool shares, so an overlay "
+                "may select only on instance type and offering labels (instance type, family, size, arch, zone, "
+                "capacity type, ...)",
             )
             continue
         selected = _selected(catalog, Requirements.of(overlay.requirements))
