@@ -209,11 +209,16 @@ class ClusterState:
         if it is None:
             return None
         reservation = member.labels.get(CAPACITY_RESERVATION_ID, "") if member.capacity_type == RESERVED else ""
-        for o in it.offerings:
-            same = o.zone == member.zone and o.capacity_type == member.capacity_type
-            if same and (not reservation or o.reservation_id == reservation):
-                return o.price_overlay or None
-        return None
+        matching = [
+            o
+            for o in it.offerings
+            if o.zone == member.zone
+            and o.capacity_type == member.capacity_type
+            and (not reservation or o.reservation_id == reservation)
+            and math.isfinite(o.price)
+        ]
+        chosen = min(matching, key=lambda o: o.price, default=None)  # the offering `price` reads
+        return (chosen.price_overlay or None) if chosen is not None else None
 
     def bounded(self, pool: NodePool) -> NodePool:
         """The NodePool as the provisioner would launch for it: within the zones its EC2NodeClass has subnets in,
