@@ -4,11 +4,13 @@ The pool may launch on-demand m5 or r5, large only; each pod asks for 1.5 vCPU, 
 Without an overlay the provisioner chooses m5.large (the cheaper listed price); after a NodeOverlay with
 `priceAdjustment: "-50%"` on the r5 family (r5.large then costs less than m5.large) the next plan, for a pod of the
 same shape, chooses r5.large. The provisioner reads the NodeOverlay from the API server as it reads NodePools
-(the stack's function, with the chart's RBAC), and its plan names the overlaid price.
+(the stack's function, with the chart's RBAC), and its plan names the overlaid price. A planner tick then writes
+the overlay's conditions through its status subresource (the chart's nodeoverlays/status grant).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,6 +28,7 @@ from test_provisioning import (  # noqa: F401 (make_pool and provisioner are pyt
 from worldkit import World, wait_for
 
 from nodewright.catalog.snapshot import SnapshotSource
+from nodewright.localworld import deploy
 
 FAMILY = "karpenter.k8s.aws/instance-family"
 REQUIREMENTS = [
@@ -58,6 +61,16 @@ def half_price_r5(local_world: World) -> Iterator[dict[str, Any]]:
     except client.ApiException as error:
         if error.status != 404:
             raise
+
+
+def planner_tick(world: World) -> dict[str, Any]:
+    """One tick of the stack's planner function, as its schedule invokes it."""
+    [stack] = world.aws("cloudformation").describe_stacks(StackName=deploy.STACK)["Stacks"]
+    name = next(o["OutputValue"] for o in stack["Outputs"] if o["OutputKey"] == "PlannerFunctionName")
+    response = world.aws("lambda").invoke(FunctionName=name, Payload=b"{}")
+    body: dict[str, Any] = json.loads(response["Payload"].read())
+    assert "FunctionError" not in response, body
+    return body
 
 
 def node_type(world: World, namespace: str, app: str) -> str:
@@ -97,3 +110,14 @@ def test_a_half_price_overlay_on_a_family_makes_the_next_plan_choose_it(
     assert after["planned"]["instance_type"] == "r5.large", after
     assert after["price_per_hour"] == pytest.approx(on_demand_price("r5.large") / 2), after
     assert node_type(world, namespace, "after") == "r5.large"
+
+    # The planner's tick reads the overlay too, counts the r5 node at the overlaid price, and writes its status.
+    name = half_price_r5["metadata"]["name"]
+    body = planner_tick(world)
+    assert name in body["decisions"]["nodeoverlays"]["applied"], body["decisions"]["nodeoverlays"]
+    assert body["status"]["ready"][f"nodeoverlay/{name}"] == "True", body["status"]
+    stored = custom.get_cluster_custom_object("nodewright.io", "v1alpha1", "nodeoverlays", name)
+    assert {c["type"]: c["status"] for c in stored["status"]["conditions"]} == {
+        "ValidationSucceeded": "True",
+        "Ready": "True",
+    }
