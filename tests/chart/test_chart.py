@@ -67,7 +67,8 @@ def test_crd_schemas_are_structural_without_preserve_unknown_fields() -> None:
         assert "x-kubernetes-preserve-unknown-fields" not in text
         crd = yaml.safe_load(text)
         version = crd["spec"]["versions"][0]
-        assert crd["spec"]["group"] == "nodewright.io" and version["name"] == "v1"
+        expected = "v1alpha1" if crd["spec"]["names"]["kind"] == "NodeOverlay" else "v1"  # Karpenter's versions
+        assert crd["spec"]["group"] == "nodewright.io" and version["name"] == expected
         assert version["subresources"] == {"status": {}}
         schema = version["schema"]["openAPIV3Schema"]
         assert schema["properties"]["spec"]["type"] == "object" and schema["properties"]["spec"]["properties"]
@@ -471,6 +472,20 @@ def test_only_the_workflow_evicts_and_deletes_pods_and_only_it_and_the_planner_d
         ("", "nodes", "list"),
         ("", "events", "create"),
     }
+
+
+def test_the_planner_reads_nodeoverlays_and_writes_their_status(render: Any) -> None:
+    rendered: Rendered = render()
+    # service.overlay_status: the planner's tick; the provisioner lists them for its catalog.
+    planner = _rules(rendered.one("ClusterRole", "nodewright-planner"))
+    assert {
+        ("nodewright.io", "nodeoverlays", "list"),
+        ("nodewright.io", "nodeoverlays", "watch"),
+        ("nodewright.io", "nodeoverlays", "get"),
+        ("nodewright.io", "nodeoverlays/status", "patch"),
+    } <= planner
+    assert ("nodewright.io", "nodeoverlays", "list") in _rules(rendered.one("ClusterRole", "nodewright-provisioner"))
+    assert ("nodewright.io", "nodeoverlays", "patch") not in planner  # status only, never the spec
 
 
 def test_the_provisioner_and_the_planner_write_nodepool_and_ec2nodeclass_status_and_no_one_else(render: Any) -> None:

@@ -44,7 +44,11 @@ def test_the_crd_chart_templates_are_what_the_generator_writes() -> None:
 def test_the_crd_chart_installs_the_same_crds_as_the_main_chart(helm: Path) -> None:
     rendered = _render(helm)
     main = {d["metadata"]["name"]: d for d in (yaml.safe_load(p.read_text()) for p in (CHART / "crds").glob("*.yaml"))}
-    assert set(rendered) == set(main) == {f"{p}.nodewright.io" for p in ("nodepools", "ec2nodeclasses", "nodeclaims")}
+    assert (
+        set(rendered)
+        == set(main)
+        == {f"{p}.nodewright.io" for p in ("nodepools", "ec2nodeclasses", "nodeclaims", "nodeoverlays")}
+    )
     for name, crd in main.items():
         assert rendered[name] == crd, name
 
@@ -69,10 +73,11 @@ def test_short_names_do_not_collide_with_karpenters() -> None:
     for path in sorted((CHART / "crds").glob("*.yaml")):
         spec = yaml.safe_load(path.read_text())["spec"]["names"]
         names[spec["kind"]] = spec["shortNames"]
-    assert names == {"NodePool": ["np"], "NodeClaim": ["nc"], "EC2NodeClass": ["nwec2nc"]}
+    assert names == {"NodePool": ["np"], "NodeClaim": ["nc"], "EC2NodeClass": ["nwec2nc"], "NodeOverlay": ["nwoverlay"]}
     assert not {n for short in names.values() for n in short} & (KARPENTER_SHORT_NAMES | KARPENTER_NAMES)
     # The stand-ins of Karpenter's CRDs the end-to-end tests install carry Karpenter's short names.
     karpenter = {
         c["spec"]["names"]["kind"]: c["spec"]["names"].get("shortNames") for c in _generator().karpenter_crds()
     }
     assert karpenter["EC2NodeClass"] == ["ec2nc", "ec2ncs"]
+    assert karpenter["NodeOverlay"] == ["overlays"]

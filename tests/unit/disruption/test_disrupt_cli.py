@@ -42,7 +42,7 @@ def test_json_prints_the_planners_decisions_in_the_promised_shape(
 ) -> None:
     assert main(["disrupt", "--json", "--now", NOW, snapshot(tmp_path, scaled_in(), as_list=True)]) == 0
     shown = json.loads(capsys.readouterr().out)
-    assert set(shown) == {"commands", "skipped", "cost_per_hour_before", "cost_per_hour_after"}
+    assert set(shown) == {"commands", "skipped", "cost_per_hour_before", "cost_per_hour_after", "nodeoverlays"}
     by_claim = {c["nodeclaim"]: c for c in shown["commands"]}
     assert by_claim["claim-idle"]["method"] == "emptiness" and by_claim["claim-idle"]["reason"] == "Empty"
     # The busy node saves the most per unit of disruption: one of its pods joins the light node, the other goes
@@ -53,11 +53,39 @@ def test_json_prints_the_planners_decisions_in_the_promised_shape(
     for command in shown["commands"]:
         assert set(command) == {
             "nodeclaim", "node", "nodepool", "reason", "method", "replacement", "replacements", "pods",
-            "savings_per_hour",
+            "savings_per_hour", "price_overlay",
         }  # fmt: skip
+        assert command["price_overlay"] is None  # no NodeOverlay in this snapshot
     assert shown["cost_per_hour_before"] == pytest.approx(0.096 * 2 + 0.192)
     assert shown["cost_per_hour_after"] == pytest.approx(0.192)
     assert [s["nodeclaim"] for s in shown["skipped"]] == ["claim-light"]
+
+
+def test_json_names_the_nodeoverlay_that_priced_a_node_and_a_replacement(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cluster = scaled_in()
+    half = {
+        "apiVersion": "nodewright.io/v1alpha1",
+        "kind": "NodeOverlay",
+        "metadata": {"name": "half-large"},
+        "spec": {
+            "requirements": [{"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]}],
+            "priceAdjustment": "-50%",
+        },
+    }
+    cluster.docs.append(half)
+    assert main(["disrupt", "--json", "--now", NOW, snapshot(tmp_path, cluster)]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    by_claim = {c["nodeclaim"]: c for c in shown["commands"]}
+    assert by_claim["claim-idle"]["price_overlay"] == "half-large"  # an m5.large, counted at half price
+    busy = by_claim["claim-busy"]
+    assert busy["price_overlay"] is None  # the m5.xlarge keeps its listed price
+    assert busy["replacement"]["price_overlay"] == "half-large"
+    assert busy["replacement"]["price_per_hour"] == pytest.approx(0.048)
+    # Two m5.large at half price and the m5.xlarge: the overlay is in the cost too.
+    assert shown["cost_per_hour_before"] == pytest.approx(0.048 * 2 + 0.192)
+    assert shown["nodeoverlays"] == {"applied": ["half-large"], "refused": []}
 
 
 def test_the_table_names_every_node_and_the_cost_before_and_after(

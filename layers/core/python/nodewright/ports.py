@@ -130,7 +130,8 @@ class Cloud(Protocol):
 class ClusterView:
     """The whole cluster as the planner's simulation needs it, as camelCase API objects.
 
-    `documents`: nodewright.io/v1 NodePools, EC2NodeClasses and NodeClaims (never Karpenter's), Nodes, pods
+    `documents`: nodewright.io/v1 NodePools, EC2NodeClasses and NodeClaims and nodewright.io/v1alpha1 NodeOverlays
+    (never Karpenter's), Nodes, pods
     bound to nodes, DaemonSets, PodDisruptionBudgets, PVCs, PVs and StorageClasses. `unbound_pods`: the live
     pods that have no node yet, by key (`ns/name`).
     """
@@ -143,11 +144,12 @@ class ClusterView:
 class ProvisioningView:
     """What every provisioning decision reads from the API server, as camelCase API objects.
 
-    NodePools and EC2NodeClasses (nodewright.io/v1 and Karpenter v1), NodeClaims, Nodes, DaemonSets and
-    StorageClasses, and `pending`: the live pods that have no node yet, by key (`ns/name`). Pods bound to
-    nodes are not here: a decision reads the few it needs (`Cluster.bound_pods`, `Cluster.pods_on_node`).
-    Adapters serve this from the API server's watch cache (resourceVersion=0), so it may lag the newest
-    writes by a moment; `Cluster.pending_pods` is the consistent read of the pending set.
+    NodePools and EC2NodeClasses (nodewright.io/v1 and Karpenter v1), NodeClaims, Nodes, DaemonSets,
+    StorageClasses and NodeOverlays (nodewright.io/v1alpha1), and `pending`: the live pods that have no node yet,
+    by key (`ns/name`). Pods bound to nodes are not here: a decision reads the few it needs
+    (`Cluster.bound_pods`, `Cluster.pods_on_node`). Adapters serve this from the API server's watch cache
+    (resourceVersion=0), so it may lag the newest writes by a moment; `Cluster.pending_pods` is the consistent
+    read of the pending set.
     """
 
     nodepools: Sequence[Mapping[str, Any]] = ()
@@ -157,6 +159,7 @@ class ProvisioningView:
     daemonsets: Sequence[Mapping[str, Any]] = ()
     storage_classes: Sequence[Mapping[str, Any]] = ()
     pending: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    nodeoverlays: Sequence[Mapping[str, Any]] = ()
 
     @property
     def documents(self) -> list[Mapping[str, Any]]:
@@ -168,6 +171,7 @@ class ProvisioningView:
             *self.nodes,
             *self.daemonsets,
             *self.storage_classes,
+            *self.nodeoverlays,
         ]
 
 

@@ -55,6 +55,7 @@ CUSTOM_KINDS = {"NodeClaim": "nodewright.io/v1", "NodePool": "nodewright.io/v1"}
 STATUS_RESOURCES = {
     "NodePool": "/apis/nodewright.io/v1/nodepools",
     "EC2NodeClass": "/apis/nodewright.io/v1/ec2nodeclasses",
+    "NodeOverlay": "/apis/nodewright.io/v1alpha1/nodeoverlays",
 }
 ACTIVE = "status.phase!=Succeeded,status.phase!=Failed"
 PENDING_PODS = f"spec.nodeName=,{ACTIVE}"
@@ -62,6 +63,7 @@ BOUND_PODS = f"spec.nodeName!=,{ACTIVE}"
 _READ_WORKERS = 8
 NODEPOOLS = (("nodewright.io", "v1", "nodepools"),)
 NODECLASSES = (("nodewright.io", "v1", "ec2nodeclasses"),)
+NODEOVERLAYS = ("nodewright.io", "v1alpha1", "nodeoverlays")
 # The lists of the planner's whole-cluster read, after its NodePools, classes and NodeClaims: (path, kind, apiVersion,
 # query). Pods are the active ones only; `read()` tells bound from unbound.
 CLUSTER_LISTS: tuple[tuple[str, str, str, tuple[tuple[str, str], ...]], ...] = (
@@ -278,7 +280,10 @@ class KubernetesCluster:
 
     def read(self) -> ClusterView:
         # The planner's whole-cluster read, once a minute: from the watch cache, as informers would hold it.
-        customs = [(f"/apis/{g}/{v}/{p}", "", f"{g}/{v}", ()) for g, v, p in (*NODEPOOLS, *NODECLASSES, NODECLAIMS)]
+        customs = [
+            (f"/apis/{g}/{v}/{p}", "", f"{g}/{v}", ())
+            for g, v, p in (*NODEPOOLS, *NODECLASSES, NODECLAIMS, NODEOVERLAYS)
+        ]
         lists = [*customs, *CLUSTER_LISTS]
         if self._informers is None:
             got = [self._list_or_none(*spec)[0] for spec in lists]
@@ -335,6 +340,7 @@ class KubernetesCluster:
         # Independent lists, asked side by side: the decision waits for the slowest, not for their sum.
         lists: dict[str, Callable[[], list[dict[str, Any]]]] = {
             "claims": lambda: self._custom(*NODECLAIMS, cached=True),
+            "overlays": lambda: self._custom(*NODEOVERLAYS, cached=True),
             "nodes": lambda: self._list("/api/v1/nodes", "Node", "v1", cached=True),
             "pending": lambda: self._pending(cached=True),
             "daemonsets": lambda: self._list("/apis/apps/v1/daemonsets", "DaemonSet", "apps/v1", cached=True),
@@ -356,6 +362,7 @@ class KubernetesCluster:
             daemonsets=got["daemonsets"],
             storage_classes=got["classes"],
             pending={_pod_key(p): p for p in got["pending"]},
+            nodeoverlays=got["overlays"],
         )
 
     def _pending(self, cached: bool, namespace: str | None = None) -> list[dict[str, Any]]:

@@ -99,6 +99,7 @@ class InMemoryCluster:
             daemonsets=[copy.deepcopy(d) for d in self.of_kind("DaemonSet")],
             storage_classes=[copy.deepcopy(d) for d in self.of_kind("StorageClass")],
             pending=self._pending(),
+            nodeoverlays=[copy.deepcopy(d) for d in self.of_kind("NodeOverlay")],
         )
 
     def _pending(self) -> dict[str, dict[str, Any]]:

@@ -185,6 +185,7 @@ def _type_key(it: InstanceType) -> tuple[object, ...]:
         it.accelerators,
         it.efa_interfaces,
         it.local_nvme_gib,
+        tuple(sorted(it.overlay_capacity.items())),
     )
 
 
@@ -232,6 +233,8 @@ def _compute_capacity(
         # The VPC resource controller's Windows IPAM: the primary ENI's secondary addresses (Karpenter's
         # privateIPv4Address, IPv4 per interface - 1).
         out[PRIVATE_IPV4_ADDRESS] = it.ipv4_per_eni - 1
+    for resource, (amount, _) in it.overlay_capacity.items():
+        out[resource] = amount  # a NodeOverlay's extended resource (Karpenter merges it over the type's own)
     return out
 
 

@@ -28,6 +28,7 @@ class Offering:
     reservation_capacity: int = 0
     zone_id: str = ""  # topology.k8s.aws/zone-id (e.g. use1-az6) when the source knows it
     reservation_type: str = ""  # default | capacity-block, for reserved offerings
+    price_overlay: str = ""  # the NodeOverlay that set `price` (catalog.overlay), "" for the listed price
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +81,8 @@ class InstanceType:
     cpu_clock_mhz: int = 0  # sustained clock speed, rounded to MHz
     offerings: tuple[Offering, ...] = ()
     labels: Mapping[str, str] = field(default_factory=dict)
+    # Extended resources NodeOverlays add to the node's capacity (catalog.overlay), by resource: (amount, overlay).
+    overlay_capacity: Mapping[str, tuple[int, str]] = field(default_factory=dict)
 
     @property
     def gpu_count(self) -> int:

@@ -1,9 +1,11 @@
 """`nodewright simulate FILE... [--json]`: what would nodewright launch for these pending pods?
 
-FILEs hold multi-document YAML: NodePools, EC2NodeClasses, existing Nodes (with the pods bound to them)
-and workloads. The simulation runs against the offline instance catalog (prices from the shipped
-snapshot) and prints each NodeClaim with its cheapest option, the pods on existing capacity, the pods
-that cannot be scheduled with the reason, and the total price per hour.
+FILEs hold multi-document YAML: NodePools, EC2NodeClasses, existing Nodes (with the pods bound to them),
+workloads and NodeOverlays. The simulation runs against the offline instance catalog (prices from the shipped
+snapshot, changed by the NodeOverlays) and prints each NodeClaim with its cheapest option, the pods on existing
+capacity, the pods that cannot be scheduled with the reason, and the total price per hour. A NodeClaim whose
+chosen offering an overlay priced names it (`price_overlay`), and each overlay refused (a conflict, or a
+requirement the shared catalog cannot honour) is listed with why.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import argparse
 import json
 from typing import Any
 
+from nodewright.catalog.catalog import Catalog
+from nodewright.catalog.overlay import OverlayResult, apply_overlays, price_overlay
 from nodewright.catalog.snapshot import SnapshotSource
 from nodewright.commands.validate import load_or_report
 from nodewright.scheduling import Results, solve_inputs
@@ -35,16 +39,34 @@ def run(args: argparse.Namespace) -> int:
     inputs = load_or_report(args.files, summaries=False)  # the objects' summaries are for `validate`
     if inputs is None:
         return 1
-    results = solve_inputs(inputs, SnapshotSource().instance_types())
+    overlaid = apply_overlays(Catalog(SnapshotSource().instance_types()), inputs.nodeoverlays)
+    results = solve_inputs(inputs, overlaid.catalog.instance_types)
     if args.json:
-        print(json.dumps(results.to_json(), indent=2))
+        print(json.dumps(to_json(results, overlaid), indent=2))
     else:
-        print(render_table(results))
+        print(render_table(results, overlaid))
     return 0
 
 
-def render_table(results: Results) -> str:
-    """The human-readable report: NodeClaims, existing capacity, unschedulable pods, total price."""
+def to_json(results: Results, overlaid: OverlayResult) -> dict[str, Any]:
+    """`Results.to_json()` with each NodeClaim's `price_overlay` (the NodeOverlay that priced its chosen offering,
+    or null) and `nodeoverlays`: the overlays applied and those refused, with the reason."""
+    shown = results.to_json()
+    for claim, entry in zip(results.nodeclaims, shown["nodeclaims"], strict=True):
+        entry["price_overlay"] = _overlay_of(claim.cheapest, overlaid)
+    shown["nodeoverlays"] = overlaid.to_json()
+    return shown
+
+
+def _overlay_of(option: Any, overlaid: OverlayResult) -> str | None:
+    return price_overlay(
+        overlaid.catalog, option.instance_type, option.zone, option.capacity_type, option.reservation_id
+    )
+
+
+def render_table(results: Results, overlaid: OverlayResult | None = None) -> str:
+    """The human-readable report: NodeClaims, existing capacity, unschedulable pods, total price; with `overlaid`,
+    the NodeOverlay behind each overlaid price and the overlays refused."""
     lines: list[str] = []
     header = (
         f"{'NODECLAIM':<22} {'NODEPOOL':<14} {'INSTANCE TYPE':<16} {'CAPACITY':<10} {'ZONE':<12} {'$/HOUR':>8}  PODS"
@@ -57,6 +79,9 @@ def render_table(results: Results) -> str:
             f"{cheapest.zone:<12} {cheapest.price:>8.4f}  {len(claim.pods)}"
         )
         lines.append(f"    pods: {', '.join(claim.pods)}")
+        overlay = _overlay_of(cheapest, overlaid) if overlaid is not None else None
+        if overlay:
+            lines.append(f"    price set by NodeOverlay {overlay}")
         alternatives = ", ".join(claim.instance_types[1:6])
         if alternatives:
             more = len(claim.instance_types) - 6
@@ -73,6 +98,11 @@ def render_table(results: Results) -> str:
         lines.append("UNSCHEDULABLE")
         for item in results.unschedulable:
             lines.append(f"  {item.pod}: {item.reason}")
+    if overlaid is not None and overlaid.refused:
+        lines.append("")
+        lines.append("NODEOVERLAYS REFUSED")
+        for r in sorted(overlaid.refused.values(), key=lambda r: r.overlay):
+            lines.append(f"  {r.overlay}: {r.reason}: {r.message}")
     placed = sum(len(c.pods) for c in results.nodeclaims) + sum(len(p) for p in results.existing.values())
     lines.append("")
     lines.append(

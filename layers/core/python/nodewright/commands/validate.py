@@ -1,4 +1,4 @@
-"""`nodewright validate FILE...`: check NodePools, EC2NodeClasses and workloads before using them.
+"""`nodewright validate FILE...`: check NodePools, EC2NodeClasses, NodeOverlays and workloads before using them.
 
 Prints one `ok` line per object when everything is valid (exit 0); otherwise prints every error to stderr,
 each as `<file>: <kind>/<name>: <field path>: <what is wrong>`, and exits 1.

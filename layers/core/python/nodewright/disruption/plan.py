@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from nodewright.catalog.overlay import OverlayResult, price_overlay
 from nodewright.disruption.budgets import PoolBudgets
 from nodewright.disruption.candidates import GRACEFUL
 from nodewright.disruption.commands import UNHEALTHY, DisruptionCommand, Replacement, Target
@@ -92,9 +93,11 @@ class Plan:
         the node is empty); `replacement` is the first of them, or null. A multi-node consolidation's replacement
         and its price are on its first node."""
         commands = [_repair_json(r, state, self.repair_launches.get(r.member.nodeclaim, ())) for r in self.repairs.due]
+        for entry, r in zip(commands, self.repairs.due, strict=True):
+            entry["price_overlay"] = state.price_overlay(r.member)
         for d in self.decisions:
             for i, c in enumerate(d.candidates):
-                launches = [r.to_json() for r in d.launches] if i == 0 else []
+                launches = [_launch_json(r, state) for r in d.launches] if i == 0 else []
                 share = d.replacement_price if i == 0 else 0.0
                 commands.append(
                     {
@@ -107,6 +110,7 @@ class Plan:
                         "replacements": launches,
                         "pods": sorted(p.key for p in c.reschedulable),
                         "savings_per_hour": 0.0 if d.method == EXPIRATION else round(c.price - share, 6),
+                        "price_overlay": state.price_overlay(c.member),
                     }
                 )
         before = sum(state.price(m) or 0.0 for m in state.fleet if m.provider_id)
@@ -116,12 +120,28 @@ class Plan:
             "skipped": [{"nodeclaim": name, "reason": why} for name, why in sorted(self.skipped.items())],
             "cost_per_hour_before": round(before, 6),
             "cost_per_hour_after": round(before - savings, 6),
+            "nodeoverlays": _overlays_json(state),
         }
+
+
+def _launch_json(replacement: Replacement, state: ClusterState) -> dict[str, Any]:
+    """A replacement's JSON with `price_overlay`: the NodeOverlay that priced its cheapest offering, or null."""
+    shown = replacement.to_json()
+    first = replacement.options[0] if replacement.options else None
+    shown["price_overlay"] = (
+        price_overlay(state.catalog, first.instance_type, first.zone, first.capacity_type) if first else None
+    )
+    return shown
+
+
+def _overlays_json(state: ClusterState) -> dict[str, Any]:
+    """The NodeOverlays applied to the planner's catalog, and those refused with the reason."""
+    return (state.overlays or OverlayResult(state.catalog)).to_json()
 
 
 def _repair_json(repair: Repair, state: ClusterState, planned: tuple[Replacement, ...]) -> dict[str, Any]:
     member = repair.member
-    launches = [r.to_json() for r in planned]
+    launches = [_launch_json(r, state) for r in planned]
     return {
         "nodeclaim": member.nodeclaim,
         "node": member.node,

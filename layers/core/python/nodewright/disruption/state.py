@@ -14,6 +14,7 @@ from typing import Any
 
 from nodewright.catalog.catalog import CapacityReservation, Catalog, OfferingKey
 from nodewright.catalog.labels import CAPACITY_RESERVATION_ID, ZONE
+from nodewright.catalog.overlay import OverlayResult, apply_overlays
 from nodewright.catalog.pricing import reserved_price
 from nodewright.catalog.types import ON_DEMAND, RESERVED, InstanceType, Offering
 from nodewright.disruption.drain import MIRROR_ANNOTATION, tolerates_disrupted
@@ -116,6 +117,8 @@ class ClusterState:
     # Node name -> the bound pods whose documents did not load (reported as validation errors): the node is not
     # empty, and its pods cannot be simulated, so no voluntary disruption takes it.
     unreadable: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # What the inputs' NodeOverlays did to `catalog` (applied, refused with why; `catalog.overlay`).
+    overlays: OverlayResult | None = None
     # The NodePools prepared against the catalog, shared by every simulation of the tick (each one a solve()).
     templates: TemplateCache = field(default_factory=TemplateCache, repr=False, compare=False)
 
@@ -200,6 +203,23 @@ class ClusterState:
         ]
         return min(prices) if prices else None
 
+    def price_overlay(self, member: FleetNode) -> str | None:
+        """The NodeOverlay that set the price `price(member)` reads, or None (the listed price)."""
+        it = self.instance_type(member)
+        if it is None:
+            return None
+        reservation = member.labels.get(CAPACITY_RESERVATION_ID, "") if member.capacity_type == RESERVED else ""
+        matching = [
+            o
+            for o in it.offerings
+            if o.zone == member.zone
+            and o.capacity_type == member.capacity_type
+            and (not reservation or o.reservation_id == reservation)
+            and math.isfinite(o.price)
+        ]
+        chosen = min(matching, key=lambda o: o.price, default=None)  # the offering `price` reads
+        return (chosen.price_overlay or None) if chosen is not None else None
+
     def bounded(self, pool: NodePool) -> NodePool:
         """The NodePool as the provisioner would launch for it: within the zones its EC2NodeClass has subnets in,
         and out of the capacity reservations only other EC2NodeClasses select (Karpenter offers a NodePool its own
@@ -271,7 +291,9 @@ def cluster_state(
         .with_reservations([r for found in selected.values() for r in found])
         .with_unavailable(unavailable)
     )
-    catalog = _running_reservations(listed, fleet)
+    # NodeOverlays last, as Karpenter applies them to the instance types its cloud provider lists with reservations.
+    overlays = apply_overlays(_running_reservations(listed, fleet), inputs.nodeoverlays)
+    catalog = overlays.catalog
     state = ClusterState(
         now=now,
         inputs=inputs,
@@ -280,6 +302,7 @@ def cluster_state(
         catalog=catalog,
         unlisted_reservations=_unlisted(catalog, listed),
         unreadable={node: tuple(sorted(keys)) for node, keys in unreadable.items()},
+        overlays=overlays,
         pdbs=limits,
         locked=locked,
         settings=settings or DisruptionSettings(),

@@ -29,7 +29,7 @@ from nodewright.migrate.karpenter_v1 import Change
 _SEPARATOR = re.compile(r"^---[ \t]*(#.*)?$", re.MULTILINE)
 KNOWN = (
     "karpenter.sh/v1alpha5 Provisioner, karpenter.k8s.aws/v1alpha1 AWSNodeTemplate, karpenter.sh/v1beta1 or v1 "
-    "NodePool, karpenter.k8s.aws/v1beta1 or v1 EC2NodeClass"
+    "NodePool, karpenter.k8s.aws/v1beta1 or v1 EC2NodeClass, karpenter.sh/v1alpha1 NodeOverlay"
 )
 
 
@@ -86,7 +86,8 @@ def convert_object(doc: Any, options: Options) -> list[Converted]:
         return [nodepool_v1beta1.convert(doc)]
     if version == "karpenter.k8s.aws/v1beta1" and kind == "EC2NodeClass":
         return [ec2nodeclass_v1beta1.convert(doc, options)]
-    if karpenter_v1.is_karpenter_v1(doc) or (version == API_VERSION and kind in ("NodePool", "EC2NodeClass")):
+    ours = version == API_VERSION and kind in ("NodePool", "EC2NodeClass")
+    if karpenter_v1.is_karpenter_v1(doc) or ours or (version == f"{API_VERSION}alpha1" and kind == "NodeOverlay"):
         return [Converted(karpenter_v1.exported(doc))]
     raise MigrationError(
         f"{describe(doc)}: apiVersion {version} kind {kind} is not something migrate converts ({KNOWN}); "

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.nodeclass import EC2NodeClass
+from nodewright.model.nodeoverlay import NodeOverlay
 from nodewright.model.nodepool import NodePool
 from nodewright.model.objects import (
     DaemonSet,
@@ -49,6 +50,7 @@ class ClusterInputs:
     pvs: tuple[PersistentVolume, ...] = ()
     storage_classes: tuple[StorageClass, ...] = ()
     nodeclaims: tuple[NodeClaim, ...] = ()
+    nodeoverlays: tuple[NodeOverlay, ...] = ()
     objects: tuple[LoadedObject, ...] = ()
 
     def nodepool(self, name: str) -> NodePool | None:

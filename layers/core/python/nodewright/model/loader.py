@@ -19,6 +19,7 @@ from nodewright.model.errors import Collector, ValidationError
 from nodewright.model.inputs import ClusterInputs, LoadedObject
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.nodeclass import EC2NodeClass
+from nodewright.model.nodeoverlay import NodeOverlay, nodeoverlay_from
 from nodewright.model.nodepool import NodePool
 from nodewright.model.objects import (
     DaemonSet,
@@ -39,6 +40,7 @@ KNOWN_KINDS = (
     "NodePool",
     "EC2NodeClass",
     "NodeClaim",
+    "NodeOverlay",
     "Pod",
     *WORKLOAD_KINDS,
     "DaemonSet",
@@ -65,6 +67,7 @@ class _State:
     nodepools: list[NodePool] = field(default_factory=list)
     nodeclasses: list[EC2NodeClass] = field(default_factory=list)
     nodeclaims: list[NodeClaim] = field(default_factory=list)
+    nodeoverlays: list[NodeOverlay] = field(default_factory=list)
     nodes: list[Node] = field(default_factory=list)
     pods: list[tuple[Pod, str]] = field(default_factory=list)  # (pod, source)
     daemonsets: list[DaemonSet] = field(default_factory=list)
@@ -241,6 +244,8 @@ def _load_one(state: _State, doc: Mapping[str, Any], source: str) -> None:
     elif kind == "NodeClaim":
         value = nodeclaim_from(ctx, doc)
         _remember(state.parsed_pods, doc, value, ctx)
+    elif kind == "NodeOverlay":
+        value = nodeoverlay_from(ctx, doc)
     elif kind == "Pod":
         value = _parse_pod(ctx, doc, state.parsed_pods, state.alike_pods)
     elif kind in WORKLOAD_KINDS:
@@ -384,6 +389,8 @@ def _store(state: _State, kind: str, value: Any, source: str, ctx: Collector) ->
         state.nodeclasses.append(value)
     elif isinstance(value, NodeClaim):
         state.nodeclaims.append(value)
+    elif isinstance(value, NodeOverlay):
+        state.nodeoverlays.append(value)
     elif isinstance(value, kube.ParsedPod):
         if _claim_pod(state, value.pod, source, ctx):
             state.pods.append((value.pod, source))
@@ -457,6 +464,7 @@ def _finish(state: _State, summaries: bool = True) -> ClusterInputs:
         pvs=tuple(state.pvs),
         storage_classes=tuple(sc for sc, _ in state.storage_classes),
         nodeclaims=tuple(state.nodeclaims),
+        nodeoverlays=tuple(state.nodeoverlays),
     )
     if not summaries:
         return replace(inputs, objects=tuple(obj for obj, _ in state.objects))
@@ -539,6 +547,8 @@ def _summary(value: Any, nodes: Mapping[str, Node]) -> str:
         if value.kubelet.max_pods is not None:
             parts.append(f"maxPods {value.kubelet.max_pods}")
         return ", ".join(parts)
+    if isinstance(value, NodeOverlay):
+        return _overlay_summary(value)
     if isinstance(value, NodeClaim):
         return f"nodepool {value.nodepool}, {value.instance_type or 'not launched'}"
     if isinstance(value, kube.ParsedPod):
@@ -570,3 +580,16 @@ def _summary(value: Any, nodes: Mapping[str, Node]) -> str:
     if isinstance(value, tuple) and len(value) == 3:
         return f"value {value[1]}"
     return ""
+
+
+def _overlay_summary(overlay: NodeOverlay) -> str:
+    parts = [f"weight {overlay.weight}" if overlay.weight else "no weight"]
+    n = len(overlay.requirements)
+    parts.append(f"{n} requirement{'s' if n != 1 else ''}")
+    if overlay.price is not None:
+        parts.append(f"price {overlay.price}")
+    if overlay.price_adjustment is not None:
+        parts.append(f"priceAdjustment {overlay.price_adjustment}")
+    if overlay.capacity:
+        parts.append("capacity " + describe_resources(overlay.capacity))
+    return ", ".join(parts)

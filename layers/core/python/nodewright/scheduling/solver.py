@@ -588,7 +588,8 @@ def _plan_rank(results: Results) -> tuple[int, float, int]:
 
 
 def solve_inputs(inputs: ClusterInputs, instance_types: Sequence[InstanceType]) -> Results:
-    """`solve()` for a loaded cluster (files or API objects): its pending pods against everything else."""
+    """`solve()` for a loaded cluster (files or API objects): its pending pods against everything else. The caller
+    applies the inputs' NodeOverlays to `instance_types` (`catalog.overlay`), as `nodewright simulate` does."""
     return solve(
         inputs.pending_pods,
         nodes=inputs.nodes,

@@ -1,12 +1,13 @@
 """The planner's tick: voluntary and scheduled disruption decided on the cluster, each started as a workflow.
 
 On each tick (EventBridge Scheduler, every minute):
-1. Read the cluster (NodePools, EC2NodeClasses, NodeClaims, Nodes, Pods, DaemonSets, PodDisruptionBudgets, volumes),
+1. Read the cluster (NodePools, EC2NodeClasses, NodeClaims, NodeOverlays, Nodes, Pods, DaemonSets, PDBs, volumes),
    the locks of the workflows in flight, the offerings refused for capacity, and the instance catalog.
 2. Registrations: NodeClaims whose node has joined are marked Registered (then Initialized and Ready) and lose
    karpenter.sh/unregistered; NodeClaims with no node 15 minutes after creation are terminated and deleted.
 3. Each EC2NodeClass is resolved once; NodePool and EC2NodeClass status is written from it (`service.status`),
-   so a cluster without pending pods has status too. Drift: what each EC2NodeClass selects now (images,
+   so a cluster without pending pods has status too; NodeOverlays get theirs from the catalog the tick's simulations
+   read, overlays applied (`service.overlay_status`). Drift: what each EC2NodeClass selects now (images,
    subnets, security groups) and what each instance was launched with, compared by `disruption.drift`.
    NodeClaims get Karpenter's `Drifted` and `Consolidatable` conditions (written only when they change), and
    stamps of an older hash version are replaced.
@@ -60,6 +61,7 @@ from nodewright.ports import Clock, Cloud, Cluster, Instance, NodeEvent, PodEven
 from nodewright.service import leases
 from nodewright.service import provision as provisioning
 from nodewright.service.leases import live_leases
+from nodewright.service.overlay_status import write_overlay_status
 from nodewright.service.provision.adopt import adopt_instance
 from nodewright.service.reconcile import reconcile
 from nodewright.service.status import NodeClassState, resolve_node_classes, write_status
@@ -166,6 +168,7 @@ def tick(
             unavailable=unavailable,
         )
     out.problems.extend(f"nodeclaim/{m.nodeclaim}: {p}" for m in state.fleet for p in m.problems)
+    _write_overlay_status(ports.cluster, view.documents, state, out)
     instances = _instances(ports.cloud, state.fleet)
     drift = _drift(state, facts, instances)
     out.conditions_written = _record_status(ports.cluster, state, drift)
@@ -258,6 +261,23 @@ def _write_status(
     except Exception as error:  # status is for people: failing to write it must not stop disruption
         problems.append(f"status: {type(error).__name__}: {error}")
         return {}
+
+
+def _write_overlay_status(
+    cluster: Cluster, documents: Sequence[Mapping[str, Any]], state: ClusterState, out: TickResult
+) -> None:
+    """NodeOverlay conditions (`service.overlay_status`) from the catalog this tick's simulations read, added to
+    the tick's status report."""
+    overlays = [doc for doc in documents if doc.get("kind") == "NodeOverlay"]
+    if not overlays:
+        return
+    try:
+        report = write_overlay_status(cluster, overlays, state.overlays)
+    except Exception as error:  # status is for people: failing to write it must not stop disruption
+        out.problems.append(f"status: {type(error).__name__}: {error}")
+        return
+    out.status.setdefault("written", []).extend(report.written)
+    out.status.setdefault("ready", {}).update(report.ready)
 
 
 def _instances(cloud: Cloud, fleet: Sequence[FleetNode]) -> dict[str, Instance]:

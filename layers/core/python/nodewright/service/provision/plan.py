@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 from nodewright.catalog.catalog import Catalog
 from nodewright.catalog.labels import CAPACITY_RESERVATION_ID, ZONE
+from nodewright.catalog.overlay import overlaid_catalog
 from nodewright.catalog.types import InstanceTypeSource
 from nodewright.disruption.one_node import one_new_node
 from nodewright.launch.template import ResolvedNodeClass
@@ -114,7 +115,8 @@ def plan(
         own = {r.id for r in reservations_of[ref]}
         pools.append(restricted_pool(pool, rc.zones, sorted({r.id for r in reservations} - own)))
     unavailable = set(state.unavailable_offerings(now))
-    catalog = Catalog(catalog_source.instance_types()).with_reservations(reservations).with_unavailable(unavailable)
+    listed = Catalog(catalog_source.instance_types()).with_reservations(reservations).with_unavailable(unavailable)
+    catalog = overlaid_catalog(listed, inputs.nodeoverlays)  # the cluster's NodeOverlays (catalog.overlay)
     if one_claim_in:
         pools = one_new_node(pools, capacity.nodes, capacity.inflight, one_claim_in)
     prepared_at = timer()
