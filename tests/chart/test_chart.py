@@ -68,7 +68,12 @@ def test_crd_schemas_are_structural_without_preserve_unknown_fields() -> None:
         crd = yaml.safe_load(text)
         version = crd["spec"]["versions"][0]
         assert crd["spec"]["group"] == "nodewright.io" and version["name"] == "v1"
-        assert version["subresources"] == {"status": {}}
+        # NodePools scale (`kubectl scale nodepool`): spec.replicas is the desired size, status.nodes the current.
+        scale = {"scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.nodes"}}
+        assert version["subresources"] == {
+            "status": {},
+            **(scale if crd["spec"]["names"]["kind"] == "NodePool" else {}),
+        }
         schema = version["schema"]["openAPIV3Schema"]
         assert schema["properties"]["spec"]["type"] == "object" and schema["properties"]["spec"]["properties"]
 
