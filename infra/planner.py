@@ -4,8 +4,9 @@ Every tick (one minute by default) it finishes node registrations, cleans up Nod
 finds drift (it resolves each EC2NodeClass as the provisioner does: subnets, security groups, AMI parameters and
 images), and starts the workflow for what expiration, emptiness, drift and consolidation decide (see
 `nodewright.service.plan`); consolidation simulates with the instance catalog and prices. It takes the nodes'
-locks in the table before starting a voluntary disruption. Reserved concurrency 1: two overlapping ticks would only
-race to start the same executions.
+locks in the table before starting a voluntary disruption. It launches the NodeClaims static NodePools
+(`spec.replicas`) are short of, as the provisioner launches (so it may launch what the provisioner may).
+Reserved concurrency 1: two overlapping ticks would only race to start the same executions.
 """
 
 from __future__ import annotations
@@ -26,11 +27,13 @@ from infra.function import describe_cluster_statement, nodewright_function
 from infra.layers import Layers, code_from_bundle
 from infra.ownership import terminate_statement
 from infra.provisioner import (
+    acknowledge_launch_statements,
     acknowledge_read_policy,
     ami_parameter_statement,
     catalog_statements,
     instance_profile_statements,
     launch_environment,
+    launch_statements,
 )
 from infra.sizing import planner_memory_mb
 from infra.workflow import acknowledge_executions, describe_executions_statement, state_machine_name
@@ -80,6 +83,8 @@ class Planner(Construct):
             # role or profile it names.
             ami_parameter_statement(stack, settings),
             *instance_profile_statements(stack, settings),
+            # Static NodePools: the tick launches their missing NodeClaims through the provisioning path.
+            *launch_statements(stack, settings, node_role.role_arn),
         ]
         environment = launch_environment(settings, table, node_role, instance_profile, "nodewright-planner")
         parts = nodewright_function(
@@ -88,7 +93,7 @@ class Planner(Construct):
             layers=layers,
             code=code_from_bundle(build.function_bundle(source, "planner")),
             handler="handler.handler",
-            description="nodewright planner: expiration, drift, emptiness, consolidation, registration cleanup",
+            description="nodewright planner: expiration, drift, consolidation, static NodePools, registrations",
             # It holds the whole cluster while it decides: sized from the cluster's nodes (`infra.sizing`).
             memory_mb=planner_memory_mb(settings.cluster_nodes),
             timeout=Duration.seconds(55),  # shorter than the tick, so ticks never overlap
@@ -141,6 +146,7 @@ class Planner(Construct):
             ),
         )
         acknowledge_read_policy(policy, settings, terminates=True)
+        acknowledge_launch_statements(policy, settings, terminates=True)
         acknowledge_executions(policy, state_machine_name(settings.cluster_name))
         nag.acknowledge(
             scheduler_role,

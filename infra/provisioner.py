@@ -162,6 +162,15 @@ def acknowledge_read_policy(policy: iam.Policy, settings: Settings, terminates: 
 def acknowledge_launch_policy(policy: iam.Policy, settings: Settings) -> None:
     """The cdk-nag findings of `provisioner_statements`, each with its reason."""
     acknowledge_read_policy(policy, settings)
+    acknowledge_launch_statements(policy, settings)
+
+
+def acknowledge_launch_statements(policy: iam.Policy, settings: Settings, terminates: bool = False) -> None:
+    """The cdk-nag findings of `launch_statements`; with `terminates`, instance/* is acknowledged already (by
+    `acknowledge_read_policy`'s termination)."""
+    findings = [f"Resource::{nag_ec2_arn(kind)}" for kind in _EC2_ACCOUNT_RESOURCES + _TAGGED_ON_CREATE]
+    if terminates:
+        findings.remove(f"Resource::{nag_ec2_arn('instance')}")
     nag.acknowledge(
         policy,
         "AwsSolutions-IAM5",
@@ -170,8 +179,7 @@ def acknowledge_launch_policy(policy: iam.Policy, settings: Settings) -> None:
         f"({tags.CLUSTER}={settings.cluster_name} and {tags.NODEPOOL}) in the request or on the resource, or by "
         f"the discovery tag ({DISCOVERY_TAG_KEY}) on subnets and security groups, or by ec2:CreateAction for "
         "tagging; images, snapshots and capacity reservations are only read by a launch.",
-        findings=[f"Resource::{nag_ec2_arn(kind)}" for kind in _EC2_ACCOUNT_RESOURCES + _TAGGED_ON_CREATE]
-        + [f"Resource::{nag_ec2_arn(kind, account=False)}" for kind in _EC2_ACCOUNTLESS_RESOURCES],
+        findings=findings + [f"Resource::{nag_ec2_arn(kind, account=False)}" for kind in _EC2_ACCOUNTLESS_RESOURCES],
     )
 
 
@@ -242,8 +250,10 @@ def instance_profile_statements(stack: Stack, settings: Settings) -> list[iam.Po
     ]
 
 
-def provisioner_statements(stack: Stack, settings: Settings, node_role_arn: str) -> list[iam.PolicyStatement]:
-    """Everything the provisioner may do in AWS, each statement as narrow as the API allows."""
+def launch_statements(stack: Stack, settings: Settings, node_role_arn: str) -> list[iam.PolicyStatement]:
+    """Launching nodes: CreateFleet / RunInstances on nodewright-tagged resources in the discovered network, its
+    launch templates, tags while creating, and passing the node roles to EC2. The provisioner's, and the planner's
+    for static NodePools (it launches their missing NodeClaims on its tick)."""
     launch = ["ec2:RunInstances", "ec2:CreateFleet"]
     return [
         iam.PolicyStatement(
@@ -286,18 +296,25 @@ def provisioner_statements(stack: Stack, settings: Settings, node_role_arn: str)
             resources=[ec2_arn(stack, kind) for kind in _TAGGED_ON_CREATE],
             conditions=request_tagged(settings, extra={"ec2:CreateAction": list(CREATE_ACTIONS)}),
         ),
+        iam.PolicyStatement(
+            sid="PassOnlyTheNodeRolesToEC2",
+            actions=["iam:PassRole"],
+            resources=node_role_arns(stack, settings, node_role_arn),
+            conditions={"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}},
+        ),
+    ]
+
+
+def provisioner_statements(stack: Stack, settings: Settings, node_role_arn: str) -> list[iam.PolicyStatement]:
+    """Everything the provisioner may do in AWS, each statement as narrow as the API allows."""
+    return [
+        *launch_statements(stack, settings, node_role_arn),
         terminate_statement(stack, settings),
         iam.PolicyStatement(
             sid="DeleteOnlyNodewrightLaunchTemplates",
             actions=["ec2:DeleteLaunchTemplate"],
             resources=[ec2_arn(stack, "launch-template")],
             conditions=resource_tagged(settings),
-        ),
-        iam.PolicyStatement(
-            sid="PassOnlyTheNodeRolesToEC2",
-            actions=["iam:PassRole"],
-            resources=node_role_arns(stack, settings, node_role_arn),
-            conditions={"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}},
         ),
         *catalog_statements(),
         ami_parameter_statement(stack, settings),

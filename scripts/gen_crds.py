@@ -174,7 +174,11 @@ def crd(
     status: dict[str, Any],
     columns: list[Any],
     version: str = "v1",
+    scale: dict[str, str] | None = None,
 ) -> dict[str, Any]:
+    subresources: dict[str, Any] = {"status": {}}
+    if scale is not None:
+        subresources["scale"] = scale
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -195,7 +199,7 @@ def crd(
                     "name": version,
                     "served": True,
                     "storage": True,
-                    "subresources": {"status": {}},
+                    "subresources": subresources,
                     "additionalPrinterColumns": columns,
                     "schema": {
                         "openAPIV3Schema": obj(
@@ -219,6 +223,26 @@ READY = '.status.conditions[?(@.type=="Ready")].status'
 AGE = column("Age", ".metadata.creationTimestamp", "date")
 
 # ----------------------------------------------------------------------------------------- NodePool
+
+
+# Karpenter v1.14's rules for static NodePools (pkg/apis/v1/nodepool.go): a pool cannot move between static
+# (spec.replicas set) and dynamic provisioning after creation, and a static pool has no limit but limits.nodes and
+# no weight. nodewright's loader checks the same (`model.parse`).
+STATIC_RULES = [
+    {
+        "rule": "has(self.replicas) == has(oldSelf.replicas)",
+        "message": "Cannot transition NodePool between static (replicas set) and dynamic (replicas unset) "
+        "provisioning modes",
+    },
+    {
+        "rule": "!has(self.replicas) || (!has(self.limits) || size(self.limits) == 0 || "
+        "(size(self.limits) == 1 && 'nodes' in self.limits))",
+        "message": "only 'limits.nodes' is supported on static NodePools",
+    },
+    {"rule": "!has(self.replicas) || !has(self.weight)", "message": "'weight' is not supported on static NodePools"},
+]
+# `kubectl scale nodepool NAME --replicas=N` writes spec.replicas; status.nodes is the pool's current size.
+NODEPOOL_SCALE = {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.nodes"}
 
 
 def nodepool() -> dict[str, Any]:
@@ -269,8 +293,10 @@ def nodepool() -> dict[str, Any]:
             ),
             "limits": quantity_map(),
             "weight": integer(format="int32", minimum=1, maximum=100),
+            "replicas": integer(format="int64", minimum=0),
         },
         required=["template"],
+        **{"x-kubernetes-validations": STATIC_RULES},
     )
     status = obj(
         {
@@ -289,7 +315,7 @@ def nodepool() -> dict[str, Any]:
         column("CPU", ".status.resources.cpu", priority=1),
         column("Memory", ".status.resources.memory", priority=1),
     ]
-    return crd("NodePool", "nodepools", ["np"], spec, status, columns)
+    return crd("NodePool", "nodepools", ["np"], spec, status, columns, scale=NODEPOOL_SCALE)
 
 
 # ------------------------------------------------------------------------------------- EC2NodeClass

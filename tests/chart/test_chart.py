@@ -69,7 +69,12 @@ def test_crd_schemas_are_structural_without_preserve_unknown_fields() -> None:
         version = crd["spec"]["versions"][0]
         expected = "v1alpha1" if crd["spec"]["names"]["kind"] == "NodeOverlay" else "v1"  # Karpenter's versions
         assert crd["spec"]["group"] == "nodewright.io" and version["name"] == expected
-        assert version["subresources"] == {"status": {}}
+        # NodePools scale (`kubectl scale nodepool`): spec.replicas is the desired size, status.nodes the current.
+        scale = {"scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.nodes"}}
+        assert version["subresources"] == {
+            "status": {},
+            **(scale if crd["spec"]["names"]["kind"] == "NodePool" else {}),
+        }
         schema = version["schema"]["openAPIV3Schema"]
         assert schema["properties"]["spec"]["type"] == "object" and schema["properties"]["spec"]["properties"]
 

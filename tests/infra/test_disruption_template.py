@@ -156,13 +156,18 @@ def test_the_planner_ticks_every_minute_and_may_only_start_this_workflow(default
     statements = role_statements(default_synth, logical_id(default_synth, "AWS::IAM::Role", "PlannerRole"))
     (start,) = granting(statements, "states:StartExecution")
     assert listed(start["Resource"]) == [{"Ref": machine}]
-    assert not granting(statements, "ec2:CreateFleet")
+    # Static NodePools: it launches their missing NodeClaims, with the provisioner's tag-bound launch statements.
+    (fleet,) = [
+        st for st in granting(statements, "ec2:CreateFleet") if st["Sid"] == "LaunchOnlyNodewrightTaggedResources"
+    ]
+    assert "aws:RequestTag/nodewright.io/cluster" in fleet["Condition"]["StringEquals"]
     env = default_synth.template["Resources"][planner]["Properties"]["Environment"]["Variables"]
     assert env["NODEWRIGHT_STATE_MACHINE"] == {"Ref": machine}
-    # Consolidation and drift: it reads the catalog and resolves EC2NodeClasses, but may pass no role and may
-    # only read the table and take and release locks in it.
+    # Consolidation and drift: it reads the catalog and resolves EC2NodeClasses; it passes the node roles to EC2
+    # only (static NodePools' launches) and may only read the table and take and release locks in it.
     assert {"NODEWRIGHT_TABLE", "NODEWRIGHT_NODE_ROLE", "NODEWRIGHT_INSTANCE_PROFILE"} <= set(env)
-    assert not granting(statements, "iam:PassRole")
+    (passing,) = granting(statements, "iam:PassRole")
+    assert passing["Condition"] == {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}}
     assert granting(statements, "pricing:GetProducts") and granting(statements, "ssm:GetParameters")
     table = [st for st in statements if any(str(a).startswith("dynamodb:") for a in listed(st["Action"]))]
     assert {a for st in table for a in listed(st["Action"])} == {

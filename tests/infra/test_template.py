@@ -321,19 +321,15 @@ def test_node_roles_from_context_may_be_passed_and_get_tag_scoped_instance_profi
         nodeRoles="KarpenterNodeRole-demo,arn:aws:iam::111122223333:role/teams/gpu-nodes",
     )
     node_role = logical_id(roles, "AWS::IAM::Role", "NodesRole")
-    # The planner resolves EC2NodeClasses (drift) as a launch does, so it finds or creates the same instance
-    # profiles, but passes no role.
+    # The planner launches static NodePools' NodeClaims, so it passes the same node roles as the provisioner.
     for step in ("ProvisionerRole", "LaunchReplacement", "PlannerRole"):
         statements = role_statements(roles, logical_id(roles, "AWS::IAM::Role", step))
-        if step == "PlannerRole":
-            assert not granting(statements, "iam:PassRole")
-        else:
-            (st,) = granting(statements, "iam:PassRole")
-            assert [render(r) if not isinstance(r, dict) or "Fn::GetAtt" not in r else r for r in st["Resource"]] == [
-                {"Fn::GetAtt": [node_role, "Arn"]},
-                "arn:${AWS::Partition}:iam::${AWS::AccountId}:role/KarpenterNodeRole-demo",
-                "arn:aws:iam::111122223333:role/teams/gpu-nodes",
-            ]
+        (st,) = granting(statements, "iam:PassRole")
+        assert [render(r) if not isinstance(r, dict) or "Fn::GetAtt" not in r else r for r in st["Resource"]] == [
+            {"Fn::GetAtt": [node_role, "Arn"]},
+            "arn:${AWS::Partition}:iam::${AWS::AccountId}:role/KarpenterNodeRole-demo",
+            "arn:aws:iam::111122223333:role/teams/gpu-nodes",
+        ]
         ours = "arn:${AWS::Partition}:iam::${AWS::AccountId}:instance-profile/nodewright/*"
         (create,) = granting(statements, "iam:CreateInstanceProfile")
         assert render(create["Resource"]) == ours

@@ -42,3 +42,29 @@ def test_help_and_a_mistyped_command_list_every_command(argv: list[str], capsys:
     captured = capsys.readouterr()
     listed = captured.out + captured.err
     assert all(name in listed for name in cli.COMMANDS)
+
+
+STATIC_POOL = """apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: static}
+spec:
+  %s
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements: []
+"""
+
+
+def test_validate_previous_refuses_a_pool_turning_dynamic_or_static(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    static, dynamic, bigger = tmp_path / "static.yaml", tmp_path / "dynamic.yaml", tmp_path / "bigger.yaml"
+    static.write_text(STATIC_POOL % "replicas: 1")
+    dynamic.write_text(STATIC_POOL % "weight: 10")
+    bigger.write_text(STATIC_POOL % "replicas: 3")
+    assert cli.main(["validate", "-q", str(dynamic), "--previous", str(static)]) == 1
+    assert "spec.replicas: cannot be removed" in capsys.readouterr().err
+    assert cli.main(["validate", "-q", str(static), "--previous", str(dynamic)]) == 1
+    assert "spec.replicas: cannot be added" in capsys.readouterr().err
+    assert cli.main(["validate", "-q", str(bigger), "--previous", str(static)]) == 0

@@ -124,3 +124,19 @@ def test_a_document_migrate_cannot_convert_fails_and_nothing_is_written(
     assert good.read_text() == MIXED and bad.read_text() == document
     err = capsys.readouterr().err
     assert "is not something migrate converts" in err and "nothing was written" in err
+
+
+def test_migrate_carries_a_static_nodepools_replicas_and_node_limit() -> None:
+    text = """apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: static}
+spec:
+  replicas: 3
+  limits: {nodes: 5}
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements: []
+"""
+    (pool,) = yaml.safe_load_all(migrate_text(text, "static.yaml")[0])
+    assert pool["spec"]["replicas"] == 3 and pool["spec"]["limits"] == {"nodes": 5}

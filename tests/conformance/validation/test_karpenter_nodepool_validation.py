@@ -16,6 +16,7 @@ from karpenter_yaml import REQUIREMENTS, loaded, nodepool, refused, requirement
 
 from nodewright.model.label_rules import UNSUPPORTED_LABELS, WELL_KNOWN_LABELS
 from nodewright.model.nodepool import Budget
+from nodewright.model.parse import nodepool_update_problems
 
 LONG = "a" * 250  # strings.ToLower(randomdata.Alphanumeric(250))
 
@@ -730,46 +731,45 @@ def test_node_class_ref_fields_must_be_set(field: str) -> None:
 # -------------------------------------------------------------------------------------- Context("Replicas")
 
 
-STATIC = "static NodePools (spec.replicas) are not supported yet"
-
-
-def refused_as_static(text: str) -> None:
-    """Refused with the named error at spec.replicas, and nothing else: the rest of the pool is valid."""
-    found = refused(text, "spec.replicas", STATIC)
-    assert len(found) == 1, found
-
-
 @pytest.mark.parametrize(
     "replicas",
     [
         pytest.param("5", id="should succeed when replicas is set to a positive value"),
         pytest.param("0", id="should succeed when replicas is set to zero"),
         pytest.param("1000", id="should succeed when replicas is set to a large value"),
-        pytest.param("-100", id="should fail when replicas is set to a negative value"),
     ],
 )
-def test_static_nodepools_are_not_supported_yet(replicas: str) -> None:
-    """Context("Valid Replicas Values") and ("Invalid Replicas Values"), difference: static NodePools (spec.replicas,
-    alpha in Karpenter) are not supported yet; every count, valid or not for Karpenter, gets the named error instead
-    of a pool sized from pending pods."""
-    refused_as_static(nodepool(spec__replicas=replicas))
+def test_valid_replicas_values(replicas: str) -> None:
+    """Context("Valid Replicas Values"): the pool loads as a static pool of that many nodes."""
+    pool = loaded(nodepool(spec__replicas=replicas))
+    assert pool.static and pool.replicas == int(replicas)
+
+
+def test_should_fail_when_replicas_is_set_to_a_negative_value() -> None:
+    """Context("Invalid Replicas Values"): It("should fail when replicas is set to a negative value")."""
+    refused(nodepool(spec__replicas="-100"), "spec.replicas", "0")
 
 
 @pytest.mark.parametrize(
-    "changes",
+    ("changes", "path"),
     [
-        pytest.param({"spec__limits": "{cpu: '1000'}"}, id="limits.cpu"),
-        pytest.param({"spec__limits": "{memory: 2000Gi}"}, id="limits.memory"),
-        pytest.param({"spec__limits": "{pods: '10'}"}, id="limits.pods"),
-        pytest.param({"spec__limits": "{ephemeral-storage: 10Gi}"}, id="limits.ephemeral-storage"),
-        pytest.param({"spec__weight": "25"}, id="weight"),
+        pytest.param({"spec__limits": "{cpu: '1000'}"}, 'spec.limits["cpu"]', id="limits.cpu"),
+        pytest.param({"spec__limits": "{memory: 2000Gi}"}, 'spec.limits["memory"]', id="limits.memory"),
+        pytest.param({"spec__limits": "{pods: '10'}"}, 'spec.limits["pods"]', id="limits.pods"),
+        pytest.param(
+            {"spec__limits": "{ephemeral-storage: 10Gi}"},
+            'spec.limits["ephemeral-storage"]',
+            id="limits.ephemeral-storage",
+        ),
+        pytest.param({"spec__weight": "25"}, "spec.weight", id="weight"),
     ],
 )
-def test_should_fail_for_incompatible_fields(changes: dict[str, str]) -> None:
-    """DescribeTable("should fail for incompatible fields"), 10 replicas. Karpenter refuses a static pool with
-    resource limits or a weight; nodewright refuses the static pool itself (by name, at spec.replicas) and nothing
-    else, since these fields are valid on the dynamic pools it supports."""
-    refused_as_static(nodepool(spec__replicas="10", **changes))
+def test_should_fail_for_incompatible_fields(changes: dict[str, str], path: str) -> None:
+    """DescribeTable("should fail for incompatible fields"), 10 replicas: refused at the field, saying static
+    pools do not support it; the same field loads on a dynamic pool."""
+    found = refused(nodepool(spec__replicas="10", **changes), path, "static NodePools")
+    assert len(found) == 1, found
+    loaded(nodepool(**changes))
 
 
 COMPATIBLE_REQUIREMENTS = (
@@ -823,39 +823,57 @@ STARTUP_TAINT = "[{key: example.com/initializing, value: 'true', effect: NoSched
     ],
 )
 def test_should_succeed_for_compatible_fields(changes: dict[str, str]) -> None:
-    """DescribeTable("should succeed for compatible fields"), 10 replicas, difference: nodewright refuses the static
-    pool by name (at spec.replicas); the field of each Entry loads without an error, as it does on a dynamic pool."""
-    refused_as_static(nodepool(spec__replicas="10", **changes))
-    loaded(nodepool(**changes))
+    """DescribeTable("should succeed for compatible fields"), 10 replicas: the static pool loads with the field."""
+    pool = loaded(nodepool(spec__replicas="10", **changes))
+    assert pool.replicas == 10
+
+
+def test_should_succeed_when_consolidate_after_is_omitted_on_a_static_nodepool() -> None:
+    """It("should succeed when consolidateAfter is omitted on a static NodePool"): a static pool ignores it, so a
+    disruption stanza without it loads (a dynamic pool must name it)."""
+    text = nodepool(spec__replicas="3", spec__disruption="budgets: [{nodes: '1'}]")
+    assert loaded(text).replicas == 3
+    refused(nodepool(spec__disruption="budgets: [{nodes: '1'}]"), "spec.disruption.consolidateAfter")
 
 
 @pytest.mark.parametrize(
-    ("created", "updated"),
+    ("created", "updated", "refusal"),
     [
         pytest.param(
             {"spec__replicas": "3"},
             {"spec__replicas": "5"},
+            "",
             id="should succeed when increasing replicas in a NodePool",
         ),
-        pytest.param({"spec__replicas": "3"}, {}, id="should fail when changing the NodePool from static to dynamic"),
-        pytest.param({}, {"spec__replicas": "3"}, id="should fail when changing the NodePool from dynamic to static"),
+        pytest.param(
+            {"spec__replicas": "3"},
+            {},
+            "cannot be removed",
+            id="should fail when changing the NodePool from static to dynamic",
+        ),
+        pytest.param(
+            {},
+            {"spec__replicas": "3"},
+            "cannot be added",
+            id="should fail when changing the NodePool from dynamic to static",
+        ),
         pytest.param(
             {"spec__replicas": "3", "spec__limits": "{nodes: '10'}"},
             {"spec__replicas": "3", "spec__limits": "{nodes: '100'}"},
+            "",
             id="should succeed when changing the static NodePool nodes limit",
         ),
     ],
 )
-def test_replicas_update_scenarios(created: dict[str, str], updated: dict[str, str]) -> None:
-    """Context("Update Scenarios"), difference: a file has no previous version, so each version of the NodePool is
-    checked on its own. A static version (spec.replicas set) is refused by name; a dynamic one loads. Karpenter's
-    refusal to turn a static pool dynamic or back has nothing to guard here: nodewright never ran the static one."""
-    for changes in (created, updated):
-        text = nodepool(**changes)
-        if "spec__replicas" in changes:
-            refused_as_static(text)
-        else:
-            assert loaded(text).name == "default"
+def test_replicas_update_scenarios(created: dict[str, str], updated: dict[str, str], refusal: str) -> None:
+    """Context("Update Scenarios"): the CRD's transition rule, as `nodewright validate --previous` checks it
+    (`nodepool_update_problems`): each version loads on its own, the update is refused only when it adds or removes
+    spec.replicas."""
+    problems = nodepool_update_problems(loaded(nodepool(**created)), loaded(nodepool(**updated)))
+    if refusal:
+        assert [(p.path, refusal in p.message) for p in problems] == [("spec.replicas", True)], problems
+    else:
+        assert problems == []
 
 
 # ------------------------------------------------------------------- nodepool_default_test.go Describe("CEL/Default")

@@ -298,7 +298,7 @@ def test_typo_suggests_nearest_field() -> None:
             "startupTaints[0]: duplicate taint dedicated:NoSchedule; it is in spec.template.spec.taints already",
         ),
         ("spec.template.spec.kubelet", {"maxPods": 10}, "kubelet settings moved to the EC2NodeClass"),
-        ("spec.replicas", 3, "not supported yet"),
+        ("spec.replicas", -1, "at least 0"),
         (
             "spec.template.spec.nodeClassRef",
             {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass"},

@@ -6,6 +6,10 @@ each as `<file>: <kind>/<name>: <field path>: <what is wrong>`, and exits 1.
 With `--node-role NAME` (repeatable; default: $NODEWRIGHT_NODE_ROLE and $NODEWRIGHT_NODE_ROLES, which the
 local world exports) an EC2NodeClass whose spec.role is none of them is an error: the stack's node role and its
 `nodeRoles` context are the only roles nodewright may pass to EC2.
+
+With `--previous FILE` (repeatable) each NodePool is also checked as an update of the NodePool of the same name in
+those files, as the CRD's transition rule checks it: a pool cannot turn static (spec.replicas added) or dynamic
+(removed) after creation.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Any
 from nodewright import settings
 from nodewright.model.inputs import ClusterInputs
 from nodewright.model.loader import load_files
+from nodewright.model.parse import nodepool_update_problems
 from nodewright.model.roles import role_errors
 
 
@@ -38,6 +43,14 @@ def add_parser(subparsers: Any) -> None:
         default=None,
         metavar="NAME",
         help="a node role EC2NodeClasses may name (repeatable; the stack's NodeRoleName output and nodeRoles)",
+    )
+    parser.add_argument(
+        "--previous",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="the NodePools as they are now (e.g. kubectl get nodepools -o yaml): each pool in FILE... is checked as "
+        "an update of the one of the same name, as the CRD's transition rules check it (spec.replicas)",
     )
     parser.set_defaults(func=run)
 
@@ -75,6 +88,19 @@ def run(args: argparse.Namespace) -> int:
             print(error, file=sys.stderr)
         if errors:
             print(f"{len(errors)} error{'s' if len(errors) != 1 else ''} found", file=sys.stderr)
+            return 1
+    if args.previous:
+        previous = load_or_report(args.previous, summaries=False)
+        if previous is None:
+            return 1
+        before = {p.name: p for p in previous.nodepools}
+        problems = [
+            e for p in inputs.nodepools if p.name in before for e in nodepool_update_problems(before[p.name], p)
+        ]
+        for error in problems:
+            print(error, file=sys.stderr)
+        if problems:
+            print(f"{len(problems)} error{'s' if len(problems) != 1 else ''} found", file=sys.stderr)
             return 1
     if not args.quiet:
         for obj in inputs.objects:

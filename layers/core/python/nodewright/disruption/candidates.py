@@ -182,6 +182,9 @@ def candidate(state: ClusterState, member: FleetNode, disruption_class: str = GR
     if blocked:
         return blocked
     pool = state.pools[member.nodepool]
+    if pool.static:
+        # Karpenter leaves static pools out of consolidation and graceful drift: the pool's size is the user's.
+        return f"NodePool {pool.name} is static (spec.replicas): its size is kept by the pool, not consolidated"
     pods = state.pods_on(member)
     facts = [state.facts(p) for p in pods]
     eventual = disruption_class == EVENTUAL and member.termination_grace_period is not None

@@ -32,6 +32,7 @@ from nodewright.disruption.methods import (
 from nodewright.disruption.repair import Repair, Repairs, repairs
 from nodewright.disruption.simulate import simulate
 from nodewright.disruption.state import ClusterState
+from nodewright.disruption.static import StaticDecision, static_decisions
 from nodewright.gcpause import paused_cycle_collector
 
 REPAIR = "repair"  # node repair's method name, as `nodewright disrupt --json` shows it
@@ -77,6 +78,8 @@ class Plan:
     blocked: dict[str, str] = field(default_factory=dict)
     unconsolidatable: dict[str, str] = field(default_factory=dict)
     methods: list[MethodReport] = field(default_factory=list)
+    # Each static NodePool's decision (`disruption.static`): NodeClaims to launch and to remove.
+    static: list[StaticDecision] = field(default_factory=list)
 
     def commands(self, now: float) -> list[DisruptionCommand]:
         """The workflow input of each decision (see `command_for`)."""
@@ -115,13 +118,16 @@ class Plan:
                 )
         before = sum(state.price(m) or 0.0 for m in state.fleet if m.provider_id)
         savings = sum(d.savings_per_hour for d in self.decisions)
-        return {
+        out: dict[str, Any] = {
             "commands": commands,
             "skipped": [{"nodeclaim": name, "reason": why} for name, why in sorted(self.skipped.items())],
             "cost_per_hour_before": round(before, 6),
             "cost_per_hour_after": round(before - savings, 6),
             "nodeoverlays": _overlays_json(state),
         }
+        if self.static:  # only a cluster with static NodePools has the key
+            out["static"] = [d.to_json() for d in self.static]
+        return out
 
 
 def _launch_json(replacement: Replacement, state: ClusterState) -> dict[str, Any]:
@@ -239,10 +245,17 @@ def _repair(state: ClusterState, ctx: PlanContext, out: Plan, timer: Callable[[]
 
 
 def _plan(state: ClusterState, drift: Mapping[str, str], methods: Sequence[Method], timer: Callable[[], float]) -> Plan:
-    ctx = PlanContext(state, pool_budgets(state), dict(drift))
+    # A static pool's drifted nodes are replaced by its own decision, one for one, not by the Drift method.
+    static_pools = {name for name, pool in state.pools.items() if pool.static}
+    pool_of = {m.nodeclaim: m.nodepool for m in state.fleet}
+    ctx = PlanContext(
+        state, pool_budgets(state), {k: v for k, v in drift.items() if pool_of.get(k) not in static_pools}
+    )
     out = Plan()
     if state.settings.node_repair:
         _repair(state, ctx, out, timer)
+    if static_pools:
+        out.static = static_decisions(state, drift, pool_budgets(state))
     skipped: dict[str, str] = {}
     consolidated = False
     for method in methods:

@@ -66,9 +66,21 @@ class NodePool:
     # Canonical integers per resource; the key "nodes" caps the number of nodes.
     limits: Mapping[str, int] = field(default_factory=dict)
     weight: int = 0
+    # spec.replicas: a static NodePool keeps this many nodes whatever the pods (None: sized from pending pods).
+    replicas: int | None = None
     api_version: str = "nodewright.io/v1"
     source: str = ""  # file (or API object) it came from, for messages
     uid: str = ""  # metadata.uid of an API object: the owner its NodeClaims name
+
+    @property
+    def static(self) -> bool:
+        """Whether the pool is static (`spec.replicas` set): its size is the user's, not the pods'."""
+        return self.replicas is not None
+
+    @property
+    def node_limit(self) -> int | None:
+        """`limits.nodes`: the most NodeClaims the pool may have at once, None when unbounded."""
+        return self.limits.get("nodes")
 
     def node_requirements(self) -> Requirements:
         """Requirements plus template labels plus the karpenter.sh/nodepool label: what every node has."""

@@ -31,6 +31,7 @@ from nodewright.model.schema import (
     get_str_map,
     join,
     label_value_problem,
+    map_key,
 )
 
 NODEPOOL_API_VERSIONS = ("karpenter.sh/v1", "nodewright.io/v1")
@@ -112,12 +113,9 @@ def nodepool_from(ctx: Collector, doc: Mapping[str, Any]) -> NodePool | None:
         ctx,
         spec,
         "spec",
-        ("template", "disruption", "limits", "weight"),
-        unsupported={
-            "replicas": "static NodePools (spec.replicas) are not supported yet by nodewright; remove it and "
-            "nodewright sizes the pool from pending pods",
-        },
+        ("template", "disruption", "limits", "weight", "replicas"),
     )
+    replicas = get_int(ctx, spec.get("replicas"), "spec.replicas", minimum=0)
     template = get_map(ctx, spec.get("template"), "spec.template", required=True) or {}
     check_fields(ctx, template, "spec.template", ("metadata", "spec"))
     metadata = get_map(ctx, template.get("metadata"), "spec.template.metadata") or {}
@@ -150,9 +148,11 @@ def nodepool_from(ctx: Collector, doc: Mapping[str, Any]) -> NodePool | None:
     termination_grace = _duration(
         ctx, node_spec.get("terminationGracePeriod"), join(path, "terminationGracePeriod"), None, allow_never=False
     )
-    disruption = _disruption(ctx, spec.get("disruption"), "spec.disruption")
+    disruption = _disruption(ctx, spec.get("disruption"), "spec.disruption", static="replicas" in spec)
     limits = get_resources(ctx, spec.get("limits"), "spec.limits")
     weight = get_int(ctx, spec.get("weight"), "spec.weight", minimum=1, maximum=100)
+    if "replicas" in spec:
+        _static_rules(ctx, spec)
     name = object_name(doc)
     if name and (problem := label_value_problem(name)):
         # The name becomes the value of the karpenter.sh/nodepool label on every node.
@@ -172,10 +172,51 @@ def nodepool_from(ctx: Collector, doc: Mapping[str, Any]) -> NodePool | None:
         disruption=disruption,
         limits=limits,
         weight=weight or 0,
+        replicas=replicas,
         api_version=api_version,
         source=ctx.source,
         uid=str((doc.get("metadata") or {}).get("uid") or ""),
     )
+
+
+def _static_rules(ctx: Collector, spec: Mapping[str, Any]) -> None:
+    """Karpenter's rules for a static NodePool (`spec.replicas` set): `limits.nodes` is its only limit (other
+    limits would decide the instance shape rather than bound the pool) and it has no weight (it takes no pods'
+    provisioning to rank). Consolidation settings are accepted and ignored, as in Karpenter: a static pool is
+    never consolidated."""
+    limits = spec.get("limits")
+    if isinstance(limits, dict):
+        for name in sorted(str(k) for k in limits if k != "nodes"):
+            ctx.error(
+                map_key("spec.limits", name),
+                "only limits.nodes is supported on static NodePools (spec.replicas set); remove this limit or "
+                "bound the pool with limits.nodes",
+            )
+    if spec.get("weight") is not None:
+        ctx.error(
+            "spec.weight",
+            "weight is not supported on static NodePools (spec.replicas set): pods never choose a static pool "
+            "for new capacity; remove it",
+        )
+
+
+def nodepool_update_problems(old: NodePool, new: NodePool) -> list[ValidationError]:
+    """The errors of updating NodePool `old` to `new` (same name), as Karpenter's CRD transition rule has them:
+    a pool cannot turn static (`spec.replicas` added) or dynamic (removed); changing the count is allowed.
+    Empty when the update is allowed."""
+    if old.static == new.static:
+        return []
+    if new.static:
+        message = (
+            "cannot be added to an existing NodePool: it cannot move from dynamic to static provisioning; "
+            "create a new NodePool with spec.replicas instead"
+        )
+    else:
+        message = (
+            "cannot be removed from a static NodePool: it cannot move from static to dynamic provisioning; "
+            "keep spec.replicas (scale it with kubectl scale) or create a new NodePool without it"
+        )
+    return [ValidationError(new.source, "NodePool", new.name, "spec.replicas", message)]
 
 
 def _node_class_ref(ctx: Collector, value: Any, path: str, required: bool) -> NodeClassRef | None:
@@ -203,7 +244,7 @@ def _node_class_ref(ctx: Collector, value: Any, path: str, required: bool) -> No
     return NodeClassRef(group=group, kind=kind, name=name)
 
 
-def _disruption(ctx: Collector, value: Any, path: str) -> Disruption:
+def _disruption(ctx: Collector, value: Any, path: str, static: bool = False) -> Disruption:
     raw = get_map(ctx, value, path)
     if raw is None:
         return Disruption()
@@ -220,7 +261,7 @@ def _disruption(ctx: Collector, value: Any, path: str) -> Disruption:
         ctx.error(policy_path, '"WhenUnderutilized" was renamed WhenEmptyOrUnderutilized in Karpenter v1')
     else:
         policy = get_enum(ctx, raw.get("consolidationPolicy"), policy_path, CONSOLIDATION_POLICIES) or policy
-    if "consolidateAfter" not in raw:
+    if "consolidateAfter" not in raw and not static:  # a static pool ignores it (Karpenter defaults it)
         ctx.error(
             join(path, "consolidateAfter"),
             "is required in Karpenter v1 when disruption is set (e.g. consolidateAfter: 0s, 5m or Never)",

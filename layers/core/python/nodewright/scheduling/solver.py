@@ -538,7 +538,10 @@ def solve(
     with a reason naming the constraint and the NodePools that failed it.
     Invariants: no node or NodeClaim is over its allocatable; every placement satisfies requirements,
     taints, topology and NodePool limits; the result does not depend on the order of the inputs.
+    Static NodePools (`spec.replicas`) open no NodeClaim for pods, as Karpenter leaves them out of its scheduler:
+    their size is kept by the planner (`disruption.static`); pods still land on their nodes and claims in flight.
     """
+    nodepools = [p for p in nodepools if not p.static]
     # The solver creates no reference cycles (a unit test checks), so the collector's passes free nothing.
     with paused_cycle_collector():
         volumes = VolumeIndex(pvcs, pvs, storage_classes)

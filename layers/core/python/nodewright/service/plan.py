@@ -25,7 +25,10 @@ On each tick (EventBridge Scheduler, every minute):
    `Deleted` workflow, a new attempt each tick until one holds it (drain, terminate, then the finalizer comes off);
    instances tagged as this cluster's nodewright capacity that no NodeClaim records 30 s after launch are
    terminated, with their Node, unless the NodeClaim their tag names records none: that claim adopts it.
-7. Events as Karpenter records them: `DisruptionBlocked` (a budget, a do-not-disrupt pod or node, a budget of the
+7. Static NodePools (`disruption.static`, `service.static`): the NodeClaims a pool with `spec.replicas` is short
+   of are launched through the provisioning path, those beyond its size are deleted (emptiest first), and a
+   drifted one is replaced one for one within `limits.nodes`.
+8. Events as Karpenter records them: `DisruptionBlocked` (a budget, a do-not-disrupt pod or node, a budget of the
    pods), `Unconsolidatable` (why consolidation found no move) and `NodeRepairBlocked` (a NodePool with too many
    unhealthy nodes), on the node and its NodeClaim, at most once per 15 minutes each.
 """
@@ -55,6 +58,7 @@ from nodewright.gcpause import paused_cycle_collector
 from nodewright.interruption.ownership import parse_provider_id
 from nodewright.model.conditions import TRUE, Condition, rfc3339
 from nodewright.model.do_not_disrupt import DO_NOT_DISRUPT, invalid_reason
+from nodewright.model.inputs import ClusterInputs
 from nodewright.model.loader import ParsedPods, load_documents
 from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.ports import Clock, Cloud, Cluster, Instance, NodeEvent, PodEvent, StateStore, Workflows
@@ -64,6 +68,7 @@ from nodewright.service.leases import live_leases
 from nodewright.service.overlay_status import write_overlay_status
 from nodewright.service.provision.adopt import adopt_instance
 from nodewright.service.reconcile import reconcile
+from nodewright.service.static import launch_static, remove_static
 from nodewright.service.status import NodeClassState, resolve_node_classes, write_status
 
 EVENT_WINDOW_SECONDS = 900  # Karpenter's dedupe timeout for Unconsolidatable events
@@ -88,6 +93,10 @@ class TickResult:
     blocked: int = 0
     unconsolidatable: int = 0
     status: dict[str, Any] = field(default_factory=dict)
+    # Static NodePools: each pool's decision, the NodeClaims launched for them and those asked to be deleted.
+    static: list[dict[str, Any]] = field(default_factory=list)
+    static_launched: list[str] = field(default_factory=list)
+    static_removed: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -104,6 +113,9 @@ class TickResult:
             "blocked": self.blocked,
             "unconsolidatable": self.unconsolidatable,
             "status": self.status,
+            "static": self.static,
+            "static_launched": self.static_launched,
+            "static_removed": self.static_removed,
         }
 
 
@@ -188,8 +200,27 @@ def tick(
         if not forgotten & {t.nodeclaim for t in command.targets}:
             _start(ports, command, now, out)
     out.collected = _collect_instances(ports, view.documents, now, out.problems, out.repaired)
+    # After the instance garbage collection, which reads the NodeClaims as the tick began: these launches are new.
+    _static(ports, inputs, decided, now, out)
     out.blocked, out.unconsolidatable = _record_events(ports.cluster, state, decided, now)
     return out
+
+
+def _static(ports: PlannerPorts, inputs: ClusterInputs, decided: Plan, now: float, out: TickResult) -> None:
+    """Act on the static NodePools' decisions: delete what is beyond a pool's size, launch what it is short of.
+    A launch that fails is reported; the next tick finds the pool short again and launches anew."""
+    if not decided.static:
+        return
+    out.static = [d.to_json() for d in decided.static]
+    out.static_removed = remove_static(decided.static, ports.cluster, out.problems)
+    try:
+        launched = launch_static(decided.static, inputs, ports.cluster, ports.cloud, ports.state, ports.catalog, now)
+    except Exception as error:  # a NodeClaim could not be created: the next tick launches what is still missing
+        out.problems.append(f"static NodePools: {type(error).__name__}: {error}")
+        return
+    out.static_launched = [c.name for c in launched.launched]
+    failed = ("launch-failed", "skipped", "invalid", "unavailable", "throttled")
+    out.problems.extend(f"{d.subject}: {d.reason}" for d in launched.decisions if d.action in failed)
 
 
 def _class_facts(

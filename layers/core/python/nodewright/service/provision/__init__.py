@@ -99,6 +99,7 @@ __all__ = [
     "pod_key",
     "provision",
     "stale_launch_templates",
+    "start_launches",
 ]
 
 
@@ -294,6 +295,22 @@ def _start(
         return creator(item)
 
     return Pipeline(planned.claims, create, launch)
+
+
+def start_launches(
+    batch_id: str,
+    planned: Plan,
+    cluster: Cluster,
+    cloud: Cloud,
+    state: StateStore,
+    now: float,
+    result: ProvisionResult,
+    timer: Callable[[], float] = time.perf_counter,
+) -> Pipeline:
+    """Create and launch NodeClaims planned outside a batch of pods (a static NodePool's, by the planner), exactly
+    as a batch's are: each launches as soon as it exists. No planner lock: they nominate no pods, so no batch plans
+    around them, and the planner (one tick at a time) is the only one that launches for static pools."""
+    return _start(batch_id, planned, cluster, cloud, state, now, result, timer(), timer, lambda: None)
 
 
 class _TaggedLookup:

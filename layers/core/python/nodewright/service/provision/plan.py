@@ -89,34 +89,8 @@ def plan(
     before anything is named or created (see `filtered`); `one_claim_in` allows at most one new NodeClaim, in
     that NodePool (see `disruption.one_node.one_new_node`). `nodepool_templates`: NodePools prepared against the
     catalog by earlier calls (see `scheduling.TemplateCache`)."""
-    info = cloud.cluster_info()
-    node_classes = resolve_node_classes(inputs.nodeclasses, cloud, info.version)
-    resolved = {name: s.resolved for name, s in node_classes.items() if s.ready and s.resolved is not None}
-    for name, s in sorted(node_classes.items()):
-        if not s.ready:
-            result.decide("invalid", f"ec2nodeclass/{name}", s.problem)
-    reservations_of = {
-        name: list(cloud.capacity_reservations(rc)) if rc.node_class.capacity_reservation_selector_terms else []
-        for name, rc in resolved.items()
-    }
-    reservations = [r for found in reservations_of.values() for r in found]
-    pools: list[NodePool] = []
-    for pool in inputs.nodepools:
-        ref = pool.node_class_ref.name
-        if ref in node_classes and not node_classes[ref].ready:
-            result.decide(
-                "skipped", f"nodepool/{pool.name}", f"EC2NodeClass {ref} is not usable: {node_classes[ref].problem}"
-            )
-            continue
-        rc = resolved.get(ref)
-        if rc is None:
-            pools.append(pool)
-            continue
-        own = {r.id for r in reservations_of[ref]}
-        pools.append(restricted_pool(pool, rc.zones, sorted({r.id for r in reservations} - own)))
-    unavailable = set(state.unavailable_offerings(now))
-    listed = Catalog(catalog_source.instance_types()).with_reservations(reservations).with_unavailable(unavailable)
-    catalog = overlaid_catalog(listed, inputs.nodeoverlays)  # the cluster's NodeOverlays (catalog.overlay)
+    ready = prepare(inputs, cloud, state, catalog_source, now, result)
+    pools, catalog = ready.pools, ready.catalog
     if one_claim_in:
         pools = one_new_node(pools, capacity.nodes, capacity.inflight, one_claim_in)
     prepared_at = timer()
@@ -146,9 +120,64 @@ def plan(
         [(nodeclaim_name(batch_id, claim), claim) for claim in results.nodeclaims],
         {p.name: p for p in pools},
         catalog,
-        resolved,
-        node_classes,
-        unavailable,
-        info,
+        ready.resolved,
+        ready.node_classes,
+        ready.unavailable,
+        ready.info,
         prepared_at,
     )
+
+
+@dataclass
+class Prepared:
+    """What a plan of new capacity starts from: the cluster's version and AMI facts, each EC2NodeClass resolved
+    (`resolved`: the usable ones), the NodePools bounded by their class's zones and reservations (those whose class
+    is unusable left out) and the catalog as EC2 offers it now."""
+
+    info: ClusterInfo
+    node_classes: Mapping[str, NodeClassState]
+    resolved: Mapping[str, ResolvedNodeClass]
+    pools: list[NodePool]
+    catalog: Catalog
+    unavailable: set[OfferingKey]
+
+
+def prepare(
+    inputs: ClusterInputs,
+    cloud: Cloud,
+    state: StateStore,
+    catalog_source: InstanceTypeSource,
+    now: float,
+    result: ProvisionResult,
+) -> Prepared:
+    """Resolve the EC2NodeClasses, bound the NodePools and build the catalog (see `Prepared`); an unusable class
+    and each NodePool left out for it are decisions in `result`. Shared by `plan` and static NodePools' launches."""
+    info = cloud.cluster_info()
+    node_classes = resolve_node_classes(inputs.nodeclasses, cloud, info.version)
+    resolved = {name: s.resolved for name, s in node_classes.items() if s.ready and s.resolved is not None}
+    for name, s in sorted(node_classes.items()):
+        if not s.ready:
+            result.decide("invalid", f"ec2nodeclass/{name}", s.problem)
+    reservations_of = {
+        name: list(cloud.capacity_reservations(rc)) if rc.node_class.capacity_reservation_selector_terms else []
+        for name, rc in resolved.items()
+    }
+    reservations = [r for found in reservations_of.values() for r in found]
+    pools: list[NodePool] = []
+    for pool in inputs.nodepools:
+        ref = pool.node_class_ref.name
+        if ref in node_classes and not node_classes[ref].ready:
+            result.decide(
+                "skipped", f"nodepool/{pool.name}", f"EC2NodeClass {ref} is not usable: {node_classes[ref].problem}"
+            )
+            continue
+        rc = resolved.get(ref)
+        if rc is None:
+            pools.append(pool)
+            continue
+        own = {r.id for r in reservations_of[ref]}
+        pools.append(restricted_pool(pool, rc.zones, sorted({r.id for r in reservations} - own)))
+    unavailable = set(state.unavailable_offerings(now))
+    listed = Catalog(catalog_source.instance_types()).with_reservations(reservations).with_unavailable(unavailable)
+    catalog = overlaid_catalog(listed, inputs.nodeoverlays)  # the cluster's NodeOverlays (catalog.overlay)
+    return Prepared(info, node_classes, resolved, pools, catalog, unavailable)
