@@ -1,4 +1,3 @@
 """Skip reasons for Karpenter v1.14 features nodewright does not have yet, worded once for every port."""
 
 STATIC_NODEPOOLS = "static NodePools (spec.replicas): not supported yet (issue 24); nodewright refuses them"
-CAPACITY_BUFFERS = "capacity buffers (virtual buffer pods): not supported yet (issue 24), so no node hosts buffer pods"
