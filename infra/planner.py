@@ -15,6 +15,7 @@ from pathlib import Path
 from aws_cdk import Duration, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_scheduler as scheduler
 from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
@@ -59,6 +60,7 @@ class Planner(Construct):
         table: dynamodb.ITable,
         node_role: iam.IRole,
         instance_profile: iam.IInstanceProfile,
+        provisioner: lambda_.IFunction | None = None,
         schedule: str = SCHEDULE,
         source: Path = SOURCE,
     ) -> None:
@@ -81,6 +83,16 @@ class Planner(Construct):
             ami_parameter_statement(stack, settings),
             *instance_profile_statements(stack, settings),
         ]
+        if provisioner is not None:
+            # A CapacityBuffer short of room: the tick asks the provisioner for it, as the forwarder asks for pending
+            # pods (`nodewright.service.buffers`). The unqualified function ARN only.
+            statements.append(
+                iam.PolicyStatement(
+                    sid="AskTheProvisionerForBufferCapacity",
+                    actions=["lambda:InvokeFunction"],
+                    resources=[provisioner.function_arn],
+                )
+            )
         environment = launch_environment(settings, table, node_role, instance_profile, "nodewright-planner")
         parts = nodewright_function(
             self,
@@ -97,6 +109,7 @@ class Planner(Construct):
                 env.STATE_MACHINE: state_machine.state_machine_arn,
                 env.NODE_REPAIR: str(settings.node_repair).lower(),
                 env.INCREMENTAL_READS: str(settings.incremental_reads).lower(),
+                **({env.PROVISIONER_FUNCTION: provisioner.function_name} if provisioner is not None else {}),
             },
             statements=statements,
             kubernetes_group=KUBERNETES_GROUP,

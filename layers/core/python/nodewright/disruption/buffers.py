@@ -36,10 +36,13 @@ class BufferFit:
 
 @dataclass(frozen=True, slots=True)
 class BufferPlacement:
-    """`hosts`: node name -> virtual pods placed on its free room; `fits`: buffer `namespace/name` -> its fit."""
+    """`hosts`: node name -> virtual pods placed on its free room; `fits`: buffer `namespace/name` -> its fit;
+    `wanting`: see the field."""
 
     hosts: Mapping[str, int] = field(default_factory=dict)
     fits: Mapping[str, BufferFit] = field(default_factory=dict)
+    # Buffer `namespace/name` -> the keys of its virtual pods that only a new NodeClaim would hold.
+    wanting: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def place_buffers(state: object) -> BufferPlacement:
@@ -63,11 +66,15 @@ def place_buffers(state: object) -> BufferPlacement:
                 existing[virtual[key]] += 1
                 if target in nodes:
                     hosts[target] += 1
-    new = Counter(virtual[k] for claim in results.nodeclaims for k in claim.pods if k in virtual)
+    on_new = sorted(k for claim in results.nodeclaims for k in claim.pods if k in virtual)
+    new = Counter(virtual[k] for k in on_new)
     failed = Counter(virtual[u.pod] for u in results.unschedulable if u.pod in virtual)
     buffers = set(virtual.values())
     fits = {b: BufferFit(existing[b], new[b], failed[b]) for b in sorted(buffers)}
-    return BufferPlacement(dict(hosts), fits)
+    wanting: dict[str, list[str]] = {}
+    for key in on_new:
+        wanting.setdefault(virtual[key], []).append(key)
+    return BufferPlacement(dict(hosts), fits, {b: tuple(keys) for b, keys in wanting.items()})
 
 
 def provisioning_condition(resolution: BufferResolution, fit: BufferFit | None) -> Condition | None:

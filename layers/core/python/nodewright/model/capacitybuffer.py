@@ -213,6 +213,7 @@ class BufferResolution:
     pod_template_ref: str = ""
     pod_template_generation: int | None = None
     pods: tuple[Pod, ...] = ()
+    template: Mapping[str, Any] = field(default_factory=dict, repr=False)  # `{metadata, spec}` the pods come from
 
 
 def resolve(
@@ -261,7 +262,7 @@ def _ready(
     count = desired_replicas(buffer.replicas, percentage_count, buffer.limits, first.requests)
     pods = tuple(replace(first, name=_pod_name(buffer, i), uid=f"{buffer.uid}-{i}") for i in range(1, count + 1))
     message = "Pod template resolved successfully"
-    return BufferResolution(buffer, True, RESOLVED, message, count, template_ref, generation, pods)
+    return BufferResolution(buffer, True, RESOLVED, message, count, template_ref, generation, pods, template)
 
 
 def _pod_name(buffer: CapacityBuffer, index: int) -> str:
@@ -273,8 +274,15 @@ def _virtual_pod(ctx: Collector, buffer: CapacityBuffer, template: Any, index: i
     if not isinstance(template, Mapping) or not isinstance(template.get("spec"), Mapping):
         ctx.error("template.spec", "the referenced pod template has no spec; give it spec.containers")
         return None
+    parsed = kube.parse_pod(ctx, virtual_pod_document(buffer, template, index))
+    return None if parsed is None else replace(parsed.pod, priority=VIRTUAL_POD_PRIORITY)
+
+
+def virtual_pod_document(buffer: CapacityBuffer, template: Mapping[str, Any], index: int) -> dict[str, Any]:
+    """The buffer's virtual pod number `index` (from 1) as a Pod document (never written anywhere): what the
+    provisioner plans it from, exactly as the planner's simulation saw it."""
     meta = template.get("metadata") if isinstance(template.get("metadata"), Mapping) else {}
-    doc = {
+    return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
@@ -287,10 +295,18 @@ def _virtual_pod(ctx: Collector, buffer: CapacityBuffer, template: Any, index: i
                 BUFFER_NAMESPACE_ANNOTATION: buffer.namespace,
             },
         },
-        "spec": sanitized_spec(template["spec"]),
+        "spec": {**sanitized_spec(template["spec"]), "priority": VIRTUAL_POD_PRIORITY},
     }
-    parsed = kube.parse_pod(ctx, doc)
-    return None if parsed is None else replace(parsed.pod, priority=VIRTUAL_POD_PRIORITY)
+
+
+def virtual_index(resolution: BufferResolution, key: str) -> int:
+    """The index of the buffer's virtual pod `key` (`namespace/capacity-buffer-<buffer>-<i>`), 0 when `key` is not
+    one of its current pods."""
+    prefix = f"{resolution.buffer.namespace}/capacity-buffer-{resolution.buffer.name}-"
+    if not key.startswith(prefix) or not key[len(prefix) :].isdigit():
+        return 0
+    index = int(key[len(prefix) :])
+    return index if 1 <= index <= len(resolution.pods) else 0
 
 
 def sanitized_spec(spec: Mapping[str, Any]) -> dict[str, Any]:

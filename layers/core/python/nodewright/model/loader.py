@@ -180,13 +180,19 @@ ParsedPods = MutableMapping[tuple[str, str], Any]
 
 
 def load_documents(
-    docs: Iterable[Any], source: str, summaries: bool = True, parsed_pods: ParsedPods | None = None
+    docs: Iterable[Any],
+    source: str,
+    summaries: bool = True,
+    parsed_pods: ParsedPods | None = None,
+    buffers: Sequence[Mapping[str, Any]] = (),
 ) -> tuple[ClusterInputs, list[ValidationError]]:
     """Load already-parsed documents (YAML-loaded dicts or API objects as dicts) from one source. `summaries`: give
     each loaded object its one-line summary (what `validate` prints); services that only decide leave it off.
     `parsed_pods`: pods, Nodes and NodeClaims parsed by earlier loads of full API objects, by (uid,
-    resourceVersion); see `_cached_parse`."""
-    return load_sources([(list(docs), source)], summaries, parsed_pods)
+    resourceVersion); see `_cached_parse`. `buffers`: CapacityBuffers read from the API server with the
+    PodTemplates and workloads they name (`ClusterView.buffers`); those workloads only give their pod template and
+    replica count (their pods are read as pods)."""
+    return load_sources([(list(docs), source)], summaries, parsed_pods, buffers=buffers)
 
 
 def load_sources(
@@ -194,16 +200,23 @@ def load_sources(
     summaries: bool = True,
     parsed_pods: ParsedPods | None = None,
     alike_pods: bool = False,
+    buffers: Sequence[Mapping[str, Any]] = (),
 ) -> tuple[ClusterInputs, list[ValidationError]]:
     """Load documents from several sources into one `ClusterInputs` (names must be unique across them).
     `alike_pods`: parse a Pod document that differs from an earlier clean one only by its name as a renamed copy
-    of it (`_pod_shape`; files of many replicas); the result is the same."""
+    of it (`_pod_shape`; files of many replicas); the result is the same. `buffers`: see `load_documents`."""
     state = _State(parsed_pods=parsed_pods, alike_pods={} if alike_pods else None)
     with paused_cycle_collector():  # tens of thousands of objects that live on and form no cycles (see gcpause)
         for docs, source in sources:
             for doc in _expand(docs, source, state.errors):
                 if not _load_known_pod(state, doc, source):
                     _load_one(state, doc, source)
+        for doc in buffers:
+            kind = str(doc.get("kind", ""))
+            if kind in capacitybuffer.SCALABLE_KINDS:
+                state.scalables[(kind, _display_name(doc, kind))] = doc
+            elif kind in ("CapacityBuffer", "PodTemplate"):
+                _load_one(state, doc, "cluster")
         return _finish(state, summaries), state.errors
 
 

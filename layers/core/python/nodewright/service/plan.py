@@ -59,6 +59,7 @@ from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.ports import Clock, Cloud, Cluster, Instance, NodeEvent, PodEvent, StateStore, Workflows
 from nodewright.service import leases
 from nodewright.service import provision as provisioning
+from nodewright.service.buffers import RequestCapacity, capacity_request, write_buffer_status
 from nodewright.service.leases import live_leases
 from nodewright.service.provision.adopt import adopt_instance
 from nodewright.service.reconcile import reconcile
@@ -86,6 +87,7 @@ class TickResult:
     blocked: int = 0
     unconsolidatable: int = 0
     status: dict[str, Any] = field(default_factory=dict)
+    buffers: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -102,6 +104,7 @@ class TickResult:
             "blocked": self.blocked,
             "unconsolidatable": self.unconsolidatable,
             "status": self.status,
+            "buffers": self.buffers,
         }
 
 
@@ -118,6 +121,9 @@ class PlannerPorts:
     settings: DisruptionSettings = field(default_factory=DisruptionSettings)
     # Pods parsed by earlier ticks of this container, by (uid, resourceVersion) (see model.loader).
     parsed_pods: ParsedPods = field(default_factory=dict)
+    # Asks the provisioner for a short CapacityBuffer's capacity (`service.buffers`); None: nobody to ask.
+    request_capacity: RequestCapacity | None = None
+    cluster_name: str = ""
     # Their disruption facts (owner kinds, deletion, tolerations), likewise.
     pod_facts: PodFactsCache = field(default_factory=dict)
 
@@ -134,7 +140,7 @@ def tick(
     with paused_cycle_collector():  # hundreds of thousands of parsed JSON containers that form no cycles
         view = ports.cluster.read()
     documents = [*view.documents, *view.unbound_pods.values()]
-    loaded = load_documents(documents, "cluster", summaries=False, parsed_pods=ports.parsed_pods)
+    loaded = load_documents(documents, "cluster", summaries=False, parsed_pods=ports.parsed_pods, buffers=view.buffers)
     inputs, errors = loaded
     out.problems.extend(f"{e.kind}/{e.name}: {e.path}: {e.message}" for e in errors)
 
@@ -171,6 +177,7 @@ def tick(
     out.conditions_written = _record_status(ports.cluster, state, drift)
     out.repaired, stopping, forgotten = reconcile(ports.cluster, state, dead, instances, out.problems)
 
+    out.buffers = _buffers(ports, state, view.buffers, now, out.problems)
     decided = plan(state, drift, methods, timer)
     out.skipped = dict(decided.skipped)
     out.decisions = decided.to_json(state)
@@ -186,6 +193,25 @@ def tick(
             _start(ports, command, now, out)
     out.collected = _collect_instances(ports, view.documents, now, out.problems, out.repaired)
     out.blocked, out.unconsolidatable = _record_events(ports.cluster, state, decided, now)
+    return out
+
+
+def _buffers(
+    ports: PlannerPorts, state: ClusterState, documents: Sequence[Mapping[str, Any]], now: float, problems: list[str]
+) -> dict[str, Any]:
+    """CapacityBuffers: status written back, and the provisioner asked for the short ones' capacity."""
+    if not state.inputs.buffers:
+        return {}
+    out: dict[str, Any] = {"status_written": write_buffer_status(ports.cluster, state, documents, problems)}
+    placement = state.buffer_placement()
+    out["short"] = {key: fit.short for key, fit in placement.fits.items() if fit.short}
+    request = capacity_request(placement, f"buffers-{int(now)}", ports.cluster_name)
+    if request is not None and ports.request_capacity is not None:
+        try:
+            ports.request_capacity(request)
+            out["requested"] = {b["namespace"] + "/" + b["name"]: len(b["pods"]) for b in request["buffers"]}
+        except Exception as error:  # asked again on the next tick
+            problems.append(f"capacitybuffers: could not ask the provisioner for capacity: {error}")
     return out
 
 
