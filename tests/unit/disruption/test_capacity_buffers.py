@@ -67,3 +67,14 @@ def test_conditions_as_karpenter_writes_them() -> None:
     missing = cb.BufferResolution(buffer, False, cb.POD_TEMPLATE_NOT_FOUND, 'podtemplates "t" not found')
     assert provisioning_condition(missing, None).reason == cb.NOT_READY_FOR_PROVISIONING  # type: ignore[union-attr]
     assert (ready_condition(missing).type, ready_condition(missing).status) == (cb.READY_FOR_PROVISIONING, "False")
+
+
+def test_a_node_being_disrupted_holds_no_buffer_room_so_the_buffer_asks_again() -> None:
+    """Drift and expiration keep the buffer: once a workflow holds the node, its room no longer counts, and the
+    tick asks for the buffer's pods again (beside the replacement for the node's own pods)."""
+    cluster = _cluster()
+    cluster.buffer("room", replicas=2, cpu="1", node="")
+    assert cluster.state().buffer_placement().wanting == {}
+    placement = cluster.state(locked=["claim-node-0"]).buffer_placement()
+    assert placement.hosts == {}
+    assert placement.wanting == {"web/room": ("web/capacity-buffer-room-1", "web/capacity-buffer-room-2")}

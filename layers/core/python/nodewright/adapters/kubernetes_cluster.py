@@ -336,7 +336,8 @@ class KubernetesCluster:
             path = f"/apis/{BUFFER_GROUP}/{version}/capacitybuffers"
             found, _ = self._list_or_none(path, "", f"{BUFFER_GROUP}/{version}", ())
             if found:
-                buffers = [_strip(d, "CapacityBuffer", f"{BUFFER_GROUP}/{version}") for d in found]
+                # Listed with no kind (a custom list whose CRD may be absent): each item is a CapacityBuffer.
+                buffers = [{**d, "kind": "CapacityBuffer", "apiVersion": f"{BUFFER_GROUP}/{version}"} for d in found]
                 break
         wanted = sorted({ref for ref in (_buffer_ref(b) for b in buffers) if ref is not None})
         named = side_by_side_gets(self._get, [path for path, _, _ in wanted])
