@@ -16,6 +16,7 @@ from pathlib import Path
 from aws_cdk import Duration, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_scheduler as scheduler
 from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
@@ -62,6 +63,7 @@ class Planner(Construct):
         table: dynamodb.ITable,
         node_role: iam.IRole,
         instance_profile: iam.IInstanceProfile,
+        provisioner: lambda_.IFunction | None = None,
         schedule: str = SCHEDULE,
         source: Path = SOURCE,
     ) -> None:
@@ -86,6 +88,16 @@ class Planner(Construct):
             # Static NodePools: the tick launches their missing NodeClaims through the provisioning path.
             *launch_statements(stack, settings, node_role.role_arn),
         ]
+        if provisioner is not None:
+            # A CapacityBuffer short of room: the tick asks the provisioner for it, as the forwarder asks for pending
+            # pods (`nodewright.service.buffers`). The unqualified function ARN only.
+            statements.append(
+                iam.PolicyStatement(
+                    sid="AskTheProvisionerForBufferCapacity",
+                    actions=["lambda:InvokeFunction"],
+                    resources=[provisioner.function_arn],
+                )
+            )
         environment = launch_environment(settings, table, node_role, instance_profile, "nodewright-planner")
         parts = nodewright_function(
             self,
@@ -102,6 +114,7 @@ class Planner(Construct):
                 env.STATE_MACHINE: state_machine.state_machine_arn,
                 env.NODE_REPAIR: str(settings.node_repair).lower(),
                 env.INCREMENTAL_READS: str(settings.incremental_reads).lower(),
+                **({env.PROVISIONER_FUNCTION: provisioner.function_name} if provisioner is not None else {}),
             },
             statements=statements,
             kubernetes_group=KUBERNETES_GROUP,

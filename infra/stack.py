@@ -74,6 +74,7 @@ class NodewrightStack(Stack):
             table=state.table,
             node_role=nodes.role,
             instance_profile=nodes.instance_profile,
+            provisioner=provisioner.function,
         )
         interruption = Interruption(
             self,

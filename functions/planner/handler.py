@@ -62,6 +62,8 @@ def build_ports(cluster: Any = None) -> Any:
         cluster = KubernetesCluster.from_eks(settings.cluster, cloud.eks, tokens, settings.incremental_reads)
     catalog = kept_catalog(settings.catalog, settings.region, cloud.ec2, session)
     return PlannerPorts(
+        request_capacity=_provisioner_invoker(settings.provisioner, session) if settings.provisioner else None,
+        cluster_name=settings.cluster,
         cluster=cluster,
         cloud=cloud,
         workflows=StepFunctionsWorkflows(settings.state_machine, session.client("stepfunctions")),
@@ -70,6 +72,19 @@ def build_ports(cluster: Any = None) -> Any:
         catalog=catalog,
         settings=DisruptionSettings(spot_to_spot=settings.spot_to_spot, node_repair=settings.node_repair),
     )
+
+
+def _provisioner_invoker(function: str, session: Any) -> Any:
+    """Ask the provisioner, without waiting for it, for a short CapacityBuffer's capacity (`service.buffers`): the
+    provisioner plans and launches in its own time, and the next tick sees the NodeClaims it created."""
+    import json
+
+    client = session.client("lambda")
+
+    def invoke(payload: dict[str, Any]) -> None:
+        client.invoke(FunctionName=function, InvocationType="Event", Payload=json.dumps(payload).encode())
+
+    return invoke
 
 
 @logger.inject_lambda_context(log_event=False)

@@ -62,7 +62,7 @@ def test_committed_crds_are_what_the_generator_writes() -> None:
 
 
 def test_crd_schemas_are_structural_without_preserve_unknown_fields() -> None:
-    for path in sorted((CHART / "crds").glob("*.yaml")):
+    for path in sorted((CHART / "crds").glob("nodewright.io_*.yaml")):
         text = path.read_text()
         assert "x-kubernetes-preserve-unknown-fields" not in text
         crd = yaml.safe_load(text)
@@ -545,3 +545,43 @@ def test_only_the_planner_watches_and_it_watches_every_list_of_its_read(render: 
         assert not any(verb == "watch" for _, _, verb in _rules(rendered.one("ClusterRole", f"nodewright-{name}"))), (
             name
         )
+
+
+def test_the_capacitybuffer_crd_is_the_shared_autoscaling_api() -> None:
+    """The CapacityBuffer CRD is the SIG Autoscaling API as Karpenter's chart ships it (crds/: installed only where
+    none exists), serving v1beta1 (stored) and v1alpha1 with one schema and the status subresource."""
+    crd = yaml.safe_load((CHART / "crds" / "autoscaling.x-k8s.io_capacitybuffers.yaml").read_text())
+    assert crd["metadata"]["name"] == "capacitybuffers.autoscaling.x-k8s.io"
+    versions = {v["name"]: v for v in crd["spec"]["versions"]}
+    assert {n: (v["served"], v["storage"]) for n, v in versions.items()} == {
+        "v1beta1": (True, True),
+        "v1alpha1": (True, False),
+    }
+    assert versions["v1beta1"]["schema"] == versions["v1alpha1"]["schema"]
+    assert all(v["subresources"] == {"status": {}} for v in versions.values())
+    spec = versions["v1beta1"]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    assert set(spec["properties"]) == {
+        "provisioningStrategy", "podTemplateRef", "scalableRef", "replicas", "percentage", "limits"
+    }  # fmt: skip
+
+
+def test_functions_that_read_the_cluster_read_capacity_buffers_and_only_the_planner_writes_their_status(
+    render: Any,
+) -> None:
+    """`capacity_buffers()` lists CapacityBuffers and gets what they name (every `read()`, and the provisioner's
+    buffer payloads); the planner's tick writes their status."""
+    rendered: Rendered = render()
+    reads = {
+        ("autoscaling.x-k8s.io", "capacitybuffers", "list"),
+        ("autoscaling.x-k8s.io", "capacitybuffers", "get"),
+        ("", "podtemplates", "get"),
+        ("apps", "deployments", "get"),
+        ("apps", "replicasets", "get"),
+        ("apps", "statefulsets", "get"),
+    }
+    status = ("autoscaling.x-k8s.io", "capacitybuffers/status", "patch")
+    for name in ("provisioner", "disruption", "planner", "interruption"):
+        granted = _rules(rendered.one("ClusterRole", f"nodewright-{name}"))
+        assert (reads <= granted) is (name != "interruption"), name
+        assert (status in granted) is (name == "planner"), name
+        assert ("autoscaling.x-k8s.io", "capacitybuffers", "patch") not in granted, name

@@ -540,3 +540,21 @@ def test_every_function_on_our_layers_reads_the_trimmed_aws_models(default_synth
     assert len(ours) >= 9  # provisioner, planner, interruption and the workflow's steps
     for function in ours:
         assert function["Environment"]["Variables"][aws_sdk.MODELS_ENV] == "/opt/python/nodewright-aws-models"
+
+
+def test_the_planner_may_invoke_the_provisioner_for_capacity_buffers_and_names_it(default_synth: Synth) -> None:
+    """A short CapacityBuffer: the tick asks the provisioner (service.buffers), by its unqualified ARN only."""
+    planner_role = logical_id(default_synth, "AWS::IAM::Role", "PlannerRole")
+    provisioner = logical_id(default_synth, "AWS::Lambda::Function", "Provisioner")
+    invokes = granting(role_statements(default_synth, planner_role), "lambda:InvokeFunction")
+    assert invokes == [
+        {
+            "Action": "lambda:InvokeFunction",
+            "Effect": "Allow",
+            "Resource": {"Fn::GetAtt": [provisioner, "Arn"]},
+            "Sid": "AskTheProvisionerForBufferCapacity",
+        }
+    ]
+    planner = logical_id(default_synth, "AWS::Lambda::Function", "Planner")
+    variables = default_synth.template["Resources"][planner]["Properties"]["Environment"]["Variables"]
+    assert variables["NODEWRIGHT_PROVISIONER_FUNCTION"] == {"Ref": provisioner}

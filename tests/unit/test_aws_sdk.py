@@ -63,7 +63,7 @@ def test_endpoints_keep_every_partition_with_only_our_services(models: Path) -> 
     endpoints = json.loads((models / "endpoints.json").read_text())
     partitions = {p["partition"]: set(p["services"]) for p in endpoints["partitions"]}
     assert {"aws", "aws-cn", "aws-us-gov"} <= set(partitions)
-    assert partitions["aws"] == {"ec2", "ssm", "eks", "sts", "dynamodb", "api.pricing", "states", "iam"}
+    assert partitions["aws"] == {"ec2", "ssm", "eks", "sts", "dynamodb", "api.pricing", "states", "iam", "lambda"}
 
 
 def test_without_the_variable_a_session_reads_botocore_as_usual(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -330,3 +330,52 @@ def test_nodeclaims_are_read_consistently_not_from_the_watch_cache(server: _Serv
     [request] = server.requests
     # resourceVersion=0 would let a planner that just took the lock miss the NodeClaims its predecessor created.
     assert "resourceVersion" not in request["query"]
+
+
+def test_capacity_buffers_are_read_with_what_they_name_from_the_first_version_served(server: _Server) -> None:
+    """v1beta1 is not served here (404): the v1alpha1 list is read, then each named PodTemplate or workload is got;
+    a missing one is left out, a group nodewright does not read is not asked for."""
+
+    def buffer(name: str, **spec: Any) -> dict[str, Any]:
+        return {"metadata": {"name": name, "namespace": "shop"}, "spec": spec}
+
+    items = [
+        buffer("a", podTemplateRef={"name": "web"}, replicas=2),
+        buffer("b", scalableRef={"apiGroup": "apps", "kind": "Deployment", "name": "api"}, percentage=10),
+        buffer("c", scalableRef={"kind": "StatefulSet", "name": "gone"}, replicas=1),
+        buffer("d", scalableRef={"apiGroup": "batch", "kind": "Job", "name": "j"}, replicas=1),
+    ]
+    server.routes[("GET", "/apis/autoscaling.x-k8s.io/v1alpha1/capacitybuffers")] = (200, {"items": items})
+    server.routes[("GET", "/api/v1/namespaces/shop/podtemplates/web")] = (200, {"metadata": {"name": "web"}})
+    server.routes[("GET", "/apis/apps/v1/namespaces/shop/deployments/api")] = (200, {"metadata": {"name": "api"}})
+
+    found = _cluster(server, ["t"]).capacity_buffers()
+
+    assert [(d["kind"], d["apiVersion"], d["metadata"]["name"]) for d in found] == [
+        ("CapacityBuffer", "autoscaling.x-k8s.io/v1alpha1", "a"),
+        ("CapacityBuffer", "autoscaling.x-k8s.io/v1alpha1", "b"),
+        ("CapacityBuffer", "autoscaling.x-k8s.io/v1alpha1", "c"),
+        ("CapacityBuffer", "autoscaling.x-k8s.io/v1alpha1", "d"),
+        ("PodTemplate", "v1", "web"),
+        ("Deployment", "apps/v1", "api"),
+    ]
+    asked = {r["path"] for r in server.requests}
+    assert "/apis/apps/v1/namespaces/shop/statefulsets/gone" in asked
+    assert not any("jobs" in path for path in asked)
+
+
+def test_a_capacity_buffers_status_is_merge_patched_under_its_own_version(server: _Server) -> None:
+    path = "/apis/autoscaling.x-k8s.io/v1beta1/namespaces/shop/capacitybuffers/a"
+    server.routes[("GET", path)] = (200, {"metadata": {"name": "a", "resourceVersion": "3"}, "status": {}})
+    server.routes[("PATCH", path + "/status")] = (200, {})
+    buffer = {"apiVersion": "autoscaling.x-k8s.io/v1beta1", "metadata": {"name": "a", "namespace": "shop"}}
+
+    _cluster(server, ["t"] * 3).set_capacity_buffer_status(
+        buffer, {"replicas": 2}, [Condition("ReadyForProvisioning", "True", "Resolved", "ok")]
+    )
+
+    [patch] = [r for r in server.requests if r["method"] == "PATCH"]
+    assert patch["path"] == path + "/status"
+    assert patch["body"]["status"]["replicas"] == 2
+    assert patch["body"]["status"]["conditions"][0]["reason"] == "Resolved"
+    assert patch["body"]["metadata"] == {"resourceVersion": "3"}

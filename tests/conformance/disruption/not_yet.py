@@ -3,4 +3,3 @@
 STATIC_NODEPOOLS = (
     "static NodePools (spec.replicas) are supported, but this case of another suite is not ported yet (issue 24)"
 )
-CAPACITY_BUFFERS = "capacity buffers (virtual buffer pods): not supported yet (issue 24), so no node hosts buffer pods"

@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 from cluster_builder import T0, Cluster, iso
 from methods_kit import decide, disrupted, set_claim_condition
-from not_yet import CAPACITY_BUFFERS, STATIC_NODEPOOLS
+from not_yet import STATIC_NODEPOOLS
 
 from nodewright.disruption.decision import EMPTY
 from nodewright.disruption.plan import pool_budgets
@@ -255,40 +255,68 @@ def test_should_not_consolidate_static_nodepool_nodes() -> None:
     NodePool nodes")."""
 
 
-BUFFER = CAPACITY_BUFFERS
+# Karpenter sets the provisioner's per-node buffer pod counts by hand (cluster.UpdateBufferPodCounts); here a
+# CapacityBuffer whose PodTemplate is pinned to a node (kubernetes.io/hostname) puts its virtual pods there, and the
+# tick computes the same counts (`disruption.buffers`).
 
 
-@pytest.mark.skip(reason=BUFFER)
+def _unconsolidatable(cluster: Cluster) -> dict[str, str]:
+    return decide(cluster).unconsolidatable
+
+
 def test_should_not_disrupt_a_node_that_hosts_virtual_buffer_pods() -> None:
     """emptiness_test.go Describe("Emptiness") Context("Buffer pod protection"): It("should not disrupt a node that
     hosts virtual buffer pods")."""
+    cluster = emptiness_cluster(nodes=1)
+    cluster.buffer("room", replicas=3, node="node-0")
+    assert empties(cluster) == []
+    assert cluster.state().buffer_placement().hosts == {"node-0": 3}
 
 
-@pytest.mark.skip(reason=BUFFER)
 def test_should_disrupt_a_node_once_buffer_pods_are_cleared() -> None:
     """emptiness_test.go Describe("Emptiness") Context("Buffer pod protection"): It("should disrupt a node once
     buffer pods are cleared")."""
+    cluster = emptiness_cluster(nodes=1)
+    docs = cluster.buffer("room", replicas=2, node="node-0")
+    assert empties(cluster) == []
+    for doc in docs:
+        cluster.docs.remove(doc)
+    assert empties(cluster) == ["claim-node-0"]
 
 
-@pytest.mark.skip(reason=BUFFER)
 def test_should_only_protect_the_specific_node_with_buffer_pods_not_others() -> None:
     """emptiness_test.go Describe("Emptiness") Context("Buffer pod protection"): It("should only protect the
     specific node with buffer pods, not others")."""
+    cluster = emptiness_cluster(nodes=2)
+    cluster.buffer("room", replicas=1, node="node-0")
+    assert empties(cluster) == ["claim-node-1"]
 
 
-@pytest.mark.skip(reason=BUFFER)
 def test_should_not_consider_a_node_with_real_pods_and_buffer_pods_as_empty() -> None:
     """emptiness_test.go Describe("Emptiness") Context("Buffer pod protection"): It("should not consider a node with
     real pods AND buffer pods as empty")."""
+    cluster = emptiness_cluster(nodes=1)
+    cluster.pod("web-0", "node-0")
+    cluster.buffer("room", replicas=2, node="node-0")
+    assert empties(cluster) == []
 
 
-@pytest.mark.skip(reason=BUFFER)
 def test_should_protect_multiple_nodes_that_each_host_buffer_pods() -> None:
     """emptiness_test.go Describe("Emptiness") Context("Buffer pod protection"): It("should protect multiple nodes
     that each host buffer pods")."""
+    cluster = emptiness_cluster(nodes=2)
+    cluster.buffer("room-a", replicas=2, node="node-0")
+    cluster.buffer("room-b", replicas=3, node="node-1")
+    assert empties(cluster) == []
+    assert _unconsolidatable(cluster) == {
+        "claim-node-0": 'Node "node-0" has buffer pods',
+        "claim-node-1": 'Node "node-1" has buffer pods',
+    }
 
 
-@pytest.mark.skip(reason=BUFFER)
 def test_should_not_protect_a_node_with_zero_buffer_pod_count() -> None:
     """emptiness_test.go Describe("Emptiness") Context("Buffer pod protection"): It("should not protect a node with
     zero buffer pod count")."""
+    cluster = emptiness_cluster(nodes=1)
+    cluster.buffer("room", replicas=0, node="node-0")
+    assert empties(cluster) == ["claim-node-0"]

@@ -253,6 +253,37 @@ class Cluster:
         self.docs.append(doc)
         return doc
 
+    def buffer(
+        self,
+        name: str,
+        replicas: int,
+        cpu: str = "1",
+        node: str = "",
+        namespace: str = "web",
+        **buffer_spec: Any,
+    ) -> list[dict[str, Any]]:
+        """A CapacityBuffer of `replicas` pods of `cpu` each and its PodTemplate (both named `name`); `node` pins the
+        template to that node's hostname, so the buffer's room is on that node."""
+        spec: dict[str, Any] = {
+            "containers": [{"name": "app", "image": "pause", "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}}}]
+        }
+        if node:
+            spec["nodeSelector"] = {"kubernetes.io/hostname": node}
+        template = {
+            "apiVersion": "v1",
+            "kind": "PodTemplate",
+            "metadata": {"name": name, "namespace": namespace},
+            "template": {"metadata": {"labels": {"buffer": name}}, "spec": spec},
+        }
+        buffer = {
+            "apiVersion": "autoscaling.x-k8s.io/v1beta1",
+            "kind": "CapacityBuffer",
+            "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{next(self._ids)}"},
+            "spec": {"podTemplateRef": {"name": name}, "replicas": replicas, **buffer_spec},
+        }
+        self.docs.extend([template, buffer])
+        return [template, buffer]
+
     def find(self, kind: str, name: str) -> dict[str, Any]:
         return next(d for d in self.docs if d["kind"] == kind and d["metadata"]["name"] == name)
 

@@ -180,3 +180,15 @@ def test_the_dry_run_shows_a_repair_with_its_condition_and_a_held_pool_with_its_
     assert "Ready=Unknown for 45m0s" in capsys.readouterr().out  # the table names the condition too
     assert main(["disrupt", "--json", "--no-node-repair", "--now", NOW, path]) == 0
     assert not [c for c in json.loads(capsys.readouterr().out)["commands"] if c["method"] == "repair"]
+
+
+def test_a_node_holding_a_capacity_buffers_room_is_skipped_not_emptied(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cluster = scaled_in()
+    cluster.buffer("room", replicas=2, cpu="500m", node="idle")
+    assert main(["disrupt", "--json", "--now", NOW, snapshot(tmp_path, cluster)]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert "claim-idle" not in {c["nodeclaim"] for c in shown["commands"]}
+    skipped = {s["nodeclaim"]: s["reason"] for s in shown["skipped"]}
+    assert skipped["claim-idle"] == 'Node "idle" has buffer pods'

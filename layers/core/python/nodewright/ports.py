@@ -138,6 +138,9 @@ class ClusterView:
 
     documents: Sequence[Mapping[str, Any]]
     unbound_pods: Mapping[str, Mapping[str, Any]]
+    # CapacityBuffers with the PodTemplates, Deployments, ReplicaSets and StatefulSets they name (for
+    # `model.loader.load_documents(buffers=...)`: the workloads give a pod template, not pods).
+    buffers: Sequence[Mapping[str, Any]] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,6 +287,18 @@ class Cluster(Protocol):
         """Write a nodewright.io NodePool's or EC2NodeClass's status (`kind` "NodePool" or "EC2NodeClass"):
         replace the given `fields` and merge `conditions` by type, as `set_nodeclaim_conditions` does. A missing
         object is not an error."""
+        ...
+
+    def capacity_buffers(self) -> Sequence[Mapping[str, Any]]:
+        """Every CapacityBuffer (autoscaling.x-k8s.io, v1beta1 or else v1alpha1; none when the CRD is not installed)
+        and each PodTemplate, Deployment, ReplicaSet or StatefulSet one names that exists, each once."""
+        ...
+
+    def set_capacity_buffer_status(
+        self, buffer: Mapping[str, Any], fields: Mapping[str, Any], conditions: Sequence[Condition] = ()
+    ) -> None:
+        """Write a CapacityBuffer's status (`buffer`: the object as read): replace the given `fields` and merge
+        `conditions` by type. A missing object is not an error."""
         ...
 
     def record_events(self, events: Sequence[PodEvent]) -> None:

@@ -104,6 +104,7 @@ class PlannerSettings:
     node_roles: tuple[str, ...] = ()  # further roles EC2NodeClasses may name (the stack's nodeRoles context)
     node_repair: bool = True
     incremental_reads: bool = True
+    provisioner: str = ""  # the function the tick asks for CapacityBuffers' capacity ("": none)
 
     @staticmethod
     def from_env(env: Mapping[str, str] | None = None) -> PlannerSettings:
@@ -120,6 +121,7 @@ class PlannerSettings:
             node_roles=node_roles(env),
             node_repair=node_repair(env),
             incremental_reads=incremental_reads(env),
+            provisioner=env.get(PROVISIONER_FUNCTION, ""),
         )
 
 

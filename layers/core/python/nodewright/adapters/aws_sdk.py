@@ -58,6 +58,8 @@ SERVICES: Mapping[str, frozenset[str] | None] = {
     "eks": frozenset({"DescribeCluster"}),
     # Instance profiles for the node roles an EC2NodeClass may name (adapters.ec2_launcher).
     "iam": frozenset({"AddRoleToInstanceProfile", "CreateInstanceProfile", "GetInstanceProfile"}),
+    # The planner asks the provisioner for a short CapacityBuffer's capacity (service.buffers).
+    "lambda": frozenset({"Invoke"}),
     "pricing": None,
     "ssm": frozenset({"GetParameter", "GetParameters"}),
     "stepfunctions": frozenset({"DescribeExecution", "StartExecution"}),

@@ -88,6 +88,36 @@ _CONFLICT_RETRIES = 5
 _POSTED_MEMORY_SECONDS = 900.0
 
 
+BUFFER_GROUP = "autoscaling.x-k8s.io"
+BUFFER_VERSIONS = ("v1beta1", "v1alpha1")  # Karpenter's CRD serves v1beta1, Cluster Autoscaler's first was v1alpha1
+_SCALABLE_PATHS = {"Deployment": "deployments", "ReplicaSet": "replicasets", "StatefulSet": "statefulsets"}
+
+
+def _buffer_ref(buffer: Mapping[str, Any]) -> tuple[str, str, str] | None:
+    """(API path, kind, apiVersion) of the PodTemplate or workload a CapacityBuffer names (in its namespace); None
+    when it names nothing nodewright reads."""
+    namespace = (buffer.get("metadata") or {}).get("namespace") or "default"
+    spec = buffer.get("spec") or {}
+    template = spec.get("podTemplateRef") or {}
+    scalable = spec.get("scalableRef") or {}
+    if isinstance(template, Mapping) and template.get("name"):
+        return f"/api/v1/namespaces/{namespace}/podtemplates/{template['name']}", "PodTemplate", "v1"
+    if isinstance(scalable, Mapping) and scalable.get("kind") in _SCALABLE_PATHS and scalable.get("name"):
+        if (scalable.get("apiGroup") or "apps") != "apps":
+            return None
+        plural = _SCALABLE_PATHS[str(scalable["kind"])]
+        return f"/apis/apps/v1/namespaces/{namespace}/{plural}/{scalable['name']}", str(scalable["kind"]), "apps/v1"
+    return None
+
+
+def side_by_side_gets(get: Callable[[str], dict[str, Any] | None], paths: Sequence[str]) -> list[dict[str, Any] | None]:
+    """GETs of these paths at once (None for a 404), in the order of `paths`."""
+    if len(paths) <= 1:
+        return [get(p) for p in paths]
+    with ThreadPoolExecutor(max_workers=min(_READ_WORKERS, len(paths))) as pool:
+        return list(pool.map(get, paths))
+
+
 def _strip(doc: dict[str, Any], kind: str, api_version: str) -> dict[str, Any]:
     doc.setdefault("kind", kind)
     doc.setdefault("apiVersion", api_version)
@@ -303,7 +333,32 @@ class KubernetesCluster:
                 else:
                     metadata = pod.get("metadata") or {}
                     unbound[f"{metadata.get('namespace', 'default')}/{metadata.get('name', '')}"] = pod
-        return ClusterView(documents, unbound)
+        return ClusterView(documents, unbound, self.capacity_buffers())
+
+    def capacity_buffers(self) -> Sequence[Mapping[str, Any]]:
+        buffers: list[dict[str, Any]] = []
+        for version in BUFFER_VERSIONS:
+            path = f"/apis/{BUFFER_GROUP}/{version}/capacitybuffers"
+            found, _ = self._list_or_none(path, "", f"{BUFFER_GROUP}/{version}", ())
+            if found:
+                # Listed with no kind (a custom list whose CRD may be absent): each item is a CapacityBuffer.
+                buffers = [{**d, "kind": "CapacityBuffer", "apiVersion": f"{BUFFER_GROUP}/{version}"} for d in found]
+                break
+        wanted = sorted({ref for ref in (_buffer_ref(b) for b in buffers) if ref is not None})
+        named = side_by_side_gets(self._get, [path for path, _, _ in wanted])
+        referenced = [_strip(doc, kind, api) for (_, kind, api), doc in zip(wanted, named, strict=True) if doc]
+        return [*buffers, *referenced]
+
+    def set_capacity_buffer_status(
+        self, buffer: Mapping[str, Any], fields: Mapping[str, Any], conditions: Sequence[Condition] = ()
+    ) -> None:
+        metadata = buffer.get("metadata") or {}
+        api_version = str(buffer.get("apiVersion") or f"{BUFFER_GROUP}/{BUFFER_VERSIONS[0]}")
+        path = (
+            f"/apis/{api_version}/namespaces/{metadata.get('namespace') or 'default'}/capacitybuffers/"
+            f"{metadata.get('name', '')}"
+        )
+        self._merge_status(path, fields, conditions, ())
 
     def _list_or_none(
         self, path: str, kind: str, api_version: str, query: Sequence[tuple[str, str]]

@@ -28,6 +28,9 @@ from nodewright.ports import (
 )
 from nodewright.tags import CORDONED, FINALIZER
 
+# Read by `capacity_buffers` rather than as cluster documents (the planner loads them as buffers).
+BUFFER_KINDS = ("CapacityBuffer", "PodTemplate")
+
 
 def _key(doc: Mapping[str, Any]) -> tuple[str, str, str]:
     metadata = doc.get("metadata") or {}
@@ -86,8 +89,36 @@ class InMemoryCluster:
                 if not spec.get("nodeName"):
                     unbound[f"{namespace or 'default'}/{name}"] = copy.deepcopy(doc)
                     continue
+            if kind in BUFFER_KINDS:
+                continue  # read with the buffers (`capacity_buffers`)
             documents.append(copy.deepcopy(doc))
-        return ClusterView(documents, unbound)
+        return ClusterView(documents, unbound, self.capacity_buffers())
+
+    def capacity_buffers(self) -> Sequence[Mapping[str, Any]]:
+        buffers = [copy.deepcopy(d) for d in self.of_kind("CapacityBuffer")]
+        named: dict[tuple[str, str, str], dict[str, Any]] = {}
+        for buffer in buffers:
+            namespace = (buffer.get("metadata") or {}).get("namespace") or ""
+            spec = buffer.get("spec") or {}
+            template, scalable = spec.get("podTemplateRef") or {}, spec.get("scalableRef") or {}
+            key = ("PodTemplate", namespace, str(template.get("name", ""))) if template else None
+            if scalable and (scalable.get("apiGroup") or "apps") == "apps":
+                key = (str(scalable.get("kind", "")), namespace, str(scalable.get("name", "")))
+            if key is not None and key in self.objects:
+                named[key] = copy.deepcopy(self.objects[key])
+        return [*buffers, *named.values()]
+
+    def set_capacity_buffer_status(
+        self, buffer: Mapping[str, Any], fields: Mapping[str, Any], conditions: Sequence[Condition] = ()
+    ) -> None:
+        doc = self.objects.get(_key(buffer))
+        if doc is None:
+            return
+        status = doc.setdefault("status", {})
+        status.update(copy.deepcopy(dict(fields)))
+        if conditions:
+            status["conditions"] = merge_conditions(status.get("conditions") or [], conditions, (), self._clock())
+        self.log.append(f"status capacitybuffer/{_key(buffer)[1]}/{_key(buffer)[2]}")
 
     def read_for_provisioning(self) -> ProvisioningView:
         self.reads.append("read_for_provisioning")

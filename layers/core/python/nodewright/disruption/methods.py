@@ -191,7 +191,8 @@ class Expiration:
 
 class Emptiness:
     """Nodes with nothing but DaemonSet, mirror or finished pods, Consolidatable (`consolidateAfter` passed since
-    their last pod event): removed with no replacement, under the budgets for `Empty`. Every candidate of a pool
+    their last pod event), and holding no CapacityBuffer's virtual pods (`disruption.buffers`): removed with no
+    replacement, under the budgets for `Empty`. Every candidate of a pool
     with `consolidateAfter: Never`, empty or not, is Unconsolidatable with Karpenter's message (its Emptiness'
     ShouldDisrupt publishes that event before it looks at the pods)."""
 
@@ -205,6 +206,11 @@ class Emptiness:
                 out.unconsolidatable[c.name] = f'NodePool "{c.pool.name}" has consolidation disabled'
                 continue
             if not c.empty:
+                continue
+            if ctx.state.buffer_placement().hosts.get(c.member.node, 0):
+                # Karpenter's emptiness: the room a CapacityBuffer's virtual pods take here is what the buffer keeps;
+                # removing it would only make the buffer launch a node again.
+                out.unconsolidatable[c.name] = f'Node "{c.member.node}" has buffer pods'
                 continue
             waiting = ctx.consolidatable(c)
             if waiting:

@@ -17,10 +17,12 @@ from nodewright.catalog.labels import CAPACITY_RESERVATION_ID, ZONE
 from nodewright.catalog.overlay import OverlayResult, apply_overlays
 from nodewright.catalog.pricing import reserved_price
 from nodewright.catalog.types import ON_DEMAND, RESERVED, InstanceType, Offering
+from nodewright.disruption.buffers import BufferPlacement, place_buffers
 from nodewright.disruption.drain import MIRROR_ANNOTATION, tolerates_disrupted
 from nodewright.disruption.fleet import FleetNode, epoch, fleet_nodes
 from nodewright.disruption.pdb import PdbLimits, pdb_limits
 from nodewright.model import resources as res
+from nodewright.model.capacitybuffer import is_virtual
 from nodewright.model.errors import ValidationError
 from nodewright.model.inputs import ClusterInputs
 from nodewright.model.loader import PARSED_PODS_LIMIT, load_documents
@@ -126,12 +128,20 @@ class ClusterState:
     _pools: Mapping[str, NodePool] = field(init=False, repr=False, compare=False)
     _used: dict[str, Mapping[str, int]] = field(init=False, repr=False, compare=False)
     _room: dict[str, Node] = field(init=False, repr=False, compare=False)
+    _buffers: list[BufferPlacement] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_nodes", {n.name: n for n in self.inputs.nodes})
         object.__setattr__(self, "_pools", {p.name: p for p in self.inputs.nodepools})
         object.__setattr__(self, "_used", {})
         object.__setattr__(self, "_room", {})
+        object.__setattr__(self, "_buffers", [])
+
+    def buffer_placement(self) -> BufferPlacement:
+        """Where the CapacityBuffers' virtual pods stand (`disruption.buffers`), computed once per snapshot."""
+        if not self._buffers:
+            self._buffers.append(place_buffers(self))
+        return self._buffers[0]
 
     @property
     def pools(self) -> Mapping[str, NodePool]:
@@ -284,7 +294,9 @@ def cluster_state(
             unreadable.setdefault(str(node), []).append(_key(doc))
     # Healthy as the disruption controller counts it: running and not reported not-Ready.
     healthy = {p.key for p in bound if (f := facts.get(p.key, _NO_FACTS)).ready and not f.terminating}
-    limits = pdb_limits(inputs.pdbs, [*bound, *inputs.pending_pods], healthy)
+    # A buffer's virtual pods are no workload's pods: no PodDisruptionBudget counts them.
+    real_pending = [p for p in inputs.pending_pods if not is_virtual(p)]
+    limits = pdb_limits(inputs.pdbs, [*bound, *real_pending], healthy)
     selected = {name: list(found) for name, found in (reservations or {}).items()}
     listed = (
         Catalog(instance_types)

@@ -2,8 +2,9 @@
 
 moto runs Lambda functions in Docker, which the local world does not have. `install()` replaces
 moto's `LambdaFunction._invoke_lambda` (inside the moto server process) with an in-process call of
-the function's real handler. Everything else about Lambda stays moto's: CreateFunction, Invoke,
-Step Functions' lambda tasks, EventBridge and SQS targets all reach the handler through this seam.
+the function's real handler, and runs `Event` invocations after answering them, as Lambda does.
+Everything else about Lambda stays moto's: CreateFunction, Invoke, Step Functions' lambda tasks,
+EventBridge and SQS targets all reach the handler through this seam.
 
 Where the code comes from, in order:
 1. the function tag `nodewright:source` = a directory relative to the repository (the CDK app tags
@@ -363,3 +364,16 @@ def install(repo_root: Path, unpack_root: Path, endpoint_url: str, faults: Fault
 
     # A plain function assigned on the class becomes the method moto calls for every invocation.
     setattr(lambda_models.LambdaFunction, "_invoke_lambda", invoke)  # noqa: B010
+    synchronous = lambda_models.LambdaFunction.invoke
+
+    def invoke_async_events(fn: Any, body: str, request_headers: Any, response_headers: Any) -> str | bytes:
+        """An `Event` invocation is accepted at once and run afterwards, as Lambda does (moto runs it inside the
+        Invoke call). A function that asks another for work without waiting (the planner asking the provisioner
+        for a CapacityBuffer's capacity) would otherwise wait on the lock its own invocation holds."""
+        if request_headers.get("x-amz-invocation-type") != "Event":
+            return synchronous(fn, body, request_headers, response_headers)
+        event = json.loads(body) if body else {}
+        threading.Thread(target=fn._invoke_lambda, kwargs={"event": event}, daemon=True).start()
+        return ""
+
+    setattr(lambda_models.LambdaFunction, "invoke", invoke_async_events)  # noqa: B010

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from nodewright.model.capacitybuffer import BufferResolution
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.model.nodeoverlay import NodeOverlay
@@ -37,7 +38,8 @@ class ClusterInputs:
     """The cluster as the scheduler sees it.
 
     `nodes` carry the pods bound to them (`Node.pods`); `pending_pods` are the pods still to place, in input
-    order. `objects` lists every loaded document (workloads once, not per pod) for summaries.
+    order (CapacityBuffers' virtual pods last). `objects` lists every loaded document (workloads once, not per pod)
+    for summaries.
     """
 
     nodepools: tuple[NodePool, ...] = ()
@@ -51,6 +53,9 @@ class ClusterInputs:
     storage_classes: tuple[StorageClass, ...] = ()
     nodeclaims: tuple[NodeClaim, ...] = ()
     nodeoverlays: tuple[NodeOverlay, ...] = ()
+    # CapacityBuffers resolved against the PodTemplates and workloads loaded with them; the ready ones' virtual
+    # pods are at the end of `pending_pods` (`model.capacitybuffer`).
+    buffers: tuple[BufferResolution, ...] = ()
     objects: tuple[LoadedObject, ...] = ()
 
     def nodepool(self, name: str) -> NodePool | None:

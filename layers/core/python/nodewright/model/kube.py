@@ -73,10 +73,11 @@ API_VERSIONS: dict[str, tuple[str, ...]] = {
     "PodDisruptionBudget": ("policy/v1",),
     "StorageClass": ("storage.k8s.io/v1",),
     "PriorityClass": ("scheduling.k8s.io/v1",),
+    "PodTemplate": ("v1",),
 }
 NAMESPACED = frozenset(
     {"Pod", "PersistentVolumeClaim", "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob"}
-    | {"PodDisruptionBudget"}
+    | {"PodDisruptionBudget", "PodTemplate", "CapacityBuffer"}
 )
 HOSTNAME = "kubernetes.io/hostname"
 
@@ -522,6 +523,22 @@ def _template_metadata(ctx: Collector, raw: Any, path: str) -> tuple[dict[str, s
     labels = parse_labels(ctx, metadata.get("labels"), join(path, "labels"))
     annotations = get_str_map(ctx, metadata.get("annotations"), join(path, "annotations"))
     return labels, annotations
+
+
+def parse_pod_template_object(ctx: Collector, doc: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A v1 PodTemplate (what a CapacityBuffer's podTemplateRef names), checked as a pod template: returned as it
+    is (the buffer builds its pods from it, `model.capacitybuffer`), or None when it cannot be used."""
+    check_kube_header(ctx, doc, "PodTemplate")
+    template = get_map(ctx, doc.get("template"), "template", required=True)
+    if template is None:
+        return None
+    labels, annotations = _template_metadata(ctx, template.get("metadata"), "template.metadata")
+    spec = get_map(ctx, template.get("spec"), "template.spec", required=True)
+    if spec is None:
+        return None
+    namespace, name = namespaced_name(doc)
+    pod_from_template(ctx, PodTemplate(labels, annotations, spec, "template.spec"), namespace, name)
+    return dict(doc) if ctx.ok else None
 
 
 def parse_pod(ctx: Collector, doc: Mapping[str, Any]) -> ParsedPod | None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from nodewright.gcpause import paused_cycle_collector
-from nodewright.model import kube, storage
+from nodewright.model import capacitybuffer, kube, storage
 from nodewright.model.durations import format_duration
 from nodewright.model.errors import Collector, ValidationError
 from nodewright.model.inputs import ClusterInputs, LoadedObject
@@ -50,6 +50,8 @@ KNOWN_KINDS = (
     "PersistentVolume",
     "StorageClass",
     "PriorityClass",
+    "PodTemplate",
+    "CapacityBuffer",
 )
 
 
@@ -81,6 +83,10 @@ class _State:
     seen: dict[tuple[str, str], str] = field(default_factory=dict)  # (kind, name) -> source
     errors: list[ValidationError] = field(default_factory=list)
     parsed_pods: ParsedPods | None = None
+    # What CapacityBuffers resolve against: PodTemplates by namespace/name, workloads by (kind, namespace/name).
+    buffers: list[tuple[capacitybuffer.CapacityBuffer, str]] = field(default_factory=list)
+    pod_templates: dict[str, Mapping[str, Any]] = field(default_factory=dict)
+    scalables: dict[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
     alike_pods: _AlikePods | None = None  # files only: API objects are kept by version instead (parsed_pods)
 
 
@@ -177,13 +183,19 @@ ParsedPods = MutableMapping[tuple[str, str], Any]
 
 
 def load_documents(
-    docs: Iterable[Any], source: str, summaries: bool = True, parsed_pods: ParsedPods | None = None
+    docs: Iterable[Any],
+    source: str,
+    summaries: bool = True,
+    parsed_pods: ParsedPods | None = None,
+    buffers: Sequence[Mapping[str, Any]] = (),
 ) -> tuple[ClusterInputs, list[ValidationError]]:
     """Load already-parsed documents (YAML-loaded dicts or API objects as dicts) from one source. `summaries`: give
     each loaded object its one-line summary (what `validate` prints); services that only decide leave it off.
     `parsed_pods`: pods, Nodes and NodeClaims parsed by earlier loads of full API objects, by (uid,
-    resourceVersion); see `_cached_parse`."""
-    return load_sources([(list(docs), source)], summaries, parsed_pods)
+    resourceVersion); see `_cached_parse`. `buffers`: CapacityBuffers read from the API server with the
+    PodTemplates and workloads they name (`ClusterView.buffers`); those workloads only give their pod template and
+    replica count (their pods are read as pods)."""
+    return load_sources([(list(docs), source)], summaries, parsed_pods, buffers=buffers)
 
 
 def load_sources(
@@ -191,16 +203,23 @@ def load_sources(
     summaries: bool = True,
     parsed_pods: ParsedPods | None = None,
     alike_pods: bool = False,
+    buffers: Sequence[Mapping[str, Any]] = (),
 ) -> tuple[ClusterInputs, list[ValidationError]]:
     """Load documents from several sources into one `ClusterInputs` (names must be unique across them).
     `alike_pods`: parse a Pod document that differs from an earlier clean one only by its name as a renamed copy
-    of it (`_pod_shape`; files of many replicas); the result is the same."""
+    of it (`_pod_shape`; files of many replicas); the result is the same. `buffers`: see `load_documents`."""
     state = _State(parsed_pods=parsed_pods, alike_pods={} if alike_pods else None)
     with paused_cycle_collector():  # tens of thousands of objects that live on and form no cycles (see gcpause)
         for docs, source in sources:
             for doc in _expand(docs, source, state.errors):
                 if not _load_known_pod(state, doc, source):
                     _load_one(state, doc, source)
+        for doc in buffers:
+            kind = str(doc.get("kind", ""))
+            if kind in capacitybuffer.SCALABLE_KINDS:
+                state.scalables[(kind, _display_name(doc, kind))] = doc
+            elif kind in ("CapacityBuffer", "PodTemplate"):
+                _load_one(state, doc, "cluster")
         return _finish(state, summaries), state.errors
 
 
@@ -250,6 +269,12 @@ def _load_one(state: _State, doc: Mapping[str, Any], source: str) -> None:
         value = _parse_pod(ctx, doc, state.parsed_pods, state.alike_pods)
     elif kind in WORKLOAD_KINDS:
         value = kube.parse_workload(ctx, doc, kind)
+        if value is not None and ctx.ok and kind in capacitybuffer.SCALABLE_KINDS:
+            state.scalables[(kind, name)] = doc
+    elif kind == "PodTemplate":
+        value = kube.parse_pod_template_object(ctx, doc)
+    elif kind == "CapacityBuffer":
+        value = capacitybuffer.parse_capacity_buffer(ctx, doc)
     elif kind == "DaemonSet":
         value = kube.parse_daemonset(ctx, doc)
     elif kind == "Node":
@@ -416,6 +441,10 @@ def _store(state: _State, kind: str, value: Any, source: str, ctx: Collector) ->
     elif kind == "PriorityClass":
         class_name, priority, default = value
         state.priority_classes[class_name] = (priority, default)
+    elif kind == "PodTemplate":
+        state.pod_templates[_display_name(value, kind)] = value
+    elif isinstance(value, capacitybuffer.CapacityBuffer):
+        state.buffers.append((value, source))
 
 
 def _claim_pod(state: _State, pod: Pod, source: str, ctx: Collector) -> bool:
@@ -451,6 +480,8 @@ def _finish(state: _State, summaries: bool = True) -> ClusterInputs:
             # From files every unbound pod waits for capacity (DaemonSet pods follow their nodes instead).
             pending.append(pod)
     nodes = tuple(replace(node, pods=tuple(bound[node.name])) for node in state.nodes)
+    buffers = _resolve_buffers(state)
+    pending.extend(capacitybuffer.virtual_pods(buffers))
     _check_references(state)
     pvcs = _resolve_claims(state)
     inputs = ClusterInputs(
@@ -465,12 +496,30 @@ def _finish(state: _State, summaries: bool = True) -> ClusterInputs:
         storage_classes=tuple(sc for sc, _ in state.storage_classes),
         nodeclaims=tuple(state.nodeclaims),
         nodeoverlays=tuple(state.nodeoverlays),
+        buffers=buffers,
     )
     if not summaries:
         return replace(inputs, objects=tuple(obj for obj, _ in state.objects))
     by_name = {n.name: n for n in inputs.nodes}
     objects = tuple(replace(obj, summary=_summary(value, by_name)) for obj, value in state.objects)
     return replace(inputs, objects=objects)
+
+
+def _resolve_buffers(state: _State) -> tuple[capacitybuffer.BufferResolution, ...]:
+    """Each CapacityBuffer resolved against the PodTemplates and workloads loaded; one that is not ready for
+    provisioning (a missing reference, an unreadable template) is an error naming the field to fix, and plans no
+    pods."""
+    out = []
+    for buffer, source in state.buffers:
+        found = capacitybuffer.resolve(buffer, state.pod_templates, state.scalables)
+        out.append(found)
+        if not found.ready:
+            where = "spec.podTemplateRef.name" if buffer.pod_template_ref else "spec.scalableRef"
+            fix = "add it to the inputs or fix the reference" if found.reason != "ResolutionFailed" else "fix it"
+            state.errors.append(
+                ValidationError(source, "CapacityBuffer", buffer.key, where, f"{found.message} ({found.reason}); {fix}")
+            )
+    return tuple(out)
 
 
 def _resolve_priorities(state: _State) -> list[tuple[Pod, str]]:
@@ -574,6 +623,11 @@ def _summary(value: Any, nodes: Mapping[str, Node]) -> str:
         return f"bound to {value.volume_name}" if value.volume_name else f"class {value.storage_class_name or '-'}"
     if isinstance(value, PersistentVolume):
         return f"{len(value.node_terms)} node affinity term(s)"
+    if isinstance(value, capacitybuffer.CapacityBuffer):
+        ref = f"podTemplate {value.pod_template_ref}" if value.pod_template_ref else ""
+        if value.scalable_ref is not None:
+            ref = f"{value.scalable_ref.kind} {value.scalable_ref.name}"
+        return f"buffer for {ref}"
     if isinstance(value, tuple) and value and isinstance(value[0], StorageClass):
         storage_class: StorageClass = value[0]
         return f"{storage_class.provisioner}, {storage_class.volume_binding_mode}"

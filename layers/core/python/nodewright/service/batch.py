@@ -7,7 +7,7 @@ importing the whole core first, and so the forwarder can build hints without imp
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -78,6 +78,7 @@ class Batch:
 
     A registration payload has no pods and names `nodes` that joined with `karpenter.sh/unregistered` (or
     await initialization). Any payload may carry `pod_events` (a payload of its own when nothing else is sent).
+    The planner's payload for short CapacityBuffers has no pods and names `buffers`.
     """
 
     batch_id: str
@@ -86,6 +87,9 @@ class Batch:
     sent_at: str = ""
     nodes: Sequence[str] = ()
     pod_events: Sequence[PodEventHint] = ()
+    # The planner's request for CapacityBuffers' capacity: buffer `namespace/name` -> the keys of its virtual pods to
+    # plan (`service.buffers`). The provisioner resolves the buffers itself; the keys only say which of their pods.
+    buffers: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 class PayloadError(ValueError):
@@ -96,6 +100,8 @@ MAX_BATCH_ID = 256
 # At most this many pod events in one payload (the forwarder sends the rest with the next one): each costs the
 # provisioner two consistent GETs, so a payload cannot make it read without bound.
 MAX_POD_EVENTS = 500
+# At most this many virtual pods of CapacityBuffers in one payload (the planner asks again on its next tick).
+MAX_BUFFER_PODS = 1000
 
 
 def _entries(field: str, raw: list[Any], parse: Callable[[Any], T | None], shape: str, problems: list[str]) -> list[T]:
@@ -195,6 +201,28 @@ def parse_batch(payload: Any) -> Batch:
             "an object with non-empty string `nodeclaim` and `node` and an RFC 3339 `at` with its time zone",
             problems,
         )
+    buffers = _buffers(payload.get("buffers", []), problems)
     if problems:
         raise PayloadError("payload: " + "; ".join(problems[:20]))
-    return Batch(batch_id, cluster, tuple(hints), sent_at, tuple(nodes), tuple(events))
+    return Batch(batch_id, cluster, tuple(hints), sent_at, tuple(nodes), tuple(events), buffers)
+
+
+def _buffers(raw: Any, problems: list[str]) -> dict[str, tuple[str, ...]]:
+    """`buffers`: a list of `{"namespace", "name", "pods": [virtual pod keys]}`, at most `MAX_BUFFER_PODS` pods."""
+    if not isinstance(raw, list):
+        problems.append("buffers: must be a list of CapacityBuffers with the virtual pods to plan")
+        return {}
+    out: dict[str, tuple[str, ...]] = {}
+    for index, item in enumerate(raw):
+        item = item if isinstance(item, Mapping) else {}
+        namespace, name, pods = item.get("namespace"), item.get("name"), item.get("pods")
+        if not (isinstance(namespace, str) and namespace and isinstance(name, str) and name):
+            problems.append(f"buffers[{index}]: must have a non-empty string `namespace` and `name`")
+            continue
+        if not isinstance(pods, list) or not all(isinstance(p, str) and p.startswith(f"{namespace}/") for p in pods):
+            problems.append(f"buffers[{index}].pods: must be a list of `{namespace}/<virtual pod name>` keys")
+            continue
+        out[f"{namespace}/{name}"] = tuple(pods)
+    if sum(len(p) for p in out.values()) > MAX_BUFFER_PODS:
+        problems.append(f"buffers: more than {MAX_BUFFER_PODS} virtual pods in one payload")
+    return out

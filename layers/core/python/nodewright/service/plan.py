@@ -64,6 +64,7 @@ from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.ports import Clock, Cloud, Cluster, Instance, NodeEvent, PodEvent, StateStore, Workflows
 from nodewright.service import leases
 from nodewright.service import provision as provisioning
+from nodewright.service.buffers import RequestCapacity, capacity_request, write_buffer_status
 from nodewright.service.leases import live_leases
 from nodewright.service.overlay_status import write_overlay_status
 from nodewright.service.provision.adopt import adopt_instance
@@ -97,6 +98,7 @@ class TickResult:
     static: list[dict[str, Any]] = field(default_factory=list)
     static_launched: list[str] = field(default_factory=list)
     static_removed: list[str] = field(default_factory=list)
+    buffers: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -116,6 +118,7 @@ class TickResult:
             "static": self.static,
             "static_launched": self.static_launched,
             "static_removed": self.static_removed,
+            "buffers": self.buffers,
         }
 
 
@@ -132,6 +135,9 @@ class PlannerPorts:
     settings: DisruptionSettings = field(default_factory=DisruptionSettings)
     # Pods parsed by earlier ticks of this container, by (uid, resourceVersion) (see model.loader).
     parsed_pods: ParsedPods = field(default_factory=dict)
+    # Asks the provisioner for a short CapacityBuffer's capacity (`service.buffers`); None: nobody to ask.
+    request_capacity: RequestCapacity | None = None
+    cluster_name: str = ""
     # Their disruption facts (owner kinds, deletion, tolerations), likewise.
     pod_facts: PodFactsCache = field(default_factory=dict)
 
@@ -148,7 +154,7 @@ def tick(
     with paused_cycle_collector():  # hundreds of thousands of parsed JSON containers that form no cycles
         view = ports.cluster.read()
     documents = [*view.documents, *view.unbound_pods.values()]
-    loaded = load_documents(documents, "cluster", summaries=False, parsed_pods=ports.parsed_pods)
+    loaded = load_documents(documents, "cluster", summaries=False, parsed_pods=ports.parsed_pods, buffers=view.buffers)
     inputs, errors = loaded
     out.problems.extend(f"{e.kind}/{e.name}: {e.path}: {e.message}" for e in errors)
 
@@ -186,6 +192,7 @@ def tick(
     out.conditions_written = _record_status(ports.cluster, state, drift)
     out.repaired, stopping, forgotten = reconcile(ports.cluster, state, dead, instances, out.problems)
 
+    out.buffers = _buffers(ports, state, view.buffers, now, out.problems)
     decided = plan(state, drift, methods, timer)
     out.skipped = dict(decided.skipped)
     out.decisions = decided.to_json(state)
@@ -221,6 +228,25 @@ def _static(ports: PlannerPorts, inputs: ClusterInputs, decided: Plan, now: floa
     out.static_launched = [c.name for c in launched.launched]
     failed = ("launch-failed", "skipped", "invalid", "unavailable", "throttled")
     out.problems.extend(f"{d.subject}: {d.reason}" for d in launched.decisions if d.action in failed)
+
+
+def _buffers(
+    ports: PlannerPorts, state: ClusterState, documents: Sequence[Mapping[str, Any]], now: float, problems: list[str]
+) -> dict[str, Any]:
+    """CapacityBuffers: status written back, and the provisioner asked for the short ones' capacity."""
+    if not state.inputs.buffers:
+        return {}
+    out: dict[str, Any] = {"status_written": write_buffer_status(ports.cluster, state, documents, problems)}
+    placement = state.buffer_placement()
+    out["short"] = {key: fit.short for key, fit in placement.fits.items() if fit.short}
+    request = capacity_request(placement, f"buffers-{int(now)}", ports.cluster_name)
+    if request is not None and ports.request_capacity is not None:
+        try:
+            ports.request_capacity(request)
+            out["requested"] = {b["namespace"] + "/" + b["name"]: len(b["pods"]) for b in request["buffers"]}
+        except Exception as error:  # asked again on the next tick
+            problems.append(f"capacitybuffers: could not ask the provisioner for capacity: {error}")
+    return out
 
 
 def _class_facts(

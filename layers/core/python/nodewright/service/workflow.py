@@ -271,7 +271,7 @@ def _validate(command: DisruptionCommand, ports: Ports, now: float, others: froz
         raise DisruptionFailed("no instance catalog configured for IdentifyCandidate's validation")
     view = ports.cluster.read()
     documents = [*view.documents, *view.unbound_pods.values()]
-    loaded = load_documents(documents, "cluster", summaries=False)
+    loaded = load_documents(documents, "cluster", summaries=False, buffers=view.buffers)
     # The snapshot the planner's tick decided on: its EC2NodeClasses' zones and capacity reservations (without
     # them a consolidation into a reservation finds no such offering and a reserved candidate has no price), and
     # the offerings EC2 refused lately, marked after the reservations as the tick marks them.

@@ -147,7 +147,7 @@ def provision(
     started = timer()
     now = clock.now()
     result = ProvisionResult(batch.batch_id)
-    if not batch.pods and not displaced_nodes:
+    if not batch.pods and not displaced_nodes and not batch.buffers:
         return _lifecycle_only(batch, cluster, cloud, now, result, templates, started, timer)
 
     owner = f"{batch.batch_id}/{uuid.uuid4().hex[:8]}"

@@ -42,7 +42,7 @@ def pod_events(result: ProvisionResult, now: float) -> list[PodEvent]:
     """The events about pods this result calls for (see the module doc)."""
     events: list[PodEvent] = []
     for launched in result.launched:
-        for key in launched.pods:
+        for key in (k for k in launched.pods if k not in result.virtual_pods):
             events.append(
                 PodEvent(key, "Nominated", f"Pod should schedule on: nodeclaim/{launched.name}", dedupe=launched.name)
             )
@@ -51,6 +51,8 @@ def pod_events(result: ProvisionResult, now: float) -> list[PodEvent]:
         if d.action != "unschedulable" or not d.subject.startswith("pod/"):
             continue
         pod = d.subject.removeprefix("pod/")
+        if pod in result.virtual_pods:
+            continue
         if d.details.get("cause") == CAPACITY:
             events.append(PodEvent(pod, "InsufficientCapacityError", d.reason, "Warning", f"{d.reason}|{window}"))
         else:

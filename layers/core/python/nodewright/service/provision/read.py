@@ -52,6 +52,7 @@ from nodewright.model.pending import not_pending_reason
 from nodewright.ports import Cluster, ProvisioningView
 from nodewright.scheduling.classes import pod_terms
 from nodewright.service.batch import Batch
+from nodewright.service.provision.buffers import buffer_pods
 from nodewright.service.provision.nodeclaim import PODS_ANNOTATION
 from nodewright.service.provision.result import ProvisionResult
 
@@ -324,7 +325,8 @@ def read_pods(
         room_known: set[str] = {n.name for n in snapshot.base.nodes}
         snapshot.moving = {pod_key(d) for d in to_plan}
     else:
-        to_plan = pods_to_plan(batch, snapshot, result)
+        # A CapacityBuffer's virtual pods the planner asked for are planned like the hinted pods.
+        to_plan = [*pods_to_plan(batch, snapshot, result), *buffer_pods(batch, cluster, result)]
         pods, _ = load_documents(to_plan, "cluster", False, snapshot.parsed_pods)
         leaving = sorted(disrupted)
         on_nodes = side_by_side([partial(cluster.pods_on_node, node) for node in (*sorted(recent), *leaving)])

@@ -76,6 +76,8 @@ class ProvisionResult:
     # Pods not planned because a NodeClaim in flight (or the node of one named for them) already has room for
     # them: pod key -> that NodeClaim. A replacement adopts these claims as its own.
     waiting: dict[str, str] = field(default_factory=dict)
+    # Keys of CapacityBuffers' virtual pods planned here: no API object to record events on.
+    virtual_pods: set[str] = field(default_factory=set)
 
     def decide(self, action: str, subject: str, reason: str, **details: Any) -> None:
         self.decisions.append(Decision(action, subject, reason, details))
