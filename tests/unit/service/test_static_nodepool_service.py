@@ -98,3 +98,25 @@ def test_limits_nodes_caps_the_launches() -> None:
     result = tick(ports)
     assert len(result.static_launched) == 2
     assert "limits.nodes 2" in result.static[0]["reason"]
+
+
+def test_a_tick_that_dies_after_create_fleet_has_its_instance_adopted_by_the_next_and_launches_once() -> None:
+    # The planner is killed after EC2 accepted the fleet and before the NodeClaim recorded it. The next tick must
+    # adopt the instance tagged for the claim, not launch a second one.
+    cluster, cloud, ports = world(1)
+    accepted = cloud.create_fleet
+
+    def dies_after(request: Any) -> Any:
+        accepted(request)
+        raise RuntimeError("the planner's Lambda ended here")
+
+    cloud.create_fleet = dies_after  # type: ignore[method-assign]
+    tick(ports)
+    assert len(cloud.instances) == 1 and len(live(cluster)) == 1
+    assert not (claims(cluster)[0].get("status") or {}).get("providerID")
+    cloud.create_fleet = accepted  # type: ignore[method-assign]
+    again = tick(ports)
+    assert len(cloud.instances) == 1, again.static_launched
+    [instance] = cloud.instances
+    [claim] = claims(cluster)
+    assert str(claim["status"]["providerID"]).endswith(instance) and len(live(cluster)) == 1
