@@ -59,14 +59,16 @@ def test_kubectl_scale_nodepool_grows_a_static_pool_to_three_ready_nodes_and_bac
         return lambda: len(launched(world, pool)) == n == len(pool_nodes(world, pool)) == ready_nodes(world, pool)
 
     tick_until(stack, pool, size(1), "one Ready node")
-    kubectl(world.state.kubeconfig, "scale", "nodepool", pool.name, "--replicas=3")
+    kubectl(world.state.kubeconfig, "scale", "nodepools.nodewright.io", pool.name, "--replicas=3")
     grown = tick_until(stack, pool, size(3), "three Ready nodes")
     assert any(d.get("launch") == 2 for d in grown), grown
     # No pod asked for them: nothing in the test's namespace, and only DaemonSet pods (none here) on the nodes.
     assert not world.core.list_namespaced_pod(namespace).items
-    scale = json.loads(kubectl(world.state.kubeconfig, "get", "nodepool", pool.name, "--subresource=scale", "-o=json"))
+    scale = json.loads(
+        kubectl(world.state.kubeconfig, "get", "nodepools.nodewright.io", pool.name, "--subresource=scale", "-o=json")
+    )
     assert scale["kind"] == "Scale" and scale["spec"]["replicas"] == 3, scale
 
-    kubectl(world.state.kubeconfig, "scale", "nodepool", pool.name, "--replicas=1")
+    kubectl(world.state.kubeconfig, "scale", "nodepools.nodewright.io", pool.name, "--replicas=1")
     tick_until(stack, pool, size(1), "back to one node")
     assert len(pool.instances()) == 1
