@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 from cluster_builder import M5_ON_DEMAND, Cluster, instance_types
 from consol_kit import ALL, LABELS, MOST_EXPENSIVE, cluster, decide, rs_pod
-from not_yet import STATIC_NODEPOOLS
+from methods_kit import set_claim_condition
 
 from nodewright.disruption.consolidation import MultiNodeConsolidation, SingleNodeConsolidation
 from nodewright.disruption.decision import EMPTINESS, MULTI_NODE, SINGLE_NODE, UNDERUTILIZED
@@ -1027,6 +1027,15 @@ def test_should_consolidate_a_buffer_node_once_buffer_pods_are_cleared() -> None
     assert [(d.reason, [x.name for x in d.candidates]) for d in decided.decisions] == [("Empty", ["claim-node"])]
 
 
-@pytest.mark.skip(reason=STATIC_NODEPOOLS)
 def test_should_not_consolidate_static_nodepool_nodes() -> None:
-    """consolidation_test.go Context("Static NodePool"): It("should not consolidate static NodePool nodes")."""
+    """consolidation_test.go Context("Static NodePool"): It("should not consolidate static NodePool nodes"): the
+    whole disruption controller (every method) on two empty nodes of a static pool of 2 replicas, each with a
+    Consolidatable condition a user set, queues no command."""
+    c = Cluster()
+    c.pool(disruption={})["spec"]["replicas"] = 2
+    for name in ("node-0", "node-1"):
+        _node(c, name)
+        set_claim_condition(c, name, "Consolidatable", "True")
+    decided, out, _ = decide(c)
+    assert decided.decisions == [] and out["commands"] == [], out
+    assert all("is static (spec.replicas)" in decided.skipped[f"claim-{n}"] for n in ("node-0", "node-1"))

@@ -24,7 +24,6 @@ from typing import Any
 import pytest
 from cluster_builder import T0, Cluster, instance_types, iso
 from methods_kit import decide, disrupted, set_claim_condition
-from not_yet import STATIC_NODEPOOLS
 
 from nodewright.disruption.decision import DRIFTED, EMPTY
 from nodewright.disruption.plan import Plan, plan, pool_budgets
@@ -370,7 +369,13 @@ def test_should_drift_one_non_empty_node_at_a_time_starting_with_the_earliest_dr
     assert all(len(d.candidates) == 1 and len(d.launches) == 1 for d in decided.decisions)
 
 
-@pytest.mark.skip(reason=STATIC_NODEPOOLS)
 def test_should_not_consider_static_nodepool_for_drift() -> None:
     """drift_test.go Describe("Drift") Context("Static NodePool"): It("should not consider static nodepool for
-    drift")."""
+    drift"): two drifted nodes of a static pool of 2 replicas are no Drift candidates (the pool's own decision
+    replaces them one for one, `test_karpenter_static_drift.py`)."""
+    cluster = Cluster(now=T0)
+    cluster.pool(disruption={"budgets": [{"nodes": "100%"}]})["spec"]["replicas"] = 2
+    names = [drifted_node(cluster, f"node-{i}") for i in range(2)]
+    decided = tick(cluster, names)
+    assert {m.method: m.eligible for m in decided.methods}["drift"] == 0
+    assert drifted_decisions(decided) == [] and decided.decisions == []

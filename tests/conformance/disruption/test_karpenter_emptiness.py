@@ -23,10 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from cluster_builder import T0, Cluster, iso
 from methods_kit import decide, disrupted, set_claim_condition
-from not_yet import STATIC_NODEPOOLS
 
 from nodewright.disruption.decision import EMPTY
 from nodewright.disruption.plan import pool_budgets
@@ -249,10 +247,22 @@ def test_should_wait_for_the_node_ttl_for_empty_nodes_before_consolidating() -> 
     assert command.to_input()["validate"] is True
 
 
-@pytest.mark.skip(reason=STATIC_NODEPOOLS)
 def test_should_not_consolidate_static_nodepool_nodes() -> None:
     """emptiness_test.go Describe("Emptiness") Context("Static NodePool"): It("should not consolidate static
-    NodePool nodes")."""
+    NodePool nodes"): two empty nodes of a static pool of 2 replicas, each with a Consolidatable condition a user
+    set, are candidates for no method."""
+    cluster = Cluster(now=T0)
+    doc = cluster.pool(disruption={"budgets": [{"nodes": "100%"}]})
+    doc["spec"]["replicas"] = 2
+    for i in range(2):
+        cluster.node(f"node-{i}")
+        set_claim_condition(cluster, f"node-{i}", "Consolidatable", "True")
+    decided = decide(cluster)
+    [static] = decided.static
+    assert decided.decisions == [] and (static.launch, static.remove) == (0, ())
+    assert all(m.eligible == 0 for m in decided.methods), decided.methods
+    assert set(decided.skipped) == {"claim-node-0", "claim-node-1"}
+    assert all("is static (spec.replicas)" in why for why in decided.skipped.values()), decided.skipped
 
 
 # Karpenter sets the provisioner's per-node buffer pod counts by hand (cluster.UpdateBufferPodCounts); here a

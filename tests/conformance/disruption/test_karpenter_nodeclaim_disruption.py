@@ -25,7 +25,6 @@ from typing import Any
 import pytest
 from cluster_builder import T0, Cluster, instance_types
 from methods_kit import CLOUD_DRIFTED, conditions_after, drift_of, relabel, set_claim_condition
-from not_yet import STATIC_NODEPOOLS
 
 from nodewright.catalog.types import InstanceType
 from nodewright.disruption.drift import (
@@ -75,9 +74,16 @@ def test_should_set_multiple_disruption_conditions_simultaneously() -> None:
     assert after(cluster, CLOUD_DRIFTED) == {"Drifted": "AMIDrift", "Consolidatable": "True"}
 
 
-@pytest.mark.skip(reason=STATIC_NODEPOOLS)
 def test_should_not_set_consolidatable_condition_for_static_nodepool() -> None:
-    """suite_test.go Describe("Disruption"): It("should not set consolidatable condition for Static Nodepool")."""
+    """suite_test.go Describe("Disruption"): It("should not set consolidatable condition for Static Nodepool"): a
+    static pool of 1 replica (WhenEmpty, consolidateAfter 30s set on it anyway), its empty node's last pod event 6
+    minutes ago, the provider saying drifted: Drifted, never Consolidatable."""
+    cluster = Cluster(now=T0)
+    doc = cluster.pool(disruption={"consolidationPolicy": "WhenEmpty", "consolidateAfter": "30s"})
+    doc["spec"]["replicas"] = 1
+    cluster.node("node-a")
+    cluster.find("NodeClaim", CLAIM)["status"]["lastPodEventTime"] = "2027-01-15T07:54:00Z"  # 6 minutes ago
+    assert after(cluster, CLOUD_DRIFTED) == {"Drifted": "AMIDrift", "Consolidatable": None}
 
 
 def test_should_remove_multiple_disruption_conditions_simultaneously() -> None:

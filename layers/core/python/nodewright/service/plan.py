@@ -389,8 +389,9 @@ def _record_status(cluster: Cluster, state: ClusterState, drift: Mapping[str, st
             conditions.append(Condition(DRIFTED, TRUE, reason, reason))
         elif not reason and member.drifted:
             clear.append(DRIFTED)
-        waiting = consolidatable(member, pool, last_pod_event(state, member), state.now)
-        if not waiting and not member.consolidatable:
+        # A static pool's NodeClaims are never consolidated, so Karpenter neither sets nor clears the condition.
+        waiting = "" if pool.static else consolidatable(member, pool, last_pod_event(state, member), state.now)
+        if not pool.static and not waiting and not member.consolidatable:
             conditions.append(Condition(CONSOLIDATABLE, TRUE, CONSOLIDATABLE))
         elif waiting and member.consolidatable:
             clear.append(CONSOLIDATABLE)
