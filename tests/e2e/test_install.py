@@ -297,12 +297,24 @@ def test_a_function_role_gets_its_access_entrys_group_and_nothing_more(
         ("interruption", "list", "nodeclaims", "nodewright.io", True),
         ("interruption", "patch", "nodes", "", False),
         ("interruption", "list", "ec2nodeclasses", "karpenter.k8s.aws", False),
+        # Issue 24: NodeOverlays and CapacityBuffers are read and their status written; static NodePools launch.
+        ("planner", "list", "nodeoverlays", "nodewright.io", True),
+        ("planner", "watch", "nodeoverlays", "nodewright.io", True),
+        ("planner", "patch", "nodeoverlays/status", "nodewright.io", True),
+        ("planner", "list", "capacitybuffers", "autoscaling.x-k8s.io", True),
+        ("planner", "patch", "capacitybuffers/status", "autoscaling.x-k8s.io", True),
+        ("planner", "get", "podtemplates", "", True),
+        ("planner", "create", "nodeclaims", "nodewright.io", True),
+        ("provisioner", "list", "nodeoverlays", "nodewright.io", True),
+        ("provisioner", "get", "podtemplates", "", True),
+        ("provisioner", "patch", "capacitybuffers/status", "autoscaling.x-k8s.io", False),
+        ("interruption", "list", "nodeoverlays", "nodewright.io", False),
     ],
 )
 def test_each_group_has_the_verbs_its_functions_call(
     local_world: World, installed: dict[str, str], group: str, verb: str, resource: str, api_group: str, allowed: bool
 ) -> None:
-    namespaced = resource.split("/")[0] in ("pods", "events", "poddisruptionbudgets")
+    namespaced = resource.split("/")[0] in ("pods", "events", "poddisruptionbudgets", "podtemplates", "capacitybuffers")
     namespace = "default" if namespaced else ""
     who = {"user": f"arn:aws:sts::123456789012:assumed-role/{group}/x", "groups": [f"nodewright:{group}"]}
     assert _allowed(local_world, verb, resource, api_group, namespace, **who) is allowed
