@@ -5,7 +5,8 @@ documents shaped as the API server serves them (NodeClaims, Nodes with their all
 
 - `tick`: a cluster of about 1,000 nodes and 20,000 pods, built by `solve()` from a seeded mix of Deployments and
   then scaled in (a random share of each Deployment's pods removed), so emptiness and consolidation have work.
-  Printed: the time to load the snapshot, to decide (all methods, and each one), and what was decided.
+  Printed: the time to load the snapshot, to decide (all methods, and each one), and what was decided; then the
+  same as `tick_features` with NodeOverlays, CapacityBuffers and unhealthy Nodes for repair in play.
 - `quality`: 20 fragmented clusters. Each is a packing workload (`tests.bench.packing`) provisioned by `solve()`,
   then scaled in at random; consolidation then runs tick after tick (each decision applied as the workflow would
   carry it out: its nodes gone, their pods where the simulation put them, the replacement launched as its cheapest
@@ -334,11 +335,72 @@ def large_fleet(pods: int, seed: int = 11) -> tuple[list[FleetNode], Cluster]:
     return nodes, cluster
 
 
-def tick_figure(pods: int = 20_000, runs: int = 3) -> str:
+OVERLAYS = (  # a Savings Plan on a family, a licence fee on another, an extended resource on a third
+    ("savings-plan-m", "m5", {"priceAdjustment": "-20%"}),
+    ("licence-fee-c", "c5", {"priceAdjustment": "+0.05", "weight": 10}),
+    ("fpga-r", "r5", {"capacity": {"example.com/fpga": "1"}}),
+)
+BUFFERS = 5  # CapacityBuffers of 4 copies of a 2-CPU / 4Gi pod each
+UNHEALTHY_SHARE = 0.02  # of the nodes: half past the repair policy's toleration, half still inside it
+
+
+def feature_documents(nodes: Sequence[FleetNode]) -> list[dict[str, Any]]:
+    """What Karpenter v1.14's newer capabilities add to a tick's reads: NodeOverlays over the catalog,
+    CapacityBuffers (with their PodTemplates) planned as virtual pods, and unhealthy nodes for repair to find (their
+    Node's Ready condition is rewritten in place: the documents must come from `documents()`)."""
+    family = "karpenter.k8s.aws/instance-family"
+    docs: list[dict[str, Any]] = [
+        {
+            "apiVersion": "nodewright.io/v1alpha1",
+            "kind": "NodeOverlay",
+            "metadata": {"name": name},
+            "spec": {"requirements": [{"key": family, "operator": "In", "values": [value]}], **spec},
+        }
+        for name, value, spec in OVERLAYS
+    ]
+    for index in range(BUFFERS):
+        template = f"room-{index}"
+        container = {"name": "app", "image": "pause", "resources": {"requests": {"cpu": "2", "memory": "4Gi"}}}
+        docs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "PodTemplate",
+                "metadata": {"name": template, "namespace": "default", "generation": 1},
+                "template": {"spec": {"containers": [container]}},
+            }
+        )
+        docs.append(
+            {
+                "apiVersion": "autoscaling.x-k8s.io/v1beta1",
+                "kind": "CapacityBuffer",
+                "metadata": {"name": template, "namespace": "default", "uid": f"uid-{template}", "generation": 1},
+                "spec": {"podTemplateRef": {"name": template}, "replicas": 4},
+            }
+        )
+    return docs
+
+
+def make_unhealthy(docs: list[dict[str, Any]], now: float = NOW) -> int:
+    """Every 50th Node's Ready condition Unknown, alternately for 40 minutes (past the 30-minute toleration: due)
+    and for 10 (waiting); returns how many. A share of 2 % stays under Karpenter's 20 % guard."""
+    nodes = [d for d in docs if d["kind"] == "Node"]
+    chosen = nodes[:: round(1 / UNHEALTHY_SHARE)]
+    for index, node in enumerate(chosen):
+        since = now - (40 if index % 2 == 0 else 10) * 60
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(since))
+        node["status"]["conditions"] = [{"type": "Ready", "status": "Unknown", "lastTransitionTime": stamp}]
+    return len(chosen)
+
+
+def tick_figure(pods: int = 20_000, runs: int = 3, features: bool = False) -> str:
     """Load and decide on the large fleet: a cold tick (a new container: every pod parsed), then `runs` warm ticks
-    (the median of each phase; a warm container parses only pods whose resourceVersion changed)."""
+    (the median of each phase; a warm container parses only pods whose resourceVersion changed). `features`: with
+    NodeOverlays, CapacityBuffers and unhealthy nodes in play (`feature_documents`, `make_unhealthy`)."""
     nodes, cluster = large_fleet(pods)
     docs = documents(nodes, cluster)
+    if features:
+        unhealthy = make_unhealthy(docs)
+        docs.extend(feature_documents(nodes))
     parsed: ParsedPods = {}  # what a warm planner container keeps between ticks
     known: PodFactsCache = {}
 
@@ -364,11 +426,20 @@ def tick_figure(pods: int = 20_000, runs: int = 3) -> str:
         cpu_decides.append(time.process_time() - cpu_loaded)
     assert decided is not None
     per_method = " ".join(f"{m.method}={m.seconds * 1000:.0f}ms/{m.eligible}" for m in decided.methods)
+    extra = ""
+    if features:
+        overlays = state.overlays.applied if state.overlays is not None else ()
+        hosted = sum(state.buffer_placement().hosts.values())
+        extra = (
+            f"overlays={len(overlays)} buffer_pods_hosted={hosted} unhealthy={unhealthy} "
+            f"repairs_due={len(decided.repairs.due)} "
+        )
     moved = sum(len(d.candidates) for d in decided.decisions)
     total = statistics.median(a + b for a, b in zip(loads, decides, strict=True))
     total_cpu = statistics.median(a + b for a, b in zip(cpu_loads, cpu_decides, strict=True))
     return (
-        f"tick nodes={len(nodes)} pods={sum(len(n.pods) for n in nodes)} cold_ms={cold * 1000:.0f} "
+        f"{'tick_features' if features else 'tick'} nodes={len(nodes)} pods={sum(len(n.pods) for n in nodes)} "
+        f"{extra}cold_ms={cold * 1000:.0f} "
         f"load_ms={statistics.median(loads) * 1000:.0f} decide_ms={statistics.median(decides) * 1000:.0f} "
         f"load_cpu_ms={statistics.median(cpu_loads) * 1000:.0f} "
         f"decide_cpu_ms={statistics.median(cpu_decides) * 1000:.0f} "
@@ -384,6 +455,11 @@ def run(quick: bool, emit: Any, only: str = "") -> None:
             "tick; load/decide/total = warm ticks, median of 3; per method: ms/eligible"
         )
         emit(tick_figure(5_000 if quick else 20_000))
+        emit(
+            "# tick_features: the same fleet with 3 NodeOverlays, 5 CapacityBuffers (20 virtual pods) and 2 % of the "
+            "nodes NotReady (half past the repair policy's toleration)"
+        )
+        emit(tick_figure(5_000 if quick else 20_000, features=True))
     if only not in ("", "quality"):
         return
     emit("# consolidation: cost after / configuration-LP bound, and the share of the possible saving reached")

@@ -33,3 +33,13 @@ def test_consolidation_lowers_the_bill_and_stays_above_the_bound() -> None:
     assert figure.bound <= figure.after * (1 + 1e-6)
     assert 0.0 <= figure.reached <= 1.0 + 1e-6
     assert consolidation.QualityFigure.line(figure).startswith("consolidation workload=01 ")
+
+
+def test_the_features_tick_has_overlays_buffers_and_repairs_in_play() -> None:
+    line = consolidation.tick_figure(pods=2_000, runs=1, features=True)
+    fields = dict(part.split("=", 1) for part in line.split(" methods: ")[0].split()[1:])
+    assert line.startswith("tick_features ")
+    assert int(fields["overlays"]) == len(consolidation.OVERLAYS), line
+    assert int(fields["buffer_pods_hosted"]) == 4 * consolidation.BUFFERS, line
+    assert 0 < int(fields["repairs_due"]) <= int(fields["unhealthy"]), line
+    assert re.search(r" repair=\d+ms/[1-9]\d*", line), line
