@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from cluster_builder import T0, Cluster
 
-from nodewright.disruption.static import StaticMember, removal_order, static_decision
+from nodewright.disruption.plan import pool_budgets
+from nodewright.disruption.static import StaticMember, removal_order, static_decision, static_decisions, static_members
 from nodewright.model.nodepool import NodeClassRef, NodePool
 
 POOL = NodePool(name="static", node_class_ref=NodeClassRef("karpenter.k8s.aws", "EC2NodeClass", "default"), replicas=3)
@@ -115,3 +117,21 @@ def test_removal_order_puts_drifted_first_then_not_launched_then_empty() -> None
         StaticMember("gone", deleting=True),
     ]
     assert [m.nodeclaim for m in removal_order(have)] == ["drifted", "pending", "empty", "busy"]
+
+
+def test_a_node_near_its_expiry_is_cheaper_to_remove_than_a_fresh_one_with_more_pods() -> None:
+    # Karpenter's disruption cost: rescheduling cost times the share of expireAfter left. Two pods on a node with
+    # a tenth of its 10 h left cost 0.3; one pod on a fresh node costs 2.0.
+    cluster = Cluster(now=T0)
+    cluster.pool(name="static", disruption={})["spec"]["replicas"] = 1
+    cluster.node("old", pool="static", age=9 * 3600.0, expireAfter="10h")
+    cluster.node("new", pool="static", age=600.0, expireAfter="10h")
+    for name, node in (("a", "old"), ("b", "old"), ("c", "new")):
+        cluster.pod(name, node)
+    state = cluster.state()
+    found = {m.nodeclaim: m for m in static_members(state, "static", {})}
+    assert found["claim-old"].cost == pytest.approx(3.0 * 0.1) and found["claim-new"].cost == pytest.approx(
+        2.0 * 59 / 60
+    )
+    [decision] = static_decisions(state, {}, pool_budgets(state))
+    assert decision.remove == ("claim-old",)

@@ -88,6 +88,14 @@ def reschedule_cost(pods: Sequence[Pod]) -> float:
     return BASE_DISRUPTION_COST + sum(max(eviction_cost(p), 0.0) for p in pods)
 
 
+def lifetime_remaining(expire_after: float | None, created_at: float, now: float) -> float:
+    """Karpenter's LifetimeRemaining: the share of a NodeClaim's `expireAfter` still ahead of it, clamped to [0, 1];
+    1 when it never expires. A node near its expiry is cheaper to disrupt now: it goes soon anyway."""
+    if not expire_after:
+        return 1.0
+    return min(1.0, max(0.0, (expire_after - (now - created_at)) / expire_after))
+
+
 def consolidatable(member: FleetNode, pool: NodePool, last_pod_event: float, now: float) -> str:
     """Why the node is not yet Consolidatable ("" when it is): Karpenter's condition, True once `consolidateAfter`
     has passed since the last pod event on the node (or since it initialized)."""

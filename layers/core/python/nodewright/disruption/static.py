@@ -8,8 +8,9 @@ static controllers and its StaticDrift, in one decision per pool:
   when running plus being-disrupted is short of `replicas`, launch the difference, within `limits.nodes` counted
   over every NodeClaim of the pool (deleting and being-disrupted ones included, as Karpenter reserves the count).
 - Scale down (static deprovisioning): running NodeClaims beyond `replicas` are removed, not launched ones first, then
-  empty nodes (no pod that must move, none protected by do-not-disrupt), then the cheapest to disrupt; a node with
-  a do-not-disrupt pod last. Not held by disruption budgets: the user asked for the smaller size.
+  empty nodes (no pod that must move, none protected by do-not-disrupt), then the cheapest to disrupt (Karpenter's
+  disruption cost: moving its pods, times the share of its lifetime left); a do-not-disrupt node last. Not held
+  by disruption budgets: the user asked for the smaller size.
 - Drift (StaticDrift): with the pool not beyond its size, drifted NodeClaims are replaced one for one, the
   replacement launched first, as many at once as the `Drifted` budget and the room `limits.nodes` leaves after
   the scale-up allow. A replaced
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from nodewright.disruption.budgets import PoolBudgets
-from nodewright.disruption.candidates import BASE_DISRUPTION_COST, protected, reschedule_cost
+from nodewright.disruption.candidates import BASE_DISRUPTION_COST, lifetime_remaining, protected, reschedule_cost
 from nodewright.disruption.decision import DRIFTED
 from nodewright.disruption.state import ClusterState
 from nodewright.model.nodepool import NodePool
@@ -38,8 +39,8 @@ class StaticMember:
     `deleting`: the NodeClaim or its Node is being deleted; `disrupting`: a workflow is taking it away (its lease,
     or the karpenter.sh/disrupted taint); `launched`: it has an instance (providerID); `initialized`: its node is
     ready for pods; `drifted`: why it drifted ("" when not); `empty`: no pod on it must move elsewhere;
-    `do_not_disrupt`: the node, or a pod on it, is protected by karpenter.sh/do-not-disrupt; `cost`: what moving
-    its pods costs (Karpenter's rescheduling cost); `created_at`: epoch seconds."""
+    `do_not_disrupt`: the node, or a pod on it, is protected by karpenter.sh/do-not-disrupt; `cost`: Karpenter's
+    disruption cost, what moving its pods costs times the share of its lifetime left; `created_at`: epoch seconds."""
 
     nodeclaim: str
     deleting: bool = False
@@ -215,7 +216,7 @@ def static_members(state: ClusterState, pool: str, drift: Mapping[str, str]) -> 
         pods = state.pods_on(member)
         facts = [state.facts(p) for p in pods]
         moving = [p for p, f in zip(pods, facts, strict=True) if f.reschedulable]
-        cost = reschedule_cost(moving)
+        moving_cost = reschedule_cost(moving)
         out.append(
             StaticMember(
                 nodeclaim=member.nodeclaim,
@@ -224,10 +225,10 @@ def static_members(state: ClusterState, pool: str, drift: Mapping[str, str]) -> 
                 launched=bool(member.provider_id),
                 initialized=member.initialized,
                 drifted=drift.get(member.nodeclaim) or member.drifted,
-                empty=cost <= BASE_DISRUPTION_COST,
+                empty=moving_cost <= BASE_DISRUPTION_COST,
                 do_not_disrupt=member.do_not_disrupt
                 or any(protected(p, f, state.now) for p, f in zip(pods, facts, strict=True)),
-                cost=cost,
+                cost=moving_cost * lifetime_remaining(member.expire_after, member.created_at, state.now),
                 created_at=member.created_at,
             )
         )
