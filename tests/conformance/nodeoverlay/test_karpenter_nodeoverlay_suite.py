@@ -189,10 +189,9 @@ PAIRS_SAME = [
 ]
 
 
-@pytest.mark.parametrize(("a", "b"), PAIRS_CONFLICTING)
-def test_should_fail_with_conflicting_pricing_updates_overlays_with_overlapping_requirements(a, b) -> None:
-    """Context("Pricing Updates") DescribeTable("should fail with conflicting pricing updates overlays with
-    overlapping requirements")"""
+def _overlapping_pricing_updates_conflict(a: tuple[str, str], b: tuple[str, str]) -> None:
+    """Two overlays of weight 10 whose instance types overlap, with the pricing updates `a` and `b`: overlay-a is
+    refused with Conflict and overlay-b applied, as both DescribeTables expect."""
     docs = [
         overlay(
             "overlay-a",
@@ -210,29 +209,20 @@ def test_should_fail_with_conflicting_pricing_updates_overlays_with_overlapping_
     done = reconcile([default_type()], docs)
     assert not done.succeeded("overlay-a") and done.reason("overlay-a") == "Conflict"
     assert done.succeeded("overlay-b")
+
+
+@pytest.mark.parametrize(("a", "b"), PAIRS_CONFLICTING)
+def test_should_fail_with_conflicting_pricing_updates_overlays_with_overlapping_requirements(a, b) -> None:
+    """Context("Pricing Updates") DescribeTable("should fail with conflicting pricing updates overlays with
+    overlapping requirements")"""
+    _overlapping_pricing_updates_conflict(a, b)
 
 
 @pytest.mark.parametrize(("a", "b"), PAIRS_SAME)
 def test_should_fail_with_pricing_updates_are_the_same_overlays_with_overlapping_requirements(a, b) -> None:
     """Context("Pricing Updates") DescribeTable("should fail with pricing updates are the same overlays with
     overlapping requirements"): equal changes conflict too."""
-    docs = [
-        overlay(
-            "overlay-a",
-            requirement(INSTANCE_TYPE, "In", "default-instance-type", "small-instance-type"),
-            weight=10,
-            **priced(*a),
-        ),
-        overlay(
-            "overlay-b",
-            requirement(INSTANCE_TYPE, "In", "default-instance-type", "gpu-vendor-instance-type"),
-            weight=10,
-            **priced(*b),
-        ),
-    ]
-    done = reconcile([default_type()], docs)
-    assert not done.succeeded("overlay-a") and done.reason("overlay-a") == "Conflict"
-    assert done.succeeded("overlay-b")
+    _overlapping_pricing_updates_conflict(a, b)
 
 
 @pytest.mark.parametrize(
