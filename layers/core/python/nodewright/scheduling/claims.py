@@ -118,6 +118,9 @@ class Claims:
         self.name_clash = False
         self.new_hosts: dict[int, tuple[list[Bin], int]] = {}
         self.shapes = ClaimShapes()  # the new claims that have not grown, by shape (see `Solver._new_room`)
+        # How many times a bin's requirements have narrowed in this run (`assign`): a bin's requirement-set number
+        # changes nowhere else, so a reader that saw this count unchanged knows no bin's number changed since.
+        self.narrowed = 0
 
     def fork(self, pools: Pools, topology: Topology, look_ahead: LookAhead, bin_of: Mapping[int, Bin]) -> Claims:
         """These places for another run of the solve, before any new claim is opened: the bins as copied in
@@ -376,6 +379,7 @@ class Claims:
             old = b.rkey
             b.requirements = merged
             b.rkey = mkey
+            self.narrowed += 1
             zone = merged.get(ZONE).single_value()
             if zone is not None:
                 b.labels[ZONE] = zone

@@ -78,8 +78,14 @@ class ClaimShapes:
         refuses: Callable[[Bin], bool],
         fits: Callable[[Bin], bool | None],
     ) -> tuple[list[Bin], list[Bin]]:
-        """The claims with room for one more pod of `request` (`with_room`) that may take the batch now, and those
+        """The claims that may take the batch now, and those with room for one more pod of `request` (`with_room`)
         that wait for a label (see `Claims.may_take_later`), each in placement order; the others refuse it for good.
+
+        The claims that may take it now are not filtered by room: the caller's walk (`Solver._fill`) drops a claim
+        without room for good when it reaches it, as it drops any full place (room only shrinks), and a small batch
+        is placed long before the walk reaches most of them. Filtering here visited every claim of every shape for
+        each new list, most of which no walk ever reaches. Waiting claims are filtered: they are parked, and a
+        parked list is walked whenever a claim narrows (`Solver._room`).
 
         The batch's answers are kept per NodePool id (`pool_refused`: whether every claim of the NodePool refuses
         it, asked of `pool_refuses`) and per shape (`refused`, asked of `refuses` with one claim of the shape), and
@@ -103,7 +109,7 @@ class ClaimShapes:
                     continue
                 fit = fits(bins[0])
                 if fit:
-                    found.extend(with_room(request, bins))
+                    found.extend(bins)
                 elif fit is None:
                     waiting.extend(with_room(request, bins))
         found.sort(key=placement_order)

@@ -115,6 +115,8 @@ class Solver:
         self.room: dict[tuple[object, ...], tuple[list[Bin], int]] = {}
         # Per such key, the new claims that may take the batch only once their requirements change (see `_fill`).
         self.parked: dict[tuple[object, ...], list[tuple[Bin, ReqKey]]] = {}
+        # Per such key, `claims.narrowed` when its parked bins were last looked at (see `_room`).
+        self.parked_seen: dict[tuple[object, ...], int] = {}
         # Per (requirement set, tolerations), per shape of new claim: whether it refuses such pods for good (`_fill`).
         self.refused: dict[tuple[ReqKey, tuple[Toleration, ...]], dict[tuple[ReqKey, int], bool]] = {}
         # The same per NodePool (by its context's id): whether every new claim of it refuses such pods for good.
@@ -185,6 +187,7 @@ class Solver:
         other.affinity_room = {}
         other.room = {}
         other.parked = {}
+        other.parked_seen = {}
         other.refused = {}  # keyed by the ids of this run's NodePool contexts
         other.pool_refused = {}
         other.pending_held = self.pending_held
@@ -353,17 +356,23 @@ class Solver:
         kept, scanned = entry
         kept.extend(self.bins[scanned:])
         parked = self.parked.get(key)
-        if parked and any(b.rkey != rkey for b, rkey in parked):
-            kept = sorted([*kept, *(b for b, rkey in parked if b.rkey != rkey)], key=placement_order)
-            parked[:] = [(b, rkey) for b, rkey in parked if b.rkey == rkey]
+        # A parked bin comes back only once its requirement-set number differs from the one it was parked with,
+        # and numbers change only when a bin narrows (`Claims.assign`): when no bin has narrowed since this list
+        # last looked, none of its parked bins can have changed, and the walk over them is skipped.
+        narrowed = self.claims.narrowed
+        if parked and self.parked_seen.get(key) != narrowed:
+            self.parked_seen[key] = narrowed
+            if any(b.rkey != rkey for b, rkey in parked):
+                kept = sorted([*kept, *(b for b, rkey in parked if b.rkey != rkey)], key=placement_order)
+                parked[:] = [(b, rkey) for b, rkey in parked if b.rkey == rkey]
         return kept
 
     def _new_room(
         self, request: Mapping[str, int], requirements: Requirements, rkey: ReqKey, tolerations: tuple[Toleration, ...]
     ) -> tuple[list[Bin], list[Bin]]:
-        """The new claims with room for this request that may take these requirements (numbered `rkey`) and
-        tolerations now, and those that wait for a label, in placement order: what `_fill` would keep and park of
-        all the new claims with room (it drops the others without any other effect), found by asking each
+        """The new claims that may take these requirements (numbered `rkey`) and tolerations now, and those with
+        room for this request that wait for a label, in placement order: what `_fill` would keep and park of all
+        the new claims (it drops the others, and those without room, without any other effect), found by asking each
         NodePool, shape and type once (`ClaimShapes`) instead of stepping over the thousands of claims of other
         zones and NodePools that a large solve opens, once for each of a class's many lists."""
         claims = self.claims
