@@ -74,7 +74,7 @@ def test_a_parked_bin_comes_back_in_order_once_its_requirements_change() -> None
     n1, n2, n3 = solver.bins
     key = ("parked",)
     solver.room[key] = ([n1, n3], len(solver.bins))
-    solver.parked[key] = [(n2, n2.rkey)]
+    solver.parked[key] = ([n2], [n2.rkey])
     request = {"cpu": 100, "memory": 1 << 20, "pods": 1}
     assert _room(solver, request, key) == [n1, n3]
     # Its requirements narrowed, which `Claims.assign` counts: a list looks at its parked bins only after a count.
@@ -82,7 +82,7 @@ def test_a_parked_bin_comes_back_in_order_once_its_requirements_change() -> None
     assert _room(solver, request, key) == [n1, n3]
     solver.claims.narrowed += 1
     assert _room(solver, request, key) == [n1, n2, n3]
-    assert solver.parked[key] == []
+    assert solver.parked[key] == ([], [])
 
 
 def test_nodes_alike_but_for_their_name_share_answers_unless_a_requirement_names_a_host() -> None:

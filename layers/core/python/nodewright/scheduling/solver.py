@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Mapping, Sequence
+from operator import attrgetter
 
 from nodewright.catalog.types import InstanceType
 from nodewright.gcpause import paused_cycle_collector
@@ -114,7 +115,9 @@ class Solver:
         # classes do not fill it and force it to grow again.
         self.room: dict[tuple[object, ...], tuple[list[Bin], int]] = {}
         # Per such key, the new claims that may take the batch only once their requirements change (see `_fill`).
-        self.parked: dict[tuple[object, ...], list[tuple[Bin, ReqKey]]] = {}
+        # Kept as two lists, the bins and their numbers as parked, so that asking whether any changed compares
+        # them at C speed (`_room`): a run parks hundreds of thousands of bins across its lists.
+        self.parked: dict[tuple[object, ...], tuple[list[Bin], list[ReqKey]]] = {}
         # Per such key, `claims.narrowed` when its parked bins were last looked at (see `_room`).
         self.parked_seen: dict[tuple[object, ...], int] = {}
         # Per (requirement set, tolerations), per shape of new claim: whether it refuses such pods for good (`_fill`).
@@ -322,8 +325,12 @@ class Solver:
             return self.claims.open_claims(cls, pods, requirements, rkey, variant)
         key = (request_key, closing, rkey, variant.tolerations)
         kept = self._room(request, key, requirements, rkey, variant.tolerations)
-        parked = self.parked.setdefault(key, [])
-        survivors, pods = self._fill(kept, parked, cls, pods, request, closing, requirements, rkey, variant)
+        set_aside: list[tuple[Bin, ReqKey]] = []
+        survivors, pods = self._fill(kept, set_aside, cls, pods, request, closing, requirements, rkey, variant)
+        if set_aside:
+            parked_bins, parked_keys = self.parked.setdefault(key, ([], []))
+            parked_bins.extend(b for b, _ in set_aside)
+            parked_keys.extend(number for _, number in set_aside)
         self.room[key] = (survivors, len(self.bins))
         return self.claims.open_claims(cls, pods, requirements, rkey, variant)
 
@@ -351,7 +358,10 @@ class Solver:
             taking, waiting = self._new_room(request, requirements, rkey, tolerations)
             kept.extend(taking)
             # Parked as `_fill` would park them: they come back once their requirements change.
-            self.parked.setdefault(key, []).extend((b, b.rkey) for b in waiting)
+            if waiting:
+                parked_bins, parked_keys = self.parked.setdefault(key, ([], []))
+                parked_bins.extend(waiting)
+                parked_keys.extend(map(_rkey_of, waiting))
             entry = (kept, len(self.bins))
         kept, scanned = entry
         kept.extend(self.bins[scanned:])
@@ -360,11 +370,15 @@ class Solver:
         # and numbers change only when a bin narrows (`Claims.assign`): when no bin has narrowed since this list
         # last looked, none of its parked bins can have changed, and the walk over them is skipped.
         narrowed = self.claims.narrowed
-        if parked and self.parked_seen.get(key) != narrowed:
+        if parked and parked[0] and self.parked_seen.get(key) != narrowed:
             self.parked_seen[key] = narrowed
-            if any(b.rkey != rkey for b, rkey in parked):
-                kept = sorted([*kept, *(b for b, rkey in parked if b.rkey != rkey)], key=placement_order)
-                parked[:] = [(b, rkey) for b, rkey in parked if b.rkey == rkey]
+            parked_bins, parked_keys = parked
+            now = list(map(_rkey_of, parked_bins))
+            if now != parked_keys:
+                back = [b for b, old, new in zip(parked_bins, parked_keys, now, strict=True) if old != new]
+                kept = sorted([*kept, *back], key=placement_order)
+                parked_bins[:] = [b for b, old, new in zip(parked_bins, parked_keys, now, strict=True) if old == new]
+                parked_keys[:] = [old for old, new in zip(parked_keys, now, strict=True) if old == new]
         return kept
 
     def _new_room(
@@ -505,6 +519,9 @@ class Solver:
             existing=existing,
             unschedulable=tuple(sorted(unschedulable, key=lambda u: u.pod)),
         )
+
+
+_rkey_of = attrgetter("rkey")
 
 
 def _with_room(request: Mapping[str, int], bins: list[Bin]) -> list[Bin]:
