@@ -350,12 +350,12 @@ class Solver:
         requirement set lets each batch skip, for good, the bins of other domains and NodePools it can never
         use, instead of stepping over all of them every time. A new list starts from the existing nodes and
         claims in flight that may take such pods at all (`_eligible`) that still have room, then the new claims
-        with room that may take them now; those that wait for a label start parked (`_new_room`).
+        that may take them now; those that wait for a label start parked (`_new_room`).
         """
         entry = self.room.get(key)
         if entry is None:
             kept = _with_room(request, self._eligible(request, requirements, rkey, tolerations))
-            taking, waiting = self._new_room(request, requirements, rkey, tolerations)
+            taking, waiting = self._new_room(requirements, rkey, tolerations)
             kept.extend(taking)
             # Parked as `_fill` would park them: they come back once their requirements change.
             if waiting:
@@ -382,17 +382,15 @@ class Solver:
         return kept
 
     def _new_room(
-        self, request: Mapping[str, int], requirements: Requirements, rkey: ReqKey, tolerations: tuple[Toleration, ...]
+        self, requirements: Requirements, rkey: ReqKey, tolerations: tuple[Toleration, ...]
     ) -> tuple[list[Bin], list[Bin]]:
-        """The new claims that may take these requirements (numbered `rkey`) and tolerations now, and those with
-        room for this request that wait for a label, in placement order: what `_fill` would keep and park of all
-        the new claims (it drops the others, and those without room, without any other effect), found by asking each
+        """The new claims that may take these requirements (numbered `rkey`) and tolerations now, and those that wait
+        for a label, in placement order, with or without room: what `_fill` would keep and park of all the new claims
+        but those without room (it drops them and the others without any other effect), found by asking each
         NodePool, shape and type once (`ClaimShapes`) instead of stepping over the thousands of claims of other
         zones and NodePools that a large solve opens, once for each of a class's many lists."""
         claims = self.claims
         return claims.shapes.taking(
-            request,
-            _with_room,
             self.pool_refused.setdefault((rkey, tolerations), {}),
             lambda ctx: claims.pool_refuses_for_good(ctx, requirements, tolerations),
             self.refused.setdefault((rkey, tolerations), {}),
