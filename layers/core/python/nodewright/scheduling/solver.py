@@ -128,6 +128,7 @@ class Solver:
         # Karpenter relaxes PreferNoSchedule taints last, and only when a NodePool has one.
         self.prefer_no_schedule = any(t.effect == PREFER_NO_SCHEDULE for c in self.pools.contexts for t in c.taints)
         self.forms: dict[int, list[Variant]] = {}  # a class's variants (by id: classes live as long as the run)
+        self.pinned: dict[tuple[ReqKey, str, str], tuple[Requirements, ReqKey]] = {}  # see `_pinned`
         self.unschedulable: list[Unschedulable] = []
 
     def _register_existing(
@@ -200,6 +201,7 @@ class Solver:
         other.finalizer.finalized = self.finalizer.finalized  # keyed by content: NodePool, requirements, usage
         other.prefer_no_schedule = self.prefer_no_schedule
         other.forms = self.forms
+        other.pinned = self.pinned
         other.unschedulable = []
         return other
 
@@ -240,23 +242,31 @@ class Solver:
             if not pods:
                 break
             keys = self.topology.domain_keys(cls, variant.terms)
-            pods, why = self._place_in_domains(cls, pods, variant, variant.requirements, keys)
+            requirements = variant.requirements
+            pods, why = self._place_in_domains(cls, pods, variant, requirements, self.pools.req_id(requirements), keys)
             reason = reason or why
         return pods, reason
 
     def _place_in_domains(
-        self, cls: PodClass, pods: list[Pod], variant: Variant, requirements: Requirements, keys: tuple[str, ...]
+        self,
+        cls: PodClass,
+        pods: list[Pod],
+        variant: Variant,
+        requirements: Requirements,
+        rkey: ReqKey,
+        keys: tuple[str, ...],
     ) -> tuple[list[Pod], str]:
         """Place pods one topology key at a time: per domain of the first key, a quota of pods pinned to that
-        domain, then the next key within it, then the bins (hostname terms are checked per bin).
+        domain, then the next key within it, then the bins (hostname terms are checked per bin). `rkey` numbers
+        `requirements`.
 
         Domains are filled in rounds that never go more than maxSkew above the emptiest domain, so a
         domain that cannot take its share (no capacity, limits) stops the others instead of skewing them.
         """
         if not keys:
-            return self._place_batch(cls, pods, requirements, self.pools.req_id(requirements), variant)
+            return self._place_batch(cls, pods, requirements, rkey, variant)
         key, inner = keys[0], keys[1:]
-        domains = self.topology.domains_of(key, requirements, self.pools.req_id(requirements))
+        domains = self.topology.domains_of(key, requirements, rkey)
         quotas = self.topology.quotas(cls, variant, key, domains, len(pods), set())
         reason = ""
         full: set[str] = set()
@@ -267,8 +277,8 @@ class Solver:
                 if quota <= 0 or domain in full:
                     continue
                 batch, pods = pods[:quota], pods[quota:]
-                pinned = requirements.intersect(Requirements({key: ValueSet(frozenset((domain,)), absent_ok=False)}))
-                rest, why = self._place_in_domains(cls, batch, variant, pinned, inner)
+                pinned, pinned_key = self._pinned(requirements, rkey, key, domain)
+                rest, why = self._place_in_domains(cls, batch, variant, pinned, pinned_key, inner)
                 progress = progress or len(rest) < quota
                 if rest:
                     full.add(domain)
@@ -286,6 +296,17 @@ class Solver:
                 else f"{constraint} leaves no domain for this pod"
             )
         return pods, reason
+
+    def _pinned(self, requirements: Requirements, rkey: ReqKey, key: str, domain: str) -> tuple[Requirements, ReqKey]:
+        """These requirements (numbered `rkey`) pinned to one domain of a topology key, and their number.
+
+        A spread with maxSkew 1 places its pods in rounds of one pod per domain, so the same few pinned sets are
+        asked for thousands of times a run: each is made and numbered once per solve (the runs share numbers)."""
+        found = self.pinned.get((rkey, key, domain))
+        if found is None:
+            pinned = requirements.intersect(Requirements({key: ValueSet(frozenset((domain,)), absent_ok=False)}))
+            found = self.pinned[(rkey, key, domain)] = (pinned, self.pools.req_id(pinned))
+        return found
 
     def _place_batch(
         self,
