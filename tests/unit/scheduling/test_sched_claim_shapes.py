@@ -181,3 +181,26 @@ def test_the_shortcut_lists_give_the_plan_of_the_full_walks(seed: int) -> None:
         full = solver_module.solve(cluster.pending, **cluster.solve_kwargs())
     assert counts[1] > 0, "the cluster must have lists that differ by claims without room"
     assert shortcut.to_json() == full.to_json()
+
+
+@pytest.mark.parametrize("seed", [9113, 9119])
+def test_an_alternative_run_is_ranked_as_its_finished_plan_would_be(seed: int) -> None:
+    # The look-ahead's alternative runs are ranked without finishing their claims (`Solver.rank`): the rank must be
+    # the finished plan's, or a plan could be kept or dropped wrongly.
+    rank = solver_module.Solver.rank
+    ranked: list[tuple[int, float, int]] = []
+
+    def checked(self: solver_module.Solver) -> tuple[int, float, int] | None:
+        found = rank(self)
+        if found is not None:
+            assert found == solver_module._plan_rank(self._results())
+            ranked.append(found)
+        return found
+
+    cluster = generate(seed, 2000)
+    solver_module.Solver.rank = checked  # type: ignore[method-assign]
+    try:
+        solver_module.solve(cluster.pending, **cluster.solve_kwargs())
+    finally:
+        solver_module.Solver.rank = rank  # type: ignore[method-assign]
+    assert len(ranked) == 2, "the cluster must run the look-ahead's two alternatives"

@@ -20,7 +20,7 @@ import bisect
 from collections.abc import Mapping, Sequence
 from operator import attrgetter
 
-from nodewright.catalog.types import InstanceType
+from nodewright.catalog.types import RESERVED, InstanceType
 from nodewright.gcpause import paused_cycle_collector
 from nodewright.model import resources as res
 from nodewright.model.inputs import ClusterInputs
@@ -208,8 +208,13 @@ class Solver:
     # ----- placement ----------------------------------------------------------------------------------
 
     def run(self) -> Results:
+        """Place every class (`place`) and finish the plan."""
+        self.place()
+        return self._results()
+
+    def place(self) -> None:
         """Place every class in order, give pods that wait on a later class's pods one more pass each while
-        that helps, and report the rest as unschedulable with the first reason found."""
+        that helps, and note the rest as unschedulable with the first reason found."""
         deferred: list[tuple[PodClass, list[Pod], str]] = []
         for index, cls in enumerate(self.classes):
             self.look_ahead.placing = index
@@ -229,7 +234,22 @@ class Solver:
                     deferred.append((cls, left, new_reason or reason))
         for _cls, pods, reason in deferred:
             self.unschedulable.extend(Unschedulable(p.key, reason) for p in pods)
-        return self._results()
+
+    def rank(self) -> tuple[int, float, int] | None:
+        """After `place`, the rank of the plan `_results` would give (`_plan_rank`: unschedulable pods, price,
+        NodeClaims) without finishing its claims; None when a claim's cheapest launch option is reserved (which
+        claims get the reservations' instances is decided as the claims are finished).
+
+        Without reservations, finishing adds no unschedulable pod and keeps every new claim, and a claim's price
+        is its cheapest launch option, summed in the same order as `Results.cost_per_hour` does: the same rank.
+        A look-ahead alternative that does not beat the plan in hand is then dropped unfinished."""
+        total = 0.0
+        for b in self.claims.new_bins:
+            launch = self.finalizer.options(b)[1]
+            if not launch or launch[0].capacity_type == RESERVED:
+                return None
+            total += launch[0].price
+        return (len(self.unschedulable), round(total, 6), len(self.claims.new_bins))
 
     def _place_class(self, cls: PodClass, pods: list[Pod]) -> tuple[list[Pod], str]:
         if cls.volume_error:
@@ -610,9 +630,14 @@ def _best_plan(solver: Solver) -> Results:
         # keep the earlier plan, so the choice is as deterministic as each plan).
         runs = [*(start.fork(below, depth) for below, depth in firsts), start]
         while runs:
-            plan = runs.pop(0).run()  # a run is dropped once done: only the plans kept live on
-            if _plan_rank(plan) < _plan_rank(results):
-                results = plan
+            run = runs.pop(0)  # a run is dropped once done: only the plans kept live on
+            run.place()
+            rank, plan = run.rank(), None
+            if rank is None:
+                plan = run._results()
+                rank = _plan_rank(plan)
+            if rank < _plan_rank(results):
+                results = plan if plan is not None else run._results()
     return results
 
 
