@@ -638,6 +638,7 @@ def _best_plan(solver: Solver) -> Results:
                 rank = _plan_rank(plan)
             if rank < _plan_rank(results):
                 results = plan if plan is not None else run._results()
+            del run, plan  # the next run does not keep this one's bins alive
     return results
 
 
