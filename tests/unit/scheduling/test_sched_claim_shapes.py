@@ -5,14 +5,14 @@ their current shape, in placement order, so a list made from it is the list made
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from builders import pool
+from full_walks import full_walks
 
-from nodewright.model import resources as res
 from nodewright.model.nodepool import NodePool
 from nodewright.model.requirements import Requirements
 from nodewright.model.taints import Toleration
@@ -29,7 +29,6 @@ if str(ROOT) not in sys.path:
 
 from tests.bench.random_generator import generate  # noqa: E402
 
-CPU = {"cpu": 1000, "memory": 1 << 30, "pods": 1}
 GENERAL, BATCH = pool("general"), pool("batch")
 LOSES_TYPE = object()  # stands for a type the batch's requirements leave out
 WAITS = object()  # stands for claims that wait for a label the batch requires
@@ -42,10 +41,6 @@ def _context(nodepool: NodePool) -> PoolContext:
 def _claim(order: int, rkey: ReqKey, ctx: PoolContext, cpu: int = 4000, chosen: object = None) -> Bin:
     room = {"cpu": cpu, "memory": 8 << 30, "pods": 10}
     return Bin(f"c{order}", "new", {}, Requirements({}), rkey, (), room, pool=ctx, chosen=chosen, order=order)  # type: ignore[arg-type]
-
-
-def _with_room(request: Mapping[str, int], bins: list[Bin]) -> list[Bin]:
-    return [b for b in bins if res.fits(request, b.remaining)]
 
 
 def _orders(shapes: ClaimShapes, ctx: PoolContext, rkey: ReqKey) -> list[int]:
@@ -70,7 +65,7 @@ def test_claims_move_with_their_shape_and_leave_when_they_grow() -> None:
     assert (0, id(None)) not in shapes.by_pool[id(general)][1]  # an emptied shape is not asked again
 
 
-def test_a_list_reads_the_claims_with_room_of_shapes_not_refused_in_placement_order() -> None:
+def test_a_list_reads_the_claims_of_shapes_not_refused_in_placement_order() -> None:
     shapes = ClaimShapes()
     general, batch = _context(GENERAL), _context(BATCH)
     claims = [
@@ -102,15 +97,16 @@ def test_a_list_reads_the_claims_with_room_of_shapes_not_refused_in_placement_or
 
     pool_refused: dict[int, bool] = {}
     refused: dict[tuple[ReqKey, int], bool] = {}
-    found, waiting = shapes.taking(CPU, _with_room, pool_refused, pool_refuses, refused, refuses, fits)
-    # c1's shape refuses; c2 has no room for the request; every claim of batch refuses (its shapes are not asked);
-    # c6, of c3's shape but sized for a type the batch's requirements leave out, would lose its type.
-    assert [b.order for b in found] == [0, 3, 4]
-    assert [b.order for b in waiting] == [7]  # c8 waits for a label too but has no room
+    found, waiting = shapes.taking(pool_refused, pool_refuses, refused, refuses, fits)
+    # c1's shape refuses; every claim of batch refuses (its shapes are not asked); c6, of c3's shape but sized for
+    # a type the batch's requirements leave out, would lose its type. c2 and c8 have no room for the request but are
+    # listed: the solver's walk drops a claim without room when it reaches it, as it drops any full place.
+    assert [b.order for b in found] == [0, 2, 3, 4]
+    assert [b.order for b in waiting] == [7, 8]
     # Once per NodePool, shape, and type of the shapes not refused.
     types = ["type of c0", "type of c3", "type of c6", "type of c7"]
     assert sorted(map(str, asked)) == ["7", "8", "9", "batch", "general", *types]
-    assert shapes.taking(CPU, _with_room, pool_refused, pool_refuses, refused, refuses, fits) == (found, waiting)
+    assert shapes.taking(pool_refused, pool_refuses, refused, refuses, fits) == (found, waiting)
     assert len([a for a in asked if not str(a).startswith("type")]) == 5  # kept answers are read, not asked again
 
 
@@ -137,20 +133,18 @@ def checked_new_room() -> Iterator[list[int]]:
 
     def checked(
         self: Solver,
-        request: Mapping[str, int],
         requirements: Requirements,
         rkey: ReqKey,
         tolerations: tuple[Toleration, ...],
     ) -> tuple[list[Bin], list[Bin]]:
-        found, waiting = new_room(self, request, requirements, rkey, tolerations)
+        found, waiting = new_room(self, requirements, rkey, tolerations)
         candidates = [
             b
             for b in self.claims.new_bins
-            if res.fits(request, b.remaining)
-            and not b.grown
-            and not self.claims.refuses_for_good(b, requirements, rkey, tolerations)
+            if not b.grown and not self.claims.refuses_for_good(b, requirements, rkey, tolerations)
         ]
         merged = {id(b): _merged(b, requirements) for b in candidates}
+        # Claims without room are listed too: `_fill` drops them when it reaches them, as it drops any full place.
         every = [b for b in candidates if merged[id(b)] is not None and _keeps_type(b, merged[id(b)])]
         assert found == every
         # A claim refused but not for good waits for a label it does not define yet: `_fill` would park it.
@@ -175,3 +169,38 @@ def test_a_list_from_the_shapes_is_the_list_from_every_claim(seed: int) -> None:
     assert left_out[0] > 0, "the cluster must have claims a list leaves out"
     if seed == 7309:
         assert left_out[1] > 0, "the cluster must have claims a list parks"
+
+
+@pytest.mark.parametrize("seed", [7309, 9113])
+def test_the_shortcut_lists_give_the_plan_of_the_full_walks(seed: int) -> None:
+    # New lists that leave claims without room for `_fill` to drop, and parked claims looked at only after some
+    # claim narrowed, place every pod where the full walks do: the same plan, claim by claim.
+    cluster = generate(seed, 2000)
+    shortcut = solver_module.solve(cluster.pending, **cluster.solve_kwargs())
+    with full_walks() as counts:
+        full = solver_module.solve(cluster.pending, **cluster.solve_kwargs())
+    assert counts[1] > 0, "the cluster must have lists that differ by claims without room"
+    assert shortcut.to_json() == full.to_json()
+
+
+@pytest.mark.parametrize("seed", [9113, 9119])
+def test_an_alternative_run_is_ranked_as_its_finished_plan_would_be(seed: int) -> None:
+    # The look-ahead's alternative runs are ranked without finishing their claims (`Solver.rank`): the rank must be
+    # the finished plan's, or a plan could be kept or dropped wrongly.
+    rank = solver_module.Solver.rank
+    ranked: list[tuple[int, float, int]] = []
+
+    def checked(self: solver_module.Solver) -> tuple[int, float, int] | None:
+        found = rank(self)
+        if found is not None:
+            assert found == solver_module._plan_rank(self._results())
+            ranked.append(found)
+        return found
+
+    cluster = generate(seed, 2000)
+    solver_module.Solver.rank = checked  # type: ignore[method-assign]
+    try:
+        solver_module.solve(cluster.pending, **cluster.solve_kwargs())
+    finally:
+        solver_module.Solver.rank = rank  # type: ignore[method-assign]
+    assert len(ranked) == 2, "the cluster must run the look-ahead's two alternatives"

@@ -3,15 +3,18 @@ and new claims parked until their requirements change. Both only skip visits tha
 
 from __future__ import annotations
 
-from builders import by_name, node, nodeclass, placement, pod, pods, pool, req, run, small_catalog, toleration
+from typing import Any
+
+from builders import by_name, node, nodeclass, placement, pod, pods, pool, req, run, small_catalog, spread, toleration
 
 from nodewright.catalog.labels import HOSTNAME, ZONE
 from nodewright.model.objects import Node
 from nodewright.model.requirements import Requirements
 from nodewright.model.taints import Taint, Toleration
 from nodewright.scheduling.choice import MIX_BELOW_PODS, MIX_DEPTH
-from nodewright.scheduling.claims import Bin
+from nodewright.scheduling.claims import Bin, Claims
 from nodewright.scheduling.classes import VolumeIndex
+from nodewright.scheduling.pools import PoolContext
 from nodewright.scheduling.solver import Solver, pod_classes
 from nodewright.scheduling.templates import TemplateCache
 
@@ -74,12 +77,15 @@ def test_a_parked_bin_comes_back_in_order_once_its_requirements_change() -> None
     n1, n2, n3 = solver.bins
     key = ("parked",)
     solver.room[key] = ([n1, n3], len(solver.bins))
-    solver.parked[key] = [(n2, n2.rkey)]
+    solver.parked[key] = ([n2], [n2.rkey])
     request = {"cpu": 100, "memory": 1 << 20, "pods": 1}
     assert _room(solver, request, key) == [n1, n3]
-    n2.rkey = solver.pools.req_id_of((("changed", ()),))  # its requirements narrowed
+    # Its requirements narrowed, which `Claims.assign` counts: a list looks at its parked bins only after a count.
+    n2.rkey = solver.pools.req_id_of((("changed", ()),))
+    assert _room(solver, request, key) == [n1, n3]
+    solver.claims.narrowed += 1
     assert _room(solver, request, key) == [n1, n2, n3]
-    assert solver.parked[key] == []
+    assert solver.parked[key] == ([], [])
 
 
 def test_nodes_alike_but_for_their_name_share_answers_unless_a_requirement_names_a_host() -> None:
@@ -96,3 +102,28 @@ def test_nodes_alike_but_for_their_name_share_answers_unless_a_requirement_names
     assert solver.claims.labels_meet(n1, anywhere, solver.pools.req_id(anywhere))
     assert not solver.claims.labels_meet(n1, on_n2, solver.pools.req_id(on_n2))
     assert solver.claims.labels_meet(n2, on_n2, solver.pools.req_id(on_n2))
+
+
+def test_a_nodepool_that_refuses_for_good_is_sized_once_and_keeps_its_reason() -> None:
+    # A heavier NodePool with a taint the pods do not tolerate refuses every claim: `_open_claim` sizes it once
+    # per requirement set, tolerations and request, then passes it over with the reason it gave.
+    gpu = pool("gpu", weight=50, taints=[Taint("nvidia.com/gpu", "NoSchedule", "true")])
+    sized: list[str] = []
+    size_claim = Claims._size_claim
+
+    def counted(self: Claims, ctx: PoolContext, *args: Any) -> Any:
+        sized.append(ctx.pool.name)
+        return size_claim(self, ctx, *args)
+
+    spread_pods = pods("p", 6, cpu="3", topology_spread=(spread(HOSTNAME, app="p"),), labels={"app": "p"})
+    Claims._size_claim = counted  # type: ignore[method-assign]
+    try:
+        results = run(spread_pods, pools=[gpu, pool("general")])
+        nowhere = run(pods("big", 2, cpu="500"), pools=[gpu, pool("general")])
+    finally:
+        Claims._size_claim = size_claim  # type: ignore[method-assign]
+    assert len(results.nodeclaims) == 6 and not results.unschedulable
+    assert sized.count("gpu") == 2  # once for the spread pods' six claims, once for the pods no type holds
+    reasons = {u.reason for u in nowhere.unschedulable}
+    assert len(reasons) == 1
+    assert "NodePool gpu: taint nvidia.com/gpu=true:NoSchedule is not tolerated" in reasons.pop()

@@ -118,6 +118,12 @@ class Claims:
         self.name_clash = False
         self.new_hosts: dict[int, tuple[list[Bin], int]] = {}
         self.shapes = ClaimShapes()  # the new claims that have not grown, by shape (see `Solver._new_room`)
+        # Per (requirement set, tolerations, request), per NodePool name: why the NodePool can never open a claim
+        # for such pods, as `_open_claim` words it (see `_refuses_for_good`). The runs of a solve share it.
+        self.never_opens: dict[tuple[ReqKey, tuple[Toleration, ...], tuple[tuple[str, int], ...]], dict[str, str]] = {}
+        # How many times a bin's requirements have narrowed in this run (`assign`): a bin's requirement-set number
+        # changes nowhere else, so a reader that saw this count unchanged knows no bin's number changed since.
+        self.narrowed = 0
 
     def fork(self, pools: Pools, topology: Topology, look_ahead: LookAhead, bin_of: Mapping[int, Bin]) -> Claims:
         """These places for another run of the solve, before any new claim is opened: the bins as copied in
@@ -130,6 +136,7 @@ class Claims:
         other.shape_cache = self.shape_cache
         other.type_cache = self.type_cache  # keyed by requirement-set numbers and candidates the runs share
         other.old_names = self.old_names
+        other.never_opens = self.never_opens  # what no run's state changes (see `_refuses_for_good`)
         return other
 
     def register(self, b: Bin, pods: NodePods) -> None:
@@ -376,6 +383,7 @@ class Claims:
             old = b.rkey
             b.requirements = merged
             b.rkey = mkey
+            self.narrowed += 1
             zone = merged.get(ZONE).single_value()
             if zone is not None:
                 b.labels[ZONE] = zone
@@ -419,14 +427,47 @@ class Claims:
         del reasons[:]
         if not self.pools.contexts:
             reasons.append("no NodePool exists (create one, or check that its EC2NodeClass loaded)")
+        # A run opens thousands of claims, each trying the NodePools in weight order: those known to refuse such
+        # pods for good are passed over on one look-up, with the reason they gave.
+        never = self.never_opens.setdefault((rkey, variant.tolerations, cls.request_key), {})
         for ctx in self.pools.contexts:
+            known = never.get(ctx.pool.name)
+            if known is not None:
+                reasons.append(known)
+                continue
             sized = self._size_claim(ctx, cls, requirements, rkey, cap, variant.tolerations)
             if isinstance(sized, str):
-                reasons.append(f"NodePool {ctx.pool.name}: {sized}")
+                reason = f"NodePool {ctx.pool.name}: {sized}"
+                reasons.append(reason)
+                if self._refuses_for_good(ctx, cls, requirements, rkey, cap, variant.tolerations):
+                    never[ctx.pool.name] = reason
                 continue
             compat, candidate, k = sized
             return self._new_claim(ctx, compat, candidate), k
         return None
+
+    def _refuses_for_good(
+        self,
+        ctx: PoolContext,
+        cls: PodClass,
+        requirements: Requirements,
+        rkey: ReqKey,
+        cap: int,
+        tolerations: tuple[Toleration, ...],
+    ) -> bool:
+        """Whether the NodePool, which `_size_claim` just refused for `cap` (> 0) pods of the class, refuses every
+        claim of any run of the solve for pods of this requirement set (numbered `rkey`), tolerations and request,
+        with the same reason: its error or a taint not tolerated (checked first, read from the NodePool alone),
+        or, for a NodePool without limits, requirements it cannot meet (`compat`) or no type that holds one pod
+        (`choose` answers None for every cap > 0 alike). A limited NodePool's other reasons may name limits that
+        run out later, and a refusal after a type is chosen (volumes, host ports, minValues) reads the type the
+        look-ahead chose: those are asked again each time."""
+        if ctx.error or untolerated(tolerations, ctx.taints) is not None:
+            return True
+        if ctx.remaining is not None:
+            return False
+        compat = self.pools.compat(ctx, requirements, rkey)
+        return isinstance(compat, str) or choose(ctx, compat, cls, rkey, cap) is None
 
     def _size_claim(
         self,

@@ -47,16 +47,8 @@ class Finalizer:
         Its reserved launch options are those of the one reservation it takes (see `reservations`); when its
         reservations are all taken by earlier claims and it may launch nothing else, why it is not launched."""
         ctx = b.pool
-        assert ctx is not None and b.chosen is not None
-        compat = self.pools.compat(ctx, b.requirements, b.rkey)
-        assert isinstance(compat, PoolCompat)  # the claim was opened from this NodePool's answer
-        budget_key = tuple(sorted(b.limit_budget.items())) if b.limit_budget is not None else None
-        usage_key = (ctx.pool.name, b.rkey, tuple(sorted(b.used.items())), b.chosen.exotic, budget_key)
-        memo = self.finalized.get(usage_key)
-        if memo is None:
-            memo = self._launch_options(b, ctx, compat)
-            self.finalized[usage_key] = memo
-        type_names, launch, capacity_types, zones, requirement_list, labels = memo
+        assert ctx is not None
+        type_names, launch, capacity_types, zones, requirement_list, labels = self.options(b)
         if launch and launch[0].capacity_type == RESERVED:
             launch, capacity_types, requirement_list = self._reserve(launch, capacity_types, requirement_list)
             if not launch:
@@ -81,6 +73,21 @@ class Finalizer:
             requests=dict(b.used),
             node_class=ctx.pool.node_class_ref.name,
         )
+
+    def options(self, b: Bin) -> _Finalized:
+        """New claim b's types, launch options (cheapest first, before any reservation is taken), capacity types,
+        zones, requirements and labels as `finalize` gives them; claims alike share them."""
+        ctx = b.pool
+        assert ctx is not None and b.chosen is not None
+        compat = self.pools.compat(ctx, b.requirements, b.rkey)
+        assert isinstance(compat, PoolCompat)  # the claim was opened from this NodePool's answer
+        budget_key = tuple(sorted(b.limit_budget.items())) if b.limit_budget is not None else None
+        usage_key = (ctx.pool.name, b.rkey, tuple(sorted(b.used.items())), b.chosen.exotic, budget_key)
+        memo = self.finalized.get(usage_key)
+        if memo is None:
+            memo = self._launch_options(b, ctx, compat)
+            self.finalized[usage_key] = memo
+        return memo
 
     def _reserve(
         self, launch: tuple[LaunchOption, ...], capacity_types: tuple[str, ...], requirements: tuple[Requirement, ...]

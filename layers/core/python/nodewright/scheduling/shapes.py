@@ -11,7 +11,7 @@ of those that may take it.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
@@ -70,16 +70,20 @@ class ClaimShapes:
 
     def taking(
         self,
-        request: Mapping[str, int],
-        with_room: Callable[[Mapping[str, int], list[Bin]], list[Bin]],
         pool_refused: dict[int, bool],
         pool_refuses: Callable[[PoolContext], bool],
         refused: dict[Shape, bool],
         refuses: Callable[[Bin], bool],
         fits: Callable[[Bin], bool | None],
     ) -> tuple[list[Bin], list[Bin]]:
-        """The claims with room for one more pod of `request` (`with_room`) that may take the batch now, and those
-        that wait for a label (see `Claims.may_take_later`), each in placement order; the others refuse it for good.
+        """The claims that may take the batch now, and those that wait for a label (see `Claims.may_take_later`),
+        each in placement order; the others refuse it for good.
+
+        Neither list is filtered by room: the caller's walk (`Solver._fill`) drops a claim without room for good
+        when it reaches it, as it drops any full place (room only shrinks), and a small batch is placed long before
+        the walk reaches most of them; a waiting claim is parked, and comes back to the walk (to be dropped there if
+        full) only once its requirements narrow. Filtering here visited every claim of every shape for each new
+        list, most of which no walk ever reaches.
 
         The batch's answers are kept per NodePool id (`pool_refused`: whether every claim of the NodePool refuses
         it, asked of `pool_refuses`) and per shape (`refused`, asked of `refuses` with one claim of the shape), and
@@ -103,9 +107,9 @@ class ClaimShapes:
                     continue
                 fit = fits(bins[0])
                 if fit:
-                    found.extend(with_room(request, bins))
+                    found.extend(bins)
                 elif fit is None:
-                    waiting.extend(with_room(request, bins))
+                    waiting.extend(bins)
         found.sort(key=placement_order)
         waiting.sort(key=placement_order)
         return found, waiting

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Mapping, Sequence
+from operator import attrgetter
 
-from nodewright.catalog.types import InstanceType
+from nodewright.catalog.types import RESERVED, InstanceType
 from nodewright.gcpause import paused_cycle_collector
 from nodewright.model import resources as res
 from nodewright.model.inputs import ClusterInputs
@@ -114,7 +115,11 @@ class Solver:
         # classes do not fill it and force it to grow again.
         self.room: dict[tuple[object, ...], tuple[list[Bin], int]] = {}
         # Per such key, the new claims that may take the batch only once their requirements change (see `_fill`).
-        self.parked: dict[tuple[object, ...], list[tuple[Bin, ReqKey]]] = {}
+        # Kept as two lists, the bins and their numbers as parked, so that asking whether any changed compares
+        # them at C speed (`_room`): a run parks hundreds of thousands of bins across its lists.
+        self.parked: dict[tuple[object, ...], tuple[list[Bin], list[ReqKey]]] = {}
+        # Per such key, `claims.narrowed` when its parked bins were last looked at (see `_room`).
+        self.parked_seen: dict[tuple[object, ...], int] = {}
         # Per (requirement set, tolerations), per shape of new claim: whether it refuses such pods for good (`_fill`).
         self.refused: dict[tuple[ReqKey, tuple[Toleration, ...]], dict[tuple[ReqKey, int], bool]] = {}
         # The same per NodePool (by its context's id): whether every new claim of it refuses such pods for good.
@@ -123,6 +128,7 @@ class Solver:
         # Karpenter relaxes PreferNoSchedule taints last, and only when a NodePool has one.
         self.prefer_no_schedule = any(t.effect == PREFER_NO_SCHEDULE for c in self.pools.contexts for t in c.taints)
         self.forms: dict[int, list[Variant]] = {}  # a class's variants (by id: classes live as long as the run)
+        self.pinned: dict[tuple[ReqKey, str, str], tuple[Requirements, ReqKey]] = {}  # see `_pinned`
         self.unschedulable: list[Unschedulable] = []
 
     def _register_existing(
@@ -185,6 +191,7 @@ class Solver:
         other.affinity_room = {}
         other.room = {}
         other.parked = {}
+        other.parked_seen = {}
         other.refused = {}  # keyed by the ids of this run's NodePool contexts
         other.pool_refused = {}
         other.pending_held = self.pending_held
@@ -194,14 +201,20 @@ class Solver:
         other.finalizer.finalized = self.finalizer.finalized  # keyed by content: NodePool, requirements, usage
         other.prefer_no_schedule = self.prefer_no_schedule
         other.forms = self.forms
+        other.pinned = self.pinned
         other.unschedulable = []
         return other
 
     # ----- placement ----------------------------------------------------------------------------------
 
     def run(self) -> Results:
+        """Place every class (`place`) and finish the plan."""
+        self.place()
+        return self._results()
+
+    def place(self) -> None:
         """Place every class in order, give pods that wait on a later class's pods one more pass each while
-        that helps, and report the rest as unschedulable with the first reason found."""
+        that helps, and note the rest as unschedulable with the first reason found."""
         deferred: list[tuple[PodClass, list[Pod], str]] = []
         for index, cls in enumerate(self.classes):
             self.look_ahead.placing = index
@@ -221,7 +234,22 @@ class Solver:
                     deferred.append((cls, left, new_reason or reason))
         for _cls, pods, reason in deferred:
             self.unschedulable.extend(Unschedulable(p.key, reason) for p in pods)
-        return self._results()
+
+    def rank(self) -> tuple[int, float, int] | None:
+        """After `place`, the rank of the plan `_results` would give (`_plan_rank`: unschedulable pods, price,
+        NodeClaims) without finishing its claims; None when a claim's cheapest launch option is reserved (which
+        claims get the reservations' instances is decided as the claims are finished).
+
+        Without reservations, finishing adds no unschedulable pod and keeps every new claim, and a claim's price
+        is its cheapest launch option, summed in the same order as `Results.cost_per_hour` does: the same rank.
+        A look-ahead alternative that does not beat the plan in hand is then dropped unfinished."""
+        total = 0.0
+        for b in self.claims.new_bins:
+            launch = self.finalizer.options(b)[1]
+            if not launch or launch[0].capacity_type == RESERVED:
+                return None
+            total += launch[0].price
+        return (len(self.unschedulable), round(total, 6), len(self.claims.new_bins))
 
     def _place_class(self, cls: PodClass, pods: list[Pod]) -> tuple[list[Pod], str]:
         if cls.volume_error:
@@ -234,23 +262,31 @@ class Solver:
             if not pods:
                 break
             keys = self.topology.domain_keys(cls, variant.terms)
-            pods, why = self._place_in_domains(cls, pods, variant, variant.requirements, keys)
+            requirements = variant.requirements
+            pods, why = self._place_in_domains(cls, pods, variant, requirements, self.pools.req_id(requirements), keys)
             reason = reason or why
         return pods, reason
 
     def _place_in_domains(
-        self, cls: PodClass, pods: list[Pod], variant: Variant, requirements: Requirements, keys: tuple[str, ...]
+        self,
+        cls: PodClass,
+        pods: list[Pod],
+        variant: Variant,
+        requirements: Requirements,
+        rkey: ReqKey,
+        keys: tuple[str, ...],
     ) -> tuple[list[Pod], str]:
         """Place pods one topology key at a time: per domain of the first key, a quota of pods pinned to that
-        domain, then the next key within it, then the bins (hostname terms are checked per bin).
+        domain, then the next key within it, then the bins (hostname terms are checked per bin). `rkey` numbers
+        `requirements`.
 
         Domains are filled in rounds that never go more than maxSkew above the emptiest domain, so a
         domain that cannot take its share (no capacity, limits) stops the others instead of skewing them.
         """
         if not keys:
-            return self._place_batch(cls, pods, requirements, self.pools.req_id(requirements), variant)
+            return self._place_batch(cls, pods, requirements, rkey, variant)
         key, inner = keys[0], keys[1:]
-        domains = self.topology.domains_of(key, requirements, self.pools.req_id(requirements))
+        domains = self.topology.domains_of(key, requirements, rkey)
         quotas = self.topology.quotas(cls, variant, key, domains, len(pods), set())
         reason = ""
         full: set[str] = set()
@@ -261,8 +297,8 @@ class Solver:
                 if quota <= 0 or domain in full:
                     continue
                 batch, pods = pods[:quota], pods[quota:]
-                pinned = requirements.intersect(Requirements({key: ValueSet(frozenset((domain,)), absent_ok=False)}))
-                rest, why = self._place_in_domains(cls, batch, variant, pinned, inner)
+                pinned, pinned_key = self._pinned(requirements, rkey, key, domain)
+                rest, why = self._place_in_domains(cls, batch, variant, pinned, pinned_key, inner)
                 progress = progress or len(rest) < quota
                 if rest:
                     full.add(domain)
@@ -280,6 +316,17 @@ class Solver:
                 else f"{constraint} leaves no domain for this pod"
             )
         return pods, reason
+
+    def _pinned(self, requirements: Requirements, rkey: ReqKey, key: str, domain: str) -> tuple[Requirements, ReqKey]:
+        """These requirements (numbered `rkey`) pinned to one domain of a topology key, and their number.
+
+        A spread with maxSkew 1 places its pods in rounds of one pod per domain, so the same few pinned sets are
+        asked for thousands of times a run: each is made and numbered once per solve (the runs share numbers)."""
+        found = self.pinned.get((rkey, key, domain))
+        if found is None:
+            pinned = requirements.intersect(Requirements({key: ValueSet(frozenset((domain,)), absent_ok=False)}))
+            found = self.pinned[(rkey, key, domain)] = (pinned, self.pools.req_id(pinned))
+        return found
 
     def _place_batch(
         self,
@@ -319,8 +366,12 @@ class Solver:
             return self.claims.open_claims(cls, pods, requirements, rkey, variant)
         key = (request_key, closing, rkey, variant.tolerations)
         kept = self._room(request, key, requirements, rkey, variant.tolerations)
-        parked = self.parked.setdefault(key, [])
-        survivors, pods = self._fill(kept, parked, cls, pods, request, closing, requirements, rkey, variant)
+        set_aside: list[tuple[Bin, ReqKey]] = []
+        survivors, pods = self._fill(kept, set_aside, cls, pods, request, closing, requirements, rkey, variant)
+        if set_aside:
+            parked_bins, parked_keys = self.parked.setdefault(key, ([], []))
+            parked_bins.extend(b for b, _ in set_aside)
+            parked_keys.extend(number for _, number in set_aside)
         self.room[key] = (survivors, len(self.bins))
         return self.claims.open_claims(cls, pods, requirements, rkey, variant)
 
@@ -340,36 +391,47 @@ class Solver:
         requirement set lets each batch skip, for good, the bins of other domains and NodePools it can never
         use, instead of stepping over all of them every time. A new list starts from the existing nodes and
         claims in flight that may take such pods at all (`_eligible`) that still have room, then the new claims
-        with room that may take them now; those that wait for a label start parked (`_new_room`).
+        that may take them now; those that wait for a label start parked (`_new_room`).
         """
         entry = self.room.get(key)
         if entry is None:
             kept = _with_room(request, self._eligible(request, requirements, rkey, tolerations))
-            taking, waiting = self._new_room(request, requirements, rkey, tolerations)
+            taking, waiting = self._new_room(requirements, rkey, tolerations)
             kept.extend(taking)
             # Parked as `_fill` would park them: they come back once their requirements change.
-            self.parked.setdefault(key, []).extend((b, b.rkey) for b in waiting)
+            if waiting:
+                parked_bins, parked_keys = self.parked.setdefault(key, ([], []))
+                parked_bins.extend(waiting)
+                parked_keys.extend(map(_rkey_of, waiting))
             entry = (kept, len(self.bins))
         kept, scanned = entry
         kept.extend(self.bins[scanned:])
         parked = self.parked.get(key)
-        if parked and any(b.rkey != rkey for b, rkey in parked):
-            kept = sorted([*kept, *(b for b, rkey in parked if b.rkey != rkey)], key=placement_order)
-            parked[:] = [(b, rkey) for b, rkey in parked if b.rkey == rkey]
+        # A parked bin comes back only once its requirement-set number differs from the one it was parked with,
+        # and numbers change only when a bin narrows (`Claims.assign`): when no bin has narrowed since this list
+        # last looked, none of its parked bins can have changed, and the walk over them is skipped.
+        narrowed = self.claims.narrowed
+        if parked and parked[0] and self.parked_seen.get(key) != narrowed:
+            self.parked_seen[key] = narrowed
+            parked_bins, parked_keys = parked
+            now = list(map(_rkey_of, parked_bins))
+            if now != parked_keys:
+                back = [b for b, old, new in zip(parked_bins, parked_keys, now, strict=True) if old != new]
+                kept = sorted([*kept, *back], key=placement_order)
+                parked_bins[:] = [b for b, old, new in zip(parked_bins, parked_keys, now, strict=True) if old == new]
+                parked_keys[:] = [old for old, new in zip(parked_keys, now, strict=True) if old == new]
         return kept
 
     def _new_room(
-        self, request: Mapping[str, int], requirements: Requirements, rkey: ReqKey, tolerations: tuple[Toleration, ...]
+        self, requirements: Requirements, rkey: ReqKey, tolerations: tuple[Toleration, ...]
     ) -> tuple[list[Bin], list[Bin]]:
-        """The new claims with room for this request that may take these requirements (numbered `rkey`) and
-        tolerations now, and those that wait for a label, in placement order: what `_fill` would keep and park of
-        all the new claims with room (it drops the others without any other effect), found by asking each
+        """The new claims that may take these requirements (numbered `rkey`) and tolerations now, and those that wait
+        for a label, in placement order, with or without room: what `_fill` would keep and park of all the new claims
+        but those without room (it drops them and the others without any other effect), found by asking each
         NodePool, shape and type once (`ClaimShapes`) instead of stepping over the thousands of claims of other
         zones and NodePools that a large solve opens, once for each of a class's many lists."""
         claims = self.claims
         return claims.shapes.taking(
-            request,
-            _with_room,
             self.pool_refused.setdefault((rkey, tolerations), {}),
             lambda ctx: claims.pool_refuses_for_good(ctx, requirements, tolerations),
             self.refused.setdefault((rkey, tolerations), {}),
@@ -498,6 +560,9 @@ class Solver:
         )
 
 
+_rkey_of = attrgetter("rkey")
+
+
 def _with_room(request: Mapping[str, int], bins: list[Bin]) -> list[Bin]:
     """The bins with room for one more pod of `request` (res.fits), in order."""
     cpu, memory, pods = (request.get(name, 0) for name in (CPU, MEMORY, PODS))
@@ -565,9 +630,15 @@ def _best_plan(solver: Solver) -> Results:
         # keep the earlier plan, so the choice is as deterministic as each plan).
         runs = [*(start.fork(below, depth) for below, depth in firsts), start]
         while runs:
-            plan = runs.pop(0).run()  # a run is dropped once done: only the plans kept live on
-            if _plan_rank(plan) < _plan_rank(results):
-                results = plan
+            run = runs.pop(0)  # a run is dropped once done: only the plans kept live on
+            run.place()
+            rank, plan = run.rank(), None
+            if rank is None:
+                plan = run._results()
+                rank = _plan_rank(plan)
+            if rank < _plan_rank(results):
+                results = plan if plan is not None else run._results()
+            del run, plan  # the next run does not keep this one's bins alive
     return results
 
 
