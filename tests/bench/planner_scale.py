@@ -890,7 +890,7 @@ def measure(size: int, runs: int, change: float = 0.0) -> str:
             catalog,
             ports.settings,
             ports.parsed_pods,
-            ports.pod_facts,
+            pod_facts=ports.pod_facts,  # by name: the field after parsed_pods is request_capacity
         )
         read, requests = server.bytes, server.requests
         started, cpu = time.perf_counter(), time.process_time()

@@ -56,7 +56,7 @@ def place_buffers(state: object) -> BufferPlacement:
     if not virtual:
         return BufferPlacement()
     results = simulate(state, ()).results
-    _, waiting = _inflight(state, ())
+    _, waiting = _inflight(state, state.registered(), ())
     nodes = {n.name for n in state.inputs.nodes}
     hosts: Counter[str] = Counter()
     existing: Counter[str] = Counter(virtual[k] for k in waiting if k in virtual)

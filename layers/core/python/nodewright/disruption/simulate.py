@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 
 from nodewright.disruption.candidates import Candidate, disruptable
 from nodewright.disruption.one_node import one_new_node
+from nodewright.disruption.registered import Registered, Usable
 from nodewright.disruption.state import ClusterState
 from nodewright.model import resources as res
 from nodewright.model.nodeclaim import NodeClaim
@@ -86,29 +87,29 @@ def simulate(
     `settling`: nodes still inside their NodePool's `consolidateAfter` window. The candidates' pods may not land on
     them (Karpenter's IsConsolidationSimulation: a consolidation must not pack pods onto a node that has just had a
     pod event); the pending pods and the pods of nodes being disrupted may, as in Karpenter."""
-    leaving = {c.name for c in candidates} | set(also_disrupting)
-    gone = {m.node for m in state.fleet if m.node and (m.nodeclaim in leaving or state.disrupting(m))}
+    base = state.registered()  # the registered cluster, shared by the tick's simulations: each forks it
+    names = {c.name for c in candidates}
+    gone = base.gone(names | set(also_disrupting))
     moving = [p for c in candidates for p in movable(state, c)]
     displaced = [
         replace(p, node_name="")
-        for m in state.fleet
-        if m.node in gone and m.nodeclaim not in {c.name for c in candidates}
+        for m in base.members(gone)
+        if m.nodeclaim not in names
         for p in state.pods_on(m)
         if currently_reschedulable(state, p)
     ]
-    inflight, waiting = _inflight(state, leaving)
+    inflight, waiting = _inflight(state, base, names | set(also_disrupting))
     pending = [p for p in state.inputs.pending_pods if p.key not in waiting]
     pods = [*moving, *displaced, *pending]
     # A node of ours still starting counts although not Ready yet (Karpenter's scheduler sees every state node and
     # ignores a starting node's ephemeral taints); a pod it would take makes the move unsafe (`_outcome`).
-    starting = {m.node for m in state.fleet if m.node and not m.initialized}
-    usable = [n for n in state.inputs.nodes if n.name not in gone and (n.ready or n.name in starting)]
-    nodes = _condensed(state, usable, pods)
+    usable = [u for u in base.usable if u.node.name not in gone]
+    nodes = _condensed(usable, pods)
     if settling:
         pods, nodes = _fenced(pods, len(moving), nodes, set(settling))
-    pools = [state.bounded(p) for p in state.inputs.nodepools]
+    pools = list(base.nodepools)
     keys = {p.key for p in moving}
-    known = [*inflight, *_starting_claims(state, {n.name for n in nodes} & starting)]
+    known = [*inflight, *_starting_claims(state, base, {n.name for n in nodes} & base.starting.keys())]
     best = _outcome(state, keys, pods, nodes, known, pools, ceiling)
     if not one_claim or len(best.new_claims) <= 1:
         return best
@@ -144,24 +145,20 @@ def _topology(pod: Pod) -> bool:
     )
 
 
-def _condensed(state: ClusterState, nodes: list[Node], pods: Sequence[Pod]) -> list[Node]:
+def _condensed(usable: Sequence[Usable], pods: Sequence[Pod]) -> list[Node]:
     """The nodes as the solver needs them. When a pod to place has topology terms, host ports or volumes, every
     node and every pod on it counts (domains, ports, attachment limits), so they go as they are. Otherwise only a
     node's room matters: a full node is left out (it takes no pod and changes no placement), and the others go with
     their room as allocatable and without their pods, which spares the solver the bookkeeping of tens of thousands
     of bound pods. Nodes holding a pod with anti-affinity keep their pods (it may forbid a domain)."""
     if not pods or any(_topology(p) or p.host_ports or p.pvc_names for p in pods):
-        return nodes
-    least = {r: min(p.requests.get(r, 0) for p in pods) for r in ("cpu", "memory", "pods")}
-    kept = []
-    for node in nodes:
-        if any(p.pod_anti_affinity for p in node.pods):
-            kept.append(node)
-            continue
-        room = state.room(node)
-        if all(room.allocatable.get(r, 0) >= least[r] for r in least):
-            kept.append(room)
-    return kept
+        return [u.node for u in usable]
+    cpu, memory, count = (min(p.requests.get(r, 0) for p in pods) for r in ("cpu", "memory", "pods"))
+    return [
+        u.node if u.anti_affinity else u.room
+        for u in usable
+        if u.anti_affinity or (u.free[0] >= cpu and u.free[1] >= memory and u.free[2] >= count)
+    ]
 
 
 def _cheaper(found: Simulation, best: Simulation) -> bool:
@@ -196,7 +193,7 @@ def _outcome(
     errors = {u.pod: u.reason for u in results.unschedulable if u.pod in keys}
     # Karpenter's UninitializedNodeError, worded as its Error(): "nodeclaim/<claim>, node/<node>" for a starting
     # node, "nodeclaim/<claim>" for a claim in flight.
-    starting = {m.node: f"nodeclaim/{m.nodeclaim}, node/{m.node}" for m in state.fleet if m.node and not m.initialized}
+    starting = state.registered().starting
     claims = {c.name: f"nodeclaim/{c.name}" for c in inflight if not c.node_name}
     for target, placed in results.existing.items():
         what = starting.get(target) or claims.get(target)
@@ -205,23 +202,23 @@ def _outcome(
     return Simulation(results, tuple(sorted(keys)), errors)
 
 
-def _starting_claims(state: ClusterState, nodes: Collection[str]) -> list[NodeClaim]:
+def _starting_claims(state: ClusterState, base: Registered, nodes: Collection[str]) -> list[NodeClaim]:
     """The NodeClaims of these registered, not yet initialized nodes, tied to their node by name: the solver then
     knows the nodes are starting (it tries initialized nodes first, as Karpenter orders existing nodes, and ignores a
     starting node's ephemeral and startup taints) and counts their room once, through the node."""
-    node_of = {m.nodeclaim: m.node for m in state.fleet if m.node in nodes}
+    if not nodes:
+        return []
+    node_of = {m.nodeclaim: m.node for m in base.members(nodes)}
     return [replace(c, node_name=node_of[c.name]) for c in state.inputs.nodeclaims if c.name in node_of]
 
 
-def _inflight(state: ClusterState, leaving: Collection[str]) -> tuple[list[NodeClaim], set[str]]:
+def _inflight(state: ClusterState, base: Registered, leaving: Collection[str]) -> tuple[list[NodeClaim], set[str]]:
     """NodeClaims not registered yet, with the pending pods nominated to them (which wait for them)."""
-    members = {m.nodeclaim: m for m in state.fleet}
     pending = {p.key: p for p in state.inputs.pending_pods}
     out: list[NodeClaim] = []
     waiting: set[str] = set()
-    for claim in state.inputs.nodeclaims:
-        member = members.get(claim.name)
-        if member is None or member.registered or claim.name in leaving or state.disrupting(member):
+    for claim, member in base.unregistered:
+        if claim.name in leaving:
             continue
         mine = tuple(pending[k] for k in member.nominated if k in pending)
         waiting.update(p.key for p in mine)

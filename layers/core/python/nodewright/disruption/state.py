@@ -21,6 +21,7 @@ from nodewright.disruption.buffers import BufferPlacement, place_buffers
 from nodewright.disruption.drain import MIRROR_ANNOTATION, tolerates_disrupted
 from nodewright.disruption.fleet import FleetNode, epoch, fleet_nodes
 from nodewright.disruption.pdb import PdbLimits, pdb_limits
+from nodewright.disruption.registered import Registered, registered
 from nodewright.model import resources as res
 from nodewright.model.capacitybuffer import is_virtual
 from nodewright.model.errors import ValidationError
@@ -129,6 +130,7 @@ class ClusterState:
     _used: dict[str, Mapping[str, int]] = field(init=False, repr=False, compare=False)
     _room: dict[str, Node] = field(init=False, repr=False, compare=False)
     _buffers: list[BufferPlacement] = field(init=False, repr=False, compare=False)
+    _registered: list[Registered] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_nodes", {n.name: n for n in self.inputs.nodes})
@@ -136,12 +138,20 @@ class ClusterState:
         object.__setattr__(self, "_used", {})
         object.__setattr__(self, "_room", {})
         object.__setattr__(self, "_buffers", [])
+        object.__setattr__(self, "_registered", [])
 
     def buffer_placement(self) -> BufferPlacement:
         """Where the CapacityBuffers' virtual pods stand (`disruption.buffers`), computed once per snapshot."""
         if not self._buffers:
             self._buffers.append(place_buffers(self))
         return self._buffers[0]
+
+    def registered(self) -> Registered:
+        """What every scheduling simulation of this snapshot starts from (`disruption.registered`), worked out
+        once per snapshot."""
+        if not self._registered:
+            self._registered.append(registered(self))
+        return self._registered[0]
 
     @property
     def pools(self) -> Mapping[str, NodePool]:

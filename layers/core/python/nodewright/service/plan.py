@@ -148,7 +148,17 @@ def tick(
     timer: Callable[[], float] = time.perf_counter,
 ) -> TickResult:
     """One planner tick; see the module docstring. Invalid objects are reported in `problems`, never skipped
-    silently; NodeClaims still expire by what they carry themselves."""
+    silently; NodeClaims still expire by what they carry themselves.
+
+    The cycle collector is paused for the whole tick (the reading, loading and deciding were already; now also the
+    registrations, drift, reconciliation and events): a warm container holds millions of parsed objects, and the
+    collector's passes walk them to free nothing (about a third of a warm tick's CPU at 10,000 nodes, measured), as
+    a tick's garbage forms no cycles (a unit test checks a cold and a warm tick). The caller's setting comes back."""
+    with paused_cycle_collector():
+        return _tick(ports, methods, timer)
+
+
+def _tick(ports: PlannerPorts, methods: Sequence[Method], timer: Callable[[], float]) -> TickResult:
     now = ports.clock.now()
     out = TickResult()
     with paused_cycle_collector():  # hundreds of thousands of parsed JSON containers that form no cycles
