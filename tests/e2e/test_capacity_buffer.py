@@ -84,15 +84,29 @@ def test_a_buffer_of_four_pods_keeps_room_that_a_deployment_of_four_then_uses_wi
     assert status["replicas"] == 4 and status["podTemplateRef"] == {"name": "burst"}
     assert _condition(status, "ReadyForProvisioning") == ("True", "Resolved")
 
-    # The provisioner's NodeClaims register as nodes; ticks go on until the buffer's pods fit on them.
-    def fits() -> bool:
-        _tick(world, planner)
-        return _condition(_buffer_status(custom, namespace), "Provisioning") == ("True", "FitsExistingCapacity")
+    # The provisioner's NodeClaims register as nodes; ticks go on until the buffer's pods fit on them. A NodeClaim
+    # still in flight is room for the buffer already (as in Karpenter's scheduler), but the Deployment below needs
+    # nodes to bind to: wait for every NodeClaim's node to be Ready too.
+    def pool_claims() -> list[dict[str, Any]]:
+        selector = f"karpenter.sh/nodepool={pool.name}"
+        found: list[dict[str, Any]] = custom.list_cluster_custom_object(
+            "nodewright.io", "v1", "nodeclaims", label_selector=selector
+        )["items"]
+        return found
 
-    wait_for(fits, 150, "the buffer's four pods to fit on nodes launched for it", interval=3)
-    claims = custom.list_cluster_custom_object(
-        "nodewright.io", "v1", "nodeclaims", label_selector=f"karpenter.sh/nodepool={pool.name}"
-    )["items"]
+    def ready_nodes() -> int:
+        nodes = world.core.list_node(label_selector=f"karpenter.sh/nodepool={pool.name}").items
+        ready = [c for n in nodes for c in n.status.conditions or [] if c.type == "Ready" and c.status == "True"]
+        return len(ready)
+
+    def fits_on_ready_nodes() -> bool:
+        _tick(world, planner)
+        fits = _condition(_buffer_status(custom, namespace), "Provisioning") == ("True", "FitsExistingCapacity")
+        claims = pool_claims()
+        return fits and bool(claims) and ready_nodes() == len(claims)
+
+    wait_for(fits_on_ready_nodes, 150, "the buffer's four pods to fit on Ready nodes launched for it", interval=3)
+    claims = pool_claims()
     assert claims and all(
         any("capacity-buffer-burst" in p for p in json.loads(c["metadata"]["annotations"]["nodewright.io/pods"]))
         for c in claims
