@@ -3,15 +3,17 @@ and every priced answer must be exactly what the NodePool prepared alone (its ow
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import pytest
 
 from nodewright.catalog.labels import CAPACITY_TYPE, ZONE
+from nodewright.catalog.types import Offering
 from nodewright.model.requirements import Requirements, ValueSet
 from nodewright.scheduling.classes import required_node_options
 from nodewright.scheduling.pools import Pools
-from nodewright.scheduling.templates import Candidate, PoolCompat, Template, TemplateCache, req_key
+from nodewright.scheduling.templates import Candidate, PoolCompat, Template, TemplateCache, offering_key_of, req_key
 from tests.bench.random_clusters import RandomCluster, generate
 
 
@@ -105,3 +107,30 @@ def test_nodepools_alike_share_candidates() -> None:
             by_content.setdefault((id(c.it), tuple(sorted(c.allocatable.items())), c.ports), set()).add(id(c))
     assert by_content and all(len(ids) == 1 for ids in by_content.values())
     assert sum(len(ctx.candidates) for ctx in pools.contexts) > len(by_content)
+
+
+def test_an_offering_filter_allows_what_the_plain_key_allows() -> None:
+    # A priced answer filters offerings through one OfferingFilter per content; other callers pass plain tuples.
+    # Both must find the same cache entry and allow the same offerings, whichever fills the cache first.
+    cluster = generate(6227, 50)
+    pools = _pools(cluster, TemplateCache())
+    shared = pools.templates._shared
+    zones = sorted({o.zone for it in cluster.instance_types for o in it.offerings})
+    keys = [
+        offering_key_of(Requirements({ZONE: ValueSet(allowed=frozenset(zs)), CAPACITY_TYPE: ValueSet(allowed=ct)}))
+        for zs in ([zones[0]], zones[:2], zones)
+        for ct in (frozenset({"spot"}), frozenset({"on-demand", "reserved"}), None)
+    ]
+    candidates = [c for ctx in pools.contexts for c in ctx.candidates][:300]
+    for key in keys:
+        filtered = shared.filter(key)
+        assert filtered == key and hash(filtered) == hash(key) and shared.filter(key) is filtered
+        for c in candidates:
+            fresh = dataclasses.replace(c, allowed={})
+            assert fresh.offerings_with(key) == c.offerings_with(filtered) == c.offerings_with(key)
+            expected = [o for o in c.offerings if all(vs.matches(v) for vs, v in zip(key, _values(o), strict=True))]
+            assert fresh.offerings_with(key) == expected
+
+
+def _values(o: Offering) -> tuple[str, str, str | None]:
+    return (o.zone, o.capacity_type, o.reservation_id or None)

@@ -84,19 +84,44 @@ class _HashedKey(tuple[tuple[str, ValueSet], ...]):
         return self._hash
 
 
-class _HashedOfferingKey(tuple[ValueSet, ValueSet, ValueSet]):
-    """An offering key that computes its hash once, equal to and hashing like the plain tuple (see `_HashedKey`):
-    a priced answer looks it up in each of hundreds of candidates' caches."""
+def _allows(types: ValueSet, reservations: ValueSet, o: Offering) -> bool:
+    return types.matches(o.capacity_type) and reservations.matches(o.reservation_id or None)
+
+
+class OfferingFilter(tuple[ValueSet, ValueSet, ValueSet]):
+    """An offering key that computes its hash once and keeps its verdict per capacity type and reservation: equal
+    to, and hashing like, the plain tuple `offering_key_of` makes (see `_HashedKey`). A priced answer looks it up
+    in each of hundreds of candidates' caches and filters the offerings of those it misses; `SharedTypes.filter`
+    gives one object per content, so those lookups find the key by identity."""
 
     _hash: int
+    _verdicts: dict[tuple[str, str], bool]
+    _any: bool  # whether capacity type and reservation leave nothing out
 
-    def __new__(cls, items: OfferingKey) -> _HashedOfferingKey:
+    def __new__(cls, items: OfferingKey) -> OfferingFilter:
         key = super().__new__(cls, items)
         key._hash = tuple.__hash__(key)
+        key._verdicts = {}
+        key._any = _admits_anything(items[1]) and _admits_anything(items[2])
         return key
 
     def __hash__(self) -> int:
         return self._hash
+
+    def allowed(self, offerings: Sequence[Offering]) -> Sequence[Offering]:
+        """Those of `offerings` (of the zones allowed) whose capacity type and reservation are allowed, in order."""
+        if self._any:
+            return offerings
+        verdicts = self._verdicts
+        kept = []
+        for o in offerings:
+            pair = (o.capacity_type, o.reservation_id)
+            verdict = verdicts.get(pair)
+            if verdict is None:
+                verdict = verdicts[pair] = _allows(self[1], self[2], o)
+            if verdict:
+                kept.append(o)
+        return kept
 
 
 def _admits_anything(value_set: ValueSet) -> bool:
@@ -188,12 +213,10 @@ class Candidate:
             else:
                 offerings = [o for o in self.offerings if zones.matches(o.zone)]
             # Capacity type and reservation are mostly unconstrained: then nothing is left out for them.
-            if not (_admits_anything(types) and _admits_anything(reservations)):
-                offerings = [
-                    o
-                    for o in offerings
-                    if types.matches(o.capacity_type) and reservations.matches(o.reservation_id or None)
-                ]
+            if isinstance(key, OfferingFilter):
+                offerings = key.allowed(offerings)
+            elif not (_admits_anything(types) and _admits_anything(reservations)):
+                offerings = [o for o in offerings if _allows(types, reservations, o)]
             cached = self.allowed[key] = list(offerings)
         return cached
 
@@ -239,6 +262,7 @@ class SharedTypes:
         self._type_tables: dict[ContentKey, dict[TypeBase, bool]] = {}
         self._candidates: dict[tuple[object, ...], Candidate | str] = {}
         self._typed: dict[ContentKey, dict[Candidate, bool]] = {}
+        self._filters: dict[OfferingKey, OfferingFilter] = {}
 
     def _bound(self) -> None:
         if sum(map(len, self._bases.values())) > _TYPES_LIMIT or len(self._candidates) > _TYPES_LIMIT:
@@ -312,6 +336,16 @@ class SharedTypes:
                     found = Candidate(it, alloc, capacity(it), base.offerings, exotic, ports=ports)
                     self._candidates[content] = found
             self._candidates[key] = found
+        return found
+
+    def filter(self, key: OfferingKey) -> OfferingFilter:
+        """The one `OfferingFilter` of this content: candidates' caches find it by identity, and its verdicts are
+        worked out once for all candidates."""
+        found = self._filters.get(key)
+        if found is None:
+            if len(self._filters) >= _ANSWERS_LIMIT:
+                self._filters.clear()
+            found = self._filters[key] = OfferingFilter(key)
         return found
 
     def matches_of(self, typed_key: ContentKey) -> dict[Candidate, bool]:
@@ -529,11 +563,13 @@ class Template:
             self.priced.clear()
         priced: list[tuple[float, Candidate]] = []
         matching = self._matching(priced_key[0], typed)
-        hashed = _HashedOfferingKey(offering_key)  # hashed once, not at each candidate's lookup
+        hashed = self.shared.filter(offering_key)
         zone = offering_key[0].single_value()
         zones: set[str] = set()
         for candidate in matching:
-            offerings = candidate.offerings_with(hashed)
+            offerings = candidate.allowed.get(hashed)  # `offerings_with`, inline: it runs for every candidate
+            if offerings is None:
+                offerings = candidate.offerings_with(hashed)
             if offerings:
                 priced.append((offerings[0].price, candidate))
                 if zone is None:
