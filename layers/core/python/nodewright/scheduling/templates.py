@@ -59,6 +59,9 @@ _SIZES_LIMIT = 4_096
 _NODES_LIMIT = 10_000  # existing nodes whose labels and pod sums are kept (see `TemplateCache.node_labels`)
 _STALE_NODES = 100  # pod sums of nodes gone kept beyond twice a solve's nodes (see `TemplateCache.node_pods_of`)
 
+# Why an instance type is not a candidate of a NodePool (see `_Prepared.template`).
+_UNMATCHED, _UNAVAILABLE, _TOO_SMALL = "unmatched", "unavailable", "too small for its DaemonSets"
+
 
 def req_key(requirements: Requirements) -> ContentKey:
     """The requirements as a sorted tuple: equal for equal requirement sets."""
@@ -79,6 +82,46 @@ class _HashedKey(tuple[tuple[str, ValueSet], ...]):
 
     def __hash__(self) -> int:
         return self._hash
+
+
+def _allows(types: ValueSet, reservations: ValueSet, o: Offering) -> bool:
+    return types.matches(o.capacity_type) and reservations.matches(o.reservation_id or None)
+
+
+class OfferingFilter(tuple[ValueSet, ValueSet, ValueSet]):
+    """An offering key that computes its hash once and keeps its verdict per capacity type and reservation: equal
+    to, and hashing like, the plain tuple `offering_key_of` makes (see `_HashedKey`). A priced answer looks it up
+    in each of hundreds of candidates' caches and filters the offerings of those it misses; `SharedTypes.filter`
+    gives one object per content, so those lookups find the key by identity."""
+
+    _hash: int
+    _verdicts: dict[tuple[str, str], bool]
+    _any: bool  # whether capacity type and reservation leave nothing out
+
+    def __new__(cls, items: OfferingKey) -> OfferingFilter:
+        key = super().__new__(cls, items)
+        key._hash = tuple.__hash__(key)
+        key._verdicts = {}
+        key._any = _admits_anything(items[1]) and _admits_anything(items[2])
+        return key
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def allowed(self, offerings: Sequence[Offering]) -> Sequence[Offering]:
+        """Those of `offerings` (of the zones allowed) whose capacity type and reservation are allowed, in order."""
+        if self._any:
+            return offerings
+        verdicts = self._verdicts
+        kept = []
+        for o in offerings:
+            pair = (o.capacity_type, o.reservation_id)
+            verdict = verdicts.get(pair)
+            if verdict is None:
+                verdict = verdicts[pair] = _allows(self[1], self[2], o)
+            if verdict:
+                kept.append(o)
+        return kept
 
 
 def _admits_anything(value_set: ValueSet) -> bool:
@@ -170,12 +213,10 @@ class Candidate:
             else:
                 offerings = [o for o in self.offerings if zones.matches(o.zone)]
             # Capacity type and reservation are mostly unconstrained: then nothing is left out for them.
-            if not (_admits_anything(types) and _admits_anything(reservations)):
-                offerings = [
-                    o
-                    for o in offerings
-                    if types.matches(o.capacity_type) and reservations.matches(o.reservation_id or None)
-                ]
+            if isinstance(key, OfferingFilter):
+                offerings = key.allowed(offerings)
+            elif not (_admits_anything(types) and _admits_anything(reservations)):
+                offerings = [o for o in offerings if _allows(types, reservations, o)]
             cached = self.allowed[key] = list(offerings)
         return cached
 
@@ -187,6 +228,134 @@ class Candidate:
                 self.copies.clear()
             copies = self.copies[request_key] = res.max_copies(request, self.allocatable)
         return copies
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class TypeBase:
+    """An instance type as any NodePool of one EC2NodeClass allocatable sees it, before its DaemonSets: the type
+    with the AMI family's OS labels, its available offerings in launch order, and allocatable (EBS volumes
+    included). Compared and hashed by identity: one object per type and EC2NodeClass allocatable."""
+
+    it: InstanceType
+    offerings: tuple[Offering, ...]
+    allocatable: Mapping[str, int]  # empty when no offering is available (never read then)
+
+
+class SharedTypes:
+    """The per-instance-type work of preparing NodePools that does not depend on the NodePool, done once for all
+    the NodePools of a `TemplateCache` (a random cluster has up to 15 NodePools over one 700-type catalog, each
+    of which did all of it again):
+
+    - `base`: the AMI family's labels, available offerings in order and allocatable, per type and EC2NodeClass
+      allocatable (`allocatable_key`), from the table `bases_of` gives;
+    - `type_table` / `matches_of`: whether a type's labels meet a requirement set on type labels, per content of
+      that set;
+    - `candidate`: one `Candidate` per content (type, EC2NodeClass allocatable, DaemonSet overhead and host
+      ports), so the candidates' own caches (allowed offerings, pod copies) serve every NodePool that has them.
+
+    Every answer is a function of its key's content, so a NodePool gets exactly what it would compute alone.
+    Tables are keyed by objects held in them (identity) and start again, all together, past fixed bounds.
+    """
+
+    def __init__(self) -> None:
+        self._bases: dict[tuple[object, ...], dict[int, tuple[InstanceType, TypeBase | None]]] = {}
+        self._type_tables: dict[ContentKey, dict[TypeBase, bool]] = {}
+        self._candidates: dict[tuple[object, ...], Candidate | str] = {}
+        self._typed: dict[ContentKey, dict[Candidate, bool]] = {}
+        self._filters: dict[OfferingKey, OfferingFilter] = {}
+
+    def _bound(self) -> None:
+        if sum(map(len, self._bases.values())) > _TYPES_LIMIT or len(self._candidates) > _TYPES_LIMIT:
+            self._bases.clear()
+            self._type_tables.clear()
+            self._candidates.clear()
+        if len(self._typed) > _ANSWERS_LIMIT or len(self._type_tables) > _ANSWERS_LIMIT:
+            self._typed.clear()
+            self._type_tables.clear()
+
+    def bases_of(self, alloc_key: tuple[object, ...]) -> dict[int, tuple[InstanceType, TypeBase | None]]:
+        """The table of `base` answers for one EC2NodeClass allocatable (`allocatable_key`), by type id."""
+        table = self._bases.get(alloc_key)
+        if table is None:
+            self._bound()
+            table = self._bases[alloc_key] = {}
+        return table
+
+    def base(
+        self, table: dict[int, tuple[InstanceType, TypeBase | None]], it: InstanceType, node_class: EC2NodeClass
+    ) -> TypeBase | None:
+        """The type under this EC2NodeClass (`table`: `bases_of` its `allocatable_key`), or None when its AMI family
+        cannot run on the type."""
+        found = table.get(id(it))
+        if found is None:  # the entry holds `it`, so its id is not reused while the entry lives
+            family_type = for_ami_family(it, node_class.ami_family)
+            made: TypeBase | None = None
+            if family_type is not None:
+                offerings = tuple(sorted((o for o in family_type.offerings if o.available), key=_offering_order))
+                alloc: Mapping[str, int] = {}
+                if offerings:
+                    alloc = {**allocatable_for(family_type, node_class), EBS_VOLUMES: family_type.ebs_volume_limit}
+                made = TypeBase(family_type, offerings, alloc)
+            found = table[id(it)] = (it, made)
+        return found[1]
+
+    def type_table(self, typed_key: ContentKey) -> dict[TypeBase, bool]:
+        """Per type (its `TypeBase`), whether its labels meet the requirement set on type labels whose `req_key` is
+        `typed_key`: filled by the NodePools as they prepare."""
+        table = self._type_tables.get(typed_key)
+        if table is None:
+            self._bound()
+            table = self._type_tables[typed_key] = {}
+        return table
+
+    def candidate(
+        self,
+        base: TypeBase,
+        overhead: tuple[Mapping[str, int], tuple[tuple[str, int], ...]] | None,
+        ports: frozenset[tuple[str, int]],
+    ) -> Candidate | str:
+        """The candidate of this type with these DaemonSet pods' requests (`overhead`: the requests and their sorted
+        items; None when no DaemonSet runs on the NodePool's nodes) and host ports, or `_TOO_SMALL` when those
+        pods alone exceed its allocatable."""
+        key = (base, overhead[1] if overhead is not None else None, ports)
+        found = self._candidates.get(key)
+        if found is None:
+            alloc = base.allocatable
+            if overhead is not None:
+                alloc = res.subtract(alloc, overhead[0])
+            if overhead is not None and any(value < 0 for value in alloc.values()):
+                found = _TOO_SMALL  # its DaemonSet pods alone do not fit: no pod can use it (Karpenter's rule)
+            else:
+                # EC2NodeClasses whose kubelet settings differ but give this type the same allocatable (and the
+                # same AMI family's labels) share one candidate too.
+                content = (id(base.it), tuple(sorted(alloc.items())), ports)  # the candidate holds the type
+                found = self._candidates.get(content)
+                if found is None:
+                    it = base.it
+                    exotic = is_bare_metal(it) or is_accelerated(it)
+                    found = Candidate(it, alloc, capacity(it), base.offerings, exotic, ports=ports)
+                    self._candidates[content] = found
+            self._candidates[key] = found
+        return found
+
+    def filter(self, key: OfferingKey) -> OfferingFilter:
+        """The one `OfferingFilter` of this content: candidates' caches find it by identity, and its verdicts are
+        worked out once for all candidates."""
+        found = self._filters.get(key)
+        if found is None:
+            if len(self._filters) >= _ANSWERS_LIMIT:
+                self._filters.clear()
+            found = self._filters[key] = OfferingFilter(key)
+        return found
+
+    def matches_of(self, typed_key: ContentKey) -> dict[Candidate, bool]:
+        """Per candidate, whether its type's labels meet the requirement set whose `req_key` is `typed_key` (a
+        requirement set on type labels only): filled by the NodePools' templates as they ask."""
+        table = self._typed.get(typed_key)
+        if table is None:
+            self._bound()
+            table = self._typed[typed_key] = {}
+        return table
 
 
 def pool_domains(
@@ -340,8 +509,10 @@ class Template:
         instance_types: Sequence[InstanceType],
         unavailable_types: int,
         too_small_for_daemonsets: int,
+        shared: SharedTypes,
     ) -> None:
         self.requirements = requirements
+        self.shared = shared  # per-type work shared with the other NodePools of the cache
         self.taints = taints
         self.candidates = candidates
         self.instance_types = instance_types  # the whole list, for refusal reasons
@@ -354,6 +525,7 @@ class Template:
         # left. Requirement sets that differ only in other labels (a team, a domain's other keys) price the same
         # candidates: their answers share its candidates and what is worked out from them (see `_compute`).
         self.priced: dict[tuple[ContentKey, OfferingKey], PoolCompat | None] = {}
+        self.typed: dict[ContentKey, list[Candidate]] = {}  # see `_matching`
 
     def compat(self, requirements: Requirements, key: ContentKey) -> PoolCompat | str:
         """The merged requirements and priced candidates for these requirements (`key`: their `req_key`), or
@@ -390,22 +562,49 @@ class Template:
         if len(self.priced) >= _ANSWERS_LIMIT:
             self.priced.clear()
         priced: list[tuple[float, Candidate]] = []
+        matching = self._matching(priced_key[0], typed)
+        hashed = self.shared.filter(offering_key)
+        zone = offering_key[0].single_value()
         zones: set[str] = set()
-        for candidate in self.candidates:
-            if typed.by_key and not type_matches(candidate.it, typed):
-                continue
-            offerings = candidate.offerings_with(offering_key)
+        for candidate in matching:
+            offerings = candidate.allowed.get(hashed)  # `offerings_with`, inline: it runs for every candidate
+            if offerings is None:
+                offerings = candidate.offerings_with(hashed)
             if offerings:
                 priced.append((offerings[0].price, candidate))
-                zones.update(o.zone for o in offerings)
+                if zone is None:
+                    zones.update(o.zone for o in offerings)
+        if zone is not None and priced:
+            zones = {zone}  # a candidate's offerings allowed under one zone are all in it
         if not priced:
             self.priced[priced_key] = None
             return self._refusal(merged)
         priced.sort(key=lambda pc: (pc[0], pc[1].it.name))
         basics = [c.basics for _, c in priced]
-        answer = PoolCompat(merged, priced, frozenset(zones), basics, [price for price, _ in priced])
+        answer = PoolCompat(merged, priced, frozenset(zones), basics, [cost for cost, _ in priced])
         self.priced[priced_key] = answer
         return answer
+
+    def _matching(self, typed_key: ContentKey, typed: Requirements) -> list[Candidate]:
+        """The candidates whose type labels meet `typed` (a pod's requirements on type labels; `typed_key` is its
+        `req_key`), in order: the same for every offering key (a zonal spread asks once per zone)."""
+        found = self.typed.get(typed_key)
+        if found is None:
+            if len(self.typed) >= _ANSWERS_LIMIT:
+                self.typed.clear()
+            if typed.by_key:
+                table = self.shared.matches_of(typed_key)
+                found = []
+                for candidate in self.candidates:
+                    matched = table.get(candidate)
+                    if matched is None:
+                        matched = table[candidate] = type_matches(candidate.it, typed)
+                    if matched:
+                        found.append(candidate)
+            else:
+                found = self.candidates
+            self.typed[typed_key] = found
+        return found
 
     def _refusal(self, merged: Requirements) -> str:
         if not self.candidates and self.too_small_for_daemonsets:
@@ -436,8 +635,9 @@ class Template:
 # Every NodeClaim's node ends up registered and initialized (Karpenter's scheduling-simulation keys): a pod that
 # selects those labels fits a new claim, which neither requires nor sets them (see `finalize`).
 _INITIALIZED = Requirements.from_labels(LIFECYCLE_STAGES[-1])
-_UNMATCHED, _UNAVAILABLE, _TOO_SMALL = "unmatched", "unavailable", "too small for its DaemonSets"
 DaemonSetOptions = Sequence[tuple[DaemonSet, tuple[Requirements, ...]]]
+# The DaemonSet pods of a NodePool's node of one type: their requests, the same as sorted items, their host ports.
+_Overhead = tuple[dict[str, int], tuple[tuple[str, int], ...], frozenset[tuple[str, int]]]
 
 
 class _Prepared:
@@ -445,11 +645,21 @@ class _Prepared:
     instance type it has been asked about gives it, and its templates per list of instance types."""
 
     def __init__(
-        self, pool: NodePool, requirements: Requirements, node_class: EC2NodeClass, daemonsets: DaemonSetOptions
+        self,
+        pool: NodePool,
+        requirements: Requirements,
+        node_class: EC2NodeClass,
+        daemonsets: DaemonSetOptions,
+        shared: SharedTypes,
     ) -> None:
         self.requirements = requirements
         self.taints = pool.taints
         self.node_class = node_class
+        self.shared = shared
+        self.bases = shared.bases_of(allocatable_key(node_class))
+        # The part of its requirements an instance type's own labels are checked against (see `type_matches`).
+        self.typed = Requirements({k: v for k, v in requirements.by_key.items() if k in TYPE_KEYS})
+        self.type_table = shared.type_table(req_key(self.typed))
         # The DaemonSets whose pods tolerate the NodePool's taints (startup taints and PreferNoSchedule ones do
         # not keep them off), and the label keys their node requirements read: a type's overhead depends on
         # its labels only through those keys, so types alike on them share one computation.
@@ -458,7 +668,7 @@ class _Prepared:
         # Whether a DaemonSet reads a label the node gets only as it comes up (see `_daemonset_overhead`).
         self.reads_lifecycle = any(key in stage for stage in LIFECYCLE_STAGES for key in self.keys)
         self.before_lifecycle = requirements.without(LIFECYCLE_LABELS)
-        self.overheads: dict[tuple[str | None, ...], tuple[dict[str, int], frozenset[tuple[str, int]]]] = {}
+        self.overheads: dict[tuple[str | None, ...], _Overhead] = {}
         self.per_type: dict[int, tuple[InstanceType, Candidate | str]] = {}
         self.templates: OrderedDict[tuple[int, ...], Template] = OrderedDict()
 
@@ -482,7 +692,7 @@ class _Prepared:
                 unavailable += 1
             elif outcome == _TOO_SMALL:
                 too_small += 1
-        made = Template(self.requirements, self.taints, candidates, instance_types, unavailable, too_small)
+        made = Template(self.requirements, self.taints, candidates, instance_types, unavailable, too_small, self.shared)
         self.templates[ids] = made
         if len(self.templates) > _LISTS_LIMIT:
             self.templates.popitem(last=False)
@@ -490,27 +700,27 @@ class _Prepared:
 
     def _candidate(self, it: InstanceType) -> Candidate | str:
         """The type as a candidate of this NodePool (with the OS labels of its EC2NodeClass's AMI family), or why
-        it is not one."""
-        family_type = for_ami_family(it, self.node_class.ami_family)
-        if family_type is None:
+        it is not one. What does not depend on the NodePool (the AMI family's labels, the available offerings in
+        order, allocatable before DaemonSets) is the `SharedTypes`' for every NodePool of the same EC2NodeClass
+        allocatable, and so is the candidate itself when another NodePool made one of the same content."""
+        base = self.shared.base(self.bases, it, self.node_class)
+        if base is None:
             return _UNMATCHED
-        it = family_type
-        if not type_matches(it, self.requirements):
+        matched = self.type_table.get(base)
+        if matched is None:
+            matched = self.type_table[base] = type_matches(base.it, self.typed)
+        if not matched:
             return _UNMATCHED
-        offerings = tuple(sorted((o for o in it.offerings if o.available), key=_offering_order))
-        if not offerings:
+        if not base.offerings:
             return _UNAVAILABLE if it.offerings else _UNMATCHED
-        alloc = {**allocatable_for(it, self.node_class), EBS_VOLUMES: it.ebs_volume_limit}
-        ports: frozenset[tuple[str, int]] = frozenset()
-        if self.daemonsets:
-            overhead, ports = self._daemonset_overhead(it)
-            alloc = res.subtract(alloc, overhead)
-            if any(value < 0 for value in alloc.values()):
-                return _TOO_SMALL  # its DaemonSet pods alone do not fit: no pod can use it (Karpenter's rule)
-        return Candidate(it, alloc, capacity(it), offerings, is_bare_metal(it) or is_accelerated(it), ports=ports)
+        if not self.daemonsets:
+            return self.shared.candidate(base, None, frozenset())
+        overhead, overhead_key, ports = self._daemonset_overhead(base.it)
+        return self.shared.candidate(base, (overhead, overhead_key), ports)
 
-    def _daemonset_overhead(self, it: InstanceType) -> tuple[dict[str, int], frozenset[tuple[str, int]]]:
-        """Requests and host ports of the DaemonSet pods that would run on a node of this pool and type.
+    def _daemonset_overhead(self, it: InstanceType) -> _Overhead:
+        """Requests (and their sorted items) and host ports of the DaemonSet pods that would run on a node of this
+        pool and type.
 
         Karpenter's isDaemonPodCompatible: the pod tolerates the NodePool's taints and one of its ORed required
         node requirements (the nodeSelector with a node affinity term) is compatible with the NodePool's and
@@ -537,7 +747,7 @@ class _Prepared:
                 if any(_compatible(stage, option) for stage in stages for option in options):
                     total = res.add(total, ds.pod.requests)
                     ports.update((p.protocol, p.port) for p in ds.pod.host_ports)
-            found = self.overheads[labels] = (total, frozenset(ports))
+            found = self.overheads[labels] = (total, tuple(sorted(total.items())), frozenset(ports))
         return found
 
 
@@ -564,6 +774,7 @@ class TemplateCache:
 
     def __init__(self) -> None:
         self._prepared: OrderedDict[tuple[object, ...], _Prepared] = OrderedDict()
+        self._shared = SharedTypes()
         self._nodes: dict[tuple[int, str], tuple[Mapping[str, str], NodeLabels]] = {}
         self._node_pods: dict[str, NodePods] = {}
         self._shapes: dict[tuple[tuple[str, str], ...], ContentKey] = {}  # see `node_labels`
@@ -634,7 +845,7 @@ class TemplateCache:
         key = (req_key(requirements), pool.taints, allocatable_key(node_class), _daemonsets_key(daemonsets))
         prepared = self._prepared.get(key)
         if prepared is None:
-            prepared = self._prepared[key] = _Prepared(pool, requirements, node_class, daemonsets)
+            prepared = self._prepared[key] = _Prepared(pool, requirements, node_class, daemonsets, self._shared)
             if len(self._prepared) > _PREPARED_LIMIT:
                 self._prepared.popitem(last=False)
         else:
