@@ -29,8 +29,9 @@ from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.requirements import Requirement, Requirements
 from nodewright.model.resources import parse_resources
 from nodewright.model.taints import Taint
+from nodewright.scheduling.candidates import req_key
 from nodewright.scheduling.solver import solve
-from nodewright.scheduling.templates import PoolCompat, TemplateCache, req_key
+from nodewright.scheduling.templates import PoolCompat, TemplateCache
 
 
 def launched_cpu(results: object, pool_name: str) -> int:

@@ -11,9 +11,10 @@ import pytest
 from nodewright.catalog.labels import CAPACITY_TYPE, ZONE
 from nodewright.catalog.types import Offering
 from nodewright.model.requirements import Requirements, ValueSet
+from nodewright.scheduling.candidates import Candidate, offering_key_of, req_key
 from nodewright.scheduling.classes import required_node_options
 from nodewright.scheduling.pools import Pools
-from nodewright.scheduling.templates import Candidate, PoolCompat, Template, TemplateCache, offering_key_of, req_key
+from nodewright.scheduling.templates import PoolCompat, Template, TemplateCache
 from tests.bench.random_clusters import RandomCluster, generate
 
 

@@ -15,10 +15,11 @@ from nodewright.model import resources as res
 from nodewright.model.requirements import Requirements
 from nodewright.model.resources import CPU, MEMORY, PODS
 from nodewright.model.taints import Toleration
+from nodewright.scheduling.candidates import Candidate, req_key
 from nodewright.scheduling.classes import PodClass
 from nodewright.scheduling.pools import PoolContext, Pools, ReqKey, within
 from nodewright.scheduling.preferences import untolerated
-from nodewright.scheduling.templates import Candidate, PoolCompat, req_key
+from nodewright.scheduling.templates import PoolCompat
 
 # A NodeClaim keeps at most this many instance types, cheapest first (Karpenter's limit, and CreateFleet's).
 MAX_INSTANCE_TYPES = 60

@@ -18,6 +18,7 @@ from nodewright.model.objects import HOSTNAME_LABEL, Pod
 from nodewright.model.requirements import Requirements
 from nodewright.model.resources import CPU, MEMORY, PODS
 from nodewright.model.taints import Taint, Toleration
+from nodewright.scheduling.candidates import Candidate, admits_new_hostname, offering_key_of, type_matches
 from nodewright.scheduling.choice import (
     LookAhead,
     choose,
@@ -31,7 +32,7 @@ from nodewright.scheduling.nodepods import NodePods
 from nodewright.scheduling.pools import PoolContext, Pools, ReqKey, consume, within
 from nodewright.scheduling.preferences import Variant, untolerated
 from nodewright.scheduling.shapes import ClaimShapes
-from nodewright.scheduling.templates import Candidate, PoolCompat, admits_new_hostname, offering_key_of, type_matches
+from nodewright.scheduling.templates import PoolCompat
 from nodewright.scheduling.topology import Topology
 
 

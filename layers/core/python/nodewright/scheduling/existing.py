@@ -15,11 +15,11 @@ from nodewright.model.nodeclaim import INITIALIZED_LABEL, NodeClaim
 from nodewright.model.objects import HOSTNAME_LABEL, Node
 from nodewright.model.requirements import Requirements
 from nodewright.model.taints import Taint
+from nodewright.scheduling.candidates import type_matches
 from nodewright.scheduling.claims import Bin
 from nodewright.scheduling.classes import EBS_VOLUMES, VolumeIndex
 from nodewright.scheduling.nodepods import NodePods
 from nodewright.scheduling.pools import Pools
-from nodewright.scheduling.templates import type_matches
 
 # Taints a starting node carries until it is initialized (Karpenter's KnownEphemeralTaints), by key and effect.
 _EPHEMERAL_TAINTS = frozenset(

@@ -21,9 +21,10 @@ from nodewright.model.nodepool import NodePool
 from nodewright.model.objects import DaemonSet, Node
 from nodewright.model.requirements import Requirements
 from nodewright.model.taints import Taint, untolerated
+from nodewright.scheduling.candidates import Candidate, ContentKey, req_key
 from nodewright.scheduling.classes import required_node_options
 from nodewright.scheduling.nodepods import NodePods
-from nodewright.scheduling.templates import Candidate, ContentKey, PoolCompat, Template, TemplateCache, req_key
+from nodewright.scheduling.templates import PoolCompat, Template, TemplateCache
 
 # A requirement set as a dictionary key. Within one Solver each distinct set is numbered once (see
 # `Pools.req_id`): bins and NodePools look up their caches by requirement set at every step, and an

@@ -27,335 +27,44 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from nodewright.catalog.allocatable import allocatable_for, allocatable_key, capacity
-from nodewright.catalog.catalog import is_accelerated, is_bare_metal
-from nodewright.catalog.labels import CAPACITY_RESERVATION_ID, CAPACITY_TYPE, WELL_KNOWN_LABELS, ZONE, for_ami_family
-from nodewright.catalog.types import RESERVED, InstanceType, Offering
+from nodewright.catalog.allocatable import allocatable_key
+from nodewright.catalog.labels import CAPACITY_TYPE, WELL_KNOWN_LABELS, ZONE
+from nodewright.catalog.types import InstanceType
 from nodewright.model import resources as res
 from nodewright.model.nodeclaim import LIFECYCLE_LABELS, LIFECYCLE_STAGES
 from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.model.nodepool import NodePool
 from nodewright.model.objects import HOSTNAME_LABEL, DaemonSet, Node
-from nodewright.model.requirements import Requirements, ValueSet
-from nodewright.model.resources import CPU, MEMORY, PODS
+from nodewright.model.requirements import Requirements
 from nodewright.model.taints import Taint, untolerated
-from nodewright.scheduling.classes import EBS_VOLUMES
+from nodewright.scheduling.candidates import (
+    ANSWERS_LIMIT,
+    OFFERING_KEYS,
+    TOO_SMALL,
+    TYPE_KEYS,
+    TYPES_LIMIT,
+    Candidate,
+    ContentKey,
+    HashedKey,
+    OfferingKey,
+    SharedTypes,
+    admits_new_hostname,
+    offering_key_of,
+    req_key,
+    type_matches,
+)
 from nodewright.scheduling.nodepods import NodePods, node_pods
 
-# Labels an instance type (not the NodePool) defines; checked against the type's own labels.
-OFFERING_KEYS = frozenset({ZONE, CAPACITY_TYPE, CAPACITY_RESERVATION_ID})
-TYPE_KEYS = WELL_KNOWN_LABELS - OFFERING_KEYS - {HOSTNAME_LABEL, "karpenter.sh/nodepool"}
-OfferingKey = tuple[ValueSet, ValueSet, ValueSet]
-# A requirement set as a dictionary key compared by content (see `req_key`).
-ContentKey = tuple[tuple[str, ValueSet], ...]
 # Bounds on what a long-lived process keeps: NodePool x EC2NodeClass x DaemonSets combinations, instance
-# type lists per combination, instance types seen per combination, priced answers per template, pod sizes
-# per candidate. Each is far above what one cluster uses; past it the oldest (or all) is dropped.
+# type lists per combination (with `candidates.TYPES_LIMIT` and `ANSWERS_LIMIT`). Each is far above what one
+# cluster uses; past it the oldest (or all) is dropped.
 _PREPARED_LIMIT = 64
 _LISTS_LIMIT = 8
-_TYPES_LIMIT = 20_000
-_ANSWERS_LIMIT = 4_096
-_SIZES_LIMIT = 4_096
 _NODES_LIMIT = 10_000  # existing nodes whose labels and pod sums are kept (see `TemplateCache.node_labels`)
 _STALE_NODES = 100  # pod sums of nodes gone kept beyond twice a solve's nodes (see `TemplateCache.node_pods_of`)
 
 # Why an instance type is not a candidate of a NodePool (see `_Prepared.template`).
-_UNMATCHED, _UNAVAILABLE, _TOO_SMALL = "unmatched", "unavailable", "too small for its DaemonSets"
-
-
-def req_key(requirements: Requirements) -> ContentKey:
-    """The requirements as a sorted tuple: equal for equal requirement sets."""
-    return tuple(sorted(requirements.by_key.items()))
-
-
-class _HashedKey(tuple[tuple[str, ValueSet], ...]):
-    """A content key that computes its hash once. Equal to, and hashing like, the plain tuple `req_key` makes,
-    so either finds the other in a dictionary; a node's key (forty-odd labels, each a value set whose hash is a
-    Python call) is looked up in every solve, and a tuple hashes its items again at every lookup."""
-
-    _hash: int
-
-    def __new__(cls, items: ContentKey) -> _HashedKey:
-        key = super().__new__(cls, items)
-        key._hash = tuple.__hash__(key)
-        return key
-
-    def __hash__(self) -> int:
-        return self._hash
-
-
-def _allows(types: ValueSet, reservations: ValueSet, o: Offering) -> bool:
-    return types.matches(o.capacity_type) and reservations.matches(o.reservation_id or None)
-
-
-class OfferingFilter(tuple[ValueSet, ValueSet, ValueSet]):
-    """An offering key that computes its hash once and keeps its verdict per capacity type and reservation: equal
-    to, and hashing like, the plain tuple `offering_key_of` makes (see `_HashedKey`). A priced answer looks it up
-    in each of hundreds of candidates' caches and filters the offerings of those it misses; `SharedTypes.filter`
-    gives one object per content, so those lookups find the key by identity."""
-
-    _hash: int
-    _verdicts: dict[tuple[str, str], bool]
-    _any: bool  # whether capacity type and reservation leave nothing out
-
-    def __new__(cls, items: OfferingKey) -> OfferingFilter:
-        key = super().__new__(cls, items)
-        key._hash = tuple.__hash__(key)
-        key._verdicts = {}
-        key._any = _admits_anything(items[1]) and _admits_anything(items[2])
-        return key
-
-    def __hash__(self) -> int:
-        return self._hash
-
-    def allowed(self, offerings: Sequence[Offering]) -> Sequence[Offering]:
-        """Those of `offerings` (of the zones allowed) whose capacity type and reservation are allowed, in order."""
-        if self._any:
-            return offerings
-        verdicts = self._verdicts
-        kept = []
-        for o in offerings:
-            pair = (o.capacity_type, o.reservation_id)
-            verdict = verdicts.get(pair)
-            if verdict is None:
-                verdict = verdicts[pair] = _allows(self[1], self[2], o)
-            if verdict:
-                kept.append(o)
-        return kept
-
-
-def _admits_anything(value_set: ValueSet) -> bool:
-    """Whether the set matches every value and a missing label (ValueSet.matches is then always True)."""
-    return (
-        value_set.allowed is None
-        and not value_set.excluded
-        and value_set.gt is None
-        and value_set.lt is None
-        and value_set.absent_ok
-        and value_set.present_ok
-    )
-
-
-def admits_new_hostname(requirements: Requirements) -> bool:
-    """Whether a node with a fresh name (one no requirement lists) satisfies the hostname requirement:
-    Karpenter gives each new NodeClaim a placeholder hostname, so `In [red-node]` never matches one."""
-    hostname = requirements.by_key.get(HOSTNAME_LABEL)
-    return hostname is None or (
-        hostname.allowed is None and hostname.present_ok and hostname.gt is None and hostname.lt is None
-    )
-
-
-def offering_key_of(requirements: Requirements) -> OfferingKey:
-    """What decides which offerings requirements allow: their zone, capacity type and reservation sets."""
-    return (requirements.get(ZONE), requirements.get(CAPACITY_TYPE), requirements.get(CAPACITY_RESERVATION_ID))
-
-
-def type_matches(it: InstanceType, requirements: Requirements) -> bool:
-    for key, value_set in requirements.by_key.items():
-        if key in TYPE_KEYS and not value_set.matches(it.labels.get(key)):
-            return False
-    return True
-
-
-def capacity_rank(capacity_type: str) -> int:
-    # Reserved capacity is already paid for, so it is tried first, as Karpenter does.
-    return 0 if capacity_type == RESERVED else 1
-
-
-def _offering_order(o: Offering) -> tuple[int, float, str, str]:
-    return (capacity_rank(o.capacity_type), o.price, o.zone, o.capacity_type)
-
-
-@dataclass(slots=True, eq=False)
-class Candidate:
-    """An instance type a NodePool may launch, with what pods can use on it and its offerings.
-
-    Its caches are keyed by content (offering requirements, pod sizes), so a candidate serves every solve
-    its template is kept for.
-    """
-
-    it: InstanceType
-    allocatable: Mapping[str, int]  # allocatable minus DaemonSet overhead
-    capacity: Mapping[str, int]
-    offerings: tuple[Offering, ...]  # available ones, cheapest first
-    exotic: bool = False  # bare metal or accelerated: used only when nothing else fits (Karpenter's rule)
-    allowed: dict[OfferingKey, list[Offering]] = field(default_factory=dict)
-    copies: dict[tuple[tuple[str, int], ...], int] = field(default_factory=dict)
-    by_zone: dict[str, list[Offering]] = field(default_factory=dict)  # the offerings per zone, cheapest first
-    # cpu, memory and pods of `allocatable`, for quick rejection in loops over candidates.
-    basics: tuple[int, int, int] = (0, 0, 0)
-    ports: frozenset[tuple[str, int]] = frozenset()  # host ports its DaemonSet pods take
-    floor: float = 0.0  # the lowest price of its available offerings
-
-    def __post_init__(self) -> None:
-        self.floor = min((o.price for o in self.offerings), default=0.0)
-        for o in self.offerings:
-            self.by_zone.setdefault(o.zone, []).append(o)
-        self.basics = (self.allocatable.get(CPU, 0), self.allocatable.get(MEMORY, 0), self.allocatable.get(PODS, 0))
-
-    def offerings_for(self, requirements: Requirements) -> list[Offering]:
-        """The available offerings these requirements allow (zone, capacity type, reservation), cheapest first."""
-        return self.offerings_with(offering_key_of(requirements))
-
-    def offerings_with(self, key: OfferingKey) -> list[Offering]:
-        """`offerings_for` with the key computed by the caller, once for a loop over many candidates."""
-        cached = self.allowed.get(key)
-        if cached is None:
-            zones, types, reservations = key
-            # Most requirements pin one zone (zonal topology): only that zone's offerings need a look, and
-            # they pass the zone test all together or not at all.
-            zone = zones.single_value()
-            offerings: Sequence[Offering]
-            if zone is not None:
-                offerings = self.by_zone.get(zone, []) if zones.matches(zone) else []
-            elif _admits_anything(zones):
-                offerings = self.offerings
-            else:
-                offerings = [o for o in self.offerings if zones.matches(o.zone)]
-            # Capacity type and reservation are mostly unconstrained: then nothing is left out for them.
-            if isinstance(key, OfferingFilter):
-                offerings = key.allowed(offerings)
-            elif not (_admits_anything(types) and _admits_anything(reservations)):
-                offerings = [o for o in offerings if _allows(types, reservations, o)]
-            cached = self.allowed[key] = list(offerings)
-        return cached
-
-    def copies_of(self, request_key: tuple[tuple[str, int], ...], request: Mapping[str, int]) -> int:
-        """How many pods of `request` (whose sorted items are `request_key`) fit its allocatable."""
-        copies = self.copies.get(request_key, -1)
-        if copies < 0:
-            if len(self.copies) >= _SIZES_LIMIT:
-                self.copies.clear()
-            copies = self.copies[request_key] = res.max_copies(request, self.allocatable)
-        return copies
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class TypeBase:
-    """An instance type as any NodePool of one EC2NodeClass allocatable sees it, before its DaemonSets: the type
-    with the AMI family's OS labels, its available offerings in launch order, and allocatable (EBS volumes
-    included). Compared and hashed by identity: one object per type and EC2NodeClass allocatable."""
-
-    it: InstanceType
-    offerings: tuple[Offering, ...]
-    allocatable: Mapping[str, int]  # empty when no offering is available (never read then)
-
-
-class SharedTypes:
-    """The per-instance-type work of preparing NodePools that does not depend on the NodePool, done once for all
-    the NodePools of a `TemplateCache` (a random cluster has up to 15 NodePools over one 700-type catalog, each
-    of which did all of it again):
-
-    - `base`: the AMI family's labels, available offerings in order and allocatable, per type and EC2NodeClass
-      allocatable (`allocatable_key`), from the table `bases_of` gives;
-    - `type_table` / `matches_of`: whether a type's labels meet a requirement set on type labels, per content of
-      that set;
-    - `candidate`: one `Candidate` per content (type, EC2NodeClass allocatable, DaemonSet overhead and host
-      ports), so the candidates' own caches (allowed offerings, pod copies) serve every NodePool that has them.
-
-    Every answer is a function of its key's content, so a NodePool gets exactly what it would compute alone.
-    Tables are keyed by objects held in them (identity) and start again, all together, past fixed bounds.
-    """
-
-    def __init__(self) -> None:
-        self._bases: dict[tuple[object, ...], dict[int, tuple[InstanceType, TypeBase | None]]] = {}
-        self._type_tables: dict[ContentKey, dict[TypeBase, bool]] = {}
-        self._candidates: dict[tuple[object, ...], Candidate | str] = {}
-        self._typed: dict[ContentKey, dict[Candidate, bool]] = {}
-        self._filters: dict[OfferingKey, OfferingFilter] = {}
-
-    def _bound(self) -> None:
-        if sum(map(len, self._bases.values())) > _TYPES_LIMIT or len(self._candidates) > _TYPES_LIMIT:
-            self._bases.clear()
-            self._type_tables.clear()
-            self._candidates.clear()
-        if len(self._typed) > _ANSWERS_LIMIT or len(self._type_tables) > _ANSWERS_LIMIT:
-            self._typed.clear()
-            self._type_tables.clear()
-
-    def bases_of(self, alloc_key: tuple[object, ...]) -> dict[int, tuple[InstanceType, TypeBase | None]]:
-        """The table of `base` answers for one EC2NodeClass allocatable (`allocatable_key`), by type id."""
-        table = self._bases.get(alloc_key)
-        if table is None:
-            self._bound()
-            table = self._bases[alloc_key] = {}
-        return table
-
-    def base(
-        self, table: dict[int, tuple[InstanceType, TypeBase | None]], it: InstanceType, node_class: EC2NodeClass
-    ) -> TypeBase | None:
-        """The type under this EC2NodeClass (`table`: `bases_of` its `allocatable_key`), or None when its AMI family
-        cannot run on the type."""
-        found = table.get(id(it))
-        if found is None:  # the entry holds `it`, so its id is not reused while the entry lives
-            family_type = for_ami_family(it, node_class.ami_family)
-            made: TypeBase | None = None
-            if family_type is not None:
-                offerings = tuple(sorted((o for o in family_type.offerings if o.available), key=_offering_order))
-                alloc: Mapping[str, int] = {}
-                if offerings:
-                    alloc = {**allocatable_for(family_type, node_class), EBS_VOLUMES: family_type.ebs_volume_limit}
-                made = TypeBase(family_type, offerings, alloc)
-            found = table[id(it)] = (it, made)
-        return found[1]
-
-    def type_table(self, typed_key: ContentKey) -> dict[TypeBase, bool]:
-        """Per type (its `TypeBase`), whether its labels meet the requirement set on type labels whose `req_key` is
-        `typed_key`: filled by the NodePools as they prepare."""
-        table = self._type_tables.get(typed_key)
-        if table is None:
-            self._bound()
-            table = self._type_tables[typed_key] = {}
-        return table
-
-    def candidate(
-        self,
-        base: TypeBase,
-        overhead: tuple[Mapping[str, int], tuple[tuple[str, int], ...]] | None,
-        ports: frozenset[tuple[str, int]],
-    ) -> Candidate | str:
-        """The candidate of this type with these DaemonSet pods' requests (`overhead`: the requests and their sorted
-        items; None when no DaemonSet runs on the NodePool's nodes) and host ports, or `_TOO_SMALL` when those
-        pods alone exceed its allocatable."""
-        key = (base, overhead[1] if overhead is not None else None, ports)
-        found = self._candidates.get(key)
-        if found is None:
-            alloc = base.allocatable
-            if overhead is not None:
-                alloc = res.subtract(alloc, overhead[0])
-            if overhead is not None and any(value < 0 for value in alloc.values()):
-                found = _TOO_SMALL  # its DaemonSet pods alone do not fit: no pod can use it (Karpenter's rule)
-            else:
-                # EC2NodeClasses whose kubelet settings differ but give this type the same allocatable (and the
-                # same AMI family's labels) share one candidate too.
-                content = (id(base.it), tuple(sorted(alloc.items())), ports)  # the candidate holds the type
-                found = self._candidates.get(content)
-                if found is None:
-                    it = base.it
-                    exotic = is_bare_metal(it) or is_accelerated(it)
-                    found = Candidate(it, alloc, capacity(it), base.offerings, exotic, ports=ports)
-                    self._candidates[content] = found
-            self._candidates[key] = found
-        return found
-
-    def filter(self, key: OfferingKey) -> OfferingFilter:
-        """The one `OfferingFilter` of this content: candidates' caches find it by identity, and its verdicts are
-        worked out once for all candidates."""
-        found = self._filters.get(key)
-        if found is None:
-            if len(self._filters) >= _ANSWERS_LIMIT:
-                self._filters.clear()
-            found = self._filters[key] = OfferingFilter(key)
-        return found
-
-    def matches_of(self, typed_key: ContentKey) -> dict[Candidate, bool]:
-        """Per candidate, whether its type's labels meet the requirement set whose `req_key` is `typed_key` (a
-        requirement set on type labels only): filled by the NodePools' templates as they ask."""
-        table = self._typed.get(typed_key)
-        if table is None:
-            self._bound()
-            table = self._typed[typed_key] = {}
-        return table
+_UNMATCHED, _UNAVAILABLE = "unmatched", "unavailable"
 
 
 def pool_domains(
@@ -532,7 +241,7 @@ class Template:
         why none can serve them."""
         cached = self.answers.get(key)
         if cached is None:
-            if len(self.answers) >= _ANSWERS_LIMIT:
+            if len(self.answers) >= ANSWERS_LIMIT:
                 self.answers.clear()
             cached = self.answers[key] = self._compute(requirements)
         return cached
@@ -559,7 +268,7 @@ class Template:
             # The same candidates at the same prices: what depends on them alone (the frontier, `choices`, the
             # cpu steps) is shared; what reads the requirements (domains, the cuts below a price) is not.
             return dataclasses.replace(same, requirements=merged, _domains={}, _below={})
-        if len(self.priced) >= _ANSWERS_LIMIT:
+        if len(self.priced) >= ANSWERS_LIMIT:
             self.priced.clear()
         priced: list[tuple[float, Candidate]] = []
         matching = self._matching(priced_key[0], typed)
@@ -590,7 +299,7 @@ class Template:
         `req_key`), in order: the same for every offering key (a zonal spread asks once per zone)."""
         found = self.typed.get(typed_key)
         if found is None:
-            if len(self.typed) >= _ANSWERS_LIMIT:
+            if len(self.typed) >= ANSWERS_LIMIT:
                 self.typed.clear()
             if typed.by_key:
                 table = self.shared.matches_of(typed_key)
@@ -677,7 +386,7 @@ class _Prepared:
         if found is not None:
             self.templates.move_to_end(ids)
             return found
-        if len(self.per_type) > _TYPES_LIMIT:
+        if len(self.per_type) > TYPES_LIMIT:
             self.per_type.clear()
         candidates: list[Candidate] = []
         unavailable = too_small = 0
@@ -690,7 +399,7 @@ class _Prepared:
                 candidates.append(outcome)
             elif outcome == _UNAVAILABLE:
                 unavailable += 1
-            elif outcome == _TOO_SMALL:
+            elif outcome == TOO_SMALL:
                 too_small += 1
         made = Template(self.requirements, self.taints, candidates, instance_types, unavailable, too_small, self.shared)
         self.templates[ids] = made
@@ -819,13 +528,13 @@ class TemplateCache:
             self._shapes.clear()
         labels = {**labels_in, HOSTNAME_LABEL: labels_in.get(HOSTNAME_LABEL, node.name)}
         requirements = Requirements.from_labels(labels)
-        key_ = _HashedKey(req_key(requirements))
+        key_ = HashedKey(req_key(requirements))
         # One object per shape, found by the labels (strings compare in C; value sets call Python): a solve numbers
         # each node's shape, and equal keys that are one object compare by identity, not value set by value set.
         shape_labels = tuple(sorted(kv for kv in labels.items() if kv[0] != HOSTNAME_LABEL))
         shape = self._shapes.get(shape_labels)
         if shape is None:
-            shape = self._shapes[shape_labels] = _HashedKey(tuple(kv for kv in key_ if kv[0] != HOSTNAME_LABEL))
+            shape = self._shapes[shape_labels] = HashedKey(tuple(kv for kv in key_ if kv[0] != HOSTNAME_LABEL))
         made = NodeLabels(labels, requirements, key_, shape)
         self._nodes[key] = (labels_in, made)
         return made
