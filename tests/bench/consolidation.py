@@ -344,10 +344,9 @@ BUFFERS = 5  # CapacityBuffers of 4 copies of a 2-CPU / 4Gi pod each
 UNHEALTHY_SHARE = 0.02  # of the nodes: half past the repair policy's toleration, half still inside it
 
 
-def feature_documents(nodes: Sequence[FleetNode]) -> list[dict[str, Any]]:
-    """What Karpenter v1.14's newer capabilities add to a tick's reads: NodeOverlays over the catalog,
-    CapacityBuffers (with their PodTemplates) planned as virtual pods, and unhealthy nodes for repair to find (their
-    Node's Ready condition is rewritten in place: the documents must come from `documents()`)."""
+def feature_documents() -> list[dict[str, Any]]:
+    """What NodeOverlays and CapacityBuffers add to a tick's reads: the overlays over the catalog, and the buffers
+    (with their PodTemplates), planned as virtual pods (unhealthy nodes for repair: `make_unhealthy`)."""
     family = "karpenter.k8s.aws/instance-family"
     docs: list[dict[str, Any]] = [
         {
@@ -398,9 +397,9 @@ def tick_figure(pods: int = 20_000, runs: int = 3, features: bool = False) -> st
     NodeOverlays, CapacityBuffers and unhealthy nodes in play (`feature_documents`, `make_unhealthy`)."""
     nodes, cluster = large_fleet(pods)
     docs = documents(nodes, cluster)
+    unhealthy = make_unhealthy(docs) if features else 0
     if features:
-        unhealthy = make_unhealthy(docs)
-        docs.extend(feature_documents(nodes))
+        docs.extend(feature_documents())
     parsed: ParsedPods = {}  # what a warm planner container keeps between ticks
     known: PodFactsCache = {}
 
