@@ -445,99 +445,109 @@ def pod_document(node: BenchNode, name: str, owner: str, owner_kind: str, cpu: i
                 ),
             ],
         },
-        "spec": {
-            "volumes": [
-                {
-                    "name": "kube-api-access-x7k2p",
-                    "projected": {
-                        "sources": [
-                            {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
-                            {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
-                            {
-                                "downwardAPI": {
-                                    "items": [
-                                        {
-                                            "path": "namespace",
-                                            "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"},
-                                        }
-                                    ]
-                                }
-                            },
-                        ],
-                        "defaultMode": 420,
-                    },
-                }
-            ],
-            "containers": [
-                {
-                    "name": "app",
-                    "image": image,
-                    "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}],
-                    "resources": {"requests": requests},
-                    "volumeMounts": [
+        "spec": _pod_spec(node, name, namespace, image, requests),
+        "status": _pod_status(node, image, started, container_id),
+    }
+
+
+def _pod_spec(node: BenchNode, name: str, namespace: str, image: str, requests: Mapping[str, str]) -> dict[str, Any]:
+    """A pod's spec as the API server serves it, bound to `node`."""
+    return {
+        "volumes": [
+            {
+                "name": "kube-api-access-x7k2p",
+                "projected": {
+                    "sources": [
+                        {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                        {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
                         {
-                            "name": "kube-api-access-x7k2p",
-                            "readOnly": True,
-                            "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
-                        }
+                            "downwardAPI": {
+                                "items": [
+                                    {
+                                        "path": "namespace",
+                                        "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"},
+                                    }
+                                ]
+                            }
+                        },
                     ],
-                    "terminationMessagePath": "/dev/termination-log",
-                    "terminationMessagePolicy": "File",
-                    "imagePullPolicy": "IfNotPresent",
-                }
-            ],
-            "restartPolicy": "Always",
-            "terminationGracePeriodSeconds": 30,
-            "dnsPolicy": "ClusterFirst",
-            "serviceAccountName": "default",
-            "serviceAccount": "default",
-            "nodeName": node.name,
-            "securityContext": {},
-            "schedulerName": "default-scheduler",
-            "tolerations": [
-                {
-                    "key": "node.kubernetes.io/not-ready",
-                    "operator": "Exists",
-                    "effect": "NoExecute",
-                    "tolerationSeconds": 300,
+                    "defaultMode": 420,
                 },
-                {
-                    "key": "node.kubernetes.io/unreachable",
-                    "operator": "Exists",
-                    "effect": "NoExecute",
-                    "tolerationSeconds": 300,
-                },
-            ],
-            "priority": 0,
-            "enableServiceLinks": True,
-            "preemptionPolicy": "PreemptLowerPriority",
-        },
-        "status": {
-            "phase": "Running",
-            "conditions": [
-                {"type": t, "status": "True", "lastProbeTime": None, "lastTransitionTime": started}
-                for t in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled")
-            ],
-            "hostIP": "10.0.0.1",
-            "hostIPs": [{"ip": "10.0.0.1"}],
-            "podIP": "10.0.1.2",
-            "podIPs": [{"ip": "10.0.1.2"}],
-            "startTime": started,
-            "containerStatuses": [
-                {
-                    "name": "app",
-                    "state": {"running": {"startedAt": started}},
-                    "lastState": {},
-                    "ready": True,
-                    "restartCount": 0,
-                    "image": image,
-                    "imageID": f"{image.split(':')[0]}@sha256:{container_id}",
-                    "containerID": f"containerd://{container_id}",
-                    "started": True,
-                }
-            ],
-            "qosClass": "Burstable",
-        },
+            }
+        ],
+        "containers": [
+            {
+                "name": "app",
+                "image": image,
+                "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}],
+                "resources": {"requests": requests},
+                "volumeMounts": [
+                    {
+                        "name": "kube-api-access-x7k2p",
+                        "readOnly": True,
+                        "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+                    }
+                ],
+                "terminationMessagePath": "/dev/termination-log",
+                "terminationMessagePolicy": "File",
+                "imagePullPolicy": "IfNotPresent",
+            }
+        ],
+        "restartPolicy": "Always",
+        "terminationGracePeriodSeconds": 30,
+        "dnsPolicy": "ClusterFirst",
+        "serviceAccountName": "default",
+        "serviceAccount": "default",
+        "nodeName": node.name,
+        "securityContext": {},
+        "schedulerName": "default-scheduler",
+        "tolerations": [
+            {
+                "key": "node.kubernetes.io/not-ready",
+                "operator": "Exists",
+                "effect": "NoExecute",
+                "tolerationSeconds": 300,
+            },
+            {
+                "key": "node.kubernetes.io/unreachable",
+                "operator": "Exists",
+                "effect": "NoExecute",
+                "tolerationSeconds": 300,
+            },
+        ],
+        "priority": 0,
+        "enableServiceLinks": True,
+        "preemptionPolicy": "PreemptLowerPriority",
+    }
+
+
+def _pod_status(node: BenchNode, image: str, started: str, container_id: str) -> dict[str, Any]:
+    """A running pod's status with its container's."""
+    return {
+        "phase": "Running",
+        "conditions": [
+            {"type": t, "status": "True", "lastProbeTime": None, "lastTransitionTime": started}
+            for t in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled")
+        ],
+        "hostIP": "10.0.0.1",
+        "hostIPs": [{"ip": "10.0.0.1"}],
+        "podIP": "10.0.1.2",
+        "podIPs": [{"ip": "10.0.1.2"}],
+        "startTime": started,
+        "containerStatuses": [
+            {
+                "name": "app",
+                "state": {"running": {"startedAt": started}},
+                "lastState": {},
+                "ready": True,
+                "restartCount": 0,
+                "image": image,
+                "imageID": f"{image.split(':')[0]}@sha256:{container_id}",
+                "containerID": f"containerd://{container_id}",
+                "started": True,
+            }
+        ],
+        "qosClass": "Burstable",
     }
 
 
