@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -78,3 +81,48 @@ def test_json_names_the_nodeoverlay_behind_a_price_and_the_refused_ones(
     assert main(["simulate", *EXAMPLES, str(overlays)]) == 0
     table = capsys.readouterr().out
     assert "price set by NodeOverlay half-c7i" in table and "team-a: UnsupportedRequirement" in table
+
+
+def _program(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    """`python -m nodewright ARGV` as cli.program runs it, with an atexit hook that says whether the interpreter's
+    own exit ran."""
+    script = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print('interpreter exit', file=sys.stderr))\n"
+        f"sys.argv = ['nodewright', *{list(argv)!r}]\n"
+        "from nodewright.cli import program\n"
+        "program()\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # its output buffered, as by default
+    env["PYTHONPATH"] = os.pathsep.join(sys.path)
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=tmp_path)
+
+
+def test_the_program_ends_at_once_after_simulate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`python -m nodewright simulate` ends its process once its output is flushed (no interpreter teardown):
+    the same output and exit code as `main`; other commands, and a refused input, exit as usual otherwise."""
+    assert main(["simulate", "--json", *EXAMPLES]) == 0
+    expected = capsys.readouterr().out
+    done = _program(tmp_path, "simulate", "--json", *EXAMPLES)
+    assert (done.returncode, done.stdout, done.stderr) == (0, expected, "")
+    bad = tmp_path / "pool.yaml"
+    bad.write_text("apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: x}\nspec: {weigth: 3}\n")
+    refused = _program(tmp_path, "simulate", str(bad))
+    assert refused.returncode == 1 and "spec.weigth" in refused.stderr and "interpreter exit" not in refused.stderr
+    validated = _program(tmp_path, "validate", "-q", *EXAMPLES)
+    assert (validated.returncode, validated.stderr) == (0, "interpreter exit\n")
+
+
+def test_the_cycle_collector_rests_during_simulate(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The whole command (load, catalog, solve, output) runs with the collector paused; it is back after."""
+    import gc
+
+    from nodewright.commands import simulate
+
+    seen: list[bool] = []
+    load, solve = simulate.load_or_report, simulate.solve_inputs
+    monkeypatch.setattr(simulate, "load_or_report", lambda *a, **k: seen.append(gc.isenabled()) or load(*a, **k))
+    monkeypatch.setattr(simulate, "solve_inputs", lambda *a: seen.append(gc.isenabled()) or solve(*a))
+    assert gc.isenabled()
+    assert main(["simulate", "--json", *EXAMPLES]) == 0
+    assert seen == [False, False] and gc.isenabled()

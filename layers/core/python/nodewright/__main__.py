@@ -1,3 +1,3 @@
-from nodewright.cli import main
+from nodewright.cli import program
 
-raise SystemExit(main())
+program()
