@@ -58,10 +58,11 @@ def _run(argv: Sequence[str] | None) -> tuple[int, argparse.Namespace]:
 
 
 def program() -> NoReturn:
-    """`python -m nodewright`: `main()` as the process. A command whose parser sets `exit_at_once` (simulate) ends
-    the process as soon as its output is flushed: the interpreter's teardown would free, one by one, the millions
-    of objects a large input built (a tenth of `simulate` on 10,000 pods), and such a command leaves nothing else
-    to finish (no atexit work, no open files). When flushing fails (a closed pipe), Python's own exit reports it."""
+    """`nodewright` and `python -m nodewright`: `main()` as the process. A command whose parser sets
+    `exit_at_once` (simulate) ends the process as soon as its output is flushed: the interpreter's teardown would
+    free, one by one, the millions of objects a large input built (a tenth of `simulate` on 10,000 pods), and such
+    a command leaves nothing else to finish (no atexit work, no open files). When flushing fails (a closed pipe),
+    Python's own exit reports it."""
     code, args = _run(None)
     if getattr(args, "exit_at_once", False):
         try:
