@@ -8,8 +8,8 @@ import pytest
 
 from nodewright.model import kube, storage
 from nodewright.model.errors import Collector
-from nodewright.model.kube import ContainerRequests, effective_requests
 from nodewright.model.objects import HostPort, LabelSelector, Pod
+from nodewright.model.pod_spec import ContainerRequests, effective_requests
 from nodewright.model.requirements import Operator, Requirement
 from nodewright.model.taints import Taint, Toleration
 

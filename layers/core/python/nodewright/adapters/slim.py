@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
-# What the pod parser reads of a container (`model.kube`: requests and limits, host ports, a sidecar's policy).
+# What the pod parser reads of a container (`model.pod_spec`: requests and limits, host ports, a sidecar's policy).
 CONTAINER_FIELDS = frozenset({"name", "resources", "ports", "restartPolicy"})
 POD_STATUS_DROPPED = (
     "containerStatuses",

@@ -32,6 +32,7 @@ from nodewright.model.objects import (
 )
 from nodewright.model.parse import nodeclaim_from, nodepool_from, object_name
 from nodewright.model.parse_ec2nodeclass import ec2nodeclass_from
+from nodewright.model.pod_spec import ParsedPod
 from nodewright.model.quantity import format_canonical
 from nodewright.model.schema import suggest, type_name
 
@@ -178,7 +179,7 @@ def _expand_paths(paths: Sequence[str | Path]) -> list[str | Path]:
     return out
 
 
-# Parses kept by (uid, resourceVersion): kube.ParsedPod, Node or NodeClaim (see `_cached_parse`).
+# Parses kept by (uid, resourceVersion): ParsedPod, Node or NodeClaim (see `_cached_parse`).
 ParsedPods = MutableMapping[tuple[str, str], Any]
 
 
@@ -332,7 +333,7 @@ def _cached_parse(doc: Mapping[str, Any], parsed: ParsedPods | None) -> Any:
         return None
     key = _version_key(doc)
     found = parsed.get(key) if key is not None else None
-    expected = {"Pod": kube.ParsedPod, "Node": Node, "NodeClaim": NodeClaim}[str(kind)]
+    expected = {"Pod": ParsedPod, "Node": Node, "NodeClaim": NodeClaim}[str(kind)]
     return found if isinstance(found, expected) else None
 
 
@@ -343,7 +344,7 @@ def _load_known_pod(state: _State, doc: Mapping[str, Any], source: str) -> bool:
     if found is None:
         return False
     kind = str(doc["kind"])
-    name = found.pod.key if isinstance(found, kube.ParsedPod) else found.name
+    name = found.pod.key if isinstance(found, ParsedPod) else found.name
     ctx = Collector(source, kind, name)
     if kind == "Pod" or _claim(state, kind, name, source, ctx):
         _store(state, kind, found, source, ctx)
@@ -366,7 +367,7 @@ def _remember(parsed: ParsedPods | None, doc: Mapping[str, Any], value: Any, ctx
 
 def _parse_pod(
     ctx: Collector, doc: Mapping[str, Any], parsed_pods: ParsedPods | None, alike: _AlikePods | None = None
-) -> kube.ParsedPod | None:
+) -> ParsedPod | None:
     found = _cached_parse(doc, parsed_pods)
     if found is not None:
         return found  # type: ignore[no-any-return]
@@ -384,13 +385,13 @@ def _parse_pod(
 
 # Clean parses of Pod documents by everything but their name (see `_pod_shape`): files list replicas of one
 # template as separate Pod documents, which differ only by name.
-_AlikePods = dict[str, kube.ParsedPod]
+_AlikePods = dict[str, ParsedPod]
 
 
 def _pod_shape(doc: Mapping[str, Any]) -> tuple[str, str] | None:
     """(the document without `metadata.name`, as its repr; the name), or None when the document has no plain
     string name or refers to itself. Two documents with the same shape parse to the same pod but for its name,
-    uid and the claim names that follow the name (`kube.ParsedPod.renamed`).
+    uid and the claim names that follow the name (`ParsedPod.renamed`).
 
     The repr of what YAML and JSON load (dicts, lists, strings, numbers, booleans, None, timestamps, bytes) tells
     apart any two values that differ in content, key order or type (1, 1.0, True, "1"), at C speed; only a
@@ -416,7 +417,7 @@ def _store(state: _State, kind: str, value: Any, source: str, ctx: Collector) ->
         state.nodeclaims.append(value)
     elif isinstance(value, NodeOverlay):
         state.nodeoverlays.append(value)
-    elif isinstance(value, kube.ParsedPod):
+    elif isinstance(value, ParsedPod):
         if _claim_pod(state, value.pod, source, ctx):
             state.pods.append((value.pod, source))
             if value.ephemeral_volumes:
@@ -600,7 +601,7 @@ def _summary(value: Any, nodes: Mapping[str, Node]) -> str:
         return _overlay_summary(value)
     if isinstance(value, NodeClaim):
         return f"nodepool {value.nodepool}, {value.instance_type or 'not launched'}"
-    if isinstance(value, kube.ParsedPod):
+    if isinstance(value, ParsedPod):
         pod = value.pod
         where = f"bound to {pod.node_name}" if pod.node_name else "pending"
         return f"{where}, requests {describe_resources(pod.requests, skip=('pods',))}"
