@@ -34,7 +34,7 @@ from builders import (
     spread,
     toleration,
 )
-from full_walks import full_walks
+from full_walks import full_walks, unkept_answers
 
 from nodewright.catalog.allocatable import allocatable_for, capacity
 from nodewright.catalog.labels import ARCH, CAPACITY_TYPE, HOSTNAME, ZONE
@@ -382,6 +382,18 @@ def test_the_room_lists_shortcuts_do_not_change_the_output(cluster: Cluster) -> 
     with full_walks():
         full = cluster.solve().to_json()
     assert cluster.solve().to_json() == full
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+@given(clusters())
+def test_the_kept_answers_of_one_pod_batches_do_not_change_the_output(cluster: Cluster) -> None:
+    # A zone spread places its pods one per batch; a new claim's sizing (for a NodePool without limits and a class
+    # the look-ahead does not size) and a class's hostname terms are kept per question instead of worked out again
+    # (`Claims._sized`, `Solver._hostname_terms`): the plan is the one worked out afresh at every batch.
+    with unkept_answers() as counts:
+        fresh = cluster.solve().to_json()
+    assert cluster.solve().to_json() == fresh
+    assert counts[0] >= counts[1]
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)

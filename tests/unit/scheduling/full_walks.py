@@ -2,7 +2,8 @@
 
 Within `full_walks()`, a new room list keeps only the claims with room for the batch (as it did before claims
 without room were left for `Solver._fill` to drop), and a list looks at its parked claims at every visit (not only
-after some claim narrowed, `Claims.narrowed`).
+after some claim narrowed, `Claims.narrowed`). Within `unkept_answers()`, what the solver keeps per question (a new
+claim's sizing, a class's hostname terms) is worked out afresh each time it is asked.
 """
 
 from __future__ import annotations
@@ -13,9 +14,13 @@ from contextlib import contextmanager
 from nodewright.model import resources as res
 from nodewright.model.requirements import Requirements
 from nodewright.model.taints import Toleration
-from nodewright.scheduling.claims import Bin
-from nodewright.scheduling.pools import ReqKey
+from nodewright.scheduling.candidates import Candidate
+from nodewright.scheduling.claims import Bin, Claims
+from nodewright.scheduling.classes import PodClass
+from nodewright.scheduling.pools import PoolContext, ReqKey
+from nodewright.scheduling.preferences import Variant
 from nodewright.scheduling.solver import Solver
+from nodewright.scheduling.templates import PoolCompat
 
 
 @contextmanager
@@ -57,3 +62,44 @@ def full_walks() -> Iterator[list[int]]:
     finally:
         Solver._room = room  # type: ignore[method-assign]
         Solver._new_room = new_room  # type: ignore[method-assign]
+
+
+@contextmanager
+def unkept_answers() -> Iterator[list[int]]:
+    """Patch the solver to work out afresh, at every batch and new claim, what it keeps per question: a new claim's
+    sizing (`Claims._sized` calls `Claims._size_claim` each time), a class's hostname terms (`Solver._hostname_terms`)
+    and the number of a new claim's requirements (`Claims.compat_keys`).
+    Yields [sizings asked, those `_sized` keeps]."""
+    sized, terms, new_claim = Claims._sized, Solver._hostname_terms, Claims._new_claim
+    counts = [0, 0]
+
+    def size_each_time(
+        self: Claims,
+        ctx: PoolContext,
+        cls: PodClass,
+        requirements: Requirements,
+        rkey: ReqKey,
+        cap: int,
+        tolerations: tuple[Toleration, ...],
+    ) -> tuple[PoolCompat, Candidate, int] | str:
+        counts[0] += 1
+        counts[1] += ctx.remaining is None and id(cls) not in self.look_ahead.free_key
+        return self._size_claim(ctx, cls, requirements, rkey, cap, tolerations)
+
+    def terms_each_time(self: Solver, cls: PodClass, variant: Variant) -> tuple[tuple[tuple[int, int], ...], bool]:
+        self.hostname_terms.clear()
+        return terms(self, cls, variant)
+
+    def numbered_each_time(self: Claims, ctx: PoolContext, compat: PoolCompat, candidate: Candidate) -> Bin:
+        self.compat_keys.clear()
+        return new_claim(self, ctx, compat, candidate)
+
+    Claims._sized = size_each_time  # type: ignore[method-assign]
+    Solver._hostname_terms = terms_each_time  # type: ignore[method-assign]
+    Claims._new_claim = numbered_each_time  # type: ignore[method-assign]
+    try:
+        yield counts
+    finally:
+        Claims._sized = sized  # type: ignore[method-assign]
+        Solver._hostname_terms = terms  # type: ignore[method-assign]
+        Claims._new_claim = new_claim  # type: ignore[method-assign]

@@ -125,6 +125,13 @@ class Claims:
         # How many times a bin's requirements have narrowed in this run (`assign`): a bin's requirement-set number
         # changes nowhere else, so a reader that saw this count unchanged knows no bin's number changed since.
         self.narrowed = 0
+        # Per (NodePool context, requirement set, class, cap, tolerations): `_size_claim`'s answer where it depends on
+        # nothing a run changes (see `_sized`). A zone spread opens thousands of one-pod claims with the same question.
+        self.sized: dict[
+            tuple[int, ReqKey, int, int, tuple[Toleration, ...]], tuple[PoolCompat, Candidate, int] | str
+        ] = {}
+        # Per answer (by id, kept alive beside its number): the number of its merged requirements (`_new_claim`).
+        self.compat_keys: dict[int, tuple[PoolCompat, ReqKey]] = {}
 
     def fork(self, pools: Pools, topology: Topology, look_ahead: LookAhead, bin_of: Mapping[int, Bin]) -> Claims:
         """These places for another run of the solve, before any new claim is opened: the bins as copied in
@@ -436,7 +443,7 @@ class Claims:
             if known is not None:
                 reasons.append(known)
                 continue
-            sized = self._size_claim(ctx, cls, requirements, rkey, cap, variant.tolerations)
+            sized = self._sized(ctx, cls, requirements, rkey, cap, variant.tolerations)
             if isinstance(sized, str):
                 reason = f"NodePool {ctx.pool.name}: {sized}"
                 reasons.append(reason)
@@ -469,6 +476,28 @@ class Claims:
             return False
         compat = self.pools.compat(ctx, requirements, rkey)
         return isinstance(compat, str) or choose(ctx, compat, cls, rkey, cap) is None
+
+    def _sized(
+        self,
+        ctx: PoolContext,
+        cls: PodClass,
+        requirements: Requirements,
+        rkey: ReqKey,
+        cap: int,
+        tolerations: tuple[Toleration, ...],
+    ) -> tuple[PoolCompat, Candidate, int] | str:
+        """`_size_claim`, kept for a NodePool without limits and a class the look-ahead does not size: then every
+        step of it reads only what no run changes (the NodePool's error and taints, its answer for the requirement
+        set, `choose` without limits, the chosen type's ports, volumes and minValues), so the same question gets the
+        same answer. A limited NodePool's limits and the look-ahead's pending pods change as claims open: asked
+        each time."""
+        if ctx.remaining is not None or id(cls) in self.look_ahead.free_key:
+            return self._size_claim(ctx, cls, requirements, rkey, cap, tolerations)
+        key = (id(ctx), rkey, id(cls), cap, tolerations)
+        found = self.sized.get(key)
+        if found is None:
+            found = self.sized[key] = self._size_claim(ctx, cls, requirements, rkey, cap, tolerations)
+        return found
 
     def _size_claim(
         self,
@@ -509,12 +538,15 @@ class Claims:
         budget = dict(ctx.remaining) if ctx.remaining is not None else None
         if ctx.remaining is not None:
             ctx.remaining = consume(ctx.remaining, candidate.capacity)
+        known = self.compat_keys.get(id(compat))
+        if known is None:
+            known = self.compat_keys[id(compat)] = (compat, self.pools.req_id(compat.requirements))
         b = Bin(
             "",
             "new",
             {},
             compat.requirements,
-            self.pools.req_id(compat.requirements),
+            known[1],
             (*ctx.pool.taints,),
             dict(candidate.allocatable),
             pool=ctx,

@@ -129,6 +129,8 @@ class Solver:
         self.prefer_no_schedule = any(t.effect == PREFER_NO_SCHEDULE for c in self.pools.contexts for t in c.taints)
         self.forms: dict[int, list[Variant]] = {}  # a class's variants (by id: classes live as long as the run)
         self.pinned: dict[tuple[ReqKey, str, str], tuple[Requirements, ReqKey]] = {}  # see `_pinned`
+        # Per (class, form) by id (both live as long as the run's forms): see `_hostname_terms`.
+        self.hostname_terms: dict[tuple[int, int], tuple[tuple[tuple[int, int], ...], bool]] = {}
         self.unschedulable: list[Unschedulable] = []
 
     def _register_existing(
@@ -202,6 +204,7 @@ class Solver:
         other.prefer_no_schedule = self.prefer_no_schedule
         other.forms = self.forms
         other.pinned = self.pinned
+        other.hostname_terms = self.hostname_terms  # reads the classes, forms and groups the runs share
         other.unschedulable = []
         return other
 
@@ -336,20 +339,10 @@ class Solver:
         rkey: ReqKey,
         variant: Variant,
     ) -> tuple[list[Pod], str]:
-        request, terms = cls.requests, variant.terms
-        # Hostname anti-affinity and hostname spread of the class's own pods close a node for good once it
-        # holds `limit` of them (counts only grow), so such nodes leave the list like full ones do.
-        closing = tuple(
-            sorted(
-                (self.topology.group_of(t), 1 if t.kind == "anti" else t.max_skew)
-                for t in terms
-                if t.topology_key == HOSTNAME_LABEL
-                and t.kind in ("anti", "spread")
-                and self.topology.group_of(t) in cls.member_of
-            )
-        )
+        request = cls.requests
+        closing, binds = self._hostname_terms(cls, variant)
         request_key = cls.request_key
-        affinity = self._affinity_group(cls, terms)
+        affinity = self._affinity_group(cls, variant.terms) if binds else None
         if affinity is not None:
             # Required hostname pod affinity: only nodes that already run matching pods can take the class,
             # so those few are visited (in placement order, like the full walk) instead of every bin.
@@ -374,6 +367,30 @@ class Solver:
             parked_keys.extend(number for _, number in set_aside)
         self.room[key] = (survivors, len(self.bins))
         return self.claims.open_claims(cls, pods, requirements, rkey, variant)
+
+    def _hostname_terms(self, cls: PodClass, variant: Variant) -> tuple[tuple[tuple[int, int], ...], bool]:
+        """The class's closing hostname terms in this form, as (group, limit) pairs, and whether it has a required
+        hostname pod-affinity term (`_affinity_group` can bind only then). Both read the terms and the groups
+        alone, so they are worked out once per class and form, not at each of a zone spread's one-pod batches.
+
+        Hostname anti-affinity and hostname spread of the class's own pods close a node for good once it holds
+        `limit` of them (counts only grow), so such nodes leave a batch's list like full ones do."""
+        key = (id(cls), id(variant))
+        found = self.hostname_terms.get(key)
+        if found is None:
+            group_of = self.topology.group_of
+            closing = tuple(
+                sorted(
+                    (group_of(t), 1 if t.kind == "anti" else t.max_skew)
+                    for t in variant.terms
+                    if t.topology_key == HOSTNAME_LABEL
+                    and t.kind in ("anti", "spread")
+                    and group_of(t) in cls.member_of
+                )
+            )
+            binds = any(t.kind == "affinity" and t.topology_key == HOSTNAME_LABEL for t in variant.terms)
+            found = self.hostname_terms[key] = (closing, binds)
+        return found
 
     def _room(
         self,
@@ -486,6 +503,7 @@ class Solver:
         terms, tolerations = variant.terms, variant.tolerations
         bin_compat, bin_cap, assign = self.claims.bin_compat, self.topology.bin_cap, self.claims.assign
         may_take, refuses = self.claims.may_take_later, self.claims.refuses_for_good
+        max_copies = res.max_copies
         ebs_claims = cls.ebs_claims
         # Per shape of new claim (requirement set, NodePool): whether it refuses these pods for good. A run opens
         # thousands of claims of a few hundred shapes, and a new list visits every claim once: most of them, in
@@ -503,7 +521,7 @@ class Solver:
                     never = refused[shape] = refuses(b, requirements, rkey, tolerations)
                 if never:
                     continue
-            k = res.max_copies(request, b.remaining)
+            k = max_copies(request, b.remaining)
             if k <= 0 or b.grown or (closing and any(counts[g].get(b.name, 0) >= limit for g, limit in closing)):
                 continue
             if ebs_claims and len(ebs_claims - b.volumes) > b.remaining.get(EBS_VOLUMES, 0):
