@@ -17,12 +17,14 @@ What it runs, printed one figure per line (JSON):
 
 - `planner tick`: the real handler (`functions/planner/handler.py`) in a fresh process, as a Lambda container
   runs it, with the planner role's credentials and the function's environment, and its memory size enforced
-  (the process exits as Lambda ends a container when its resident memory passes the function's memory). Three
-  ticks: `cold` on the steady cluster (nothing to disrupt), `warm` after one node was made empty (its pods
+  (the process exits as Lambda ends a container when its resident memory passes the function's memory). Its
+  ticks: `cold` on the steady cluster (nothing to disrupt), `warm` once one node was made empty (its pods
   deleted) and another drifted (its NodeClaim's EC2NodeClass hash stamp changed, what an EC2NodeClass edit
-  does), and `warm, after the workflows` once those disruptions ended. Per tick: seconds (the function's
-  timeout beside it), API server requests and bytes read, decisions and workflows started, peak resident memory
-  against the function's memory.
+  does), repeated a few seconds apart until both disruptions started, `warm, while the workflows run` every
+  15 s until both nodes are gone (the world's own schedule is paused; in AWS it keeps ticking while workflows
+  run), and `warm, after the workflows`. Per tick: seconds (the
+  function's timeout beside it), CPU seconds, API server requests, writes and MiB read, decisions and the
+  workflows started, peak resident memory against the function's memory.
 - `empty node removed` and `drifted node rolled`: what the world's Step Functions did with those workflows: the
   node, its NodeClaim and its instance gone; for the drifted one also the replacement NodeClaim and its node.
 - `provisioner` (from `scale.py`): pending pods' batch to its first CreateFleet, cold and warm, at this size.
@@ -364,24 +366,23 @@ def _exists(api: scale.Api, path: str) -> bool:
     return response.status == 200
 
 
-def outcome(state: lw.WorldState, api: scale.Api, node: WorldNode, before: set[str], timeout: float) -> dict[str, Any]:
-    """Wait until `node`'s Node and NodeClaim are gone (or `timeout`); what became of it and its instance, and the
-    NodeClaims created since `before` (a replacement) with their nodes."""
-    started = time.monotonic()
-    deadline = started + timeout
-    while time.monotonic() < deadline:
-        if not _exists(api, f"/api/v1/nodes/{node.name}") and not _exists(api, f"{NODECLAIMS}/{node.claim}"):
-            break
-        time.sleep(3)
+def gone(api: scale.Api, node: WorldNode) -> bool:
+    """Whether `node`'s Node and NodeClaim are both gone."""
+    return not _exists(api, f"/api/v1/nodes/{node.name}") and not _exists(api, f"{NODECLAIMS}/{node.claim}")
+
+
+def outcome(state: lw.WorldState, api: scale.Api, node: WorldNode, before: set[str]) -> dict[str, Any]:
+    """What became of `node`, its NodeClaim and its instance, and the NodeClaims created since `before` (a
+    replacement) with their nodes."""
     instance = state.client("ec2").describe_instances(InstanceIds=[node.instance_id])["Reservations"][0]["Instances"][0]
     claims = api.get(NODECLAIMS)[0]["items"]
     new = [c for c in claims if c["metadata"]["name"] not in before]
     return {
         "node": node.name,
+        "nodeclaim": node.claim,
         "node_gone": not _exists(api, f"/api/v1/nodes/{node.name}"),
         "nodeclaim_gone": not _exists(api, f"{NODECLAIMS}/{node.claim}"),
         "instance": instance["State"]["Name"],
-        "seconds_waited": round(time.monotonic() - started, 1),
         "new_nodeclaims": [
             {"name": c["metadata"]["name"], "node": c.get("status", {}).get("nodeName", "")} for c in new
         ],
@@ -431,10 +432,15 @@ def run(args: argparse.Namespace, state: lw.WorldState, log: Callable[[str], Non
             if not wanted:
                 break
             time.sleep(5)
-        removed = outcome(state, api, empty, before, args.wait)
-        scale._emit({"figure": "empty node removed", **removed})
-        rolled = outcome(state, api, drifted, before, args.wait)
-        scale._emit({"figure": "drifted node rolled", **rolled})
+        # The schedule ticks on while the workflows run (the world's is paused: this container ticks instead).
+        waited = time.monotonic()
+        while not (gone(api, empty) and gone(api, drifted)) and time.monotonic() - waited < args.wait:
+            time.sleep(15)
+            figure = tick("warm, while the workflows run")
+            scale._emit({"figure": "planner tick", **figure, "timeout_s": timeout_s})
+        seconds = round(time.monotonic() - waited, 1)
+        scale._emit({"figure": "empty node removed", **outcome(state, api, empty, before), "seconds": seconds})
+        scale._emit({"figure": "drifted node rolled", **outcome(state, api, drifted, before), "seconds": seconds})
         scale._emit({"figure": "workflows", "executions": executions(state, outputs)})
         scale._emit({"figure": "planner tick", **tick("warm, after the workflows"), "timeout_s": timeout_s})
     if args.pending:
@@ -447,7 +453,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nodes", type=int, default=3000)
     parser.add_argument("--running", type=int, default=60000)
     parser.add_argument("--pending", type=int, default=500, help="pending pods a batch for the provisioner (0: none)")
-    parser.add_argument("--wait", type=float, default=600, help="seconds to wait for each disruption to end")
+    parser.add_argument("--wait", type=float, default=600, help="seconds to wait for the disruptions to end")
     parser.add_argument("--state-dir", type=Path, default=None)
     parser.add_argument("--keep", action="store_true", help="leave the world running afterwards")
     args = parser.parse_args(argv)
