@@ -70,7 +70,7 @@ NODECLAIMS = "/apis/nodewright.io/v1/nodeclaims"
 
 # The child: a planner container's life, one tick per line read from stdin, its memory size enforced.
 CHILD = """
-import importlib.util, json, os, resource, sys, threading, time
+import collections, importlib.util, json, os, resource, sys, threading, time
 from nodewright.adapters import kubernetes_cluster
 
 limit_mb = int(sys.argv[2])
@@ -90,9 +90,17 @@ requests = []
 send = kubernetes_cluster.ApiServer.request
 def counted(self, method, path, query=(), body=None, headers=None):
     status, data = send(self, method, path, query, body, headers)
-    requests.append((method, len(data)))
+    requests.append((method, len(data), path))
     return status, data
 kubernetes_cluster.ApiServer.request = counted
+
+def kind(path):
+    # /api/v1/nodes/N -> nodes; /apis/g/v/nodeclaims/N/status -> nodeclaims/status; namespaces dropped
+    parts = path.strip("/").split("/")
+    rest = parts[2:] if parts[0] == "api" else parts[3:]
+    if rest and rest[0] == "namespaces" and len(rest) > 2:
+        rest = rest[2:]
+    return "/".join(rest[:1] + rest[2:3])
 
 spec = importlib.util.spec_from_file_location("handler", sys.argv[1])
 module = importlib.util.module_from_spec(spec)
@@ -119,6 +127,7 @@ for line in sys.stdin:
         "cpu_seconds": round(time.process_time() - cpu, 2),
         "api_requests": len(requests),
         "api_writes": sum(1 for r in requests if r[0] != "GET"),
+        "writes": sorted(collections.Counter(f"{r[0]} {kind(r[2])}" for r in requests if r[0] != "GET").items()),
         "mib_read": round(sum(r[1] for r in requests) / 2**20, 1),
         "decisions": len(commands),
         "started": [f"{s['method']}/{s['reason']} {s['nodeclaim']}" for s in result["started"]],
@@ -198,7 +207,7 @@ def stamps(api: scale.Api) -> tuple[dict[str, str], str]:
 
 
 def _claim_document(
-    node: WorldNode, resources: dict[str, Any], stamped: dict[str, str], pool_uid: str
+    node: WorldNode, resources: dict[str, Any], stamped: dict[str, str], pool_uid: str, image: str
 ) -> dict[str, Any]:
     """planner_scale's NodeClaim as the API server takes it on create (its status goes in through /status)."""
     doc = nodeclaim_document(node, resources, stamped)
@@ -208,6 +217,7 @@ def _claim_document(
     meta["finalizers"] = [tags.FINALIZER]
     meta["ownerReferences"][0]["uid"] = pool_uid  # the served NodePool's: the garbage collector checks it
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    doc["status"]["imageID"] = image  # the EC2NodeClass's image today, or the node has drifted (AMIDrift)
     for condition in doc["status"]["conditions"]:
         condition["lastTransitionTime"] = now
     return doc
@@ -279,7 +289,7 @@ class Fleet:
         )["Instances"]
         node.instance, node.dns = instance["InstanceId"], instance["PrivateDnsName"]
         self.api.post("/api/v1/nodes", _node_document(node, self.resources))
-        claim = _claim_document(node, self.resources, stamped, pool_uid)
+        claim = _claim_document(node, self.resources, stamped, pool_uid, self.image)
         status = claim.pop("status")
         self.api.post(NODECLAIMS, claim)
         path = f"{NODECLAIMS}/{node.claim}/status"
@@ -320,12 +330,14 @@ def planner_process(
     env = scale.function_env(state, outputs["PlannerFunctionName"])
     env["PYTHONPATH"] = str(ROOT / "layers" / "core" / "python")
     handler = ROOT / "functions" / "planner" / "handler.py"
+    # Its log to a file: a pipe nobody reads while the bench waits would fill and stop the child mid-tick.
+    errors = tempfile.TemporaryFile(mode="w+")
     child = subprocess.Popen(
         [sys.executable, "-c", CHILD, str(handler), str(memory_mb)],
         env=env,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=errors,
         text=True,
     )
     assert child.stdin is not None and child.stdout is not None
@@ -335,20 +347,20 @@ def planner_process(
         child.stdin.write(label + "\n")
         child.stdin.flush()
         for line in child.stdout:
-            if line.startswith("{"):
+            if line.startswith(('{"tick"', '{"error"')):
                 figure: dict[str, Any] = json.loads(line)
                 if "error" in figure:
                     raise SystemExit(f"the planner's process: {figure['error']}")
                 return figure
-        raise SystemExit(
-            f"the planner's process ended (exit {child.wait()}):\n{child.stderr.read()[-4000:] if child.stderr else ''}"
-        )
+        errors.seek(0)
+        raise SystemExit(f"the planner's process ended (exit {child.wait()}):\n{errors.read()[-4000:]}")
 
     try:
         yield tick
     finally:
         child.stdin.close()
-        child.wait(timeout=60)
+        child.wait(timeout=120)
+        errors.close()
 
 
 def disrupt(api: scale.Api, empty: WorldNode, drifted: WorldNode) -> None:
