@@ -331,36 +331,35 @@ def planner_process(
     env["PYTHONPATH"] = str(ROOT / "layers" / "core" / "python")
     handler = ROOT / "functions" / "planner" / "handler.py"
     # Its log to a file: a pipe nobody reads while the bench waits would fill and stop the child mid-tick.
-    errors = tempfile.TemporaryFile(mode="w+")
-    child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(handler), str(memory_mb)],
-        env=env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=errors,
-        text=True,
-    )
-    assert child.stdin is not None and child.stdout is not None
-
-    def tick(label: str) -> dict[str, Any]:
+    with tempfile.TemporaryFile(mode="w+") as errors:
+        child = subprocess.Popen(
+            [sys.executable, "-c", CHILD, str(handler), str(memory_mb)],
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            text=True,
+        )
         assert child.stdin is not None and child.stdout is not None
-        child.stdin.write(label + "\n")
-        child.stdin.flush()
-        for line in child.stdout:
-            if line.startswith(('{"tick"', '{"error"')):
-                figure: dict[str, Any] = json.loads(line)
-                if "error" in figure:
-                    raise SystemExit(f"the planner's process: {figure['error']}")
-                return figure
-        errors.seek(0)
-        raise SystemExit(f"the planner's process ended (exit {child.wait()}):\n{errors.read()[-4000:]}")
 
-    try:
-        yield tick
-    finally:
-        child.stdin.close()
-        child.wait(timeout=120)
-        errors.close()
+        def tick(label: str) -> dict[str, Any]:
+            assert child.stdin is not None and child.stdout is not None
+            child.stdin.write(label + "\n")
+            child.stdin.flush()
+            for line in child.stdout:
+                if line.startswith(('{"tick"', '{"error"')):
+                    figure: dict[str, Any] = json.loads(line)
+                    if "error" in figure:
+                        raise SystemExit(f"the planner's process: {figure['error']}")
+                    return figure
+            errors.seek(0)
+            raise SystemExit(f"the planner's process ended (exit {child.wait()}):\n{errors.read()[-4000:]}")
+
+        try:
+            yield tick
+        finally:
+            child.stdin.close()
+            child.wait(timeout=120)
 
 
 def disrupt(api: scale.Api, empty: WorldNode, drifted: WorldNode) -> None:
