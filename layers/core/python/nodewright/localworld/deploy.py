@@ -47,9 +47,7 @@ def chart_dir() -> Path:
     return world.repo_root() / "charts" / "nodewright"
 
 
-def synthesize(
-    state: world.WorldState, log: Callable[[str], None], context: Mapping[str, str] | None = None
-) -> Path:
+def synthesize(state: world.WorldState, log: Callable[[str], None], context: Mapping[str, str] | None = None) -> Path:
     """`npx cdk synth` for the world's cluster into `<state dir>/cdk.out`, with `context` (further `-c` values,
     such as `clusterNodes`) besides the world's own; returns that folder."""
     out = Path(state.state_dir) / "cdk.out"
