@@ -47,11 +47,13 @@ def chart_dir() -> Path:
     return world.repo_root() / "charts" / "nodewright"
 
 
-def synthesize(state: world.WorldState, log: Callable[[str], None]) -> Path:
-    """`npx cdk synth` for the world's cluster into `<state dir>/cdk.out`; returns that folder."""
+def synthesize(state: world.WorldState, log: Callable[[str], None], context: Mapping[str, str] | None = None) -> Path:
+    """`npx cdk synth` for the world's cluster into `<state dir>/cdk.out`, with `context` (further `-c` values,
+    such as `clusterNodes`) besides the world's own; returns that folder."""
     out = Path(state.state_dir) / "cdk.out"
     argv = ["npx", "cdk", "synth", "--quiet", "-o", str(out)]
-    for key, value in (("clusterName", state.cluster), ("catalog", "snapshot"), ("stackName", STACK)):
+    given = (("clusterName", state.cluster), ("catalog", "snapshot"), ("stackName", STACK), *(context or {}).items())
+    for key, value in given:
         argv += ["-c", f"{key}={value}"]
     log("synthesizing the CDK app (npx cdk synth)")
     started = time.monotonic()
@@ -276,13 +278,19 @@ def deployed_outputs(state: world.WorldState) -> dict[str, str] | None:
     return {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}
 
 
-def install(state: world.WorldState, log: Callable[[str], None] = print, system_nodes: bool = False) -> dict[str, str]:
-    """Steps 1 and 2 of the module doc (each skipped or repeated harmlessly when done); returns the outputs."""
+def install(
+    state: world.WorldState,
+    log: Callable[[str], None] = print,
+    system_nodes: bool = False,
+    context: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """Steps 1 and 2 of the module doc (each skipped or repeated harmlessly when done); returns the outputs.
+    `context`: further CDK context values for the synthesis (a stack already deployed is kept as it is)."""
     from kubernetes import client, config
 
     outputs = deployed_outputs(state)
     if outputs is None:
-        outputs = world.deploy_stack(state, synthesize(state, log), STACK)
+        outputs = world.deploy_stack(state, synthesize(state, log, context), STACK)
         log(f"deployed stack {STACK}: provisioner {outputs['ProvisionerFunctionName']}")
     else:
         log(f"stack {STACK} already deployed: provisioner {outputs['ProvisionerFunctionName']}")
