@@ -49,6 +49,7 @@ Nothing here asserts a time.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gzip
 import hashlib
 import json
@@ -1035,17 +1036,9 @@ def measure(size: int, runs: int, change: float = 0.0) -> str:
     ports = PlannerPorts(cluster, cloud, InMemoryWorkflows(), Clock(), InMemoryState(), catalog)  # type: ignore[arg-type]
 
     def one_tick(reading: KubernetesCluster) -> tuple[float, float, int, int, dict[str, Any]]:
-        fresh = PlannerPorts(
-            reading,
-            cloud,  # type: ignore[arg-type]
-            InMemoryWorkflows(),
-            Clock(),
-            InMemoryState(),
-            catalog,
-            ports.settings,
-            ports.parsed_pods,
-            pod_facts=ports.pod_facts,  # by name: the field after parsed_pods is request_capacity
-        )
+        # What a warm container keeps (parsed pods, pod facts, prepared NodePools: whatever fields the core being
+        # measured has) comes along; the lease table and workflows are new, so every tick decides anew.
+        fresh = dataclasses.replace(ports, cluster=reading, workflows=InMemoryWorkflows(), state=InMemoryState())
         read, requests = server.bytes, server.requests
         started, cpu = time.perf_counter(), time.process_time()
         result = tick(fresh).to_json()
@@ -1069,6 +1062,7 @@ def measure(size: int, runs: int, change: float = 0.0) -> str:
         digest = "warm-differs"
     warm_read = statistics.median(w[2] for w in warm)
     full_read = beside[2]
+    writes = server.writes  # the ticks' (the batches below write too)
     batch_cold, batch_cold_cpu, batch_warm, batch_warm_cpu, launched = measure_batches(
         server, nodes, catalog, pending_pods(BATCH_PODS), runs
     )
@@ -1077,7 +1071,7 @@ def measure(size: int, runs: int, change: float = 0.0) -> str:
         f"cold_s={cold:.2f} cold_cpu_s={cold_cpu:.2f} "
         f"warm_s={statistics.median(w[0] for w in warm):.2f} warm_cpu_s={statistics.median(w[1] for w in warm):.2f} "
         f"full_warm_cpu_s={beside[1]:.2f} "
-        f"mb_read={read / 2**20:.1f} gzip_mb={gzip_read / 2**20:.1f} requests={requests} writes={server.writes} "
+        f"mb_read={read / 2**20:.1f} gzip_mb={gzip_read / 2**20:.1f} requests={requests} writes={writes} "
         f"changed_pods={changed} warm_mb_read={warm_read / 2**20:.2f} full_mb_read={full_read / 2**20:.1f} "
         f"read_ratio={warm_read / max(full_read, 1):.4f} warm_requests={statistics.median(w[3] for w in warm):.0f} "
         f"base_mb={base:.0f} peak_mb={peak:.0f} tick_mb={peak - base:.0f} build_peak_mb={build_peak:.0f} "

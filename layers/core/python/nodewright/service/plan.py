@@ -62,6 +62,7 @@ from nodewright.model.inputs import ClusterInputs
 from nodewright.model.loader import ParsedPods, load_documents
 from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.ports import Clock, Cloud, Cluster, Instance, NodeEvent, PodEvent, StateStore, Workflows
+from nodewright.scheduling.templates import TemplateCache
 from nodewright.service import leases
 from nodewright.service import provision as provisioning
 from nodewright.service.buffers import RequestCapacity, capacity_request, write_buffer_status
@@ -140,6 +141,10 @@ class PlannerPorts:
     cluster_name: str = ""
     # Their disruption facts (owner kinds, deletion, tolerations), likewise.
     pod_facts: PodFactsCache = field(default_factory=dict)
+    # The NodePools prepared against the catalog and the nodes' labels as requirements, kept tick after tick (about
+    # 0.2 s of a 5,000-node warm tick was parsing the same labels again); keyed by content and identity
+    # (`scheduling.templates`), so what changed gets its own entry.
+    templates: TemplateCache = field(default_factory=TemplateCache)
 
 
 def tick(
@@ -192,6 +197,7 @@ def _tick(ports: PlannerPorts, methods: Sequence[Method], timer: Callable[[], fl
         known_facts=ports.pod_facts,
         reservations=class_reservations(ports.cloud, classes),
         unavailable=unavailable,
+        templates=ports.templates,
     )
     out.problems.extend(f"nodeclaim/{m.nodeclaim}: {p}" for m in state.fleet for p in m.problems)
     _write_overlay_status(ports.cluster, view.documents, state, out)
