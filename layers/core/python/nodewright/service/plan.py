@@ -46,7 +46,14 @@ from nodewright.catalog.catalog import CapacityReservation
 from nodewright.catalog.types import InstanceTypeSource
 from nodewright.disruption.candidates import last_pod_event
 from nodewright.disruption.commands import DisruptionCommand
-from nodewright.disruption.drift import ClassFacts, InstanceFacts, drift_reason, restamps
+from nodewright.disruption.drift import (
+    ClassFacts,
+    InstanceFacts,
+    drift_reason,
+    nodeclass_hash,
+    nodepool_hash,
+    restamps,
+)
 from nodewright.disruption.fleet import CONSOLIDATABLE, DRIFTED, FleetNode
 from nodewright.disruption.lease import lock_name
 from nodewright.disruption.methods import Method
@@ -362,11 +369,15 @@ def _drift(state: ClusterState, facts: Mapping[str, ClassFacts], instances: Mapp
     classes = {c.name: c for c in state.inputs.nodeclasses}
     catalog = frozenset(it.name for it in state.catalog)  # for InstanceTypeNotFound drift
     out: dict[str, str] = {}
+    # Each pool's and class's hash once, not once a NodeClaim (a JSON dump and a SHA-256 each).
+    hashes: dict[str, tuple[str, str]] = {}
     for member in state.fleet:
         pool = state.pools.get(member.nodepool)
         if pool is None or not member.provider_id:
             continue
         node_class = classes.get(pool.node_class_ref.name)
+        if pool.name not in hashes:
+            hashes[pool.name] = (nodepool_hash(pool), nodeclass_hash(node_class) if node_class is not None else "")
         out[member.nodeclaim] = drift_reason(
             member,
             pool,
@@ -376,6 +387,7 @@ def _drift(state: ClusterState, facts: Mapping[str, ClassFacts], instances: Mapp
             _launched_with(instances.get(member.instance_id)),
             catalog=catalog,
             now=state.now,
+            hashes=hashes[pool.name],
         )
     return out
 
