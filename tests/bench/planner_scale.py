@@ -41,7 +41,8 @@ warm ticks, one tick reads the same cluster with full lists. Printed per size, o
   parsed objects and the NodePools' preparation kept (a warm container; the process's module caches are warm in
   both, as the planner's ticks ran before). The server serves the pending pods only to the provisioner's list of
   unbound pods, so the planner's ticks do not see them, and keeps no NodeClaim a batch creates, so every batch
-  plans the same pods; `batch_launched`: the NodeClaims the cold batch launched.
+  plans the same pods; `batch_read_ms`: a warm batch's wall time reading the cluster (`read_cluster`, the lists
+  and their loading); `batch_launched`: the NodeClaims the cold batch launched.
 
 Nothing here asserts a time.
 """
@@ -961,12 +962,12 @@ def measure_batches(
     catalog: BenchCatalog,
     pending: Sequence[Mapping[str, Any]],
     runs: int,
-) -> tuple[float, float, list[float], list[float], int]:
+) -> tuple[float, float, list[float], list[float], int, list[float]]:
     """The provisioner's batch (`service.provision.provision`, as its handler calls it) for the `pending` pods
     against the cluster `server` serves: a cold batch (nothing parsed or prepared yet) and `runs` warm ones (the
     same parsed pods and NodePool preparations, as a warm container keeps). The server keeps no NodeClaim a batch
     creates, so every batch plans the same pods. Returns (cold wall ms, cold CPU ms, warm wall ms, warm CPU ms,
-    NodeClaims the cold batch launched)."""
+    NodeClaims the cold batch launched, the warm batches' ms reading the cluster)."""
     from nodewright.service.provision import provision
 
     cluster = KubernetesCluster(server)  # type: ignore[arg-type]  # the provisioner keeps no informers
@@ -982,7 +983,7 @@ def measure_batches(
         }
         for p in pending
     ]
-    walls, cpus, launched = [], [], 0
+    walls, cpus, reads, launched = [], [], [], 0
     for run in range(runs + 1):
         batch = parse_batch({"batch_id": f"bench-{run}", "cluster": CLUSTER, "pods": hints})
         started, cpu = time.perf_counter(), time.process_time()
@@ -999,9 +1000,10 @@ def measure_batches(
         )
         walls.append((time.perf_counter() - started) * 1000)
         cpus.append((time.process_time() - cpu) * 1000)
+        reads.append(result.timings.get("read_cluster", 0.0) * 1000)
         if run == 0:
             launched = len([c for c in result.to_json()["nodeclaims"] if not c["reused"]])
-    return walls[0], cpus[0], walls[1:], cpus[1:], launched
+    return walls[0], cpus[0], walls[1:], cpus[1:], launched, reads[1:]
 
 
 def measure(size: int, runs: int, change: float = 0.0) -> str:
@@ -1063,7 +1065,7 @@ def measure(size: int, runs: int, change: float = 0.0) -> str:
     warm_read = statistics.median(w[2] for w in warm)
     full_read = beside[2]
     writes = server.writes  # the ticks' (the batches below write too)
-    batch_cold, batch_cold_cpu, batch_warm, batch_warm_cpu, launched = measure_batches(
+    batch_cold, batch_cold_cpu, batch_warm, batch_warm_cpu, launched, batch_reads = measure_batches(
         server, nodes, catalog, pending_pods(BATCH_PODS), runs
     )
     return (
@@ -1082,7 +1084,7 @@ def measure(size: int, runs: int, change: float = 0.0) -> str:
         f"same_decisions_as_full={'yes' if same else 'no'} digest={digest[:16]} "
         f"batch_pods={BATCH_PODS} batch_cold_ms={batch_cold:.0f} batch_cold_cpu_ms={batch_cold_cpu:.0f} "
         f"batch_ms={statistics.median(batch_warm):.0f} batch_cpu_ms={statistics.median(batch_warm_cpu):.0f} "
-        f"batch_launched={launched}"
+        f"batch_read_ms={statistics.median(batch_reads):.0f} batch_launched={launched}"
     )
 
 
