@@ -28,10 +28,21 @@ warm ticks, one tick reads the same cluster with full lists. Printed per size, o
   whether the last warm tick decided as the full-list tick did; `full_warm_cpu_s`: that tick's CPU time. The
   fake server answers a watch at once: a real one holds it open `informer.WATCH_SECONDS` (1 s of wall time);
 - `base_mb`: the child's resident memory once the cluster is built (imports, catalog, the compressed pages);
-  `peak_mb`: its peak resident memory (ru_maxrss) after the warm ticks (before the full-list tick, which a
-  planner does not make); `tick_mb` = peak - base;
+  `peak_mb`: its peak resident memory from then to the end of the warm ticks (before the full-list tick, which a
+  planner does not make); `tick_mb` = peak - base; `build_peak_mb`: the peak while the bench built the cluster's
+  documents (the bench's own, not the planner's). The peak is Linux's high-water mark, reset once the cluster
+  is built (`/proc/self/clear_refs`); where it cannot be reset, `peak_mb` is the process's whole peak
+  (`peak_reset=no`) and includes the build's;
 - `decisions`, `started`: the cold tick's disruption decisions and workflows started, and `digest`: a hash of
-  its decisions, equal on both sides of a comparison when the code decides the same.
+  its decisions, equal on both sides of a comparison when the code decides the same;
+- `batch_cold_ms`/`batch_cold_cpu_ms`, `batch_ms`/`batch_cpu_ms` (median of `--runs`): the provisioner's batch
+  (`service.provision.provision`, as its handler calls it) for `batch_pods` pending pods of a new Deployment against
+  the same cluster through the same server, wall and CPU time; cold with nothing parsed or prepared, warm with the
+  parsed objects and the NodePools' preparation kept (a warm container; the process's module caches are warm in
+  both, as the planner's ticks ran before). The server serves the pending pods only to the provisioner's list of
+  unbound pods, so the planner's ticks do not see them, and keeps no NodeClaim a batch creates, so every batch
+  plans the same pods; `batch_read_ms`: a warm batch's wall time reading the cluster (`read_cluster`, the lists
+  and their loading); `batch_launched`: the NodeClaims the cold batch launched.
 
 Nothing here asserts a time.
 """
@@ -39,6 +50,7 @@ Nothing here asserts a time.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gzip
 import hashlib
 import json
@@ -60,12 +72,14 @@ from nodewright.adapters.memory import InMemoryState, InMemoryWorkflows
 from nodewright.catalog.catalog import CapacityReservation
 from nodewright.catalog.types import ON_DEMAND, InstanceType
 from nodewright.disruption.drift import hash_annotations
-from nodewright.launch.template import Image, ResolvedNodeClass, Subnet
+from nodewright.launch.template import Image, LaunchTemplateSpec, ResolvedNodeClass, Subnet
 from nodewright.launch.userdata import ClusterInfo
 from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.model.parse import parse_nodepool
 from nodewright.model.parse_ec2nodeclass import parse_ec2nodeclass
 from nodewright.ports import Instance
+from nodewright.scheduling import TemplateCache
+from nodewright.service.batch import parse_batch
 from nodewright.service.plan import PlannerPorts, tick
 from nodewright.service.provision import node_resources
 from nodewright.settings import incremental_reads
@@ -75,6 +89,7 @@ from tests.bench.consolidation import on_demand_cluster
 NOW = 1_800_000_000.0
 CLUSTER = "bench"
 PAGE = 500
+BATCH_PODS = 100  # pending pods in the provisioner's batch
 LIST_VERSION = 10_000_000  # the resourceVersion the cluster is built at; changes count on from it
 VERSION_MARK = "@@resourceVersion@@"
 TYPES = ("m5.4xlarge", "m6i.4xlarge", "c5.4xlarge", "c6i.4xlarge", "r5.4xlarge", "m5a.4xlarge")
@@ -551,6 +566,30 @@ def _pod_status(node: BenchNode, image: str, started: str, container_id: str) ->
     }
 
 
+def pending_pods(count: int, seed: int = 11) -> list[dict[str, Any]]:
+    """`count` pods of a new Deployment the kube-scheduler found no room for: unbound, PodScheduled False
+    (Unschedulable), shaped as the API server serves them (the provisioner's batch)."""
+    rng = random.Random(seed)
+    anywhere = BenchNode(0, on_demand_cluster().instance_types[0], ZONES[0])
+    out = []
+    for i in range(count):
+        cpu, memory = POD_SIZES[rng.randrange(len(POD_SIZES))]
+        pod = pod_document(anywhere, f"burst-6c5d4f7b8-{i:05x}", "burst", "ReplicaSet", cpu, memory)
+        pod["metadata"]["resourceVersion"] = str(LIST_VERSION - count + i)
+        del pod["spec"]["nodeName"]
+        unschedulable = {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": "Unschedulable",
+            "message": "0/1 nodes are available: 1 Insufficient cpu.",
+            "lastProbeTime": None,
+            "lastTransitionTime": HEARTBEAT,
+        }
+        pod["status"] = {"phase": "Pending", "conditions": [unschedulable], "qosClass": "Burstable"}
+        out.append(pod)
+    return out
+
+
 def daemonset_document(name: str, cpu: int, memory: int) -> dict[str, Any]:
     requests = {"cpu": f"{cpu}m", **({"memory": f"{memory}Mi"} if memory else {})}
     return {
@@ -671,21 +710,25 @@ class ListServer:
     the changes `change_pods` made, or 410 Gone before `oldest`. Anything else: GET of one object 404, writes 200
     (counted)."""
 
-    def __init__(self, lists: Mapping[str, list[dict[str, Any]]]) -> None:
+    def __init__(self, lists: Mapping[str, list[dict[str, Any]]], pending: Sequence[dict[str, Any]] = ()) -> None:
         self.version = LIST_VERSION
         self.oldest = LIST_VERSION  # a watch from before this is answered 410 Gone
-        self.pages: dict[str, list[bytes]] = {}
-        for path, items in lists.items():
-            ordered = sorted(items, key=object_key)  # etcd's key order, as a list is served
-            self.pages[path] = [
-                self._page(ordered[start : start + PAGE], start + PAGE < len(ordered), start // PAGE)
-                for start in range(0, max(len(ordered), 1), PAGE)
-            ]
+        self.pages = {path: self._pages(items) for path, items in lists.items()}
+        # The pending pods, served only to a list of unbound pods (`spec.nodeName=`, the provisioner's): the planner's
+        # list of active pods does not see them, so its ticks decide as without a batch.
+        self.pending = self._pages(list(pending))
         self.events: dict[str, list[tuple[int, bytes]]] = {}  # path -> (resourceVersion, event line)
         self.requests = 0
         self.bytes = 0
         self.gzip_bytes = 0
         self.writes = 0
+
+    def _pages(self, items: list[dict[str, Any]]) -> list[bytes]:
+        ordered = sorted(items, key=object_key)  # etcd's key order, as a list is served
+        return [
+            self._page(ordered[start : start + PAGE], start + PAGE < len(ordered), start // PAGE)
+            for start in range(0, max(len(ordered), 1), PAGE)
+        ]
 
     @staticmethod
     def _page(items: list[dict[str, Any]], more: bool, number: int) -> bytes:
@@ -715,6 +758,8 @@ class ListServer:
             return self._watch(path, int(params["resourceVersion"]))
         if pages is None:
             return (404, b"{}") if path.count("/") > 4 or path.startswith("/api/v1/nodes/") else (200, b'{"items":[]}')
+        if path == "/api/v1/pods" and params.get("fieldSelector", "").startswith("spec.nodeName=,"):
+            pages = self.pending
         packed = pages[int(params.get("continue", "0") or 0)]
         raw = gzip.decompress(packed).replace(VERSION_MARK.encode(), str(self.version).encode(), 1)
         self.gzip_bytes += len(packed)
@@ -832,6 +877,45 @@ class BenchCloud:
         raise AssertionError(f"the bench fleet has no stray instance: {list(instance_ids)[:3]}")
 
 
+class BatchCloud(BenchCloud):
+    """BenchCloud that launches too: CreateFleet starts the first override's instance (the provisioner's batch)."""
+
+    def __init__(self, nodes: Sequence[BenchNode]) -> None:
+        super().__init__(nodes)
+        self.launched = 0
+
+    def ensure_launch_template(self, spec: LaunchTemplateSpec, tags: Mapping[str, str]) -> str:
+        return spec.name
+
+    def create_fleet(self, request: Mapping[str, Any]) -> Mapping[str, Any]:
+        override = request["LaunchTemplateConfigs"][0]["Overrides"][0]
+        tags = {t["Key"]: t["Value"] for t in request["TagSpecifications"][0]["Tags"]}
+        capacity_type = request["TargetCapacitySpecification"]["DefaultTargetCapacityType"]
+        self.launched += 1
+        instance_id = f"i-1{self.launched:016x}"
+        self.instances[instance_id] = Instance(
+            instance_id, override["InstanceType"], override["AvailabilityZone"], "running", capacity_type, NOW, tags
+        )
+        launched = {
+            "InstanceIds": [instance_id],
+            "InstanceType": override["InstanceType"],
+            "Lifecycle": capacity_type,
+            "LaunchTemplateAndOverrides": {"Overrides": override},
+        }
+        return {"Errors": [], "Instances": [launched]}
+
+    def instances_of_nodeclaim(self, nodeclaim: str) -> Sequence[Instance]:
+        return [i for i in self.instances.values() if i.tags.get(NODECLAIM_TAG) == nodeclaim]
+
+    def instances_of_nodeclaims(self, nodeclaims: Sequence[str]) -> Mapping[str, Sequence[Instance]]:
+        wanted = set(nodeclaims)
+        out: dict[str, list[Instance]] = {}
+        for instance in self.instances.values():
+            if instance.tags.get(NODECLAIM_TAG) in wanted:
+                out.setdefault(instance.tags[NODECLAIM_TAG], []).append(instance)
+        return out
+
+
 class BenchCatalog:
     def __init__(self, types: Sequence[InstanceType]) -> None:
         self._types = types
@@ -852,6 +936,17 @@ def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def _reset_peak() -> bool:
+    """Reset the process's peak resident memory (Linux's VmHWM, which ru_maxrss reads) to what it holds now, so a
+    later peak is the planner's and not the bench's building of the documents. False where it cannot be reset."""
+    try:
+        with open("/proc/self/clear_refs", "w") as clear:
+            clear.write("5")
+    except OSError:
+        return False
+    return True
+
+
 def _current_rss_mb() -> float:
     with open("/proc/self/statm") as statm:
         return int(statm.read().split()[1]) * resource.getpagesize() / 2**20
@@ -859,6 +954,56 @@ def _current_rss_mb() -> float:
 
 def _commands(result: Mapping[str, Any]) -> list[Any]:
     return list(result["decisions"].get("commands", []))
+
+
+def measure_batches(
+    server: ListServer,
+    nodes: Sequence[BenchNode],
+    catalog: BenchCatalog,
+    pending: Sequence[Mapping[str, Any]],
+    runs: int,
+) -> tuple[float, float, list[float], list[float], int, list[float]]:
+    """The provisioner's batch (`service.provision.provision`, as its handler calls it) for the `pending` pods
+    against the cluster `server` serves: a cold batch (nothing parsed or prepared yet) and `runs` warm ones (the
+    same parsed pods and NodePool preparations, as a warm container keeps). The server keeps no NodeClaim a batch
+    creates, so every batch plans the same pods. Returns (cold wall ms, cold CPU ms, warm wall ms, warm CPU ms,
+    NodeClaims the cold batch launched, the warm batches' ms reading the cluster)."""
+    from nodewright.service.provision import provision
+
+    cluster = KubernetesCluster(server)  # type: ignore[arg-type]  # the provisioner keeps no informers
+    cloud = BatchCloud(nodes)
+    parsed_pods: dict[Any, Any] = {}
+    templates = TemplateCache()
+    hints = [
+        {
+            "namespace": p["metadata"]["namespace"],
+            "name": p["metadata"]["name"],
+            "uid": p["metadata"]["uid"],
+            "resourceVersion": p["metadata"]["resourceVersion"],
+        }
+        for p in pending
+    ]
+    walls, cpus, reads, launched = [], [], [], 0
+    for run in range(runs + 1):
+        batch = parse_batch({"batch_id": f"bench-{run}", "cluster": CLUSTER, "pods": hints})
+        started, cpu = time.perf_counter(), time.process_time()
+        result = provision(
+            batch,
+            cluster,
+            cloud,  # type: ignore[arg-type]
+            InMemoryState(),
+            Clock(),
+            catalog,
+            templates=cloud,  # type: ignore[arg-type]
+            parsed_pods=parsed_pods,
+            nodepool_templates=templates,
+        )
+        walls.append((time.perf_counter() - started) * 1000)
+        cpus.append((time.process_time() - cpu) * 1000)
+        reads.append(result.timings.get("read_cluster", 0.0) * 1000)
+        if run == 0:
+            launched = len([c for c in result.to_json()["nodeclaims"] if not c["reused"]])
+    return walls[0], cpus[0], walls[1:], cpus[1:], launched, reads[1:]
 
 
 def measure(size: int, runs: int, change: float = 0.0) -> str:
@@ -876,12 +1021,14 @@ def measure(size: int, runs: int, change: float = 0.0) -> str:
         )
     }
     pods = len(lists["/api/v1/pods"])
-    server = ListServer(lists)
+    server = ListServer(lists, pending_pods(BATCH_PODS))
     del lists
     import gc
 
     gc.collect()
     base = _current_rss_mb()
+    build_peak = _rss_mb()
+    reset = _reset_peak()
     incremental = incremental_reads(os.environ)
     cluster = KubernetesCluster(server, informers=Informers() if incremental else None)  # type: ignore[arg-type]
     full = KubernetesCluster(server)  # type: ignore[arg-type]
@@ -891,17 +1038,9 @@ def measure(size: int, runs: int, change: float = 0.0) -> str:
     ports = PlannerPorts(cluster, cloud, InMemoryWorkflows(), Clock(), InMemoryState(), catalog)  # type: ignore[arg-type]
 
     def one_tick(reading: KubernetesCluster) -> tuple[float, float, int, int, dict[str, Any]]:
-        fresh = PlannerPorts(
-            reading,
-            cloud,  # type: ignore[arg-type]
-            InMemoryWorkflows(),
-            Clock(),
-            InMemoryState(),
-            catalog,
-            ports.settings,
-            ports.parsed_pods,
-            pod_facts=ports.pod_facts,  # by name: the field after parsed_pods is request_capacity
-        )
+        # What a warm container keeps (parsed pods, pod facts, prepared NodePools: whatever fields the core being
+        # measured has) comes along; the lease table and workflows are new, so every tick decides anew.
+        fresh = dataclasses.replace(ports, cluster=reading, workflows=InMemoryWorkflows(), state=InMemoryState())
         read, requests = server.bytes, server.requests
         started, cpu = time.perf_counter(), time.process_time()
         result = tick(fresh).to_json()
@@ -925,19 +1064,27 @@ def measure(size: int, runs: int, change: float = 0.0) -> str:
         digest = "warm-differs"
     warm_read = statistics.median(w[2] for w in warm)
     full_read = beside[2]
+    writes = server.writes  # the ticks' (the batches below write too)
+    batch_cold, batch_cold_cpu, batch_warm, batch_warm_cpu, launched, batch_reads = measure_batches(
+        server, nodes, catalog, pending_pods(BATCH_PODS), runs
+    )
     return (
         f"planner_scale nodes={size} pods={pods} incremental={'on' if incremental else 'off'} "
         f"cold_s={cold:.2f} cold_cpu_s={cold_cpu:.2f} "
         f"warm_s={statistics.median(w[0] for w in warm):.2f} warm_cpu_s={statistics.median(w[1] for w in warm):.2f} "
         f"full_warm_cpu_s={beside[1]:.2f} "
-        f"mb_read={read / 2**20:.1f} gzip_mb={gzip_read / 2**20:.1f} requests={requests} writes={server.writes} "
+        f"mb_read={read / 2**20:.1f} gzip_mb={gzip_read / 2**20:.1f} requests={requests} writes={writes} "
         f"changed_pods={changed} warm_mb_read={warm_read / 2**20:.2f} full_mb_read={full_read / 2**20:.1f} "
         f"read_ratio={warm_read / max(full_read, 1):.4f} warm_requests={statistics.median(w[3] for w in warm):.0f} "
-        f"base_mb={base:.0f} peak_mb={peak:.0f} tick_mb={peak - base:.0f} "
+        f"base_mb={base:.0f} peak_mb={peak:.0f} tick_mb={peak - base:.0f} build_peak_mb={build_peak:.0f} "
+        f"peak_reset={'yes' if reset else 'no'} "
         f"pod_kb={sizes['pod'] / 1024:.1f} node_kb={sizes['node'] / 1024:.1f} "
         f"nodeclaim_kb={sizes['nodeclaim'] / 1024:.1f} "
         f"decisions={len(commands)} started={len(result['started'])} problems={len(result['problems'])} "
-        f"same_decisions_as_full={'yes' if same else 'no'} digest={digest[:16]}"
+        f"same_decisions_as_full={'yes' if same else 'no'} digest={digest[:16]} "
+        f"batch_pods={BATCH_PODS} batch_cold_ms={batch_cold:.0f} batch_cold_cpu_ms={batch_cold_cpu:.0f} "
+        f"batch_ms={statistics.median(batch_warm):.0f} batch_cpu_ms={statistics.median(batch_warm_cpu):.0f} "
+        f"batch_read_ms={statistics.median(batch_reads):.0f} batch_launched={launched}"
     )
 
 

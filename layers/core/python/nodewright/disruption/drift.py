@@ -201,14 +201,17 @@ def drift_reason(
     instance: InstanceFacts | None = None,
     catalog: Collection[str] = (),
     now: float = 0.0,
+    hashes: tuple[str, str] | None = None,
 ) -> str:
     """The first drift reason that holds ("" when the node has not drifted), in Karpenter's order. Without
     `class_facts` and `instance` (a snapshot, or the cloud not answering) the cloud reasons keep what the NodeClaim's
     condition says; without `catalog` (the names of every instance type the catalog has) and `now`, instance types
-    are not checked."""
+    are not checked. `hashes`: `nodepool_hash(pool)` and `nodeclass_hash(node_class)` ("" without a class) when the
+    caller worked them out once for many NodeClaims of the same pool."""
     if not member.provider_id:
         return ""  # not launched: nothing to drift from yet
-    if _stamp_differs(member, NODEPOOL_HASH, NODEPOOL_HASH_VERSION, POOL_HASH_VERSION, nodepool_hash(pool)):
+    pool_hash, class_hash = hashes if hashes is not None else (nodepool_hash(pool), "")
+    if _stamp_differs(member, NODEPOOL_HASH, NODEPOOL_HASH_VERSION, POOL_HASH_VERSION, pool_hash):
         return NODEPOOL_DRIFTED
     if requirements_drifted(member, pool, instance_type):
         return REQUIREMENTS_DRIFTED
@@ -216,7 +219,8 @@ def drift_reason(
         return INSTANCE_TYPE_NOT_FOUND
     if node_class is None:
         return ""
-    if _stamp_differs(member, NODECLASS_HASH, NODECLASS_HASH_VERSION, CLASS_HASH_VERSION, nodeclass_hash(node_class)):
+    class_hash = class_hash if hashes is not None else nodeclass_hash(node_class)
+    if _stamp_differs(member, NODECLASS_HASH, NODECLASS_HASH_VERSION, CLASS_HASH_VERSION, class_hash):
         return NODECLASS_DRIFT
     if class_facts is None or instance is None:
         return member.drifted if member.drifted in CLOUD_REASONS else ""

@@ -268,6 +268,7 @@ def cluster_state(
     known_facts: PodFactsCache | None = None,
     reservations: Mapping[str, Sequence[CapacityReservation]] | None = None,
     unavailable: Collection[OfferingKey] = (),
+    templates: TemplateCache | None = None,
 ) -> tuple[ClusterState, list[ValidationError]]:
     """Load API documents (NodePools, EC2NodeClasses, NodeClaims, Nodes, Pods bound or pending, DaemonSets,
     PodDisruptionBudgets, volumes) into a `ClusterState`. Objects that do not validate are left out and returned as
@@ -283,7 +284,9 @@ def cluster_state(
     among them (not selected any more, or a snapshot read without the cloud) still gets its reservation's offering,
     priced as Karpenter prices reserved capacity and with no free instance, so it is known and never launched into.
     `unavailable`: the offerings EC2 refused lately, marked after the reservations are added (the provisioner's
-    order, so a refused reserved offering stays refused)."""
+    order, so a refused reserved offering stays refused). `templates`: NodePools prepared and nodes' labels parsed by
+    earlier states (a warm planner's ticks; the cache keys them by content and identity, so a changed NodePool,
+    class, DaemonSet, type or node gets its own entry); None: a new cache for this state's simulations."""
     inputs, errors = loaded if loaded is not None else load_documents(documents, source, summaries=False)
     pools = {p.name: p for p in inputs.nodepools}
     kinds: dict[str, list[Mapping[str, Any]]] = {}
@@ -330,6 +333,7 @@ def cluster_state(
         settings=settings or DisruptionSettings(),
         class_zones=dict(class_zones or {}),
         class_reservations={name: tuple(sorted({r.id for r in found})) for name, found in selected.items()},
+        templates=templates if templates is not None else TemplateCache(),
     )
     return state, errors
 
