@@ -173,8 +173,9 @@ class Registration:
     A solve registers its nodes once (`Registration(...)`). A caller that solves many times against one cluster,
     each time with some nodes taken away (the planner's simulations of one snapshot), registers all of them once
     and forks that for each solve (`fork`): the fork keeps the entries of the nodes still there and registers only
-    the nodes that are new or differ, so a solve costs what it changes, not what the fleet holds. A fork's bins are
-    the base's: the solver copies them before it fills them (`shared`)."""
+    the nodes that are new or differ, so a solve no longer works out every node's room, labels and DaemonSets
+    again. A fork's bins are the base's: the solver copies them before it fills them (`shared`), which costs a
+    fraction of registering them."""
 
     def __init__(
         self,
@@ -204,6 +205,7 @@ class Registration:
         self._claimed = frozenset(e.node.name for e in self.entries if e.claim is not None)
 
     def _entry(self, node: Node, pods: NodePods, claim: NodeClaim | None, volumes: VolumeIndex) -> Entry:
+        # Initialized nodes first, as Karpenter orders existing nodes: a node still starting may not come up.
         order = (not initialized(node, claim), node.name)
         return Entry(node, pods, claim, order, node_bin(node, pods, claim, self.pools, volumes))
 
@@ -252,7 +254,8 @@ class Registration:
         gone: list[Entry] = []
         for e in self.entries:
             (kept if e.node.name in kept_names else gone).append(e)
-        added_pods = templates.node_pods_of(added) if added else []
+        # Not `node_pods_of`: it would drop the kept sums of every node but these few.
+        added_pods = [templates.node_pods(n) for n in added]
         if not _same_daemonsets(self._daemons, [e.pods for e in gone], added_pods):
             return Registration(*inputs, price_ceiling)
         counted = {pool: dict(values) for pool, values in self._counted.items()}
