@@ -17,7 +17,7 @@ from nodewright.disruption.state import ClusterState
 from nodewright.model import resources as res
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.objects import Node, Pod
-from nodewright.scheduling import Results, solve
+from nodewright.scheduling import Results, existing, solve
 from nodewright.scheduling.claims import Bin
 from nodewright.scheduling.classes import VolumeIndex
 from nodewright.scheduling.existing import Registration
@@ -234,3 +234,20 @@ def _content(b: Bin | None, registration: Registration) -> object:
         return None
     keys = registration.pools.req_keys
     return (b.name, b.labels, b.requirements, keys[b.rkey], keys[b.shape], b.taints, b.remaining, b.pods, b.volumes)
+
+
+def test_a_fork_registers_only_the_nodes_it_hands_over_changed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The point of forking: a simulation that takes nodes away and hands two over with a taint registers those two,
+    not the fleet again."""
+    state = _limited_cluster(0).state()
+    nodes = list(state.inputs.nodes)
+    inputs = (state.inputs.nodepools, state.inputs.nodeclasses, state.catalog.instance_types, state.inputs.daemonsets)
+    volumes = VolumeIndex((), (), ())
+    base = Registration(nodes, (), *inputs, volumes, state.templates)
+    registered: list[str] = []
+    real = existing.node_bin
+    monkeypatch.setattr(existing, "node_bin", lambda node, *rest: registered.append(node.name) or real(node, *rest))
+    handed = [replace(n, taints=(*n.taints, SETTLING_TAINT)) if i < 2 else n for i, n in enumerate(nodes[3:])]
+    fork = base.fork(handed, (), *inputs, volumes, state.templates)
+    assert registered == [n.name for n in handed[:2]]
+    assert len(fork.entries) == len(handed)
