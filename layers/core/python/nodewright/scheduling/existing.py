@@ -199,10 +199,7 @@ class Registration:
         self.entries = sorted(entries, key=_entry_order)
         self.carrying = [p for p in on_nodes if p.pods]  # the sums of the nodes with pods, in the order of `nodes`
         self.shared = False
-        self._counted = self.pools.counted(nodes, ())  # the nodes' part of the limits' counts (see `fork`)
-        self._daemons = _daemon_values(e.pods for e in self.entries)  # see `_same_daemonsets`
-        self._by_name: dict[str, Entry] | None = None
-        self._claimed = frozenset(e.node.name for e in self.entries if e.claim is not None)
+        self._index: _Index | None = None  # what a fork reads, worked out by the first (a solve alone never forks)
 
     def _entry(self, node: Node, pods: NodePods, claim: NodeClaim | None, volumes: VolumeIndex) -> Entry:
         # Initialized nodes first, as Karpenter orders existing nodes: a node still starting may not come up.
@@ -232,14 +229,15 @@ class Registration:
         assert not self.shared, "forks are made of a registration made from scratch"
         if any(a is not b for a, b in zip(self.sources, (instance_types, daemonsets, templates), strict=True)):
             return Registration(*inputs, price_ceiling)
-        by_name = self._by_name
-        if by_name is None:
-            by_name = self._by_name = {e.node.name: e for e in self.entries}
+        index = self._index
+        if index is None:
+            index = self._index = _Index(self)
+        by_name = index.by_name
         claim_of = claims_of(nodes, nodeclaims)
         # Nodes with a NodeClaim (a few: those still starting) keep their entry only with an equal claim.
         differ = {
             name
-            for name in claim_of.keys() | self._claimed
+            for name in claim_of.keys() | index.claimed
             if (e := by_name.get(name)) is not None and e.claim != claim_of.get(name)
         }
         kept_names: set[str] = set()
@@ -256,9 +254,9 @@ class Registration:
             (kept if e.node.name in kept_names else gone).append(e)
         # Not `node_pods_of`: it would drop the kept sums of every node but these few.
         added_pods = [templates.node_pods(n) for n in added]
-        if not _same_daemonsets(self._daemons, [e.pods for e in gone], added_pods):
+        if not _same_daemonsets(index.daemons, [e.pods for e in gone], added_pods):
             return Registration(*inputs, price_ceiling)
-        counted = {pool: dict(values) for pool, values in self._counted.items()}
+        counted = {pool: dict(values) for pool, values in index.counted.items()}
         for e in gone:
             add_counted(counted, *self.pools.node_counted(e.node), -1)
         for node in added:
@@ -275,11 +273,20 @@ class Registration:
         carrying = {e.node.name: e.pods for e in (*kept, *fresh) if e.pods.pods}
         other.carrying = [carrying[n.name] for n in nodes if n.name in carrying] if carrying else []
         other.shared = True
-        other._counted = counted
-        other._daemons = self._daemons
-        other._by_name = None
-        other._claimed = frozenset()
+        other._index = None
         return other
+
+
+class _Index:
+    """What `Registration.fork` reads of the registration it forks: its entries by node name, the nodes with a
+    NodeClaim, the nodes' part of the limits' counts (`Pools.counted`) and the DaemonSets' running requests."""
+
+    def __init__(self, registration: Registration) -> None:
+        entries = registration.entries
+        self.by_name = {e.node.name: e for e in entries}
+        self.claimed = frozenset(e.node.name for e in entries if e.claim is not None)
+        self.counted = registration.pools.counted([e.node for e in entries], ())
+        self.daemons = _daemon_values(e.pods for e in entries)  # see `_same_daemonsets`
 
 
 def claims_of(nodes: Sequence[Node], nodeclaims: Sequence[NodeClaim]) -> dict[str, NodeClaim]:

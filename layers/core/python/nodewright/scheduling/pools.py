@@ -83,7 +83,8 @@ class Pools:
             {key for _, options in self.daemonset_options for o in options for key in o.by_key}
         )
         self.daemonset_requests_of: dict[tuple[object, ...], dict[str, int]] = {}  # see `daemonset_requests`
-        self.contexts = self._contexts(nodepools, nodeclasses, self.counted(nodes, nodeclaims))
+        limited = any(p.limits for p in nodepools)
+        self.contexts = self._contexts(nodepools, nodeclasses, self.counted(nodes, nodeclaims) if limited else {})
 
     def _contexts(
         self,
