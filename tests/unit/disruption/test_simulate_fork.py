@@ -12,12 +12,15 @@ import pytest
 from cluster_builder import Cluster
 
 from nodewright.disruption.candidates import GRACEFUL, Candidate, candidates
-from nodewright.disruption.simulate import currently_reschedulable, movable, simulate
+from nodewright.disruption.simulate import SETTLING_TAINT, currently_reschedulable, movable, simulate
 from nodewright.disruption.state import ClusterState
 from nodewright.model import resources as res
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.objects import Node, Pod
-from nodewright.scheduling import Results, solve
+from nodewright.scheduling import Results, existing, solve
+from nodewright.scheduling.claims import Bin
+from nodewright.scheduling.classes import VolumeIndex
+from nodewright.scheduling.existing import Registration
 
 POOL = {"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "0s", "budgets": [{"nodes": "100%"}]}
 TYPES = ("m5.large", "m5.xlarge", "m5.2xlarge", "c5.xlarge", "r5.large")
@@ -148,3 +151,103 @@ def test_the_registered_cluster_leaves_out_the_nodes_being_disrupted_and_keeps_t
     assert "node-07" in {u.node.name for u in base.usable if u.anti_affinity}
     assert base.gone(["claim-node-02"]) == {"node-11", "node-02"}
     assert state.registered() is base  # worked out once per snapshot
+
+
+SPREAD = {
+    "topologySpreadConstraints": [
+        {
+            "maxSkew": 1,
+            "topologyKey": "topology.kubernetes.io/zone",
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": "spread"}},
+        }
+    ]
+}
+
+
+def _limited_cluster(seed: int) -> Cluster:
+    """`_cluster` with limits on a NodePool (what its nodes count against them depends on which nodes stay) and,
+    for odd seeds, a pending pod with a zone spread (the simulations then hand the solver every node as it is)."""
+    cluster = _cluster(seed)
+    cluster.find("NodePool", "batch")["spec"]["limits"] = {"cpu": "40", "memory": "200Gi"}
+    if seed % 2:
+        cluster.pod("spread-0", cpu="250m", memory="256Mi", labels={"app": "spread"}, **SPREAD)
+    return cluster
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_forked_registration_plans_as_a_registration_from_scratch(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every simulation of one snapshot, in binary-search order, with settling nodes (their bins registered again
+    with a taint), NodePool limits and one-NodeClaim retries (other NodePools and limits per solve): the plan of
+    the forked registration is the plan of a solve that registers every node from scratch."""
+    cluster = _limited_cluster(seed)
+    shared = cluster.state(locked=["claim-node-11"])
+    found, _ = candidates(shared, GRACEFUL)
+    rng = random.Random(seed)
+    groups = [found[:8], found[:4], found[:6], found[:2], found[:8], *([c] for c in found[:5])]
+    runs = []
+    for group in groups:
+        names = {c.name for c in group}
+        settling = {n.name for n in shared.inputs.nodes if rng.random() < 0.3} - {
+            n for c in group for n in shared.registered().nodes_of.get(c.name, ())
+        }
+        runs.append((group, settling, sum(c.price for c in group)))
+        sim = simulate(shared, group, one_claim=True, ceiling=runs[-1][2], settling=settling)
+        runs[-1] += (sim.results, names)
+    assert shared.registered().solver, "the simulations did not fork a registration"
+    with monkeypatch.context() as m:
+        m.setattr(Registration, "fork", lambda self, *inputs: Registration(*inputs))
+        for group, settling, ceiling, results, _names in runs:
+            fresh = simulate(
+                cluster.state(locked=["claim-node-11"]), group, one_claim=True, ceiling=ceiling, settling=settling
+            )
+            assert results == fresh.results
+    assert any(r[3].existing or r[3].nodeclaims for r in runs), "no simulation placed a pod: it proved nothing"
+
+
+def test_a_fork_counts_the_limits_and_keeps_the_bins_of_a_registration_from_scratch() -> None:
+    """The fork's NodePool limits left, entries in order and bins (content, numbers read as what they number)
+    are those of a registration of the same nodes from scratch, whatever nodes it takes away or hands over
+    changed."""
+    cluster = _limited_cluster(0)
+    state = cluster.state()
+    nodes = list(state.inputs.nodes)
+    inputs = (state.inputs.nodepools, state.inputs.nodeclasses, state.catalog.instance_types, state.inputs.daemonsets)
+    volumes = VolumeIndex((), (), ())
+    base = Registration(nodes, (), *inputs, volumes, state.templates)
+    rng = random.Random(3)
+    for _ in range(20):
+        kept = [n for n in nodes if rng.random() < 0.6]
+        handed = [replace(n, taints=(*n.taints, SETTLING_TAINT)) if rng.random() < 0.2 else n for n in kept]
+        fork = base.fork(handed, (), *inputs, volumes, state.templates)
+        scratch = Registration(handed, (), *inputs, volumes, state.templates)
+        assert fork.shared and not scratch.shared
+        assert [c.remaining for c in fork.pools.contexts] == [c.remaining for c in scratch.pools.contexts]
+        assert [_content(e.bin, fork) for e in fork.entries] == [_content(e.bin, scratch) for e in scratch.entries]
+        assert [e.order for e in fork.entries] == [e.order for e in scratch.entries]
+    limited = [c.remaining for c in base.pools.contexts if c.remaining is not None]
+    assert limited, "no NodePool had limits: the counts were not checked"
+
+
+def _content(b: Bin | None, registration: Registration) -> object:
+    if b is None:
+        return None
+    keys = registration.pools.req_keys
+    return (b.name, b.labels, b.requirements, keys[b.rkey], keys[b.shape], b.taints, b.remaining, b.pods, b.volumes)
+
+
+def test_a_fork_registers_only_the_nodes_it_hands_over_changed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The point of forking: a simulation that takes nodes away and hands two over with a taint registers those two,
+    not the fleet again."""
+    state = _limited_cluster(0).state()
+    nodes = list(state.inputs.nodes)
+    inputs = (state.inputs.nodepools, state.inputs.nodeclasses, state.catalog.instance_types, state.inputs.daemonsets)
+    volumes = VolumeIndex((), (), ())
+    base = Registration(nodes, (), *inputs, volumes, state.templates)
+    registered: list[str] = []
+    real = existing.node_bin
+    monkeypatch.setattr(existing, "node_bin", lambda node, *rest: registered.append(node.name) or real(node, *rest))
+    handed = [replace(n, taints=(*n.taints, SETTLING_TAINT)) if i < 2 else n for i, n in enumerate(nodes[3:])]
+    fork = base.fork(handed, (), *inputs, volumes, state.templates)
+    assert registered == [n.name for n in handed[:2]]
+    assert len(fork.entries) == len(handed)

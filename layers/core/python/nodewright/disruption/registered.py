@@ -12,13 +12,14 @@ A fork yields exactly what a walk of the fleet would (`disruption.simulate`; a u
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from nodewright.disruption.fleet import FleetNode
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.nodepool import NodePool
 from nodewright.model.objects import Node
+from nodewright.scheduling.existing import Registration
 
 if TYPE_CHECKING:
     from nodewright.disruption.state import ClusterState
@@ -46,7 +47,9 @@ class Registered:
     by node come back in the fleet's order. `members_on`: node -> its fleet members. `starting`: node -> how a move
     onto it is refused while it is not initialized (Karpenter's UninitializedNodeError wording). `unregistered`:
     the NodeClaims not registered yet and not being disrupted, with their member, in the inputs' order.
-    `nodepools`: the NodePools bounded as the provisioner launches for them (`ClusterState.bounded`).
+    `nodepools`: the NodePools bounded as the provisioner launches for them (`ClusterState.bounded`). `solver`: the
+    solver's registration of the usable nodes, by whether they go as they are or as their room (see
+    `simulate._registration`), made by the first simulation that needs it and forked by each.
     """
 
     usable: tuple[Usable, ...]
@@ -57,6 +60,7 @@ class Registered:
     starting: Mapping[str, str]
     unregistered: tuple[tuple[NodeClaim, FleetNode], ...]
     nodepools: tuple[NodePool, ...]
+    solver: dict[bool, Registration] = field(default_factory=dict, compare=False)
 
     def gone(self, leaving: Collection[str]) -> set[str]:
         """The nodes a simulation takes away: those of the NodeClaims `leaving` and those being disrupted."""

@@ -27,6 +27,8 @@ from nodewright.model.nodepool import NodePool
 from nodewright.model.objects import Node, Pod
 from nodewright.model.taints import Taint, Toleration
 from nodewright.scheduling import PlannedNodeClaim, Results, solve
+from nodewright.scheduling.classes import VolumeIndex
+from nodewright.scheduling.existing import Registration
 
 ZONE = "topology.kubernetes.io/zone"
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
@@ -104,18 +106,19 @@ def simulate(
     # A node of ours still starting counts although not Ready yet (Karpenter's scheduler sees every state node and
     # ignores a starting node's ephemeral taints); a pod it would take makes the move unsafe (`_outcome`).
     usable = [u for u in base.usable if u.node.name not in gone]
-    nodes = _condensed(usable, pods)
+    nodes, whole = _condensed(usable, pods)
     if settling:
         pods, nodes = _fenced(pods, len(moving), nodes, set(settling))
     pools = list(base.nodepools)
     keys = {p.key for p in moving}
     known = [*inflight, *_starting_claims(state, base, {n.name for n in nodes} & base.starting.keys())]
-    best = _outcome(state, keys, pods, nodes, known, pools, ceiling)
+    registration = _registration(state, base, whole)
+    best = _outcome(state, keys, pods, nodes, known, pools, ceiling, registration)
     if not one_claim or len(best.new_claims) <= 1:
         return best
     for pool in pools:
         limited = one_new_node(pools, nodes, inflight, pool.name)
-        found = _outcome(state, keys, pods, nodes, known, limited, ceiling)
+        found = _outcome(state, keys, pods, nodes, known, limited, ceiling, registration)
         if found.all_moved and len(found.new_claims) <= 1 and _cheaper(found, best):
             best = found
     return best
@@ -145,20 +148,42 @@ def _topology(pod: Pod) -> bool:
     )
 
 
-def _condensed(usable: Sequence[Usable], pods: Sequence[Pod]) -> list[Node]:
-    """The nodes as the solver needs them. When a pod to place has topology terms, host ports or volumes, every
-    node and every pod on it counts (domains, ports, attachment limits), so they go as they are. Otherwise only a
-    node's room matters: a full node is left out (it takes no pod and changes no placement), and the others go with
-    their room as allocatable and without their pods, which spares the solver the bookkeeping of tens of thousands
-    of bound pods. Nodes holding a pod with anti-affinity keep their pods (it may forbid a domain)."""
+def _condensed(usable: Sequence[Usable], pods: Sequence[Pod]) -> tuple[list[Node], bool]:
+    """The nodes as the solver needs them, and whether they go as they are (see `_registration`). When a pod to
+    place has topology terms, host ports or volumes, every node and every pod on it counts (domains, ports,
+    attachment limits), so they go as they are. Otherwise only a node's room matters: a full node is left out (it
+    takes no pod and changes no placement), and the others go with their room as allocatable and without their
+    pods, which spares the solver the bookkeeping of tens of thousands of bound pods. Nodes holding a pod with
+    anti-affinity keep their pods (it may forbid a domain)."""
     if not pods or any(_topology(p) or p.host_ports or p.pvc_names for p in pods):
-        return [u.node for u in usable]
+        return [u.node for u in usable], True
     cpu, memory, count = (min(p.requests.get(r, 0) for p in pods) for r in ("cpu", "memory", "pods"))
     return [
         u.node if u.anti_affinity else u.room
         for u in usable
         if u.anti_affinity or (u.free[0] >= cpu and u.free[1] >= memory and u.free[2] >= count)
-    ]
+    ], False
+
+
+def _registration(state: ClusterState, base: Registered, whole: bool) -> Registration:
+    """The solver's registration of every usable node of the snapshot, as they are (`whole`) or as `_condensed`
+    hands them (its room alone, or as it is with a pod with anti-affinity), with the NodeClaims of those still
+    starting: made once per snapshot and kind, and forked by each simulation (`solve`'s `base`), which takes away
+    the nodes it leaves out and registers only those it hands over changed (a settling node's taint)."""
+    found = base.solver.get(whole)
+    if found is None:
+        nodes = [u.node if whole or u.anti_affinity else u.room for u in base.usable]
+        found = base.solver[whole] = Registration(
+            nodes,
+            _starting_claims(state, base, base.starting.keys()),
+            [p for p in base.nodepools if not p.static],
+            state.inputs.nodeclasses,
+            state.catalog.instance_types,
+            state.inputs.daemonsets,
+            VolumeIndex(state.inputs.pvcs, state.inputs.pvs, state.inputs.storage_classes),
+            state.templates,
+        )
+    return found
 
 
 def _cheaper(found: Simulation, best: Simulation) -> bool:
@@ -175,6 +200,7 @@ def _outcome(
     inflight: Sequence[NodeClaim],
     pools: Sequence[NodePool],
     ceiling: float | None,
+    registration: Registration,
 ) -> Simulation:
     results = solve(
         pods,
@@ -189,6 +215,7 @@ def _outcome(
         storage_classes=state.inputs.storage_classes,
         templates=state.templates,
         price_ceiling=ceiling,
+        base=registration,
     )
     errors = {u.pod: u.reason for u in results.unschedulable if u.pod in keys}
     # Karpenter's UninitializedNodeError, worded as its Error(): "nodeclaim/<claim>, node/<node>" for a starting

@@ -6,20 +6,27 @@ already on them, and their labels decide which pods they take.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from operator import attrgetter
 
 from nodewright.catalog.allocatable import allocatable_for
 from nodewright.catalog.labels import CAPACITY_TYPE, ZONE, for_ami_family
+from nodewright.catalog.types import InstanceType
 from nodewright.model import resources as res
 from nodewright.model.nodeclaim import INITIALIZED_LABEL, NodeClaim
-from nodewright.model.objects import HOSTNAME_LABEL, Node
+from nodewright.model.nodeclass import EC2NodeClass
+from nodewright.model.nodepool import NodePool
+from nodewright.model.objects import HOSTNAME_LABEL, DaemonSet, Node
 from nodewright.model.requirements import Requirements
 from nodewright.model.taints import Taint
 from nodewright.scheduling.candidates import type_matches
 from nodewright.scheduling.claims import Bin
 from nodewright.scheduling.classes import EBS_VOLUMES, VolumeIndex
 from nodewright.scheduling.nodepods import NodePods
-from nodewright.scheduling.pools import Pools
+from nodewright.scheduling.pools import Pools, add_counted
+from nodewright.scheduling.templates import TemplateCache
 
 # Taints a starting node carries until it is initialized (Karpenter's KnownEphemeralTaints), by key and effect.
 _EPHEMERAL_TAINTS = frozenset(
@@ -146,3 +153,166 @@ def inflight_bin(claim: NodeClaim, pods: NodePods, pools: Pools, volumes: Volume
     b.rkey = pools.req_id(b.requirements)
     b.volumes = attached
     return b
+
+
+@dataclass(slots=True)
+class Entry:
+    """An existing node as registered: the node, its pods' sums, its NodeClaim (if any), its place in registration
+    order (initialized nodes first, then by name) and its bin (None when it takes no pod)."""
+
+    node: Node
+    pods: NodePods
+    claim: NodeClaim | None
+    order: tuple[bool, str]
+    bin: Bin | None
+
+
+class Registration:
+    """The existing nodes of a solve as places pods can go, with the NodePools they count against (`pools`).
+
+    A solve registers its nodes once (`Registration(...)`). A caller that solves many times against one cluster,
+    each time with some nodes taken away (the planner's simulations of one snapshot), registers all of them once
+    and forks that for each solve (`fork`): the fork keeps the entries of the nodes still there and registers only
+    the nodes that are new or differ, so a solve no longer works out every node's room, labels and DaemonSets
+    again. A fork's bins are the base's: the solver copies them before it fills them (`shared`), which costs a
+    fraction of registering them."""
+
+    def __init__(
+        self,
+        nodes: Sequence[Node],
+        nodeclaims: Sequence[NodeClaim],
+        nodepools: Sequence[NodePool],
+        nodeclasses: Sequence[EC2NodeClass],
+        instance_types: Sequence[InstanceType],
+        daemonsets: Sequence[DaemonSet],
+        volumes: VolumeIndex,
+        templates: TemplateCache,
+        price_ceiling: float | None = None,
+    ) -> None:
+        on_nodes = templates.node_pods_of(nodes)
+        self.pools = Pools(
+            nodepools, nodeclasses, instance_types, daemonsets, nodes, on_nodes, nodeclaims, templates, price_ceiling
+        )
+        self.sources = (instance_types, daemonsets, templates)  # what a fork must be given too (see `fork`)
+        claim_of = claims_of(nodes, nodeclaims)
+        entries = [self._entry(n, p, claim_of.get(n.name), volumes) for n, p in zip(nodes, on_nodes, strict=True)]
+        self.entries = sorted(entries, key=_entry_order)
+        self.carrying = [p for p in on_nodes if p.pods]  # the sums of the nodes with pods, in the order of `nodes`
+        self.shared = False
+        self._index: _Index | None = None  # what a fork reads, worked out by the first (a solve alone never forks)
+
+    def _entry(self, node: Node, pods: NodePods, claim: NodeClaim | None, volumes: VolumeIndex) -> Entry:
+        # Initialized nodes first, as Karpenter orders existing nodes: a node still starting may not come up.
+        order = (not initialized(node, claim), node.name)
+        return Entry(node, pods, claim, order, node_bin(node, pods, claim, self.pools, volumes))
+
+    def fork(
+        self,
+        nodes: Sequence[Node],
+        nodeclaims: Sequence[NodeClaim],
+        nodepools: Sequence[NodePool],
+        nodeclasses: Sequence[EC2NodeClass],
+        instance_types: Sequence[InstanceType],
+        daemonsets: Sequence[DaemonSet],
+        volumes: VolumeIndex,
+        templates: TemplateCache,
+        price_ceiling: float | None = None,
+    ) -> Registration:
+        """What `Registration(nodes, ...)` with these inputs would give, from this one: its entries of the nodes
+        given as the same objects with the same NodeClaim are kept (their bins shared: `shared`), the other nodes
+        registered, and the limits' counts and DaemonSets adjusted by the nodes taken away and added.
+
+        Invariant: the fork's entries, bins, NodePools and limits equal a from-scratch registration's. When the
+        catalog, DaemonSets or cache differ, or the nodes taken away change what the DaemonSets' running pods
+        request, it is a from-scratch registration."""
+        inputs = (nodes, nodeclaims, nodepools, nodeclasses, instance_types, daemonsets, volumes, templates)
+        assert not self.shared, "forks are made of a registration made from scratch"
+        if any(a is not b for a, b in zip(self.sources, (instance_types, daemonsets, templates), strict=True)):
+            return Registration(*inputs, price_ceiling)
+        index = self._index
+        if index is None:
+            index = self._index = _Index(self)
+        by_name = index.by_name
+        claim_of = claims_of(nodes, nodeclaims)
+        # Nodes with a NodeClaim (a few: those still starting) keep their entry only with an equal claim.
+        differ = {
+            name
+            for name in claim_of.keys() | index.claimed
+            if (e := by_name.get(name)) is not None and e.claim != claim_of.get(name)
+        }
+        kept_names: set[str] = set()
+        added: list[Node] = []
+        for node in nodes:
+            found = by_name.get(node.name)
+            if found is not None and found.node is node and node.name not in differ:
+                kept_names.add(node.name)
+            else:
+                added.append(node)
+        kept: list[Entry] = []
+        gone: list[Entry] = []
+        for e in self.entries:
+            (kept if e.node.name in kept_names else gone).append(e)
+        # Not `node_pods_of`: it would drop the kept sums of every node but these few.
+        added_pods = [templates.node_pods(n) for n in added]
+        if not _same_daemonsets(index.daemons, [e.pods for e in gone], added_pods):
+            return Registration(*inputs, price_ceiling)
+        counted = {pool: dict(values) for pool, values in index.counted.items()}
+        for e in gone:
+            add_counted(counted, *self.pools.node_counted(e.node), -1)
+        for node in added:
+            add_counted(counted, *self.pools.node_counted(node), 1)
+        added_names = {n.name for n in added}
+        for claim in nodeclaims:  # a registered claim counts through its node (`Pools.counted`)
+            if not (claim.node_name and (claim.node_name in kept_names or claim.node_name in added_names)):
+                add_counted(counted, claim.nodepool, self.pools.claim_capacity(claim), 1)
+        other = object.__new__(Registration)
+        other.pools = self.pools.derive(nodepools, nodeclasses, counted, price_ceiling)
+        other.sources = self.sources
+        fresh = [other._entry(n, p, claim_of.get(n.name), volumes) for n, p in zip(added, added_pods, strict=True)]
+        other.entries = sorted([*kept, *fresh], key=_entry_order) if fresh else kept
+        carrying = {e.node.name: e.pods for e in (*kept, *fresh) if e.pods.pods}
+        other.carrying = [carrying[n.name] for n in nodes if n.name in carrying] if carrying else []
+        other.shared = True
+        other._index = None
+        return other
+
+
+class _Index:
+    """What `Registration.fork` reads of the registration it forks: its entries by node name, the nodes with a
+    NodeClaim, the nodes' part of the limits' counts (`Pools.counted`) and the DaemonSets' running requests."""
+
+    def __init__(self, registration: Registration) -> None:
+        entries = registration.entries
+        self.by_name = {e.node.name: e for e in entries}
+        self.claimed = frozenset(e.node.name for e in entries if e.claim is not None)
+        self.counted = registration.pools.counted([e.node for e in entries], ())
+        self.daemons = _daemon_values(e.pods for e in entries)  # see `_same_daemonsets`
+
+
+def claims_of(nodes: Sequence[Node], nodeclaims: Sequence[NodeClaim]) -> dict[str, NodeClaim]:
+    """Each node's NodeClaim, by node name: the claim naming the node, or the one the node names."""
+    claims_by_name = {c.name: c for c in nodeclaims}
+    claim_of = {c.node_name: c for c in nodeclaims if c.node_name}
+    if claims_by_name:
+        claim_of.update((n.name, c) for n in nodes if (c := claims_by_name.get(n.nodeclaim_name)) is not None)
+    return claim_of
+
+
+_entry_order = attrgetter("order")
+
+
+def _daemon_values(sums: Iterable[NodePods]) -> Counter[tuple[tuple[str, str], tuple[tuple[str, int], ...]]]:
+    """How many nodes run each DaemonSet's pods with each request (what `pools._as_running` reads)."""
+    return Counter((key, tuple(here.items())) for s in sums for key, here in s.daemon_requests.items())
+
+
+def _same_daemonsets(
+    base: Counter[tuple[tuple[str, str], tuple[tuple[str, int], ...]]],
+    gone: Sequence[NodePods],
+    added: Sequence[NodePods],
+) -> bool:
+    """Whether the DaemonSets' running requests, after taking away the pods of `gone` and adding those of `added`,
+    are still made of the same requests as `base` (then `pools._as_running` answers the same)."""
+    change = _daemon_values(added)
+    change.subtract(_daemon_values(gone))
+    return all((base[k] > 0) == (base[k] + n > 0) for k, n in change.items() if n)

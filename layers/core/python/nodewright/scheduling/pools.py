@@ -83,13 +83,56 @@ class Pools:
             {key for _, options in self.daemonset_options for o in options for key in o.by_key}
         )
         self.daemonset_requests_of: dict[tuple[object, ...], dict[str, int]] = {}  # see `daemonset_requests`
+        limited = any(p.limits for p in nodepools)
+        self.contexts = self._contexts(nodepools, nodeclasses, self.counted(nodes, nodeclaims) if limited else {})
+
+    def _contexts(
+        self,
+        nodepools: Sequence[NodePool],
+        nodeclasses: Sequence[EC2NodeClass],
+        counted: Mapping[str, Mapping[str, int]],
+    ) -> list[PoolContext]:
         classes_of = {nc.name: nc for nc in nodeclasses}
         # Karpenter's OrderByWeight: heaviest first and, among equal weights, the name later in the alphabet
         # first (pkg/utils/nodepool OrderByWeight), in provisioning and in every disruption simulation.
-        self.contexts = [
-            self._pool_context(p, classes_of.get(p.node_class_ref.name), nodes, nodeclaims)
+        return [
+            self._pool_context(p, classes_of.get(p.node_class_ref.name), counted.get(p.name, {}))
             for p in sorted(nodepools, key=lambda p: (p.weight, p.name), reverse=True)
         ]
+
+    def derive(
+        self,
+        nodepools: Sequence[NodePool],
+        nodeclasses: Sequence[EC2NodeClass],
+        counted: Mapping[str, Mapping[str, int]],
+        price_ceiling: float | None,
+    ) -> Pools:
+        """The NodePools of another solve of the same cluster (the same catalog, DaemonSets and cache), whose nodes
+        and claims in flight count `counted` against the limits (see `counted`): its own NodePools, limits and price
+        ceiling. Requirement-set numbers and the DaemonSets' answers are shared, so bins registered under these
+        Pools keep their numbers under the derived ones (`existing.Registration.fork`)."""
+        other = copy.copy(self)
+        other.price_ceiling = price_ceiling
+        other.contexts = other._contexts(nodepools, nodeclasses, counted)
+        return other
+
+    def counted(self, nodes: Sequence[Node], claims: Sequence[NodeClaim]) -> dict[str, dict[str, int]]:
+        """What the nodes and NodeClaims in flight count against their NodePools' limits, by NodePool name: per
+        resource the sum of their capacities, and `nodes` their number. Karpenter counts what its NodeClaims'
+        instances report as capacity (not allocatable), so a node counts as its instance type's capacity; a
+        registered claim is counted through its node. Sums, so a fork adds and takes away nodes (`add_counted`)."""
+        counted: dict[str, dict[str, int]] = {}
+        for node in nodes:
+            add_counted(counted, *self.node_counted(node), 1)
+        node_names = {n.name for n in nodes}
+        for claim in claims:
+            if not (claim.node_name and claim.node_name in node_names):
+                add_counted(counted, claim.nodepool, self.claim_capacity(claim), 1)
+        return counted
+
+    def node_counted(self, node: Node) -> tuple[str, Mapping[str, int]]:
+        """The NodePool (by its label) a node counts against, and what it counts (`counted`)."""
+        return node.labels.get("karpenter.sh/nodepool", ""), self._node_capacity(node)
 
     def fork(self) -> tuple[Pools, dict[int, PoolContext]]:
         """The NodePools for another run of the same solve, with the limits left as they are now, and each
@@ -128,26 +171,15 @@ class Pools:
             self.req_keys.append(key)
         return number
 
-    def _pool_context(
-        self, pool: NodePool, node_class: EC2NodeClass | None, nodes: Sequence[Node], claims: Sequence[NodeClaim]
-    ) -> PoolContext:
+    def _pool_context(self, pool: NodePool, node_class: EC2NodeClass | None, counted: Mapping[str, int]) -> PoolContext:
         if node_class is None:
             error = f"EC2NodeClass {pool.node_class_ref.name} not found"
             return PoolContext(pool, None, pool.node_requirements(), pool.taints, [], None, error=error)
         prepared = self.templates.template(pool, node_class, self.instance_types, self.daemonset_options, self.type_ids)
         ctx = PoolContext(pool, node_class, prepared.requirements, pool.taints, prepared.candidates, None, prepared)
         if pool.limits:
-            # Karpenter counts what its NodeClaims' instances report as capacity (not allocatable), so a
-            # node counts as its instance type's capacity; a registered claim is counted through its node.
-            remaining = dict(pool.limits)
-            node_names = {n.name for n in nodes}
-            for node in nodes:
-                if node.labels.get("karpenter.sh/nodepool") == pool.name:
-                    remaining = consume(remaining, self._node_capacity(node))
-            for claim in claims:
-                if claim.nodepool == pool.name and not (claim.node_name and claim.node_name in node_names):
-                    remaining = consume(remaining, self._claim_capacity(claim))
-            ctx.remaining = remaining
+            # The limits left after what counts against them (integer sums: the same as consuming one by one).
+            ctx.remaining = {key: left - counted.get(key, 0) for key, left in pool.limits.items()}
         return ctx
 
     def _node_capacity(self, node: Node) -> Mapping[str, int]:
@@ -155,7 +187,7 @@ class Pools:
         it = self.types_by_name.get(node.labels.get("node.kubernetes.io/instance-type", ""))
         return capacity(it) if it is not None else node.allocatable
 
-    def _claim_capacity(self, claim: NodeClaim) -> Mapping[str, int]:
+    def claim_capacity(self, claim: NodeClaim) -> Mapping[str, int]:
         """What a NodePool's limits count for an in-flight NodeClaim.
 
         A launched claim counts its type's capacity. One not launched yet may still become any of the
@@ -209,6 +241,15 @@ def _as_running(daemonsets: Sequence[DaemonSet], on_nodes: Sequence[NodePods]) -
         else ds
         for ds in daemonsets
     ]
+
+
+def add_counted(counted: dict[str, dict[str, int]], pool: str, capacity_: Mapping[str, int], sign: int) -> None:
+    """Add (`sign` 1) or take away (-1) one node or claim of this capacity in `counted` (see `Pools.counted`)."""
+    into = counted.setdefault(pool, {})
+    for key, value in capacity_.items():
+        if key != "nodes":
+            into[key] = into.get(key, 0) + sign * value
+    into["nodes"] = into.get("nodes", 0) + sign
 
 
 def consume(remaining: Mapping[str, int], capacity_: Mapping[str, int]) -> dict[str, int]:

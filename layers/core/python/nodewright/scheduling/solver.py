@@ -49,10 +49,10 @@ from nodewright.scheduling.classes import (
     build_classes,
     selector_keys,
 )
-from nodewright.scheduling.existing import inflight_bin, initialized, node_bin
+from nodewright.scheduling.existing import Registration, inflight_bin
 from nodewright.scheduling.finalize import Finalizer
 from nodewright.scheduling.nodepods import NodePods, node_pods
-from nodewright.scheduling.pools import Pools, ReqKey
+from nodewright.scheduling.pools import PoolContext, ReqKey
 from nodewright.scheduling.preferences import PREFER_NO_SCHEDULE, Variant, untolerated, variants
 from nodewright.scheduling.results import PlannedNodeClaim, Results, Unschedulable
 from nodewright.scheduling.templates import TemplateCache
@@ -76,21 +76,23 @@ class Solver:
         price_ceiling: float | None = None,
         mix_below: int = MIX_BELOW_PODS,
         mix_depth: int = MIX_DEPTH,
+        base: Registration | None = None,
     ) -> None:
-        # What each node's bound pods and each claim's nominated pods add up to, read instead of the pods.
-        on_nodes = templates.node_pods_of(nodes)
+        # The existing nodes as places pods can go, with the NodePools and their limits left: registered here, or
+        # forked from `base`, the same cluster's nodes registered once for many solves (see `Registration.fork`).
+        inputs = (nodes, nodeclaims, nodepools, nodeclasses, instance_types, daemonsets, volumes, templates)
+        existing = base.fork(*inputs, price_ceiling) if base is not None else Registration(*inputs, price_ceiling)
+        self.pools = existing.pools
+        # What each claim's nominated pods add up to, read instead of the pods.
         nominated = [node_pods(c.nominated_pods) for c in nodeclaims]
-        self.pools = Pools(
-            nodepools, nodeclasses, instance_types, daemonsets, nodes, on_nodes, nodeclaims, templates, price_ceiling
-        )
         # The pending pods' classes (`pod_classes`): the runs of one solve share them, and set alike what they set.
         self.classes = classes
-        carriers = (p for s in (*on_nodes, *nominated) for p in s.carriers)
+        carriers = (p for s in (*existing.carrying, *nominated) for p in s.carriers)
         self.topology = Topology(self.pools, self.classes, carriers)
         self.look_ahead = LookAhead(self.classes, mix_below, mix_depth)
         self.claims = Claims(self.pools, self.topology, self.look_ahead)
         self.bins = self.claims.bins  # every place pods can go, in placement order (shared, not copied)
-        registered = self._register_existing(nodes, on_nodes, nodeclaims, nominated, volumes)
+        registered = self._register_existing(existing, nodes, nodeclaims, nominated, volumes)
         # Existing nodes and claims in flight come first in `bins`; their domains are topology domains.
         self.topology.existing = list(self.bins)
         # Pending pods some already hold (a claim in flight lists the pods it was launched for), by bin name.
@@ -135,28 +137,24 @@ class Solver:
 
     def _register_existing(
         self,
+        existing: Registration,
         nodes: Sequence[Node],
-        on_nodes: Sequence[NodePods],
         nodeclaims: Sequence[NodeClaim],
         nominated: Sequence[NodePods],
         volumes: VolumeIndex,
     ) -> list[tuple[Bin, NodePods]]:
-        """Register the existing nodes (`on_nodes`: their pods' sums), then the claims in flight (`nominated`).
+        """Register the existing nodes (`existing`, in registration order; their bins copied when they are a
+        fork's, which other solves share), then the claims in flight (`nominated`: their pods' sums).
         Returns each bin registered with its pods' sums."""
         registered: list[tuple[Bin, NodePods]] = []
-        claims_by_name = {c.name: c for c in nodeclaims}
-        # Initialized nodes first, as Karpenter orders existing nodes: a node still starting may not come up.
-        claim_of = {c.node_name: c for c in nodeclaims if c.node_name}
-        claim_of.update((n.name, c) for n in nodes if (c := claims_by_name.get(n.nodeclaim_name)) is not None)
-
-        def registration_order(pair: tuple[Node, NodePods]) -> tuple[bool, str]:
-            return (not initialized(pair[0], claim_of.get(pair[0].name)), pair[0].name)
-
-        for node, pods in sorted(zip(nodes, on_nodes, strict=True), key=registration_order):
-            b = node_bin(node, pods, claim_of.get(node.name), self.pools, volumes)
+        no_pools: dict[int, PoolContext] = {}  # a node's bin has no NodePool context
+        for entry in existing.entries:
+            b = entry.bin
             if b is not None:
-                self.claims.register(b, pods)
-                registered.append((b, pods))
+                if existing.shared:
+                    b = b.run_copy(no_pools)
+                self.claims.register(b, entry.pods)
+                registered.append((b, entry.pods))
         node_names = {n.name for n in nodes}
         for claim, pods in sorted(zip(nodeclaims, nominated, strict=True), key=lambda pair: pair[0].name):
             # A claim whose node has registered is that node: adding it again would count its room twice.
@@ -607,6 +605,7 @@ def solve(
     storage_classes: Sequence[StorageClass] = (),
     templates: TemplateCache | None = None,
     price_ceiling: float | None = None,
+    base: Registration | None = None,
 ) -> Results:
     """Decide where pending `pods` go.
 
@@ -623,6 +622,8 @@ def solve(
     taints, topology and NodePool limits; the result does not depend on the order of the inputs.
     Static NodePools (`spec.replicas`) open no NodeClaim for pods, as Karpenter leaves them out of its scheduler:
     their size is kept by the planner (`disruption.static`); pods still land on their nodes and claims in flight.
+    `base`: the same cluster's nodes registered once (`existing.Registration`) for a caller that solves many times
+    with some nodes taken away; the solve forks it instead of registering every node again (the same plan).
     """
     nodepools = [p for p in nodepools if not p.static]
     # The solver creates no reference cycles (a unit test checks), so the collector's passes free nothing.
@@ -631,7 +632,7 @@ def solve(
         templates = templates if templates is not None else TemplateCache()
         classes = pod_classes(pods, nodes, nodeclaims, volumes, templates)
         inputs = (nodes, nodeclaims, nodepools, nodeclasses, instance_types, daemonsets, volumes, templates, classes)
-        return _best_plan(Solver(*inputs, price_ceiling))
+        return _best_plan(Solver(*inputs, price_ceiling, base=base))
 
 
 def _best_plan(solver: Solver) -> Results:
