@@ -160,6 +160,24 @@ def test_a_warm_tick_reads_pod_facts_again_only_for_a_new_resource_version() -> 
     pod["metadata"]["resourceVersion"] = "2"
     bumped, _ = cluster_state(cluster.docs, instance_types(), T0, known_facts=known)
     assert bumped.pods["web/web-0"].terminating
+    assert set(known) == {(pod["metadata"]["uid"], "2")}  # the old version's facts are gone
+
+
+def test_the_pod_facts_kept_follow_the_cluster_however_many_pods_it_has() -> None:
+    """The facts kept are exactly the bound pods' of the last tick, with no size limit: a cluster of more pods than
+    any fixed bound would read every pod's facts again each tick (the cache thrashed at 10,000 nodes)."""
+    cluster = Cluster()
+    cluster.node("a", "m5.24xlarge")
+    pods = [cluster.pod(f"web-{i}", "a") for i in range(5)]
+    for i, pod in enumerate(pods):
+        pod["metadata"]["uid"], pod["metadata"]["resourceVersion"] = f"u{i}", "1"
+    known: PodFactsCache = {}
+    cluster_state(cluster.docs, instance_types(), T0, known_facts=known)
+    first = dict(known)
+    cluster.docs.remove(pods[0])
+    cluster_state(cluster.docs, instance_types(), T0, known_facts=known)
+    assert set(known) == {(f"u{i}", "1") for i in range(1, 5)}  # the deleted pod's facts went
+    assert all(known[key] is first[key] for key in known)  # the others were not read again
 
 
 def test_a_nodes_room_is_its_allocatable_less_its_pods_and_the_same_object_each_time() -> None:

@@ -378,6 +378,22 @@ def test_the_parse_cache_is_bounded(monkeypatch: Any) -> None:
     assert len(parsed) <= 4 and ("u5", "1") in parsed and ("u0", "1") not in parsed
 
 
+def test_a_load_that_keeps_only_what_it_read_follows_the_cluster_past_the_limit(monkeypatch: Any) -> None:
+    """The planner's loads read the whole cluster: its cache keeps exactly the versions of the last load, with no
+    limit, so a cluster of more objects than PARSED_PODS_LIMIT is not parsed again every tick."""
+    from nodewright.model import loader
+
+    monkeypatch.setattr(loader, "PARSED_PODS_LIMIT", 4)
+    parsed: ParsedPods = {}
+    docs = [api_node(f"n{i}", f"u{i}", "1", "us-east-1a") for i in range(6)]
+    first, _ = load_documents(docs, "cluster", False, parsed, keep_only_loaded=True)
+    assert set(parsed) == {(f"u{i}", "1") for i in range(6)}
+    docs[0] = api_node("n0", "u0", "2", "us-east-1b")  # a new version of n0; n5 is deleted
+    again, _ = load_documents(docs[:5], "cluster", False, parsed, keep_only_loaded=True)
+    assert set(parsed) == {("u0", "2"), *((f"u{i}", "1") for i in range(1, 5))}
+    assert all(a.labels is b.labels for a, b in zip(again.nodes[1:], first.nodes[1:5], strict=True))  # not re-parsed
+
+
 def test_deleting_and_lost_claims_and_deleting_volumes_are_marked_unusable() -> None:
     def claim(name: str, metadata: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
         meta = {"name": name, **metadata}

@@ -86,3 +86,19 @@ def test_a_warm_tick_after_the_daemonsets_changed_decides_as_a_cold_one() -> Non
     cold = _commands(_ports(_server(_heavier_daemonsets)))
     assert cold != before, "the change does not change the decisions: the test would not see a stale template"
     assert warm == cold
+
+
+def test_a_warm_planner_keeps_the_parses_and_pod_facts_of_the_cluster_it_read_last() -> None:
+    """The parse and pod-fact caches hold the last tick's versions, no more (a deleted pod's go) and no fewer (the
+    planner reads the whole cluster each tick; a fixed bound made a 10,000-node cluster parse again every tick)."""
+
+    def without_a_pod(lists: dict[str, list[dict[str, Any]]]) -> None:
+        _pool("m5.2xlarge")(lists)
+        lists["/api/v1/pods"].pop()
+
+    kept = _ports(_server(_pool("m5.2xlarge")))
+    tick(kept)
+    parsed, facts = dict(kept.parsed_pods), dict(kept.pod_facts)
+    tick(_then(kept, _server(without_a_pod)))
+    assert len(kept.parsed_pods) == len(parsed) - 1 and len(kept.pod_facts) == len(facts) - 1
+    assert all(kept.parsed_pods[key] is parsed[key] for key in kept.parsed_pods)  # the rest not parsed again

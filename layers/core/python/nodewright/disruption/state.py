@@ -26,7 +26,7 @@ from nodewright.model import resources as res
 from nodewright.model.capacitybuffer import is_virtual
 from nodewright.model.errors import ValidationError
 from nodewright.model.inputs import ClusterInputs
-from nodewright.model.loader import PARSED_PODS_LIMIT, load_documents
+from nodewright.model.loader import load_documents
 from nodewright.model.nodepool import NodePool
 from nodewright.model.objects import Node, Pod
 from nodewright.model.requirements import Operator, Requirement
@@ -293,11 +293,7 @@ def cluster_state(
     for doc in documents:
         kinds.setdefault(str(doc.get("kind", "")), []).append(doc)
     fleet = tuple(fleet_nodes(kinds.get("NodeClaim", []), kinds.get("Node", []), pools))
-    facts = {
-        _key(doc): _known_facts(doc, known_facts)
-        for doc in kinds.get("Pod", [])
-        if (doc.get("spec") or {}).get("nodeName")
-    }
+    facts = _bound_facts(kinds.get("Pod", []), known_facts)
     bound = [p for n in inputs.nodes for p in n.pods]
     refused = {e.name for e in errors if e.kind == "Pod"}
     unreadable: dict[str, list[str]] = {}
@@ -373,17 +369,26 @@ def _unlisted(catalog: Catalog, listed: Catalog) -> frozenset[str]:
     return frozenset(ids - {o.reservation_id for it in listed for o in it.offerings if o.reservation_id})
 
 
-def _known_facts(doc: Mapping[str, Any], known: PodFactsCache | None) -> PodFacts:
-    metadata = doc.get("metadata") or {}
-    uid, version = metadata.get("uid"), metadata.get("resourceVersion")
-    if known is None or not isinstance(uid, str) or not isinstance(version, str) or not uid or not version:
-        return pod_facts(doc)
-    found = known.get((uid, version))
-    if found is None:
-        if len(known) >= PARSED_PODS_LIMIT:
-            known.clear()
-        found = known[uid, version] = pod_facts(doc)
-    return found
+def _bound_facts(pods: Sequence[Mapping[str, Any]], known: PodFactsCache | None) -> dict[str, PodFacts]:
+    """namespace/name -> facts of the bound pods. `known` (facts by uid and resourceVersion, from earlier ticks) is
+    read, and afterwards holds exactly the facts of these pods' versions: it follows the cluster's size, so a warm
+    tick computes facts only for the pods that changed, however many pods the cluster has."""
+    out: dict[str, PodFacts] = {}
+    kept: dict[tuple[str, str], PodFacts] = {}
+    for doc in pods:
+        if not (doc.get("spec") or {}).get("nodeName"):
+            continue
+        metadata = doc.get("metadata") or {}
+        uid, version = metadata.get("uid"), metadata.get("resourceVersion")
+        if known is None or not isinstance(uid, str) or not isinstance(version, str) or not uid or not version:
+            out[_key(doc)] = pod_facts(doc)
+            continue
+        found = known.get((uid, version))
+        out[_key(doc)] = kept[uid, version] = found if found is not None else pod_facts(doc)
+    if known is not None:
+        known.clear()
+        known.update(kept)
+    return out
 
 
 def _key(doc: Mapping[str, Any]) -> str:

@@ -84,6 +84,8 @@ class _State:
     seen: dict[tuple[str, str], str] = field(default_factory=dict)  # (kind, name) -> source
     errors: list[ValidationError] = field(default_factory=list)
     parsed_pods: ParsedPods | None = None
+    # With `keep_only_loaded`: the version keys of the pods, Nodes and NodeClaims this load read (see `load_sources`).
+    loaded_versions: set[tuple[str, str]] | None = None
     # What CapacityBuffers resolve against: PodTemplates by namespace/name, workloads by (kind, namespace/name).
     buffers: list[tuple[capacitybuffer.CapacityBuffer, str]] = field(default_factory=list)
     pod_templates: dict[str, Mapping[str, Any]] = field(default_factory=dict)
@@ -189,14 +191,17 @@ def load_documents(
     summaries: bool = True,
     parsed_pods: ParsedPods | None = None,
     buffers: Sequence[Mapping[str, Any]] = (),
+    keep_only_loaded: bool = False,
 ) -> tuple[ClusterInputs, list[ValidationError]]:
     """Load already-parsed documents (YAML-loaded dicts or API objects as dicts) from one source. `summaries`: give
     each loaded object its one-line summary (what `validate` prints); services that only decide leave it off.
     `parsed_pods`: pods, Nodes and NodeClaims parsed by earlier loads of full API objects, by (uid,
     resourceVersion); see `_cached_parse`. `buffers`: CapacityBuffers read from the API server with the
     PodTemplates and workloads they name (`ClusterView.buffers`); those workloads only give their pod template and
-    replica count (their pods are read as pods)."""
-    return load_sources([(list(docs), source)], summaries, parsed_pods, buffers=buffers)
+    replica count (their pods are read as pods). `keep_only_loaded`: see `load_sources`."""
+    return load_sources(
+        [(list(docs), source)], summaries, parsed_pods, buffers=buffers, keep_only_loaded=keep_only_loaded
+    )
 
 
 def load_sources(
@@ -205,14 +210,24 @@ def load_sources(
     parsed_pods: ParsedPods | None = None,
     alike_pods: bool = False,
     buffers: Sequence[Mapping[str, Any]] = (),
+    keep_only_loaded: bool = False,
 ) -> tuple[ClusterInputs, list[ValidationError]]:
     """Load documents from several sources into one `ClusterInputs` (names must be unique across them).
     `alike_pods`: parse a Pod document that differs from an earlier clean one only by its name as a renamed copy
-    of it (`_pod_shape`; files of many replicas); the result is the same. `buffers`: see `load_documents`."""
+    of it (`_pod_shape`; files of many replicas); the result is the same. `buffers`: see `load_documents`.
+    `keep_only_loaded`: afterwards `parsed_pods` holds only the parses of the versions this load read, with no
+    size limit (a caller whose every load reads the whole cluster, the planner: its cache then follows the
+    cluster's size, and a cluster of more objects than PARSED_PODS_LIMIT is not parsed again every tick)."""
     state = _State(parsed_pods=parsed_pods, alike_pods={} if alike_pods else None)
+    if keep_only_loaded and parsed_pods is not None:
+        state.loaded_versions = set()
     with paused_cycle_collector():  # tens of thousands of objects that live on and form no cycles (see gcpause)
         for docs, source in sources:
             for doc in _expand(docs, source, state.errors):
+                if state.loaded_versions is not None and doc.get("kind") in CACHED_KINDS:
+                    key = _version_key(doc)
+                    if key is not None:
+                        state.loaded_versions.add(key)
                 if not _load_known_pod(state, doc, source):
                     _load_one(state, doc, source)
         for doc in buffers:
@@ -221,6 +236,9 @@ def load_sources(
                 state.scalables[(kind, _display_name(doc, kind))] = doc
             elif kind in ("CapacityBuffer", "PodTemplate"):
                 _load_one(state, doc, "cluster")
+        if state.loaded_versions is not None and parsed_pods is not None:
+            for gone in [key for key in parsed_pods if key not in state.loaded_versions]:
+                del parsed_pods[gone]
         return _finish(state, summaries), state.errors
 
 
@@ -263,11 +281,11 @@ def _load_one(state: _State, doc: Mapping[str, Any], source: str) -> None:
         value = ec2nodeclass_from(ctx, doc)
     elif kind == "NodeClaim":
         value = nodeclaim_from(ctx, doc)
-        _remember(state.parsed_pods, doc, value, ctx)
+        _remember(state, doc, value, ctx)
     elif kind == "NodeOverlay":
         value = nodeoverlay_from(ctx, doc)
     elif kind == "Pod":
-        value = _parse_pod(ctx, doc, state.parsed_pods, state.alike_pods)
+        value = _parse_pod(ctx, doc, state)
     elif kind in WORKLOAD_KINDS:
         value = kube.parse_workload(ctx, doc, kind)
         if value is not None and ctx.ok and kind in capacitybuffer.SCALABLE_KINDS:
@@ -280,7 +298,7 @@ def _load_one(state: _State, doc: Mapping[str, Any], source: str) -> None:
         value = kube.parse_daemonset(ctx, doc)
     elif kind == "Node":
         value = kube.parse_node(ctx, doc)
-        _remember(state.parsed_pods, doc, value, ctx)
+        _remember(state, doc, value, ctx)
     elif kind == "PodDisruptionBudget":
         value = kube.parse_pdb(ctx, doc)
     elif kind == "PersistentVolumeClaim":
@@ -313,7 +331,7 @@ def _finished_pod(doc: Mapping[str, Any]) -> bool:
 # thousand nodes every batch, so a container keeps their parses and parses each version once: pods, Nodes and
 # NodeClaims (uids are unique across kinds, so one mapping holds them all). Only clean parses of full API objects
 # are kept (a caller passes the mapping only for those; the forwarder's projections keep uid and version but not
-# every field); the oldest half goes when it is full.
+# every field); the oldest half goes when it is full, unless the load keeps only what it read (`keep_only_loaded`).
 PARSED_PODS_LIMIT = 200_000
 CACHED_KINDS = ("Pod", "Node", "NodeClaim")
 
@@ -354,21 +372,21 @@ def _load_known_pod(state: _State, doc: Mapping[str, Any], source: str) -> bool:
     return True
 
 
-def _remember(parsed: ParsedPods | None, doc: Mapping[str, Any], value: Any, ctx: Collector) -> None:
+def _remember(state: _State, doc: Mapping[str, Any], value: Any, ctx: Collector) -> None:
     """Keep a clean parse of a full API object by its uid and version (see above)."""
+    parsed = state.parsed_pods
     key = _version_key(doc)
     if parsed is None or key is None or value is None or not ctx.ok:
         return
-    if len(parsed) >= PARSED_PODS_LIMIT:
+    if state.loaded_versions is None and len(parsed) >= PARSED_PODS_LIMIT:
         for old in list(parsed)[: PARSED_PODS_LIMIT // 2]:
             del parsed[old]
     parsed[key] = value
 
 
-def _parse_pod(
-    ctx: Collector, doc: Mapping[str, Any], parsed_pods: ParsedPods | None, alike: _AlikePods | None = None
-) -> ParsedPod | None:
-    found = _cached_parse(doc, parsed_pods)
+def _parse_pod(ctx: Collector, doc: Mapping[str, Any], state: _State) -> ParsedPod | None:
+    alike = state.alike_pods
+    found = _cached_parse(doc, state.parsed_pods)
     if found is not None:
         return found  # type: ignore[no-any-return]
     shape = _pod_shape(doc) if alike is not None else None
@@ -377,7 +395,7 @@ def _parse_pod(
         if twin is not None:
             return twin.renamed(shape[1])
     parsed = kube.parse_pod(ctx, doc)
-    _remember(parsed_pods, doc, parsed, ctx)
+    _remember(state, doc, parsed, ctx)
     if alike is not None and shape is not None and parsed is not None and ctx.ok and not ctx.errors:
         alike[shape[0]] = parsed
     return parsed

@@ -175,7 +175,14 @@ def _tick(ports: PlannerPorts, methods: Sequence[Method], timer: Callable[[], fl
     out = TickResult()
     view = ports.cluster.read()
     documents = [*view.documents, *view.unbound_pods.values()]
-    loaded = load_documents(documents, "cluster", summaries=False, parsed_pods=ports.parsed_pods, buffers=view.buffers)
+    loaded = load_documents(
+        documents,
+        "cluster",
+        summaries=False,
+        parsed_pods=ports.parsed_pods,
+        buffers=view.buffers,
+        keep_only_loaded=True,
+    )
     inputs, errors = loaded
     out.problems.extend(f"{e.kind}/{e.name}: {e.path}: {e.message}" for e in errors)
 
