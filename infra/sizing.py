@@ -8,12 +8,14 @@ gives one full vCPU (the simulation is single-threaded, so more memory buys no s
 
 The planner's rows come from `python -m tests.bench.planner_scale --sizes 1000 2500 5000 10000` (clusters of
 realistic API objects, about 19 pods a node): its peak resident memory per size (in the comments), with at least a
-third more as headroom for larger objects and the Lambda runtime. Up to `d6cff09` that bench's peak was the process's
-whole peak, which is the bench building the documents, not the planner's tick: the comments of 1,000, 5,000 and
-10,000 nodes are such upper bounds (the planner's own peak at 2,500 nodes is two thirds of it).
-Memory is not the only limit: at 10,000 nodes
-the same bench's tick takes 78 s cold and 54 s warm, past the planner's 55 s timeout, so the largest cluster
-served today is about 5,000 nodes (31.6 s cold, 12.5 s warm). The provisioner's rows are an estimate (it holds the
+third more as headroom for larger objects and the Lambda runtime. Up to `d6cff09` that bench printed the process's
+whole peak, which is the bench building the documents, not the planner's tick; the comments give the planner's own
+peak since then (the 1,000-node one is still such an upper bound). The rows were set from the higher figures and
+are kept: they leave room for objects larger than the bench's. Time is the other limit. At 10,000 nodes the
+bench's warm planner tick takes about 10 s and its cold tick 39-49 s, against the planner's 55 s timeout; the
+provisioner, which keeps no informers yet, takes about 3 CPU s a batch at 2,500 nodes, 4 at 5,000 and 11 at
+10,000, so pending pods get their CreateFleet within the 3 s target only up to about 2,500 nodes
+(docs/reference/performance.md, "The planner at scale"). The provisioner's rows are an estimate (it holds the
 Nodes and NodeClaims, a fifth of the planner's objects), not measured.
 """
 
@@ -23,9 +25,9 @@ DEFAULT_MEMORY_MB = 1769
 # (up to this many nodes, planner MB, provisioner MB)
 MEMORY_BY_NODES: tuple[tuple[int, int, int], ...] = (
     (1000, 1769, 1769),  # planner peak 429 MB
-    (2500, 1769, 1769),  # planner peak 653 MB (the 972 MB printed before was the bench's own build: module doc)
-    (5000, 3008, 1769),  # planner peak 1,879 MB
-    (10000, 6144, 3008),  # planner peak 3,701 MB (and a tick past the 55 s timeout: module doc)
+    (2500, 1769, 1769),  # planner peak 656 MB
+    (5000, 3008, 1769),  # planner peak 1,228 MB
+    (10000, 6144, 3008),  # planner peak 2,413 MB
 )
 
 
