@@ -18,7 +18,7 @@ from nodewright.model import resources as res
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.objects import Node, Pod
 from nodewright.scheduling import Results, existing, solve
-from nodewright.scheduling.claims import Bin
+from nodewright.scheduling.bins import Bin
 from nodewright.scheduling.classes import VolumeIndex
 from nodewright.scheduling.existing import Registration
 

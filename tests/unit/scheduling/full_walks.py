@@ -14,8 +14,9 @@ from contextlib import contextmanager
 from nodewright.model import resources as res
 from nodewright.model.requirements import Requirements
 from nodewright.model.taints import Toleration
+from nodewright.scheduling.bins import Bin
 from nodewright.scheduling.candidates import Candidate
-from nodewright.scheduling.claims import Bin, Claims
+from nodewright.scheduling.claims import Claims
 from nodewright.scheduling.classes import PodClass
 from nodewright.scheduling.pools import PoolContext, ReqKey
 from nodewright.scheduling.preferences import Variant

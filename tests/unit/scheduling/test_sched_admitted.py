@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from nodewright.scheduling import solver as solver_module
-from nodewright.scheduling.claims import Bin
+from nodewright.scheduling.bins import Bin
 from nodewright.scheduling.classes import TopologyTerm
 from nodewright.scheduling.topology import Topology
 

@@ -17,8 +17,9 @@ from nodewright.model.nodepool import NodePool
 from nodewright.model.requirements import Requirements
 from nodewright.model.taints import Toleration
 from nodewright.scheduling import solver as solver_module
+from nodewright.scheduling.bins import Bin
 from nodewright.scheduling.candidates import type_matches
-from nodewright.scheduling.claims import Bin, _undefined_label
+from nodewright.scheduling.claims import _undefined_label
 from nodewright.scheduling.pools import PoolContext, ReqKey
 from nodewright.scheduling.shapes import ClaimShapes
 from nodewright.scheduling.solver import Solver

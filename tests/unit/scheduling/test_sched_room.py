@@ -11,8 +11,9 @@ from nodewright.catalog.labels import HOSTNAME, ZONE
 from nodewright.model.objects import Node
 from nodewright.model.requirements import Requirements
 from nodewright.model.taints import Taint, Toleration
+from nodewright.scheduling.bins import Bin
 from nodewright.scheduling.choice import MIX_BELOW_PODS, MIX_DEPTH
-from nodewright.scheduling.claims import Bin, Claims
+from nodewright.scheduling.claims import Claims
 from nodewright.scheduling.classes import VolumeIndex
 from nodewright.scheduling.pools import PoolContext
 from nodewright.scheduling.solver import Solver, pod_classes

@@ -1,6 +1,6 @@
 """NodeClaims being built: where pods land, new claims opened for them, claims grown into larger types.
 
-A `Bin` is somewhere pods can go (an existing node, a NodeClaim in flight or a new NodeClaim, as
+A `Bin` (`bins.py`) is somewhere pods can go (an existing node, a NodeClaim in flight or a new NodeClaim, as
 Karpenter's ExistingNode and NodeClaim are). A new claim is sized for the class that opens it
 (`choice.choose`); when no claim may be opened, claims of this run grow into a larger instance type,
 as a Karpenter NodeClaim that has not launched narrows its instance types (nodeclaim.go).
@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 from nodewright.catalog.labels import WELL_KNOWN_LABELS, ZONE
 from nodewright.model import resources as res
 from nodewright.model.objects import HOSTNAME_LABEL, Pod
 from nodewright.model.requirements import Requirements
 from nodewright.model.resources import CPU, MEMORY, PODS
-from nodewright.model.taints import Taint, Toleration
+from nodewright.model.taints import Toleration
+from nodewright.scheduling.bins import Bin
 from nodewright.scheduling.candidates import Candidate, admits_new_hostname, offering_key_of, type_matches
 from nodewright.scheduling.choice import (
     LookAhead,
@@ -34,67 +34,6 @@ from nodewright.scheduling.preferences import Variant, untolerated
 from nodewright.scheduling.shapes import ClaimShapes
 from nodewright.scheduling.templates import PoolCompat
 from nodewright.scheduling.topology import Topology
-
-
-@dataclass(slots=True, eq=False)
-class Bin:
-    """Somewhere pods can go: an existing node, a NodeClaim in flight, or a new NodeClaim."""
-
-    name: str
-    kind: str  # node | inflight | new
-    labels: dict[str, str]
-    requirements: Requirements
-    rkey: ReqKey
-    taints: tuple[Taint, ...]
-    remaining: dict[str, int]
-    pods: list[Pod] = field(default_factory=list)
-    ports: set[tuple[str, int]] = field(default_factory=set)
-    volumes: set[str] = field(default_factory=set)  # the EBS claims its pods attach (namespace/name)
-    pool: PoolContext | None = None
-    chosen: Candidate | None = None
-    used: dict[str, int] = field(default_factory=dict)
-    limit_budget: dict[str, int] | None = None
-    order: int = 0
-    grown: bool = False
-    bound: int = 0  # the pods it held when registered (existing nodes and claims in flight); placed pods follow
-    shape: ReqKey = -1  # an existing node's labels but its hostname, numbered (see `Claims.labels_meet`)
-
-    def run_copy(self, pool_of: Mapping[int, PoolContext]) -> Bin:
-        """A copy for another run of the same solve (runs fill, and so change, their bins); `pool_of`: that
-        run's NodePool contexts by the id of this run's. Only existing nodes and claims in flight are copied
-        (`Claims.fork`), whose labels and requirements no run changes (`bin_compat` keeps theirs), so the
-        labels are shared."""
-        assert self.kind != "new", "new claims are not copied"
-        return Bin(
-            self.name,
-            self.kind,
-            self.labels,
-            self.requirements,
-            self.rkey,
-            self.taints,
-            dict(self.remaining),
-            list(self.pods),
-            set(self.ports),
-            set(self.volumes),
-            pool_of[id(self.pool)] if self.pool is not None else None,
-            self.chosen,
-            dict(self.used),
-            dict(self.limit_budget) if self.limit_budget is not None else None,
-            self.order,
-            self.grown,
-            self.bound,
-            self.shape,
-        )
-
-    def domain(self, key: str) -> str | None:
-        """The bin's value of a topology key: its name for the hostname, else its label or the one value its
-        requirements allow; None while the value is not decided."""
-        if key == HOSTNAME_LABEL:
-            return self.name
-        value = self.labels.get(key)
-        if value is None:
-            value = self.requirements.get(key).single_value()
-        return value
 
 
 class Claims:

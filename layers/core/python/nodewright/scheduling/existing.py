@@ -21,8 +21,8 @@ from nodewright.model.nodepool import NodePool
 from nodewright.model.objects import HOSTNAME_LABEL, DaemonSet, Node
 from nodewright.model.requirements import Requirements
 from nodewright.model.taints import Taint
+from nodewright.scheduling.bins import Bin
 from nodewright.scheduling.candidates import type_matches
-from nodewright.scheduling.claims import Bin
 from nodewright.scheduling.classes import EBS_VOLUMES, VolumeIndex
 from nodewright.scheduling.nodepods import NodePods
 from nodewright.scheduling.pools import Pools, add_counted

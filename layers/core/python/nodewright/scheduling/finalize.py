@@ -17,9 +17,9 @@ from nodewright.model.nodeclaim import LIFECYCLE_LABELS
 from nodewright.model.objects import HOSTNAME_LABEL
 from nodewright.model.requirements import Operator, Requirement
 from nodewright.model.resources import CPU, MEMORY, PODS
+from nodewright.scheduling.bins import Bin
 from nodewright.scheduling.candidates import OFFERING_KEYS, Candidate, capacity_rank, offering_key_of
 from nodewright.scheduling.choice import MAX_INSTANCE_TYPES
-from nodewright.scheduling.claims import Bin
 from nodewright.scheduling.pools import PoolContext, Pools, within
 from nodewright.scheduling.reservations import ReservationLedger
 from nodewright.scheduling.results import LaunchOption, PlannedNodeClaim

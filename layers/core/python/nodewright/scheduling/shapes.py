@@ -13,13 +13,9 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable
 from operator import attrgetter
-from typing import TYPE_CHECKING
 
-from nodewright.scheduling.pools import ReqKey
-
-if TYPE_CHECKING:  # claims keeps a ClaimShapes: the import would be circular at run time
-    from nodewright.scheduling.claims import Bin
-    from nodewright.scheduling.pools import PoolContext
+from nodewright.scheduling.bins import Bin
+from nodewright.scheduling.pools import PoolContext, ReqKey
 
 Shape = tuple[ReqKey, int]  # a new claim's requirement-set number and the id of its NodePool's context
 placement_order = attrgetter("order")  # as `claims.placement_order`

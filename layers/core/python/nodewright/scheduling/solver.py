@@ -39,8 +39,9 @@ from nodewright.model.objects import (
 from nodewright.model.requirements import Requirements, ValueSet
 from nodewright.model.resources import CPU, MEMORY, PODS
 from nodewright.model.taints import Toleration
+from nodewright.scheduling.bins import Bin
 from nodewright.scheduling.choice import MIX_ALTERNATIVES, MIX_BELOW_PODS, MIX_DEPTH, LookAhead
-from nodewright.scheduling.claims import Bin, Claims, placement_order
+from nodewright.scheduling.claims import Claims, placement_order
 from nodewright.scheduling.classes import (
     EBS_VOLUMES,
     PodClass,

@@ -16,7 +16,7 @@ from nodewright.catalog.types import InstanceType
 from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.model.nodepool import NodePool
 from nodewright.model.objects import DaemonSet
-from nodewright.scheduling.claims import Bin
+from nodewright.scheduling.bins import Bin
 from nodewright.scheduling.finalize import Finalizer
 from nodewright.scheduling.pools import Pools
 from nodewright.scheduling.results import PlannedNodeClaim

@@ -12,20 +12,17 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
 
 from nodewright.catalog.labels import ZONE
 from nodewright.model.objects import HOSTNAME_LABEL, Pod
 from nodewright.model.requirements import Requirements, ValueSet
 from nodewright.model.taints import Taint, untolerated
+from nodewright.scheduling.bins import Bin
 from nodewright.scheduling.classes import NO_FILTER, NodeFilter, PodClass, TopologyTerm, pod_terms
 from nodewright.scheduling.nodepods import NodePods, SelectionKey
 from nodewright.scheduling.pools import Pools, ReqKey
 from nodewright.scheduling.preferences import Variant
 from nodewright.scheduling.templates import PoolCompat, pool_domains
-
-if TYPE_CHECKING:
-    from nodewright.scheduling.claims import Bin
 
 
 class Topology:
