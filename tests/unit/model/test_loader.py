@@ -483,6 +483,34 @@ def test_pods_alike_share_one_parse(tmp_path: Path) -> None:
     assert calls == ["web-0", "other-0", "typed-1", "typed-true", "bad-0", "bad-1"]
 
 
+def test_served_pods_are_not_shaped(tmp_path: Path) -> None:
+    """A pod with a uid (an API server's object) never matches another's shape: load_files neither builds its
+    shape (a repr of the whole object) nor looks for a twin, and still loads every pod as parsing each alone does."""
+    from nodewright.model import loader
+
+    spec = {"containers": [{"name": "app", "image": "app:1", "resources": {"requests": {"cpu": "1"}}}]}
+    docs: list[Any] = [NODEPOOL, NODECLASS]
+    docs += [with_field(pod(spec, f"web-{i}", {"app": "web"}), "metadata.uid", f"uid-{i}") for i in range(3)]
+    path = tmp_path / "served.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    shaped: list[Any] = []
+    original = loader._pod_shape
+
+    def recording(doc: Any) -> Any:
+        shape = original(doc)
+        shaped.append(shape)
+        return shape
+
+    loader._pod_shape = recording
+    try:
+        fast, errors = load_files([path])
+    finally:
+        loader._pod_shape = original
+    assert shaped == [None, None, None] and not errors
+    assert fast.pending_pods == load_text(path.read_text(), str(path))[0].pending_pods
+    assert [p.name for p in fast.pending_pods] == ["web-0", "web-1", "web-2"]
+
+
 def test_summaries_can_be_left_off(tmp_path: Path) -> None:
     path = _replicas_file(tmp_path)
     with_summaries, _ = load_files([path])

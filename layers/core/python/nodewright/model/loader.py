@@ -408,8 +408,12 @@ _AlikePods = dict[str, ParsedPod]
 
 def _pod_shape(doc: Mapping[str, Any]) -> tuple[str, str] | None:
     """(the document without `metadata.name`, as its repr; the name), or None when the document has no plain
-    string name or refers to itself. Two documents with the same shape parse to the same pod but for its name,
-    uid and the claim names that follow the name (`ParsedPod.renamed`).
+    string name, carries a `metadata.uid` or refers to itself. Two documents with the same shape parse to the same
+    pod but for its name, uid and the claim names that follow the name (`ParsedPod.renamed`).
+
+    A pod with a uid is an object an API server served (`kubectl get -o yaml`): the uid is in its shape and no two
+    pods share one, so its shape can never match another's, and building it (a repr of the whole object, its
+    managedFields and status included) would cost about as much as parsing the pod.
 
     The repr of what YAML and JSON load (dicts, lists, strings, numbers, booleans, None, timestamps, bytes) tells
     apart any two values that differ in content, key order or type (1, 1.0, True, "1"), at C speed; only a
@@ -418,7 +422,7 @@ def _pod_shape(doc: Mapping[str, Any]) -> tuple[str, str] | None:
     if not isinstance(metadata, dict):
         return None
     name = metadata.get("name")
-    if not isinstance(name, str) or not name:
+    if not isinstance(name, str) or not name or "uid" in metadata:
         return None
     shape = repr({**doc, "metadata": {k: v for k, v in metadata.items() if k != "name"}})
     if "{...}" in shape or "[...]" in shape:
