@@ -1,17 +1,18 @@
 """`python -m tests.bench.simulate_cli`: `nodewright simulate --json` end to end on a 10k-pod YAML file, as run.
 
     python -m tests.bench.simulate_cli                      # 40 Deployments x 250 replicas, and the same as Pods
-    python -m tests.bench.simulate_cli --replicas 25 --runs 1
+    python -m tests.bench.simulate_cli --replicas 25 --runs 1 --inputs pods pods-json
     python -m tests.bench.compare --ref main --rounds 3 -- tests.bench.simulate_cli
 
-Two inputs are written to a temporary directory: `deployments`, one EC2NodeClass, two NodePools (on-demand, and a
+Three inputs are written to a temporary directory: `deployments`, one EC2NodeClass, two NodePools (on-demand, and a
 weighted spot pool) and 40 Deployments of `--replicas` replicas in ten request shapes from 100m/128Mi to 4 CPU/16Gi,
 every fifth spread over zones, some selecting a capacity type or an architecture; and `pods`, the same pods as one
 Pod document each, as an API server serves a pending pod the scheduler could not place (`pending_pod`): each with its
 own generated name, uid, resourceVersion, timestamps, token volume and scheduler message, the defaults the API server
 fills in, its ReplicaSet owner and the managedFields of the controller manager and the scheduler, keys sorted as
 `kubectl get -o yaml` prints them (about 3.7 KB a pod, 37 MB for 10,000). No two Pod documents are alike but for
-their name, so no shortcut for identical replicas can help on them. Each file is simulated `--runs` times,
+their name, so no shortcut for identical replicas can help on them; and `pods-json`, the same objects as one `List` in
+JSON as `kubectl get -o json` prints it (about 90 MB). `--inputs` picks some. Each file is simulated `--runs` times,
 each time in a fresh `python -m nodewright simulate --json FILE` process: process start, imports, YAML parsing, the
 solve and the JSON output are all in the figure. Per input, one line: `wall_s` (median) and `wall_min_s`, `cpu_s`
 (the child's user + system time, median), and `sha` (the output's first 12 hex digits: the same on both sides of a
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import resource
 import statistics
@@ -304,19 +306,35 @@ def run_once(path: Path) -> tuple[float, float, bytes]:
     return wall, cpu, done.stdout
 
 
+INPUTS = ("deployments", "pods", "pods-json")
+
+
+def write_input(directory: Path, name: str, replicas: int) -> Path:
+    """The input `name` (module doc) as a file in `directory`."""
+    if name == "pods-json":
+        # `kubectl get -o json`: one List of the objects, indented by four spaces.
+        listed = {"apiVersion": "v1", "kind": "List", "items": documents("pods", replicas), "metadata": {}}
+        path = directory / "pods.json"
+        path.write_text(json.dumps(listed, indent=4, sort_keys=True))
+        return path
+    path = directory / f"{name}.yaml"
+    # The Pod documents as `kubectl get -o yaml` prints objects: keys sorted, strings quoted where YAML would read
+    # them as another type.
+    path.write_text(yaml.safe_dump_all(documents(name, replicas), sort_keys=name == "pods"))
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--replicas", type=int, default=250, help="replicas per Deployment (40 Deployments)")
     parser.add_argument("--runs", type=int, default=3, help="processes per input")
+    parser.add_argument("--inputs", nargs="+", choices=INPUTS, default=list(INPUTS), help="inputs to simulate")
     args = parser.parse_args(argv)
     pods = WORKLOADS * args.replicas
     print(f"# simulate: `nodewright simulate --json FILE` in a fresh process, {args.runs} run(s) per input")
     with tempfile.TemporaryDirectory() as tmp:
-        for kind in ("deployments", "pods"):
-            path = Path(tmp) / f"{kind}.yaml"
-            # The Pod documents as `kubectl get -o yaml` prints objects: keys sorted, strings quoted where YAML
-            # would read them as another type.
-            path.write_text(yaml.safe_dump_all(documents(kind, args.replicas), sort_keys=kind == "pods"))
+        for kind in args.inputs:
+            path = write_input(Path(tmp), kind, args.replicas)
             walls, cpus, outputs = [], [], set()
             for _ in range(args.runs):
                 wall, cpu, output = run_once(path)
