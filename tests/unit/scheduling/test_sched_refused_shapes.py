@@ -33,7 +33,7 @@ def checked_shapes() -> Iterator[list[int]]:
 
     def checked(self: Solver, bins: list[object], *args: object) -> object:
         requirements, rkey, variant = args[-3], args[-2], args[-1]
-        answers = self.refused.get((rkey, variant.tolerations), {})  # type: ignore[attr-defined]
+        answers = self.claims.refused.get((rkey, variant.tolerations), {})
         for b in bins:
             kept = answers.get((b.rkey, id(b.pool))) if b.kind == "new" and not b.grown else None  # type: ignore[attr-defined]
             if kept is not None:

@@ -57,7 +57,13 @@ class Claims:
         self.old_names: set[str] = set()
         self.name_clash = False
         self.new_hosts: dict[int, tuple[list[Bin], int]] = {}
-        self.shapes = ClaimShapes()  # the new claims that have not grown, by shape (see `Solver._new_room`)
+        self.shapes = ClaimShapes()  # the new claims that have not grown, by shape (see `taking`)
+        self.grown: list[Bin] = []  # the new claims that have grown, in the order they first grew (see `_grow_pass`)
+        # Per (requirement set, tolerations), per shape of new claim (requirement set, NodePool id): whether it refuses
+        # such pods for good; and per NodePool id, whether every new claim of it does (see `taking`, `Solver._fill`).
+        # Keyed by the ids of this run's NodePool contexts: each run has its own.
+        self.refused: dict[tuple[ReqKey, tuple[Toleration, ...]], dict[tuple[ReqKey, int], bool]] = {}
+        self.pool_refused: dict[tuple[ReqKey, tuple[Toleration, ...]], dict[int, bool]] = {}
         # Per (requirement set, tolerations, request), per NodePool name: why the NodePool can never open a claim
         # for such pods, as `_open_claim` words it (see `_refuses_for_good`). The runs of a solve share it.
         self.never_opens: dict[tuple[ReqKey, tuple[Toleration, ...], tuple[tuple[str, int], ...]], dict[str, str]] = {}
@@ -206,6 +212,21 @@ class Claims:
             later = self.later_cache[key] = _undefined_label(b.requirements, requirements)
         return later
 
+    def taking(
+        self, requirements: Requirements, rkey: ReqKey, tolerations: tuple[Toleration, ...]
+    ) -> tuple[list[Bin], list[Bin]]:
+        """The new claims that have not grown and may take pods of these requirements (numbered `rkey`) and tolerations
+        now (their taints tolerated, `bin_compat` not None), and those that wait for a label (`may_take_later`), each in
+        placement order, with or without room; every other claim that has not grown refuses such pods now. Found by
+        asking each NodePool, shape and type once (`ClaimShapes.taking`) instead of every claim."""
+        return self.shapes.taking(
+            self.pool_refused.setdefault((rkey, tolerations), {}),
+            lambda ctx: self.pool_refuses_for_good(ctx, requirements, tolerations),
+            self.refused.setdefault((rkey, tolerations), {}),
+            lambda b: self.refuses_for_good(b, requirements, rkey, tolerations),
+            lambda b: self.fits_now(b, requirements, rkey),
+        )
+
     def open_claims(
         self,
         cls: PodClass,
@@ -261,7 +282,7 @@ class Claims:
         ceiling: float,
     ) -> list[Pod]:
         request, terms = cls.requests, variant.terms
-        for b in self._growable_bins(cls, terms):
+        for b in self._growable_bins(cls, terms, requirements, rkey, variant.tolerations):
             if not pods:
                 break
             ctx, current = b.pool, b.chosen
@@ -290,13 +311,28 @@ class Claims:
             candidate, j = grown
             if not b.grown:
                 self.shapes.grew(b)
+                self.grown.append(b)
             _grow_into(b, ctx, candidate, budget)
             pods = self.assign(b, cls, pods, j, *merged)
         return pods
 
-    def _growable_bins(self, cls: PodClass, terms: tuple[TopologyTerm, ...]) -> list[Bin]:
+    def _growable_bins(
+        self,
+        cls: PodClass,
+        terms: tuple[TopologyTerm, ...],
+        requirements: Requirements,
+        rkey: ReqKey,
+        tolerations: tuple[Toleration, ...],
+    ) -> list[Bin]:
         """New claims that may take more of this class, in placement order: with required hostname pod
-        affinity only those already holding matching pods, otherwise all of them."""
+        affinity only those already holding matching pods, otherwise those whose taints and requirements may take
+        pods of these requirements (numbered `rkey`) and tolerations, and the claims that have grown.
+
+        `_grow_pass` skips a claim whose taints or requirements refuse the batch; a claim that has not grown answers
+        that as every claim of its shape and type does, so the claims of the shapes that refuse are left out by shape
+        (`taking`) instead of visited one by one: a class that no NodePool can open a claim for (limits spent, a
+        requirement no NodePool meets) asks for growth at each of its batches, and a run holds thousands of claims.
+        A claim that has grown is kept whatever its shape: `_grow_pass` checks it."""
         for term in terms:
             if term.kind == "affinity" and term.topology_key == HOSTNAME_LABEL:
                 g = self.topology.group_of(term)
@@ -305,7 +341,8 @@ class Claims:
                 counts = self.topology.counts[g]
                 held = [self.new_by_name[d] for d, c in counts.items() if c > 0 and d in self.new_by_name]
                 return sorted(held, key=lambda b: b.order)
-        return list(self.new_bins)
+        found = self.taking(requirements, rkey, tolerations)[0]
+        return sorted([*found, *self.grown], key=placement_order) if self.grown else found
 
     def _new_hosts(self, g: int) -> list[Bin]:
         """The new claims holding pods of hostname group g, in placement order (callers do not modify it).

@@ -123,10 +123,6 @@ class Solver:
         self.parked: dict[tuple[object, ...], tuple[list[Bin], list[ReqKey]]] = {}
         # Per such key, `claims.narrowed` when its parked bins were last looked at (see `_room`).
         self.parked_seen: dict[tuple[object, ...], int] = {}
-        # Per (requirement set, tolerations), per shape of new claim: whether it refuses such pods for good (`_fill`).
-        self.refused: dict[tuple[ReqKey, tuple[Toleration, ...]], dict[tuple[ReqKey, int], bool]] = {}
-        # The same per NodePool (by its context's id): whether every new claim of it refuses such pods for good.
-        self.pool_refused: dict[tuple[ReqKey, tuple[Toleration, ...]], dict[int, bool]] = {}
         self.finalizer = Finalizer(self.pools)
         # Karpenter relaxes PreferNoSchedule taints last, and only when a NodePool has one.
         self.prefer_no_schedule = any(t.effect == PREFER_NO_SCHEDULE for c in self.pools.contexts for t in c.taints)
@@ -193,8 +189,6 @@ class Solver:
         other.room = {}
         other.parked = {}
         other.parked_seen = {}
-        other.refused = {}  # keyed by the ids of this run's NodePool contexts
-        other.pool_refused = {}
         other.pending_held = self.pending_held
         other.cpu_index = self.cpu_index  # the same bins as the run starts: copies of them, in the same order
         other.eligible = self.eligible
@@ -446,14 +440,7 @@ class Solver:
         but those without room (it drops them and the others without any other effect), found by asking each
         NodePool, shape and type once (`ClaimShapes`) instead of stepping over the thousands of claims of other
         zones and NodePools that a large solve opens, once for each of a class's many lists."""
-        claims = self.claims
-        return claims.shapes.taking(
-            self.pool_refused.setdefault((rkey, tolerations), {}),
-            lambda ctx: claims.pool_refuses_for_good(ctx, requirements, tolerations),
-            self.refused.setdefault((rkey, tolerations), {}),
-            lambda b: claims.refuses_for_good(b, requirements, rkey, tolerations),
-            lambda b: claims.fits_now(b, requirements, rkey),
-        )
+        return self.claims.taking(requirements, rkey, tolerations)
 
     def _eligible(
         self, request: Mapping[str, int], requirements: Requirements, rkey: ReqKey, tolerations: tuple[Toleration, ...]
@@ -507,7 +494,7 @@ class Solver:
         # Per shape of new claim (requirement set, NodePool): whether it refuses these pods for good. A run opens
         # thousands of claims of a few hundred shapes, and a new list visits every claim once: most of them, in
         # other zones or NodePools, are dropped on one look-up instead of the checks below.
-        refused = self.refused.setdefault((rkey, tolerations), {})
+        refused = self.claims.refused.setdefault((rkey, tolerations), {})
         survivors: list[Bin] = []
         for index, b in enumerate(bins):
             if not pods:
