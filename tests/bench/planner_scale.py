@@ -983,12 +983,13 @@ def measure_batches(
     catalog: BenchCatalog,
     pending: Sequence[Mapping[str, Any]],
     runs: int,
-) -> tuple[float, float, list[float], list[float], int, list[float]]:
+) -> tuple[float, float, list[float], list[float], int, list[float], str]:
     """The provisioner's batch (`service.provision.provision`, as its handler calls it) for the `pending` pods
     against the cluster `server` serves: a cold batch (nothing parsed or prepared yet) and `runs` warm ones (the
     same parsed pods and NodePool preparations, as a warm container keeps). The server keeps no NodeClaim a batch
     creates, so every batch plans the same pods. Returns (cold wall ms, cold CPU ms, warm wall ms, warm CPU ms,
-    NodeClaims the cold batch launched, the warm batches' ms reading the cluster)."""
+    NodeClaims the cold batch launched, the warm batches' ms reading the cluster, a digest of the cold batch's plan
+    or "warm-differs" when a warm batch planned otherwise)."""
     from nodewright.service.provision import provision
 
     # As the provisioner's handler makes it: with informers (its own, not the planner's) unless switched off.
@@ -1006,7 +1007,7 @@ def measure_batches(
         }
         for p in pending
     ]
-    walls, cpus, reads, launched = [], [], [], 0
+    walls, cpus, reads, launched, plans = [], [], [], 0, []
     for run in range(runs + 1):
         batch = parse_batch({"batch_id": f"bench-{run}", "cluster": CLUSTER, "pods": hints})
         started, cpu = time.perf_counter(), time.process_time()
@@ -1024,9 +1025,24 @@ def measure_batches(
         walls.append((time.perf_counter() - started) * 1000)
         cpus.append((time.process_time() - cpu) * 1000)
         reads.append(result.timings.get("read_cluster", 0.0) * 1000)
+        plans.append(batch_plan(result.to_json()))
         if run == 0:
             launched = len([c for c in result.to_json()["nodeclaims"] if not c["reused"]])
-    return walls[0], cpus[0], walls[1:], cpus[1:], launched, reads[1:]
+    digest = hashlib.sha256(plans[0].encode()).hexdigest()[:16]
+    if any(plan != plans[0] for plan in plans[1:]):
+        digest = "warm-differs"
+    return walls[0], cpus[0], walls[1:], cpus[1:], launched, reads[1:], digest
+
+
+def batch_plan(result: Mapping[str, Any]) -> str:
+    """What a batch decided, without what differs from batch to batch by construction (the NodeClaims' names,
+    from the batch id, and the instance ids): each claim's pool, placement and pods, and the pods' decisions."""
+    claims = sorted(
+        json.dumps({k: v for k, v in c.items() if k not in ("name", "instance_id")}, sort_keys=True)
+        for c in result["nodeclaims"]
+    )
+    pods = sorted(f"{d['action']} {d['subject']}" for d in result["decisions"] if d["subject"].startswith("pod/"))
+    return json.dumps([claims, pods])
 
 
 def measure(size: int, runs: int, change: float = 0.0) -> str:
@@ -1088,7 +1104,7 @@ def measure(size: int, runs: int, change: float = 0.0) -> str:
     warm_read = statistics.median(w[2] for w in warm)
     full_read = beside[2]
     writes = server.writes  # the ticks' (the batches below write too)
-    batch_cold, batch_cold_cpu, batch_warm, batch_warm_cpu, launched, batch_reads = measure_batches(
+    batch_cold, batch_cold_cpu, batch_warm, batch_warm_cpu, launched, batch_reads, batch_digest = measure_batches(
         server, nodes, catalog, pending_pods(BATCH_PODS), runs
     )
     return (
@@ -1107,7 +1123,7 @@ def measure(size: int, runs: int, change: float = 0.0) -> str:
         f"same_decisions_as_full={'yes' if same else 'no'} digest={digest[:16]} "
         f"batch_pods={BATCH_PODS} batch_cold_ms={batch_cold:.0f} batch_cold_cpu_ms={batch_cold_cpu:.0f} "
         f"batch_ms={statistics.median(batch_warm):.0f} batch_cpu_ms={statistics.median(batch_warm_cpu):.0f} "
-        f"batch_read_ms={statistics.median(batch_reads):.0f} batch_launched={launched}"
+        f"batch_read_ms={statistics.median(batch_reads):.0f} batch_launched={launched} batch_digest={batch_digest}"
     )
 
 
