@@ -38,12 +38,10 @@ import json
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from datetime import datetime
 from functools import partial
 from typing import Any
 
 from nodewright.disruption.drain import DISRUPTED_TAINT_KEY, drain_pod
-from nodewright.model.conditions import condition_of
 from nodewright.model.errors import ValidationError
 from nodewright.model.inputs import ClusterInputs
 from nodewright.model.loader import ParsedPods, load_documents
@@ -80,19 +78,10 @@ def nominated(claim: NodeClaim) -> tuple[str, ...]:
     return tuple(str(p) for p in pods) if isinstance(pods, list) else ()
 
 
-def registration_times(nodeclaims: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-    """NodeClaim name -> when its Registered condition became True (seconds since the epoch)."""
-    out: dict[str, float] = {}
-    for doc in nodeclaims:
-        found = condition_of(doc, "Registered")
-        if found is None or found.get("status") != "True":
-            continue
-        try:
-            stamp = datetime.fromisoformat(str(found.get("lastTransitionTime") or "").replace("Z", "+00:00"))
-        except ValueError:
-            continue
-        out[str((doc.get("metadata") or {}).get("name", ""))] = stamp.timestamp()
-    return out
+def registration_times(claims: Iterable[NodeClaim]) -> dict[str, float]:
+    """NodeClaim name -> when its Registered condition became True (seconds since the epoch), for the claims whose
+    condition says (`NodeClaim.registered_at`)."""
+    return {c.name: c.registered_at for c in claims if c.registered and c.registered_at}
 
 
 @dataclass
@@ -207,7 +196,7 @@ def _pod(doc: Mapping[str, Any]) -> dict[str, Any]:
 def recent_nodes(snapshot: Snapshot, registered: Mapping[str, str], now: float) -> dict[str, float]:
     """Node name -> when its NodeClaim registered, for claims that registered within the nomination grace
     period (registered by this very call: now)."""
-    times = registration_times(snapshot.view.nodeclaims)
+    times = registration_times(snapshot.base.nodeclaims)
     out: dict[str, float] = {}
     for claim in snapshot.base.nodeclaims:
         node = registered.get(claim.name)
