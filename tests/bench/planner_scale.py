@@ -3,6 +3,7 @@
     python -m tests.bench.planner_scale                          # 1,000 and 2,500 nodes
     python -m tests.bench.planner_scale --sizes 1000 2500 5000 10000 --runs 2
     python -m tests.bench.compare --ref main -- tests.bench.planner_scale --sizes 1000 2500
+    python -m tests.bench.planner_scale --sizes 10000 --runs 3 --batch-only   # the provisioner's batches alone
 
 What it builds, per size: a fleet of on-demand nodes of a few 16-vCPU types, filled with Deployment pods and
 then scaled in (so emptiness and consolidation have work), three DaemonSets with a pod on every node, about 19
@@ -1127,6 +1128,26 @@ def measure(size: int, runs: int, change: float = 0.0) -> str:
     )
 
 
+def measure_batch_only(size: int, runs: int, change: float = 0.0) -> str:
+    """`--batch-only`: one size's provisioner batches (`measure_batches`), without the planner's ticks; returns the
+    figure line (the batch fields of `measure`'s, under its own name). `change` is not used: no tick runs."""
+    del change
+    nodes = fleet(size)
+    server = ListServer(documents(nodes), pending_pods(BATCH_PODS))
+    catalog = BenchCatalog(on_demand_cluster().instance_types)
+    catalog.instance_types()
+    cold, cold_cpu, warm, warm_cpu, launched, reads, digest = measure_batches(
+        server, nodes, catalog, pending_pods(BATCH_PODS), runs
+    )
+    return (
+        f"planner_scale_batch nodes={size} incremental={'on' if incremental_reads(os.environ) else 'off'} "
+        f"batch_pods={BATCH_PODS} batch_cold_ms={cold:.0f} batch_cold_cpu_ms={cold_cpu:.0f} "
+        f"batch_ms={statistics.median(warm):.0f} batch_cpu_ms={statistics.median(warm_cpu):.0f} "
+        f"batch_min_cpu_ms={min(warm_cpu):.0f} batch_read_ms={statistics.median(reads):.0f} "
+        f"batch_launched={launched} batch_digest={digest}"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.bench.planner_scale", description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 2500], help="cluster sizes in nodes")
@@ -1134,10 +1155,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--change", type=float, default=0.01, help="fraction of the pods changed before each warm tick (0: none)"
     )
+    parser.add_argument(
+        "--batch-only", action="store_true", help="only the provisioner's batches (no planner tick): batch_* figures"
+    )
     parser.add_argument("--child", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        print(measure(args.child, args.runs, args.change), flush=True)
+        figure = measure_batch_only if args.batch_only else measure
+        print(figure(args.child, args.runs, args.change), flush=True)
         return 0
     print("# planner_scale: a fresh process per size; times in s, memory in MB (RSS), bytes read per tick")
     for size in args.sizes:
@@ -1145,6 +1170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             [
                 *(sys.executable, "-m", "tests.bench.planner_scale", "--child", str(size)),
                 *("--runs", str(args.runs), "--change", str(args.change)),
+                *(("--batch-only",) if args.batch_only else ()),
             ],
             capture_output=True,
             text=True,
