@@ -39,11 +39,17 @@ warm ticks, one tick reads the same cluster with full lists. Printed per size, o
 - `batch_cold_ms`/`batch_cold_cpu_ms`, `batch_ms`/`batch_cpu_ms` (median of `--runs`): the provisioner's batch
   (`service.provision.provision`, as its handler calls it) for `batch_pods` pending pods of a new Deployment against
   the same cluster through the same server, wall and CPU time; cold with nothing parsed or prepared, warm with the
-  parsed objects and the NodePools' preparation kept (a warm container; the process's module caches are warm in
-  both, as the planner's ticks ran before). The server serves the pending pods only to the provisioner's list of
-  unbound pods, so the planner's ticks do not see them, and keeps no NodeClaim a batch creates, so every batch
-  plans the same pods; `batch_read_ms`: a warm batch's wall time reading the cluster (`read_cluster`, the lists
-  and their loading); `batch_launched`: the NodeClaims the cold batch launched.
+  parsed objects and the NodePools' preparation kept and, with NODEWRIGHT_INCREMENTAL_READS on (the default), the
+  provisioner's own informers (its Nodes and NodeClaims, followed by watches; a warm container; the process's module
+  caches are warm in both, as the planner's ticks ran before). The server answers a watch longer than 2 s (the
+  provisioner's) with a bookmark at its resourceVersion after the events, as the watch cache sends one 2 s before a
+  watch's deadline, and a list of `limit=1` with one object (the provisioner's consistent resourceVersion read). The
+  server serves the pending pods only to the provisioner's list of unbound pods, so the planner's ticks do not see
+  them, and keeps no NodeClaim a batch creates, so every batch plans the same pods; `batch_read_ms`: a warm batch's
+  wall time reading the cluster (`read_cluster`, the lists and their loading); `batch_launched`: the NodeClaims the
+  cold batch launched; `batch_digest`: a hash of the cold batch's plan (each claim's pool, placement and pods, and the
+  pods' decisions), "warm-differs" when a warm batch planned otherwise. `--batch-only` runs the batches alone, without
+  the planner's ticks (`planner_scale_batch`, with `batch_min_cpu_ms`, the least CPU of the warm batches).
 
 Nothing here asserts a time.
 """

@@ -17,12 +17,23 @@ is the cache's state when the watch ran, never older than what the last tick saw
 replica could even go back in time; a watch from a resourceVersion that replica has not reached waits or fails,
 and fails into a list). What acts does not newly rely on it: the planner's `_start` takes its leases in the state
 table (a consistent read) and starts a workflow that decides nothing from this store; the workflow's Lambda keeps
-no informers (only the planner's `from_eks` asks for them), so its validation re-reads the cluster in full and its
-drain reads the node's pods, Nodes and NodeClaims consistently (`pods_on_node`, `read_fleet`); the provisioner's
-reads and lock are untouched; and every write that merges is a read-modify-write at the resourceVersion it read
+no informers (only the planner's and the provisioner's `from_eks` ask for them), so its validation re-reads the
+cluster in full and its drain reads the node's pods, Nodes and NodeClaims consistently (`pods_on_node`,
+`read_fleet`); the provisioner's lock is untouched and its NodeClaims are never staler than a consistent read (below);
+and every write that merges is a read-modify-write at the resourceVersion it read
 (`KubernetesCluster._read_modify_write`). The planner's own writes from its view (registrations, status,
 reconciliation, instance collection past its grace period) were made from watch-cache lists before and are no
 staler now. A store that lags by a watch may delay a decision a tick, never make a wrong one.
+
+A store can also be made as fresh as a consistent read (`sync`'s `target` and `required`, the provisioner's
+NodeClaims): the caller takes the resourceVersion a consistent read is at now (a one-object page from etcd), and
+the watch is read until an event or a bookmark at or past it. Events come in resourceVersion order, so once one at
+or past the target has been applied, every change of this list before the target has been too: the store is the
+list at a version no older than the consistent read. A watch that ends without that proof (no such event, no
+bookmark, a resourceVersion that is not a number) is followed by a full consistent list, which is what the caller
+read before informers; so the proof can save a list, never make the result older. The watch stops at the proof (or
+at its first bookmark), instead of being held for its `timeoutSeconds`: a bookmark comes only on a watch longer than
+2 s (`PROOF_WATCH_SECONDS`).
 
 Stores live as long as the process (`informers_for`, by API endpoint and CA), so a warm Lambda container keeps them
 between invocations; `reset()` forgets them all (tests).

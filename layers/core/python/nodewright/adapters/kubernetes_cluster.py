@@ -18,9 +18,13 @@ as the whole cluster. Lists are read in pages of 500 (the watch cache may answer
 no kind/apiVersion, so they are added. What nothing reads (managedFields, a Node's images, a pod's container
 statuses, ...) is cut from each page as it is parsed (`adapters.slim`).
 
-With `informers` (the planner's, `NODEWRIGHT_INCREMENTAL_READS`), `read()` lists each of its lists once per warm
-container and then follows it with a watch from its resourceVersion (`adapters.informer`): a tick reads what
-changed since the last, not the cluster. Its result is the same documents a full list gives.
+With `informers` (the planner's and the provisioner's, `NODEWRIGHT_INCREMENTAL_READS`), `read()` lists each of its
+lists once per warm container and then follows it with a watch from its resourceVersion (`adapters.informer`): a
+tick reads what changed since the last, not the cluster. Its result is the same documents a full list gives. The
+provisioner's `read_for_provisioning()` follows its Nodes the same way, and `nodeclaims()` its NodeClaims, each
+watch read only until it reaches the resourceVersion a consistent one-object read is at; NodeClaims that cannot
+be shown to have reached it are listed consistently (never older than that read). Lists of fewer than
+`WATCH_FROM_OBJECTS` objects are listed again instead (a watch may take a second to prove it is current).
 
 Custom objects: NodePools, EC2NodeClasses and NodeClaims of `nodewright.io/v1` only. Karpenter's
 `karpenter.sh/v1` and `karpenter.k8s.aws/v1` objects are never read in a cluster, so nodewright and Karpenter

@@ -10,7 +10,14 @@ Reads, in order:
 
 1. `Cluster.read_for_provisioning()`: NodePools, EC2NodeClasses, Nodes, DaemonSets, StorageClasses and the
    pending pods, from the watch cache, and beside it `Cluster.nodeclaims()`, consistently (the planner lock's
-   previous holder may have created NodeClaims the cache does not hold yet). When a hinted pod is missing there
+   previous holder may have created NodeClaims the cache does not hold yet). In a warm container the Kubernetes
+   adapter keeps its Nodes and NodeClaims between batches and reads only their changes (`adapters.informer`).
+   Why a launch still cannot be doubled: the NodeClaims are no older than a consistent read taken within the
+   planner lock. The adapter takes the resourceVersion a consistent read is at (a one-object page) and uses its
+   kept NodeClaims only when their watch delivered an event or bookmark at or past it; otherwise it lists them
+   consistently, as it did before it kept them. A NodeClaim the previous lock holder created was written before
+   that holder released the lock, so before this read, and is among them with the pods it was launched for
+   (`nominated`): those pods wait for it instead of being planned again. When a hinted pod is missing there
    or at another version, the cache may be behind the forwarder's watch, so the pending pods of those hints'
    namespaces are read again consistently, at most `NAMESPACE_REREADS` namespaces per batch (those with hinted pods
    the cache knows first); the others wait for the next window.
