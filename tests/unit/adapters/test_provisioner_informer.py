@@ -198,3 +198,50 @@ def test_a_watch_is_read_only_until_it_reaches_the_target() -> None:
 def test_resource_versions_compare_as_numbers_and_anything_else_proves_nothing() -> None:
     assert reached("100", "99") and reached("7", "7") and not reached("99", "100")
     assert not reached("", "5") and not reached("5", "") and not reached("a1", "1")
+
+
+def test_the_transport_streams_a_watch_line_by_line_across_chunks_and_raises_an_error_status() -> None:
+    import gzip
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from nodewright.adapters.kubernetes_cluster import ApiError, ApiServer
+
+    events = [json.dumps({"type": "ADDED", "object": {"metadata": {"name": f"o{i}"}}}).encode() for i in range(3)]
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            if "fail" in self.path:
+                body = b'{"kind":"Status","code":410}'
+                self.send_response(410)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                return
+            self.send_response(200)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.send_header("Content-Encoding", "gzip")
+            self.end_headers()
+            raw = gzip.compress(b"\n".join(events) + b"\n")
+            for start in range(0, len(raw), 7):  # lines split across many chunks
+                piece = raw[start : start + 7]
+                self.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+            self.wfile.write(b"0\r\n\r\n")
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        api = ApiServer(f"http://127.0.0.1:{server.server_address[1]}", None, lambda: "t")
+        assert list(api.stream("/api/v1/nodes", [("watch", "1")], {"Accept-Encoding": "gzip"})) == events
+        early = api.stream("/api/v1/nodes", [("watch", "1")], {})
+        assert next(early) == events[0]
+        early.close()  # a reader that stopped early: the connection is dropped
+        with pytest.raises(ApiError, match="410"):
+            list(api.stream("/api/v1/nodes/fail", [], {}))
+    finally:
+        server.shutdown()
