@@ -83,7 +83,11 @@ class Provisioner(Construct):
             description="nodewright provisioner: pending pods to EC2 capacity",
             memory_mb=provisioner_memory_mb(settings.cluster_nodes),
             timeout=TIMEOUT,
-            environment=launch_environment(settings, table, node_role, instance_profile, POWERTOOLS_SERVICE_NAME),
+            environment={
+                **launch_environment(settings, table, node_role, instance_profile, POWERTOOLS_SERVICE_NAME),
+                # Its Nodes and NodeClaims followed with watches in a warm container, as the planner's lists are.
+                env.INCREMENTAL_READS: str(settings.incremental_reads).lower(),
+            },
             statements=provisioner_statements(stack, settings, node_role.role_arn),
             kubernetes_group=KUBERNETES_GROUP,
             reserved_concurrency=RESERVED_CONCURRENCY,

@@ -10,7 +10,9 @@ pod events the payload reports as NodeClaims' `status.lastPodEventTime`, where t
 Nothing reads settings at import time: clients and adapters are built on the first invocation and kept in
 this module for the container's life (warm invocations reuse the EKS token, the parts of EC2NodeClasses
 resolved, launch template names, the instance catalog, and the pods, Nodes and NodeClaims parsed by
-resourceVersion).
+resourceVersion). With `NODEWRIGHT_INCREMENTAL_READS` (default true) it keeps the Nodes and NodeClaims it read
+too, and a warm batch reads only what changed since (`adapters.informer`; NodeClaims proven current against a
+consistent read, so a launch never misses a NodeClaim the last holder of the planner lock created).
 
 The instance catalog: `NODEWRIGHT_CATALOG=live` (default) reads EC2 DescribeInstanceTypes /
 DescribeInstanceTypeOfferings, the Pricing API and spot price history, falling back to the shipped snapshot
@@ -105,7 +107,9 @@ def build_runtime(cluster: Any = None) -> _Runtime:
     if cluster is None:
         tokens = EksTokenSource(settings.cluster, session.client("sts"), settings.region)
         describing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="describe-cluster")
-        reading = describing.submit(KubernetesCluster.from_eks, settings.cluster, cloud.eks, tokens)
+        reading = describing.submit(
+            KubernetesCluster.from_eks, settings.cluster, cloud.eks, tokens, settings.incremental_reads
+        )
         describing.shutdown(wait=False)
 
     from nodewright.adapters.dynamodb_state import DynamoDBState

@@ -3,6 +3,7 @@
     python -m tests.bench.planner_scale                          # 1,000 and 2,500 nodes
     python -m tests.bench.planner_scale --sizes 1000 2500 5000 10000 --runs 2
     python -m tests.bench.compare --ref main -- tests.bench.planner_scale --sizes 1000 2500
+    python -m tests.bench.planner_scale --sizes 10000 --runs 3 --batch-only   # the provisioner's batches alone
 
 What it builds, per size: a fleet of on-demand nodes of a few 16-vCPU types, filled with Deployment pods and
 then scaled in (so emptiness and consolidation have work), three DaemonSets with a pod on every node, about 19
@@ -38,11 +39,17 @@ warm ticks, one tick reads the same cluster with full lists. Printed per size, o
 - `batch_cold_ms`/`batch_cold_cpu_ms`, `batch_ms`/`batch_cpu_ms` (median of `--runs`): the provisioner's batch
   (`service.provision.provision`, as its handler calls it) for `batch_pods` pending pods of a new Deployment against
   the same cluster through the same server, wall and CPU time; cold with nothing parsed or prepared, warm with the
-  parsed objects and the NodePools' preparation kept (a warm container; the process's module caches are warm in
-  both, as the planner's ticks ran before). The server serves the pending pods only to the provisioner's list of
-  unbound pods, so the planner's ticks do not see them, and keeps no NodeClaim a batch creates, so every batch
-  plans the same pods; `batch_read_ms`: a warm batch's wall time reading the cluster (`read_cluster`, the lists
-  and their loading); `batch_launched`: the NodeClaims the cold batch launched.
+  parsed objects and the NodePools' preparation kept and, with NODEWRIGHT_INCREMENTAL_READS on (the default), the
+  provisioner's own informers (its Nodes and NodeClaims, followed by watches; a warm container; the process's module
+  caches are warm in both, as the planner's ticks ran before). The server answers a watch longer than 2 s (the
+  provisioner's) with a bookmark at its resourceVersion after the events, as the watch cache sends one 2 s before a
+  watch's deadline, and a list of `limit=1` with one object (the provisioner's consistent resourceVersion read). The
+  server serves the pending pods only to the provisioner's list of unbound pods, so the planner's ticks do not see
+  them, and keeps no NodeClaim a batch creates, so every batch plans the same pods; `batch_read_ms`: a warm batch's
+  wall time reading the cluster (`read_cluster`, the lists and their loading); `batch_launched`: the NodeClaims the
+  cold batch launched; `batch_digest`: a hash of the cold batch's plan (each claim's pool, placement and pods, and the
+  pods' decisions), "warm-differs" when a warm batch planned otherwise. `--batch-only` runs the batches alone, without
+  the planner's ticks (`planner_scale_batch`, with `batch_min_cpu_ms`, the least CPU of the warm batches).
 
 Nothing here asserts a time.
 """
@@ -718,6 +725,7 @@ class ListServer:
         # list of active pods does not see them, so its ticks decide as without a batch.
         self.pending = self._pages(list(pending))
         self.events: dict[str, list[tuple[int, bytes]]] = {}  # path -> (resourceVersion, event line)
+        self.heads: dict[tuple[str, int, bool], bytes] = {}  # first pages of `limit` items (`_head`)
         self.requests = 0
         self.bytes = 0
         self.gzip_bytes = 0
@@ -755,22 +763,42 @@ class ListServer:
         pages = self.pages.get(path)
         params = dict(parse_qsl("&".join(f"{k}={v}" for k, v in query)))
         if pages is not None and params.get("watch") == "1":
-            return self._watch(path, int(params["resourceVersion"]))
+            return self._watch(path, int(params["resourceVersion"]), int(params.get("timeoutSeconds", "0")))
         if pages is None:
             return (404, b"{}") if path.count("/") > 4 or path.startswith("/api/v1/nodes/") else (200, b'{"items":[]}')
         if path == "/api/v1/pods" and params.get("fieldSelector", "").startswith("spec.nodeName=,"):
             pages = self.pending
+        if params.get("limit", str(PAGE)) != str(PAGE) and "continue" not in params:
+            raw = self._head(path, pages, int(params["limit"]))
+            self.bytes += len(raw)
+            return 200, raw
         packed = pages[int(params.get("continue", "0") or 0)]
         raw = gzip.decompress(packed).replace(VERSION_MARK.encode(), str(self.version).encode(), 1)
         self.gzip_bytes += len(packed)
         self.bytes += len(raw)
         return 200, raw
 
-    def _watch(self, path: str, since: int) -> tuple[int, bytes]:
+    def _head(self, path: str, pages: Sequence[bytes], limit: int) -> bytes:
+        """A first page of `limit` items (a consistent read's resourceVersion, as the provisioner asks for it),
+        cut from the first page and kept per path: the bench's own cost stays out of the batch's."""
+        key = (path, limit, pages is self.pending)
+        if key not in self.heads:
+            page = json.loads(gzip.decompress(pages[0]))
+            page["items"] = page["items"][:limit]
+            page["metadata"]["continue"] = "1"
+            self.heads[key] = json.dumps(page).encode()
+        return self.heads[key].replace(VERSION_MARK.encode(), str(self.version).encode(), 1)
+
+    def _watch(self, path: str, since: int, seconds: int) -> tuple[int, bytes]:
         if since < self.oldest:
             gone = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Expired", "code": 410}
             return 410, json.dumps(gone).encode()
         raw = b"".join(line for version, line in self.events.get(path, []) if version > since)
+        if seconds > 2:
+            # The watch cache sends a bookmark 2 s before a watch's deadline (none on a shorter watch), at its own
+            # resourceVersion: here, the server's.
+            mark = {"kind": "Bookmark", "apiVersion": "v1", "metadata": {"resourceVersion": str(self.version)}}
+            raw += json.dumps({"type": "BOOKMARK", "object": mark}).encode() + b"\n"
         self.bytes += len(raw)
         self.gzip_bytes += len(gzip.compress(raw, compresslevel=1))
         return 200, raw
@@ -962,15 +990,18 @@ def measure_batches(
     catalog: BenchCatalog,
     pending: Sequence[Mapping[str, Any]],
     runs: int,
-) -> tuple[float, float, list[float], list[float], int, list[float]]:
+) -> tuple[float, float, list[float], list[float], int, list[float], str]:
     """The provisioner's batch (`service.provision.provision`, as its handler calls it) for the `pending` pods
     against the cluster `server` serves: a cold batch (nothing parsed or prepared yet) and `runs` warm ones (the
     same parsed pods and NodePool preparations, as a warm container keeps). The server keeps no NodeClaim a batch
     creates, so every batch plans the same pods. Returns (cold wall ms, cold CPU ms, warm wall ms, warm CPU ms,
-    NodeClaims the cold batch launched, the warm batches' ms reading the cluster)."""
+    NodeClaims the cold batch launched, the warm batches' ms reading the cluster, a digest of the cold batch's plan
+    or "warm-differs" when a warm batch planned otherwise)."""
     from nodewright.service.provision import provision
 
-    cluster = KubernetesCluster(server)  # type: ignore[arg-type]  # the provisioner keeps no informers
+    # As the provisioner's handler makes it: with informers (its own, not the planner's) unless switched off.
+    informers = Informers() if incremental_reads(os.environ) else None
+    cluster = KubernetesCluster(server, informers=informers)  # type: ignore[arg-type]
     cloud = BatchCloud(nodes)
     parsed_pods: dict[Any, Any] = {}
     templates = TemplateCache()
@@ -983,7 +1014,7 @@ def measure_batches(
         }
         for p in pending
     ]
-    walls, cpus, reads, launched = [], [], [], 0
+    walls, cpus, reads, launched, plans = [], [], [], 0, []
     for run in range(runs + 1):
         batch = parse_batch({"batch_id": f"bench-{run}", "cluster": CLUSTER, "pods": hints})
         started, cpu = time.perf_counter(), time.process_time()
@@ -1001,9 +1032,24 @@ def measure_batches(
         walls.append((time.perf_counter() - started) * 1000)
         cpus.append((time.process_time() - cpu) * 1000)
         reads.append(result.timings.get("read_cluster", 0.0) * 1000)
+        plans.append(batch_plan(result.to_json()))
         if run == 0:
             launched = len([c for c in result.to_json()["nodeclaims"] if not c["reused"]])
-    return walls[0], cpus[0], walls[1:], cpus[1:], launched, reads[1:]
+    digest = hashlib.sha256(plans[0].encode()).hexdigest()[:16]
+    if any(plan != plans[0] for plan in plans[1:]):
+        digest = "warm-differs"
+    return walls[0], cpus[0], walls[1:], cpus[1:], launched, reads[1:], digest
+
+
+def batch_plan(result: Mapping[str, Any]) -> str:
+    """What a batch decided, without what differs from batch to batch by construction (the NodeClaims' names,
+    from the batch id, and the instance ids): each claim's pool, placement and pods, and the pods' decisions."""
+    claims = sorted(
+        json.dumps({k: v for k, v in c.items() if k not in ("name", "instance_id")}, sort_keys=True)
+        for c in result["nodeclaims"]
+    )
+    pods = sorted(f"{d['action']} {d['subject']}" for d in result["decisions"] if d["subject"].startswith("pod/"))
+    return json.dumps([claims, pods])
 
 
 def measure(size: int, runs: int, change: float = 0.0) -> str:
@@ -1065,7 +1111,7 @@ def measure(size: int, runs: int, change: float = 0.0) -> str:
     warm_read = statistics.median(w[2] for w in warm)
     full_read = beside[2]
     writes = server.writes  # the ticks' (the batches below write too)
-    batch_cold, batch_cold_cpu, batch_warm, batch_warm_cpu, launched, batch_reads = measure_batches(
+    batch_cold, batch_cold_cpu, batch_warm, batch_warm_cpu, launched, batch_reads, batch_digest = measure_batches(
         server, nodes, catalog, pending_pods(BATCH_PODS), runs
     )
     return (
@@ -1084,7 +1130,27 @@ def measure(size: int, runs: int, change: float = 0.0) -> str:
         f"same_decisions_as_full={'yes' if same else 'no'} digest={digest[:16]} "
         f"batch_pods={BATCH_PODS} batch_cold_ms={batch_cold:.0f} batch_cold_cpu_ms={batch_cold_cpu:.0f} "
         f"batch_ms={statistics.median(batch_warm):.0f} batch_cpu_ms={statistics.median(batch_warm_cpu):.0f} "
-        f"batch_read_ms={statistics.median(batch_reads):.0f} batch_launched={launched}"
+        f"batch_read_ms={statistics.median(batch_reads):.0f} batch_launched={launched} batch_digest={batch_digest}"
+    )
+
+
+def measure_batch_only(size: int, runs: int, change: float = 0.0) -> str:
+    """`--batch-only`: one size's provisioner batches (`measure_batches`), without the planner's ticks; returns the
+    figure line (the batch fields of `measure`'s, under its own name). `change` is not used: no tick runs."""
+    del change
+    nodes = fleet(size)
+    server = ListServer(documents(nodes), pending_pods(BATCH_PODS))
+    catalog = BenchCatalog(on_demand_cluster().instance_types)
+    catalog.instance_types()
+    cold, cold_cpu, warm, warm_cpu, launched, reads, digest = measure_batches(
+        server, nodes, catalog, pending_pods(BATCH_PODS), runs
+    )
+    return (
+        f"planner_scale_batch nodes={size} incremental={'on' if incremental_reads(os.environ) else 'off'} "
+        f"batch_pods={BATCH_PODS} batch_cold_ms={cold:.0f} batch_cold_cpu_ms={cold_cpu:.0f} "
+        f"batch_ms={statistics.median(warm):.0f} batch_cpu_ms={statistics.median(warm_cpu):.0f} "
+        f"batch_min_cpu_ms={min(warm_cpu):.0f} batch_read_ms={statistics.median(reads):.0f} "
+        f"batch_launched={launched} batch_digest={digest}"
     )
 
 
@@ -1095,10 +1161,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--change", type=float, default=0.01, help="fraction of the pods changed before each warm tick (0: none)"
     )
+    parser.add_argument(
+        "--batch-only", action="store_true", help="only the provisioner's batches (no planner tick): batch_* figures"
+    )
     parser.add_argument("--child", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        print(measure(args.child, args.runs, args.change), flush=True)
+        figure = measure_batch_only if args.batch_only else measure
+        print(figure(args.child, args.runs, args.change), flush=True)
         return 0
     print("# planner_scale: a fresh process per size; times in s, memory in MB (RSS), bytes read per tick")
     for size in args.sizes:
@@ -1106,6 +1176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             [
                 *(sys.executable, "-m", "tests.bench.planner_scale", "--child", str(size)),
                 *("--runs", str(args.runs), "--change", str(args.change)),
+                *(("--batch-only",) if args.batch_only else ()),
             ],
             capture_output=True,
             text=True,

@@ -566,21 +566,26 @@ def test_forged_hints_in_many_namespaces_are_read_again_at_most_the_cap_and_coun
     assert [m["HintNamespacesNotReread"] for m in emitted if "HintNamespacesNotReread" in m] == [[22.0]]
 
 
+@pytest.mark.parametrize("incremental", ["", "false"])
 def test_without_a_cluster_port_the_eks_endpoint_comes_from_describe_cluster_read_in_the_background(
-    account: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+    account: dict[str, Any], monkeypatch: pytest.MonkeyPatch, incremental: str
 ) -> None:
     """build_runtime reads the cluster's endpoint (eks:DescribeCluster against the seeded record) on another thread
-    while it imports the planning code, and hands the provisioner what that read built."""
+    while it imports the planning code, and hands the provisioner what that read built: with the process's
+    informers (its Nodes and NodeClaims kept between batches) unless NODEWRIGHT_INCREMENTAL_READS is false."""
     import threading
 
+    from nodewright.adapters.informer import informers_for, reset
     from nodewright.adapters.kubernetes_cluster import KubernetesCluster
 
+    monkeypatch.setenv("NODEWRIGHT_INCREMENTAL_READS", incremental)
+    reset()
     handler = load_handler("provisioner")
     built: list[tuple[str, Any]] = []
     original = KubernetesCluster.from_eks.__func__  # type: ignore[attr-defined]
 
-    def recording(cls: Any, name: str, eks: Any, tokens: Any) -> Any:
-        made = original(cls, name, eks, tokens)
+    def recording(cls: Any, name: str, eks: Any, tokens: Any, incremental: bool = False) -> Any:
+        made = original(cls, name, eks, tokens, incremental)
         built.append((threading.current_thread().name, made))
         return made
 
@@ -590,6 +595,18 @@ def test_without_a_cluster_port_the_eks_endpoint_comes_from_describe_cluster_rea
     assert thread.startswith("describe-cluster") and thread != threading.main_thread().name
     assert made.api._base == "https://127.0.0.1:6443"  # the seeded cluster record's
     assert runtime.cluster_name == CLUSTER
+    if incremental == "false":
+        assert made._informers is None
+    else:  # the process's, by endpoint: the next invocation of a warm container finds what this one followed
+        assert made._informers is not None
+        assert any(made._informers is informers_for(key) for key in _informer_keys())
+    reset()
+
+
+def _informer_keys() -> list[str]:
+    from nodewright.adapters import informer
+
+    return list(informer._BY_ENDPOINT)
 
 
 def test_a_describe_cluster_that_fails_fails_the_set_up(account: dict[str, Any]) -> None:

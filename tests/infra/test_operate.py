@@ -72,7 +72,8 @@ def test_defaults_rebalance_replace_spot_to_spot_off_logs_a_month_table_kept(def
     for part in ("Planner", "IdentifyCandidate", "LaunchReplacement"):
         assert variables(default_synth, function_named(default_synth, part))[env.SPOT_TO_SPOT] == "false", part
     assert variables(default_synth, function_named(default_synth, "Planner"))[env.NODE_REPAIR] == "true"
-    assert variables(default_synth, function_named(default_synth, "Planner"))[env.INCREMENTAL_READS] == "true"
+    for part in ("Planner", "Provisioner"):
+        assert variables(default_synth, function_named(default_synth, part))[env.INCREMENTAL_READS] == "true", part
     retention = {g["Properties"]["RetentionInDays"] for g in default_synth.resources("AWS::Logs::LogGroup").values()}
     assert retention == {30}
     (table,) = default_synth.resources("AWS::DynamoDB::Table").values()
@@ -82,7 +83,8 @@ def test_defaults_rebalance_replace_spot_to_spot_off_logs_a_month_table_kept(def
 def test_settings_from_context_reach_what_reads_them(tuned: Synth) -> None:
     assert variables(tuned, function_named(tuned, "Interruption"))[env.REBALANCE] == "drain"
     assert variables(tuned, function_named(tuned, "Planner"))[env.NODE_REPAIR] == "false"
-    assert variables(tuned, function_named(tuned, "Planner"))[env.INCREMENTAL_READS] == "false"
+    for part in ("Planner", "Provisioner"):
+        assert variables(tuned, function_named(tuned, part))[env.INCREMENTAL_READS] == "false", part
     for part in ("Planner", "IdentifyCandidate", "LaunchReplacement"):
         assert variables(tuned, function_named(tuned, part))[env.SPOT_TO_SPOT] == "true", part
     retention = {g["Properties"]["RetentionInDays"] for g in tuned.resources("AWS::Logs::LogGroup").values()}

@@ -191,6 +191,7 @@ def test_the_function_runs_the_provisioner_handler_on_arm64_python311_with_both_
         settings.NODE_ROLE,
         settings.INSTANCE_PROFILE,
         settings.SPOT_TO_SPOT,
+        settings.INCREMENTAL_READS,
         "POWERTOOLS_SERVICE_NAME",
         "POWERTOOLS_METRICS_NAMESPACE",
         aws_sdk.MODELS_ENV,

@@ -48,7 +48,8 @@ def _required(env: Mapping[str, str], name: str, what: str) -> str:
 SPOT_TO_SPOT = "NODEWRIGHT_SPOT_TO_SPOT"  # Karpenter's SpotToSpotConsolidation feature gate: true | false
 NODE_REPAIR = "NODEWRIGHT_NODE_REPAIR"  # Karpenter's NodeRepair feature gate: true (default here) | false
 CATALOG = "NODEWRIGHT_CATALOG"  # live (EC2 and Pricing APIs) | snapshot (the shipped price table)
-INCREMENTAL_READS = "NODEWRIGHT_INCREMENTAL_READS"  # the planner follows its lists with watches: true (default) | false
+# The planner and the provisioner follow their lists with watches: true (default) | false
+INCREMENTAL_READS = "NODEWRIGHT_INCREMENTAL_READS"
 
 
 def _switch(env: Mapping[str, str], name: str, default: bool) -> bool:
@@ -71,7 +72,8 @@ def node_repair(env: Mapping[str, str]) -> bool:
 
 def incremental_reads(env: Mapping[str, str]) -> bool:
     """NODEWRIGHT_INCREMENTAL_READS as a boolean (default true): the planner lists the cluster once per warm
-    container and then reads only what changed (`adapters.informer`)."""
+    container and then reads only what changed (`adapters.informer`), and so does the provisioner for its Nodes
+    and (proven current with a consistent read) NodeClaims."""
     return _switch(env, INCREMENTAL_READS, default=True)
 
 
@@ -135,6 +137,7 @@ class ProvisionerSettings:
     instance_profile: str
     region: str
     node_roles: tuple[str, ...] = ()  # further roles EC2NodeClasses may name (the stack's nodeRoles context)
+    incremental_reads: bool = True  # Nodes and NodeClaims followed with watches in a warm container
 
     @staticmethod
     def from_env(env: Mapping[str, str] | None = None) -> ProvisionerSettings:
@@ -147,6 +150,7 @@ class ProvisionerSettings:
             instance_profile=_required(env, INSTANCE_PROFILE, "the node instance profile name"),
             region=_required(env, REGION, "the AWS region, e.g. us-east-1"),
             node_roles=node_roles(env),
+            incremental_reads=incremental_reads(env),
         )
 
 

@@ -18,9 +18,13 @@ as the whole cluster. Lists are read in pages of 500 (the watch cache may answer
 no kind/apiVersion, so they are added. What nothing reads (managedFields, a Node's images, a pod's container
 statuses, ...) is cut from each page as it is parsed (`adapters.slim`).
 
-With `informers` (the planner's, `NODEWRIGHT_INCREMENTAL_READS`), `read()` lists each of its lists once per warm
-container and then follows it with a watch from its resourceVersion (`adapters.informer`): a tick reads what
-changed since the last, not the cluster. Its result is the same documents a full list gives.
+With `informers` (the planner's and the provisioner's, `NODEWRIGHT_INCREMENTAL_READS`), `read()` lists each of its
+lists once per warm container and then follows it with a watch from its resourceVersion (`adapters.informer`): a
+tick reads what changed since the last, not the cluster. Its result is the same documents a full list gives. The
+provisioner's `read_for_provisioning()` follows its Nodes the same way, and `nodeclaims()` its NodeClaims, each
+watch read only until it reaches the resourceVersion a consistent one-object read is at; NodeClaims that cannot
+be shown to have reached it are listed consistently (never older than that read). Lists of fewer than
+`WATCH_FROM_OBJECTS` objects are listed again instead (a watch may take a second to prove it is current).
 
 Custom objects: NodePools, EC2NodeClasses and NodeClaims of `nodewright.io/v1` only. Karpenter's
 `karpenter.sh/v1` and `karpenter.k8s.aws/v1` objects are never read in a cluster, so nodewright and Karpenter
@@ -33,14 +37,14 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 from urllib.parse import urlencode
 
-from nodewright.adapters.informer import WATCH_SECONDS, Informers, informers_for
+from nodewright.adapters.informer import PROOF_WATCH_SECONDS, WATCH_SECONDS, Informers, informers_for
 from nodewright.adapters.slim import slim
 from nodewright.model.conditions import Condition, merge_conditions
 from nodewright.model.objects import LabelSelector
@@ -84,6 +88,9 @@ MULTIPLE_PDBS_MESSAGE = (
     "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
 )
 READ_TIMEOUT_SECONDS = 30.0
+# The provisioner's informers (`read_for_provisioning`, `nodeclaims`) list a list smaller than this again instead of
+# watching it: a watch may take a second to prove it is current, a few hundred objects take less to list and parse.
+WATCH_FROM_OBJECTS = 1000
 _CONFLICT_RETRIES = 5
 _POSTED_MEMORY_SECONDS = 900.0
 
@@ -197,6 +204,25 @@ class ApiServer:
         sent = {**(headers or {}), "Authorization": f"Bearer {self._token()}"}
         response = self._pool.request(method, url, body=body, headers=sent, redirect=False)
         return int(response.status), bytes(response.data)
+
+    def stream(self, path: str, query: Sequence[tuple[str, str]], headers: Mapping[str, str]) -> Iterator[bytes]:
+        """A GET's body line by line as it arrives (a watch); an error status raises ApiError. Closing the
+        iterator before the end drops the connection instead of waiting for the server to end the body."""
+        url = self._base + path + (f"?{urlencode(list(query))}" if query else "")
+        sent = {**headers, "Authorization": f"Bearer {self._token()}"}
+        response = self._pool.request("GET", url, headers=sent, redirect=False, preload_content=False)
+        try:
+            if response.status >= 400:
+                raise ApiError(int(response.status), "GET", path, response.read().decode(errors="replace"))
+            pending = b""
+            for chunk in response.stream(2**16, decode_content=True):
+                *lines, pending = (pending + chunk).split(b"\n")
+                yield from lines
+            if pending:
+                yield pending
+        finally:
+            response.close()
+            response.release_conn()
 
 
 class KubernetesCluster:
@@ -361,35 +387,65 @@ class KubernetesCluster:
         self._merge_status(path, fields, conditions, ())
 
     def _list_or_none(
-        self, path: str, kind: str, api_version: str, query: Sequence[tuple[str, str]]
+        self, path: str, kind: str, api_version: str, query: Sequence[tuple[str, str]], cached: bool = True
     ) -> tuple[list[dict[str, Any]], str]:
-        """A list from the watch cache and its resourceVersion; a custom resource whose CRD is not installed (404)
-        is empty (and has no resourceVersion to follow)."""
+        """A list (from the watch cache unless not `cached`) and its resourceVersion; a custom resource whose CRD is
+        not installed (404) is empty (and has no resourceVersion to follow)."""
         try:
-            return self._list_at(path, kind, api_version, query, cached=True)
+            return self._list_at(path, kind, api_version, query, cached=cached)
         except ApiError as error:
             if error.status == 404 and path.startswith("/apis/") and not kind:
                 return [], ""
             raise
 
     def _follow(
-        self, path: str, kind: str, api_version: str, query: tuple[tuple[str, str], ...]
+        self,
+        path: str,
+        kind: str,
+        api_version: str,
+        query: tuple[tuple[str, str], ...],
+        target: str = "",
+        consistent: bool = False,
     ) -> list[dict[str, Any]]:
-        """A list of `read()` through its informer: listed the first time, then followed with a watch."""
+        """A list through its informer: listed the first time, then followed with a watch. Without `target` (the
+        planner's `read()`), the watch runs `WATCH_SECONDS`. With one (the provisioner's reads), it runs until the
+        store reaches `target` (`PROOF_WATCH_SECONDS` at most), and a store with fewer than `WATCH_FROM_OBJECTS`
+        objects is listed again instead. `consistent`: the list is listed consistently (not from the watch cache)
+        and a watch that does not prove it reached `target` is followed by that list (`Informer.sync`)."""
         assert self._informers is not None
-        informer = self._informers.informer((path, query), lambda doc: _strip(doc, kind, api_version))
+        key = (path, query, "consistent") if consistent else (path, query)
+        informer = self._informers.informer(key, lambda doc: _strip(doc, kind, api_version))
+        seconds = PROOF_WATCH_SECONDS if target or consistent else WATCH_SECONDS
 
-        def watch(resource_version: str) -> bytes:
+        def watch(resource_version: str) -> Iterable[bytes]:
             params = [
                 *query,
                 ("watch", "1"),
                 ("resourceVersion", resource_version),
                 ("allowWatchBookmarks", "true"),
-                ("timeoutSeconds", str(WATCH_SECONDS)),
+                ("timeoutSeconds", str(seconds)),
             ]
-            return self._send("GET", path, params, None, "")
+            stream = getattr(self.api, "stream", None)
+            if stream is None:  # a transport that answers whole bodies only
+                return self._send("GET", path, params, None, "").splitlines()
+            lines: Iterable[bytes] = stream(path, params, {"Accept": "application/json", "Accept-Encoding": "gzip"})
+            return lines
 
-        return informer.sync(partial(self._list_or_none, path, kind, api_version, query), watch)
+        relist = partial(self._list_or_none, path, kind, api_version, query, not consistent)
+        if not (target or consistent):
+            return informer.sync(relist, watch)
+        return informer.sync(relist, watch, target, consistent, WATCH_FROM_OBJECTS)
+
+    def _current_version(self, path: str) -> str:
+        """The resourceVersion a consistent read of `path` is at now ("" when its CRD is not installed): one
+        object's page, which etcd answers without reading the list."""
+        try:
+            page = self._call("GET", path, [("limit", "1")])
+        except ApiError as error:
+            if error.status == 404 and path.startswith("/apis/"):
+                return ""
+            raise
+        return str((page.get("metadata") or {}).get("resourceVersion") or "")
 
     def read_for_provisioning(self) -> ProvisioningView:
         # Independent lists, asked side by side: the decision waits for the slowest, not for their sum.
@@ -403,6 +459,13 @@ class KubernetesCluster:
                 "/apis/storage.k8s.io/v1/storageclasses", "StorageClass", "storage.k8s.io/v1", cached=True
             ),
         }
+        if self._informers is not None:
+            # Nodes, the one large list here, are followed from the last read, up to where a consistent read of
+            # them is now. NodeClaims come from `nodeclaims()`, which the provisioner reads beside this (consistently).
+            lists["nodes"] = lambda: self._follow(
+                "/api/v1/nodes", "Node", "v1", (), target=self._current_version("/api/v1/nodes")
+            )
+            lists["claims"] = list
         for kind, groups in (("pools", NODEPOOLS), ("nodeclasses", NODECLASSES)):
             for group, version, plural in groups:
                 lists[f"{kind}/{group}"] = partial(self._custom, group, version, plural, True)
@@ -426,7 +489,13 @@ class KubernetesCluster:
 
     def nodeclaims(self) -> Sequence[Mapping[str, Any]]:
         # Not resourceVersion=0: the watch cache may not yet hold the NodeClaims another planner just created.
-        return self._custom(*NODECLAIMS, cached=False)
+        if self._informers is None:
+            return self._custom(*NODECLAIMS, cached=False)
+        # With informers: the store followed up to the resourceVersion a consistent read is at now, or listed
+        # consistently when the watch cannot prove it got there (`Informer.sync`): never older than that read.
+        path = self._nodeclaims()
+        group, version, _ = NODECLAIMS
+        return self._follow(path, "", f"{group}/{version}", (), target=self._current_version(path), consistent=True)
 
     def pending_pods(self, namespaces: Sequence[str] | None = None) -> Mapping[str, Mapping[str, Any]]:
         if namespaces is None:

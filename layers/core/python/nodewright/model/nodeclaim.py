@@ -55,3 +55,6 @@ class NodeClaim:
     node_class: str = ""
     # status.conditions: type -> (status, reason), so a writer can tell whether a condition needs writing.
     conditions: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    # When the Registered condition became True (its lastTransitionTime, epoch seconds); 0.0 when it is not True or
+    # does not say. Parsed once per version, not read from the document by every batch.
+    registered_at: float = 0.0

@@ -382,6 +382,14 @@ def nodeclaim_from(ctx: Collector, doc: Mapping[str, Any]) -> NodeClaim | None:
         for c in status.get("conditions") or []
         if isinstance(c, dict) and c.get("type")
     }
+    registered_at = next(
+        (
+            _timestamp(c.get("lastTransitionTime"))
+            for c in status.get("conditions") or []
+            if isinstance(c, dict) and c.get("type") == "Registered" and c.get("status") == "True"
+        ),
+        0.0,
+    )
     provider_id = str(status.get("providerID") or "")
     nodepool = labels.get("karpenter.sh/nodepool", "")
     if not nodepool:
@@ -409,4 +417,5 @@ def nodeclaim_from(ctx: Collector, doc: Mapping[str, Any]) -> NodeClaim | None:
         initialized=conditions.get("Initialized", ("", ""))[0] == "True",
         node_class=ref.name,
         conditions=conditions,
+        registered_at=registered_at,
     )

@@ -67,7 +67,7 @@ def capacity_in_flight(
     inflight: list[NodeClaim] = []
     waiting: set[str] = set()
     reserved: dict[str, list[Pod]] = {}
-    registered_since = registration_times(snapshot.view.nodeclaims)
+    registered_since = registration_times(inputs.nodeclaims)
     for claim in inputs.nodeclaims:
         if claim.name in removed:
             continue

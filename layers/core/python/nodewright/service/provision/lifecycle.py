@@ -127,7 +127,9 @@ def finish_registrations(
     del now
     done = nodes_of(claims, nodes)
     by_name = {n.name: n for n in nodes}
-    work = [(c, by_name[done[c.name]]) for c in claims if c.name in done]
+    # Only the claims with a step left go to the pool: at ten thousand registered, initialized claims, a task
+    # each cost more than the batch's whole decision.
+    work = [(c, by_name[done[c.name]]) for c in claims if c.name in done and _has_work(c, by_name[done[c.name]])]
     if len(work) <= 1:
         outcomes = [_advance(claim, node, cluster) for claim, node in work]
     else:
@@ -136,6 +138,13 @@ def finish_registrations(
     for decisions in outcomes:
         result.decisions.extend(decisions)
     return done
+
+
+def _has_work(claim: NodeClaim, node: Node) -> bool:
+    """Whether `_advance` has anything to do for the claim: not yet Registered or Initialized, or its node still
+    carries the unregistered taint."""
+    unregistered = any(t.key == UNREGISTERED_TAINT.key for t in node.taints)
+    return not claim.registered or not claim.initialized or unregistered
 
 
 def _advance(claim: NodeClaim, node: Node, cluster: Cluster) -> list[Decision]:
@@ -254,7 +263,10 @@ def cleanup_unregistered(
     Returns the names removed. The planner calls this too (see `cleanup`).
     """
     removed: set[str] = set()
-    clocks = liveness_clocks(documents)
+    # Only the claims that can time out need their clocks: at ten thousand registered claims, reading every
+    # claim's conditions cost more than the batch's decision.
+    timed = {c.name for c in claims if not (c.name in registered or c.registered or not c.created_at)}
+    clocks = liveness_clocks([d for d in documents if (d.get("metadata") or {}).get("name") in timed]) if timed else {}
     for claim in claims:
         if claim.name in registered or claim.registered or not claim.created_at:
             continue

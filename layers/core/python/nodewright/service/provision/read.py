@@ -10,7 +10,14 @@ Reads, in order:
 
 1. `Cluster.read_for_provisioning()`: NodePools, EC2NodeClasses, Nodes, DaemonSets, StorageClasses and the
    pending pods, from the watch cache, and beside it `Cluster.nodeclaims()`, consistently (the planner lock's
-   previous holder may have created NodeClaims the cache does not hold yet). When a hinted pod is missing there
+   previous holder may have created NodeClaims the cache does not hold yet). In a warm container the Kubernetes
+   adapter keeps its Nodes and NodeClaims between batches and reads only their changes (`adapters.informer`).
+   Why a launch still cannot be doubled: the NodeClaims are no older than a consistent read taken within the
+   planner lock. The adapter takes the resourceVersion a consistent read is at (a one-object page) and uses its
+   kept NodeClaims only when their watch delivered an event or bookmark at or past it; otherwise it lists them
+   consistently, as it did before it kept them. A NodeClaim the previous lock holder created was written before
+   that holder released the lock, so before this read, and is among them with the pods it was launched for
+   (`nominated`): those pods wait for it instead of being planned again. When a hinted pod is missing there
    or at another version, the cache may be behind the forwarder's watch, so the pending pods of those hints'
    namespaces are read again consistently, at most `NAMESPACE_REREADS` namespaces per batch (those with hinted pods
    the cache knows first); the others wait for the next window.
@@ -38,12 +45,11 @@ import json
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from datetime import datetime
 from functools import partial
 from typing import Any
 
 from nodewright.disruption.drain import DISRUPTED_TAINT_KEY, drain_pod
-from nodewright.model.conditions import condition_of
+from nodewright.model.errors import ValidationError
 from nodewright.model.inputs import ClusterInputs
 from nodewright.model.loader import ParsedPods, load_documents
 from nodewright.model.nodeclaim import NodeClaim
@@ -79,19 +85,10 @@ def nominated(claim: NodeClaim) -> tuple[str, ...]:
     return tuple(str(p) for p in pods) if isinstance(pods, list) else ()
 
 
-def registration_times(nodeclaims: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-    """NodeClaim name -> when its Registered condition became True (seconds since the epoch)."""
-    out: dict[str, float] = {}
-    for doc in nodeclaims:
-        found = condition_of(doc, "Registered")
-        if found is None or found.get("status") != "True":
-            continue
-        try:
-            stamp = datetime.fromisoformat(str(found.get("lastTransitionTime") or "").replace("Z", "+00:00"))
-        except ValueError:
-            continue
-        out[str((doc.get("metadata") or {}).get("name", ""))] = stamp.timestamp()
-    return out
+def registration_times(claims: Iterable[NodeClaim]) -> dict[str, float]:
+    """NodeClaim name -> when its Registered condition became True (seconds since the epoch), for the claims whose
+    condition says (`NodeClaim.registered_at`)."""
+    return {c.name: c.registered_at for c in claims if c.registered and c.registered_at}
 
 
 @dataclass
@@ -206,7 +203,7 @@ def _pod(doc: Mapping[str, Any]) -> dict[str, Any]:
 def recent_nodes(snapshot: Snapshot, registered: Mapping[str, str], now: float) -> dict[str, float]:
     """Node name -> when its NodeClaim registered, for claims that registered within the nomination grace
     period (registered by this very call: now)."""
-    times = registration_times(snapshot.view.nodeclaims)
+    times = registration_times(snapshot.base.nodeclaims)
     out: dict[str, float] = {}
     for claim in snapshot.base.nodeclaims:
         node = registered.get(claim.name)
@@ -273,13 +270,34 @@ def assemble(
     snapshot.nominated = {p.key: p for p in loaded.pending_pods if p.key not in planned}
     claims = sorted({(p.namespace, name) for p in loaded.pending_pods if p.key in planned for name in p.pvc_names})
     pvcs, pvs = cluster.volumes(claims) if claims else ((), ())
-    documents = [*snapshot.view.documents, *pvcs, *pvs, *placed.values(), *to_plan]
-    inputs, errors = load_documents(documents, "cluster", False, snapshot.parsed_pods)
+    inputs, errors = with_pods(snapshot, [*pvcs, *pvs, *placed.values(), *to_plan])
     for error in errors:
         if error.kind == "Pod" and error.name in planned:
             result.decide("invalid", f"pod/{error.name}", f"{error.path}: {error.message}")
     snapshot.inputs = inputs
     snapshot.room_known = set(room_known) & names
+
+
+def with_pods(snapshot: Snapshot, extra: Sequence[Mapping[str, Any]]) -> tuple[ClusterInputs, list[ValidationError]]:
+    """`snapshot.base` with the pods and volumes of `extra` loaded in: what loading the view's documents together
+    with `extra` gives, without loading every Node and NodeClaim again (tens of thousands at scale). Only the
+    storage classes (for the claims' default class) and the Nodes the pods are bound to are loaded with them;
+    those Nodes, now with their pods, take their places in `base.nodes`."""
+    wanted = {str((d.get("spec") or {}).get("nodeName") or "") for d in extra if d.get("kind") == "Pod"} - {""}
+    nodes = [d for d in snapshot.view.nodes if (d.get("metadata") or {}).get("name") in wanted]
+    documents = [*snapshot.view.storage_classes, *nodes, *extra]
+    loaded, errors = load_documents(documents, "cluster", False, snapshot.parsed_pods)
+    bound = {n.name: n for n in loaded.nodes}
+    objects = tuple(o for o in loaded.objects if o.kind not in ("Node", "StorageClass"))
+    inputs = replace(
+        snapshot.base,
+        nodes=tuple(bound.get(n.name, n) for n in snapshot.base.nodes),
+        pending_pods=loaded.pending_pods,
+        pvcs=loaded.pvcs,
+        pvs=loaded.pvs,
+        objects=(*snapshot.base.objects, *objects),
+    )
+    return inputs, errors
 
 
 def deleting(docs: Iterable[Mapping[str, Any]]) -> set[str]:
