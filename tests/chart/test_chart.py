@@ -529,9 +529,10 @@ def test_only_the_workflow_lists_volume_attachments_to_wait_for_their_detachment
         assert attachments not in _rules(rendered.one("ClusterRole", f"nodewright-{name}")), name
 
 
-def test_only_the_planner_watches_and_it_watches_every_list_of_its_read(render: Any) -> None:
-    """KubernetesCluster.read() with incremental reads follows each of its lists with a watch (adapters/informer.py);
-    without the verb every watch is refused and every tick lists the whole cluster again."""
+def test_the_planner_watches_every_list_of_its_read_and_the_provisioner_its_nodes_and_nodeclaims(render: Any) -> None:
+    """KubernetesCluster.read() with incremental reads follows each of its lists with a watch (adapters/informer.py),
+    and the provisioner's reads follow Nodes and NodeClaims; without the verb every watch is refused and every tick
+    or batch lists them all again. Nothing else watches."""
     from nodewright.adapters.kubernetes_cluster import CLUSTER_LISTS, NODECLAIMS, NODECLASSES, NODEPOOLS
 
     rendered: Rendered = render()
@@ -541,7 +542,9 @@ def test_only_the_planner_watches_and_it_watches_every_list_of_its_read(render: 
     ]
     planner = _rules(rendered.one("ClusterRole", "nodewright-planner"))
     assert {(group, resource, "watch") for group, resource in lists} <= planner
-    for name in ("provisioner", "disruption", "interruption"):
+    provisioner = {r for r in _rules(rendered.one("ClusterRole", "nodewright-provisioner")) if r[2] == "watch"}
+    assert provisioner == {("", "nodes", "watch"), (NODECLAIMS[0], NODECLAIMS[2], "watch")}
+    for name in ("disruption", "interruption"):
         assert not any(verb == "watch" for _, _, verb in _rules(rendered.one("ClusterRole", f"nodewright-{name}"))), (
             name
         )
