@@ -154,6 +154,7 @@ for line in sys.stdin:
         "decisions": len(commands),
         "started": [f"{s['method']}/{s['reason']} {s['nodeclaim']}" for s in result["started"]],
         "problems": len(result["problems"]),
+        "problem_samples": [str(p)[:200] for p in result["problems"][:3]],
         "repaired": len(result["repaired"]),
         "collected": len(result["collected"]),
         "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
@@ -441,6 +442,13 @@ def executions(state: lw.WorldState, outputs: dict[str, str]) -> list[str]:
     return [f"{e['name']} {e['status']}" for e in listed]
 
 
+def emit_tick(figure: dict[str, Any], timeout_s: int) -> None:
+    """A tick's figure line, with whether it ended within the function's timeout (Lambda ends it there) and
+    without problems (the child already ended the run if it passed the function's memory)."""
+    ok = figure["seconds"] <= timeout_s and not figure["problems"]
+    scale._emit({"figure": "planner tick", **figure, "timeout_s": timeout_s, "within_timeout_no_problems": ok})
+
+
 def run(args: argparse.Namespace, state: lw.WorldState, log: Callable[[str], None]) -> None:
     outputs = deploy.install(state, log, context={"clusterNodes": str(args.nodes)})
     config = state.client("lambda").get_function_configuration(FunctionName=outputs["PlannerFunctionName"])
@@ -474,13 +482,13 @@ def run(args: argparse.Namespace, state: lw.WorldState, log: Callable[[str], Non
     empty, drifted = fleet[0], fleet[len(fleet) // 2]
     before = {n.claim for n in fleet}
     with planner_process(state, outputs, memory_mb) as tick:
-        scale._emit({"figure": "planner tick", **tick("cold"), "timeout_s": timeout_s})
+        emit_tick(tick("cold"), timeout_s)
         disrupt(api, empty, drifted)
         # Warm ticks a few seconds apart until both disruptions started (or 4 ticks): as the schedule would tick.
         wanted = {empty.claim, drifted.claim}
         for _ in range(4):
             figure = tick("warm")
-            scale._emit({"figure": "planner tick", **figure, "timeout_s": timeout_s})
+            emit_tick(figure, timeout_s)
             wanted -= {entry.split()[-1] for entry in figure["started"]}
             if not wanted:
                 break
@@ -490,12 +498,12 @@ def run(args: argparse.Namespace, state: lw.WorldState, log: Callable[[str], Non
         while not (gone(api, empty) and gone(api, drifted)) and time.monotonic() - waited < args.wait:
             time.sleep(15)
             figure = tick("warm, while the workflows run")
-            scale._emit({"figure": "planner tick", **figure, "timeout_s": timeout_s})
+            emit_tick(figure, timeout_s)
         seconds = round(time.monotonic() - waited, 1)
         scale._emit({"figure": "empty node removed", **outcome(state, api, empty, before), "seconds": seconds})
         scale._emit({"figure": "drifted node rolled", **outcome(state, api, drifted, before), "seconds": seconds})
         scale._emit({"figure": "workflows", "executions": executions(state, outputs)})
-        scale._emit({"figure": "planner tick", **tick("warm, after the workflows"), "timeout_s": timeout_s})
+        emit_tick(tick("warm, after the workflows"), timeout_s)
     if args.pending:
         namespaces = scale.pending_pods(api, args.pending)
         scale.measure_provisioner(state, outputs, api, namespaces, log)
