@@ -2,6 +2,7 @@
 
     python -m tests.bench.planner_world --nodes 3000 --running 60000 --pending 500     # issue 26's size
     python -m tests.bench.planner_world --nodes 100 --running 2000 --pending 100       # a quick look
+    python -m tests.bench.planner_world --state-dir D --resume --settle 0   # the scenario again on D's live fleet
 
 What it builds: a local world (`nodewright.localworld`, with its schedules paused so the world's own planner
 does not tick beside the one measured), the CDK stack synthesized with `clusterNodes=--nodes` (so the planner
@@ -319,6 +320,17 @@ class Fleet:
         self.api.send("PATCH", path, {"status": status}, "application/merge-patch+json")
         return node
 
+    def existing(self) -> list[WorldNode]:
+        """The fleet an earlier run of this bench built in this world (`--resume`), from its NodeClaims."""
+        claims = self.api.get(NODECLAIMS, labelSelector=f"karpenter.sh/nodepool={POOL}")[0]["items"]
+        fleet = []
+        for claim in claims:
+            index = int(claim["metadata"]["name"].removeprefix(f"{POOL}-"), 16)
+            status = claim.get("status", {})
+            zone, instance = status["providerID"].removeprefix("aws:///").split("/")
+            fleet.append(WorldNode(index, self.instance_type, zone, instance=instance, dns=status["nodeName"]))
+        return sorted(fleet, key=lambda node: node.index)
+
     def pods_per_node(self, nodes: int, running: int) -> tuple[int, int, int]:
         """(pods a node, cpu m, memory Mi) so `running` pods fill every node to the brim."""
         count = max(1, running // nodes)
@@ -468,7 +480,11 @@ def run(args: argparse.Namespace, state: lw.WorldState, log: Callable[[str], Non
         *scale.nodewright_objects(state, outputs["NodeRoleName"]),
     ]:
         api.post(path, body)
-    fleet = Fleet(state, api).build(args.nodes, args.running, log)
+    if args.resume:
+        fleet = Fleet(state, api).existing()
+        log(f"resumed: {len(fleet)} nodes of an earlier run")
+    else:
+        fleet = Fleet(state, api).build(args.nodes, args.running, log)
     started = time.monotonic()
     waiting = wait_running(api, args.settle)
     pods = api.get(f"/api/v1/namespaces/{NAMESPACE}/pods", resourceVersion="0")[0]["items"]
@@ -520,6 +536,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--state-dir", type=Path, default=None)
     parser.add_argument("--keep", action="store_true", help="leave the world running afterwards")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="use the live world in --state-dir with the fleet an earlier run built (kept, or stopped mid-run)",
+    )
     args = parser.parse_args(argv)
     state_dir = args.state_dir or Path(tempfile.mkdtemp(prefix="nodewright-planner-world-"))
 
@@ -532,7 +553,10 @@ def main(argv: list[str] | None = None) -> int:
     options = lw.Options(
         cluster=f"scale-{uuid.uuid4().hex[:4]}", short_waits=True, schedules_paused=True, boot_delay=15, timing=timing
     )
-    state = lw.up(state_dir, options, log)
+    loaded = lw.load_state(state_dir) if args.resume else None
+    if args.resume and loaded is None:
+        raise SystemExit(f"--resume: no world in {state_dir}")
+    state = loaded or lw.up(state_dir, options, log)
     try:
         run(args, state, log)
     finally:
