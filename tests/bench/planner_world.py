@@ -2,6 +2,7 @@
 
     python -m tests.bench.planner_world --nodes 3000 --running 60000 --pending 500     # issue 26's size
     python -m tests.bench.planner_world --nodes 100 --running 2000 --pending 100       # a quick look
+    python -m tests.bench.planner_world --state-dir D --resume --settle 0   # the scenario again on D's live fleet
 
 What it builds: a local world (`nodewright.localworld`, with its schedules paused so the world's own planner
 does not tick beside the one measured), the CDK stack synthesized with `clusterNodes=--nodes` (so the planner
@@ -13,6 +14,9 @@ NodePool, each node packed full by `--running` bare pods (created bound, as `sca
 finds nothing to do and only what the scenario changes is disrupted; the NodePool's budget lets 2 nodes go at a
 time.
 
+Before ticking it waits (at most `--settle` seconds) until KWOK has started every pod, so the ticks meet a steady
+cluster and no backlog of KWOK's status writes; `cluster` says how long that took.
+
 What it runs, printed one figure per line (JSON):
 
 - `planner tick`: the real handler (`functions/planner/handler.py`) in a fresh process, as a Lambda container
@@ -23,8 +27,9 @@ What it runs, printed one figure per line (JSON):
   does), repeated a few seconds apart until both disruptions started, `warm, while the workflows run` every
   15 s until both nodes are gone (the world's own schedule is paused; in AWS it keeps ticking while workflows
   run), and `warm, after the workflows`. Per tick: seconds (the
-  function's timeout beside it), CPU seconds, API server requests, writes and MiB read, decisions and the
-  workflows started, peak resident memory against the function's memory.
+  function's timeout beside it), CPU seconds, API server requests, writes and MiB read (with the seconds spent
+  reading, and writing summed over parallel requests), the AWS calls with their count and seconds (moto's time
+  included), decisions and the workflows started, peak resident memory against the function's memory.
 - `empty node removed` and `drifted node rolled`: what the world's Step Functions did with those workflows: the
   node, its NodeClaim and its instance gone; for the drifted one also the replacement NodeClaim and its node.
 - `provisioner` (from `scale.py`): pending pods' batch to its first CreateFleet, cold and warm, at this size.
@@ -89,10 +94,24 @@ threading.Thread(target=enforce, daemon=True).start()
 requests = []
 send = kubernetes_cluster.ApiServer.request
 def counted(self, method, path, query=(), body=None, headers=None):
+    started = time.perf_counter()
     status, data = send(self, method, path, query, body, headers)
-    requests.append((method, len(data), path))
+    requests.append((method, len(data), path, time.perf_counter() - started))
     return status, data
 kubernetes_cluster.ApiServer.request = counted
+
+# AWS calls and their time (moto's answer included): where a tick's wall time goes besides the API server.
+from botocore.client import BaseClient
+aws_calls = collections.defaultdict(lambda: [0, 0.0])
+make_api_call = BaseClient._make_api_call
+def timed_call(self, operation, params):
+    started = time.perf_counter()
+    try:
+        return make_api_call(self, operation, params)
+    finally:
+        aws_calls[operation][0] += 1
+        aws_calls[operation][1] += time.perf_counter() - started
+BaseClient._make_api_call = timed_call
 
 def kind(path):
     # /api/v1/nodes/N -> nodes; /apis/g/v/nodeclaims/N/status -> nodeclaims/status; namespaces dropped
@@ -118,6 +137,7 @@ class Context:
 for line in sys.stdin:
     label = line.strip()
     requests.clear()
+    aws_calls.clear()
     started, cpu = time.perf_counter(), time.process_time()
     result = module.handler({}, Context())
     commands = result["decisions"].get("commands", [])
@@ -129,9 +149,13 @@ for line in sys.stdin:
         "api_writes": sum(1 for r in requests if r[0] != "GET"),
         "writes": sorted(collections.Counter(f"{r[0]} {kind(r[2])}" for r in requests if r[0] != "GET").items()),
         "mib_read": round(sum(r[1] for r in requests) / 2**20, 1),
+        "api_read_seconds": round(sum(r[3] for r in requests if r[0] == "GET"), 2),
+        "api_write_seconds_summed": round(sum(r[3] for r in requests if r[0] != "GET"), 2),
+        "aws_calls": {op: [n, round(t, 2)] for op, (n, t) in sorted(aws_calls.items())},
         "decisions": len(commands),
         "started": [f"{s['method']}/{s['reason']} {s['nodeclaim']}" for s in result["started"]],
         "problems": len(result["problems"]),
+        "problem_samples": [str(p)[:200] for p in result["problems"][:3]],
         "repaired": len(result["repaired"]),
         "collected": len(result["collected"]),
         "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
@@ -296,6 +320,17 @@ class Fleet:
         self.api.send("PATCH", path, {"status": status}, "application/merge-patch+json")
         return node
 
+    def existing(self) -> list[WorldNode]:
+        """The fleet an earlier run of this bench built in this world (`--resume`), from its NodeClaims."""
+        claims = self.api.get(NODECLAIMS, labelSelector=f"karpenter.sh/nodepool={POOL}")[0]["items"]
+        fleet = []
+        for claim in claims:
+            index = int(claim["metadata"]["name"].removeprefix(f"{POOL}-"), 16)
+            status = claim.get("status", {})
+            zone, instance = status["providerID"].removeprefix("aws:///").split("/")
+            fleet.append(WorldNode(index, self.instance_type, zone, instance=instance, dns=status["nodeName"]))
+        return sorted(fleet, key=lambda node: node.index)
+
     def pods_per_node(self, nodes: int, running: int) -> tuple[int, int, int]:
         """(pods a node, cpu m, memory Mi) so `running` pods fill every node to the brim."""
         count = max(1, running // nodes)
@@ -362,6 +397,19 @@ def planner_process(
             child.wait(timeout=120)
 
 
+def wait_running(api: scale.Api, timeout: float) -> int:
+    """Wait until KWOK has started every fleet pod (a steady cluster, and no KWOK backlog loading the API server
+    while the planner ticks), at most `timeout` seconds; returns how many are still not Running. Asks for a page
+    of the pods not Running, not the whole list, every few seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        page = api.get(f"/api/v1/namespaces/{NAMESPACE}/pods", fieldSelector="status.phase!=Running", limit="500")[0]
+        left = len(page["items"]) + int(page["metadata"].get("remainingItemCount") or 0)
+        if not page["items"] or time.monotonic() >= deadline:
+            return left
+        time.sleep(5)
+
+
 def disrupt(api: scale.Api, empty: WorldNode, drifted: WorldNode) -> None:
     """Make `empty` empty (its pods deleted at once) and `drifted` drifted (its EC2NodeClass hash stamp changed)."""
     for item in api.get(f"/api/v1/namespaces/{NAMESPACE}/pods", fieldSelector=f"spec.nodeName={empty.name}")[0][
@@ -406,6 +454,13 @@ def executions(state: lw.WorldState, outputs: dict[str, str]) -> list[str]:
     return [f"{e['name']} {e['status']}" for e in listed]
 
 
+def emit_tick(figure: dict[str, Any], timeout_s: int) -> None:
+    """A tick's figure line, with whether it ended within the function's timeout (Lambda ends it there) and
+    without problems (the child already ended the run if it passed the function's memory)."""
+    ok = figure["seconds"] <= timeout_s and not figure["problems"]
+    scale._emit({"figure": "planner tick", **figure, "timeout_s": timeout_s, "within_timeout_no_problems": ok})
+
+
 def run(args: argparse.Namespace, state: lw.WorldState, log: Callable[[str], None]) -> None:
     outputs = deploy.install(state, log, context={"clusterNodes": str(args.nodes)})
     config = state.client("lambda").get_function_configuration(FunctionName=outputs["PlannerFunctionName"])
@@ -425,20 +480,31 @@ def run(args: argparse.Namespace, state: lw.WorldState, log: Callable[[str], Non
         *scale.nodewright_objects(state, outputs["NodeRoleName"]),
     ]:
         api.post(path, body)
-    fleet = Fleet(state, api).build(args.nodes, args.running, log)
+    if args.resume:
+        fleet = Fleet(state, api).existing()
+        log(f"resumed: {len(fleet)} nodes of an earlier run")
+    else:
+        fleet = Fleet(state, api).build(args.nodes, args.running, log)
+    started = time.monotonic()
+    waiting = wait_running(api, args.settle)
     pods = api.get(f"/api/v1/namespaces/{NAMESPACE}/pods", resourceVersion="0")[0]["items"]
     running = sum(1 for p in pods if p.get("status", {}).get("phase") == "Running")
-    scale._emit({"figure": "cluster", "nodes": len(fleet), "pods": len(pods), "running_now": running})
+    settled = round(time.monotonic() - started)
+    scale._emit(
+        {"figure": "cluster", "nodes": len(fleet), "pods": len(pods), "running_now": running, "settle_s": settled}
+    )
+    if waiting:
+        log(f"{waiting} pods still not Running after {settled}s: the ticks run while KWOK starts them")
     empty, drifted = fleet[0], fleet[len(fleet) // 2]
     before = {n.claim for n in fleet}
     with planner_process(state, outputs, memory_mb) as tick:
-        scale._emit({"figure": "planner tick", **tick("cold"), "timeout_s": timeout_s})
+        emit_tick(tick("cold"), timeout_s)
         disrupt(api, empty, drifted)
         # Warm ticks a few seconds apart until both disruptions started (or 4 ticks): as the schedule would tick.
         wanted = {empty.claim, drifted.claim}
         for _ in range(4):
             figure = tick("warm")
-            scale._emit({"figure": "planner tick", **figure, "timeout_s": timeout_s})
+            emit_tick(figure, timeout_s)
             wanted -= {entry.split()[-1] for entry in figure["started"]}
             if not wanted:
                 break
@@ -448,12 +514,12 @@ def run(args: argparse.Namespace, state: lw.WorldState, log: Callable[[str], Non
         while not (gone(api, empty) and gone(api, drifted)) and time.monotonic() - waited < args.wait:
             time.sleep(15)
             figure = tick("warm, while the workflows run")
-            scale._emit({"figure": "planner tick", **figure, "timeout_s": timeout_s})
+            emit_tick(figure, timeout_s)
         seconds = round(time.monotonic() - waited, 1)
         scale._emit({"figure": "empty node removed", **outcome(state, api, empty, before), "seconds": seconds})
         scale._emit({"figure": "drifted node rolled", **outcome(state, api, drifted, before), "seconds": seconds})
         scale._emit({"figure": "workflows", "executions": executions(state, outputs)})
-        scale._emit({"figure": "planner tick", **tick("warm, after the workflows"), "timeout_s": timeout_s})
+        emit_tick(tick("warm, after the workflows"), timeout_s)
     if args.pending:
         namespaces = scale.pending_pods(api, args.pending)
         scale.measure_provisioner(state, outputs, api, namespaces, log)
@@ -465,8 +531,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--running", type=int, default=60000)
     parser.add_argument("--pending", type=int, default=500, help="pending pods a batch for the provisioner (0: none)")
     parser.add_argument("--wait", type=float, default=600, help="seconds to wait for the disruptions to end")
+    parser.add_argument(
+        "--settle", type=float, default=900, help="seconds to wait for KWOK to start the fleet's pods before ticking"
+    )
     parser.add_argument("--state-dir", type=Path, default=None)
     parser.add_argument("--keep", action="store_true", help="leave the world running afterwards")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="use the live world in --state-dir with the fleet an earlier run built (kept, or stopped mid-run)",
+    )
     args = parser.parse_args(argv)
     state_dir = args.state_dir or Path(tempfile.mkdtemp(prefix="nodewright-planner-world-"))
 
@@ -479,7 +553,10 @@ def main(argv: list[str] | None = None) -> int:
     options = lw.Options(
         cluster=f"scale-{uuid.uuid4().hex[:4]}", short_waits=True, schedules_paused=True, boot_delay=15, timing=timing
     )
-    state = lw.up(state_dir, options, log)
+    loaded = lw.load_state(state_dir) if args.resume else None
+    if args.resume and loaded is None:
+        raise SystemExit(f"--resume: no world in {state_dir}")
+    state = loaded or lw.up(state_dir, options, log)
     try:
         run(args, state, log)
     finally:

@@ -7,7 +7,6 @@ from typing import Any
 
 from nodewright.localworld.registrar import (
     InstanceTypeInfo,
-    Registrar,
     belongs_to,
     capacity_and_allocatable,
     eni_max_pods,
@@ -102,77 +101,6 @@ def test_ownership_tags() -> None:
     assert not belongs_to(_instance(), "staging")
     assert belongs_to(_instance(Tags=[{"Key": "eks:eks-cluster-name", "Value": "staging"}]), "staging")
     assert belongs_to(_instance(Tags=[{"Key": "nodewright.io/cluster", "Value": "staging"}]), "staging")
-
-
-class _FakeEc2:
-    """Just enough EC2 for one sync pass."""
-
-    def __init__(self, instances: list[dict[str, Any]]) -> None:
-        self.instances = instances
-
-    def get_paginator(self, name: str) -> Any:
-        instances = self.instances
-
-        class _Pages:
-            def paginate(self, Filters: Any) -> list[dict[str, Any]]:
-                return [{"Reservations": [{"Instances": instances}]}]
-
-        return _Pages()
-
-    def describe_instance_types(self, InstanceTypes: list[str]) -> dict[str, Any]:
-        return {"InstanceTypes": [{"InstanceType": InstanceTypes[0], "VCpuInfo": {"DefaultVCpus": 2}}]}
-
-    def describe_instance_attribute(self, InstanceId: str, Attribute: str) -> dict[str, Any]:
-        return {"UserData": {}}
-
-
-class _FakeCore:
-    """Records what the registrar asks of the API server."""
-
-    def __init__(self, nodes: list[Any]) -> None:
-        self.nodes = nodes
-        self.created: list[dict[str, Any]] = []
-        self.patched: list[tuple[str, dict[str, Any]]] = []
-
-    def list_node(self) -> Any:
-        return type("NodeList", (), {"items": self.nodes})()
-
-    def create_node(self, body: dict[str, Any]) -> None:
-        self.created.append(body)
-
-    def patch_node(self, name: str, body: dict[str, Any]) -> None:
-        self.patched.append((name, body))
-
-
-def _node(name: str, instance_id: str) -> Any:
-    meta = type(
-        "Meta",
-        (),
-        {
-            "name": name,
-            "annotations": {"nodewright.io/instance-id": instance_id},
-            "labels": {"kwok.x-k8s.io/node": "fake"},
-        },
-    )()
-    return type("Node", (), {"metadata": meta})()
-
-
-def test_sync_waits_for_boot_then_registers_and_releases_gone_instances() -> None:
-    launched = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
-    ec2 = _FakeEc2([_instance(LaunchTime=launched)])
-    core = _FakeCore([])
-    registrar = Registrar(ec2, core, "prod", "us-east-1", boot_delay=5)
-    assert registrar.sync(launched + datetime.timedelta(seconds=2)) == []
-    assert registrar.sync(launched + datetime.timedelta(seconds=6)) == [
-        "registered ip-10-0-1-5.ec2.internal for i-0abc"
-    ]
-    assert core.created[0]["status"]["capacity"]["cpu"] == "2"
-
-    ec2.instances = [_instance(State={"Name": "terminated"})]
-    core.nodes = [_node("ip-10-0-1-5.ec2.internal", "i-0abc")]
-    actions = registrar.sync(launched + datetime.timedelta(seconds=60))
-    assert actions == ["released ip-10-0-1-5.ec2.internal (i-0abc is terminated)"]
-    assert core.patched == [("ip-10-0-1-5.ec2.internal", {"metadata": {"labels": {"kwok.x-k8s.io/node": None}}})]
 
 
 def test_al2023_reserves_memory_for_the_eni_limited_pods_even_with_max_pods_set() -> None:

@@ -20,6 +20,12 @@ POD_CIDR = "10.244.0.0/16"
 # lease stop being renewed (with an annotation selector KWOK keeps heartbeating a node it once saw).
 KWOK_LABEL_KEY = "kwok.x-k8s.io/node"
 KWOK_LABEL_SELECTOR = f"{KWOK_LABEL_KEY}=fake"
+# The controller manager's and the scheduler's client rate to the API server. Their defaults (20/30 and 50/100
+# requests a second) pace a world of thousands of nodes: the ReplicaSet controller creating pods, the garbage
+# collector removing a deleted node's pods and the scheduler binding or marking pods all queue behind them,
+# while the API server on 127.0.0.1 has room for more.
+CLIENT_QPS = 200
+CLIENT_BURST = 400
 
 
 @dataclass(frozen=True)
@@ -68,12 +74,29 @@ def write_webhook_kubeconfig(path: Path, webhook_port: int, pki: Pki) -> None:
     path.write_text(json.dumps(doc, indent=2))
 
 
+# KWOK plays 4 pod stages and renews 4 node leases at a time by default, each an API round trip: tens of
+# thousands of pods take minutes to start, and thousands of leases fall behind on a busy API server until the
+# node lifecycle controller marks nodes NotReady and evicts their pods. Once a KwokConfiguration is given, KWOK
+# leaves every option it omits at zero, not at its default, so all of them are spelled out (defaults elsewhere).
+KWOK_OPTIONS = """apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokConfiguration
+options:
+  podPlayStageParallelism: 16
+  nodeLeaseParallelism: 16
+  nodePlayStageParallelism: 4
+  podsOnNodeSyncParallelism: 1
+  enablePodsOnNodeSyncListPager: true
+  enableDebuggingHandlers: true
+  enableProfilingHandler: true"""
+
+
 def write_kwok_config(path: Path, stages_dir: Path) -> None:
-    """One multi-document KWOK config holding the stage definitions shipped with the KWOK module."""
+    """One multi-document KWOK config: its options (KWOK_OPTIONS) and the stage definitions shipped with the
+    KWOK module."""
     docs = [f.read_text().strip() for f in sorted(stages_dir.glob("*.yaml"))]
     if not docs:
         raise FileNotFoundError(f"no KWOK stages in {stages_dir}; rebuild the local world binaries")
-    path.write_text("\n---\n".join(docs) + "\n")
+    path.write_text("\n---\n".join([KWOK_OPTIONS, *docs]) + "\n")
 
 
 def _https_ok(url: str, pki: Pki) -> bool:
@@ -175,6 +198,8 @@ def start_controllers(
             f"--service-cluster-ip-range={SERVICE_CIDR}",
             f"--node-monitor-period={timing.node_monitor_period}",
             f"--node-monitor-grace-period={timing.node_monitor_grace}",
+            f"--kube-api-qps={CLIENT_QPS}",
+            f"--kube-api-burst={CLIENT_BURST}",
             "--v=1",
         ],
         logs,
@@ -187,6 +212,8 @@ def start_controllers(
             "--bind-address=127.0.0.1",
             f"--secure-port={procs.free_port()}",
             "--leader-elect=false",
+            f"--kube-api-qps={CLIENT_QPS}",
+            f"--kube-api-burst={CLIENT_BURST}",
             "--v=1",
         ],
         logs,

@@ -240,6 +240,52 @@ def serialize_subnet_addresses() -> None:
     setattr(Subnet, "get_available_subnet_ip", get_available_subnet_ip)  # noqa: B010
 
 
+def index_ec2_tags() -> None:
+    """Read an EC2 resource's tags straight from the tag table, by its id.
+
+    moto finds one resource's tags by scanning every tag of every resource (`describe_tags` with a resource-id
+    filter), and it does so for each instance a DescribeInstances renders or tests against a tag filter: a call
+    costs instances x tags, so at a few thousand instances one tag-filtered DescribeInstances takes minutes and
+    the server chokes. EC2 answers by index; so does this. Same entries, same order as `describe_tags` gives."""
+    from moto.ec2.models.core import TaggedEC2Resource
+    from moto.ec2.utils import EC2_PREFIX_TO_RESOURCE, get_prefix
+
+    if getattr(TaggedEC2Resource.get_tags, "indexed", False):
+        return
+
+    def get_tags(self: Any) -> list[dict[str, str]]:
+        resource_id = self.id
+        if not resource_id:
+            return []
+        # .get, not [...]: the table is a defaultdict, and a lookup must not add an empty row to it.
+        found: dict[str, str] = self.ec2_backend.tags.get(resource_id) or {}
+        resource_type = EC2_PREFIX_TO_RESOURCE.get(get_prefix(resource_id), "")
+        return [
+            {"resource_id": resource_id, "key": key, "value": value, "resource_type": resource_type}
+            for key, value in found.items()
+        ]
+
+    get_tags.indexed = True  # type: ignore[attr-defined]
+    setattr(TaggedEC2Resource, "get_tags", get_tags)  # noqa: B010
+
+
+def instance_states(region: str) -> dict[str, str]:
+    """Every instance of `region` (all accounts) and its state name, read from moto's tables: what the registrar
+    follows each second. Cheap at any size, where a DescribeInstanceStatus of every instance costs moto's
+    serializer about half a millisecond an instance (seconds at a few thousand)."""
+    from moto.ec2.models import ec2_backends
+
+    states: dict[str, str] = {}
+    for account_id in list(ec2_backends.keys()):
+        backend = ec2_backends[account_id].get(region)
+        if backend is None:
+            continue
+        for reservation in list(backend.reservations.values()):
+            for instance in list(reservation.instances):
+                states[str(instance.id)] = str(instance.state)
+    return states
+
+
 def release_ami(doc: dict[str, Any]) -> dict[str, Any]:
     """A new AMI release behind a public AMI parameter, as EKS publishes one: a new image of the same
     architecture is registered and becomes the parameter's next version. Returns the old and new image ids."""
@@ -480,6 +526,8 @@ class FaultMiddleware:
                 status, result = self._schedules(path, method, doc)
             elif path == "/_nodewright/seed" and method == "POST":
                 result = seed(doc)
+            elif path == "/_nodewright/instance-states" and method == "POST":
+                result = {"instances": instance_states(str(doc.get("region", "us-east-1")))}
             elif path == "/_nodewright/release-ami" and method == "POST":
                 result = release_ami(doc)
             elif path.startswith("/_nodewright/credentials/"):
@@ -565,6 +613,7 @@ def main(argv: list[str] | None = None) -> int:
     install_launch_template_security_groups()
     complete_event_envelope()
     serialize_subnet_addresses()
+    index_ec2_tags()
     if args.short_waits:
         _install_short_waits()
 

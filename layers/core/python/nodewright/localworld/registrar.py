@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import re
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -268,32 +270,87 @@ WINDOWS_DEFAULT_PODS = 110
 WINDOWS_ROOT_VOLUME_GI = 50
 
 
-class Registrar:
-    """One pass of the loop is `sync()`; state is what the API server and moto say, nothing cached
-    except instance-type facts, which never change."""
+StateSource = Callable[[], dict[str, str]]
+DESCRIBE_CHUNK = 100  # instance ids a DescribeInstances asks for at once
 
-    def __init__(self, ec2: Any, core_v1: Any, cluster: str, region: str, boot_delay: float) -> None:
+
+def described_states(ec2: Any) -> StateSource:
+    """Every instance's state from DescribeInstanceStatus (IncludeAllInstances): the EC2 API's compact listing."""
+
+    def states() -> dict[str, str]:
+        found: dict[str, str] = {}
+        for page in ec2.get_paginator("describe_instance_status").paginate(IncludeAllInstances=True):
+            for status in page["InstanceStatuses"]:
+                found[status["InstanceId"]] = status["InstanceState"]["Name"]
+        return found
+
+    return states
+
+
+def served_states(endpoint_url: str, region: str) -> StateSource:
+    """Every instance's state from the local world's moto server (`POST /_nodewright/instance-states`): one
+    small JSON document read from moto's tables, where moto's EC2 serializer spends milliseconds an instance."""
+    import urllib.request
+
+    body = json.dumps({"region": region}).encode()
+
+    def states() -> dict[str, str]:
+        request = urllib.request.Request(
+            f"{endpoint_url.rstrip('/')}/_nodewright/instance-states", data=body, method="POST"
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return {str(k): str(v) for k, v in json.load(response)["instances"].items()}
+
+    return states
+
+
+class Registrar:
+    """One pass of the loop is `sync()`. It follows instances incrementally: each pass reads every instance's
+    state (one compact listing), describes only instances it has not decided about yet (each once), registers
+    the booted ones and releases the nodes of gone ones. What it knows of the API server (which instance has a
+    node) comes from its own registrations and a full node list every `resync_seconds`, which also catches
+    nodes made or deleted by others; instance-type facts and image names never change and are kept.
+
+    Invariants: an instance is described at most once while it waits to boot (its description is kept), a
+    node is released at most once per resync, and a running, booted instance of this cluster without a node
+    gets one within one resync."""
+
+    def __init__(
+        self,
+        ec2: Any,
+        core_v1: Any,
+        cluster: str,
+        region: str,
+        boot_delay: float,
+        states: StateSource | None = None,
+        resync_seconds: float = 30.0,
+    ) -> None:
         self.ec2 = ec2
         self.core = core_v1
         self.cluster = cluster
         self.region = region
         self.boot_delay = boot_delay
+        self.states = states or described_states(ec2)
+        self.resync_seconds = resync_seconds
         self._types: dict[str, InstanceTypeInfo] = {}
         self._image_names: dict[str, str] = {}
         self._refused: set[str] = set()
+        self._nodes: dict[str, str] = {}  # instance id -> the name of its node (known to exist)
+        self._released: set[str] = set()  # instances whose node KWOK no longer plays
+        self._waiting: dict[str, dict[str, Any]] = {}  # this cluster's instances still booting, as described
+        self._foreign: set[str] = set()  # instances of another cluster (their tags said so)
+        self._resynced: datetime.datetime | None = None
 
-    def _instances(self) -> list[dict[str, Any]]:
-        found: dict[str, dict[str, Any]] = {}
-        for filters in (
-            [{"Name": "tag-key", "Values": [ownership.kubernetes_cluster(self.cluster)]}],
-            [{"Name": f"tag:{ownership.CLUSTER}", "Values": [self.cluster]}],
-            [{"Name": "tag:eks:eks-cluster-name", "Values": [self.cluster]}],
-        ):
+    def _describe(self, instance_ids: list[str]) -> list[dict[str, Any]]:
+        """The instances, by id, in chunks (an id gone meanwhile only drops out of the answer)."""
+        found: list[dict[str, Any]] = []
+        for start in range(0, len(instance_ids), DESCRIBE_CHUNK):
+            chunk = instance_ids[start : start + DESCRIBE_CHUNK]
+            filters = [{"Name": "instance-id", "Values": chunk}]
             for page in self.ec2.get_paginator("describe_instances").paginate(Filters=filters):
                 for reservation in page["Reservations"]:
-                    for instance in reservation["Instances"]:
-                        found[instance["InstanceId"]] = instance
-        return [i for i in found.values() if belongs_to(i, self.cluster)]
+                    found.extend(reservation["Instances"])
+        return found
 
     def _type(self, name: str) -> InstanceTypeInfo:
         if name not in self._types:
@@ -323,54 +380,99 @@ class Registrar:
         value = attribute.get("UserData", {}).get("Value")
         return str(value) if value else None
 
+    def _resync(self) -> None:
+        """Learn which instances have a node, and which of those KWOK still plays, from one node list (the
+        API server's cache, metadata read from the raw JSON: the client's models would cost seconds at
+        thousands of nodes). Forgets which instances were foreign, in case their tags changed."""
+        response = self.core.list_node(resource_version="0", _preload_content=False)
+        items = json.loads(response.data)["items"]
+        self._nodes, self._released = {}, set()
+        for item in items:
+            meta = item.get("metadata", {})
+            instance_id = (meta.get("annotations") or {}).get(INSTANCE_ANNOTATION)
+            if not instance_id:
+                continue
+            self._nodes[instance_id] = str(meta["name"])
+            if not (meta.get("labels") or {}).get(KWOK_LABEL_KEY):
+                self._released.add(instance_id)
+        self._foreign.clear()
+
     def sync(self, now: datetime.datetime) -> list[str]:
         """Register booted instances and release gone ones; returns what it did, for the log."""
+        if self._resynced is None or (now - self._resynced).total_seconds() >= self.resync_seconds:
+            self._resync()
+            self._resynced = now
+        states = self.states()
+        actions = self._release_gone(states)
+        new = [
+            i
+            for i, state in states.items()
+            if state == "running"
+            and i not in self._nodes
+            and i not in self._waiting
+            and i not in self._foreign
+            and i not in self._refused
+        ]
+        for instance in self._describe(new):
+            if belongs_to(instance, self.cluster):
+                self._waiting[instance["InstanceId"]] = instance
+            else:
+                self._foreign.add(instance["InstanceId"])
+        for instance_id, instance in list(self._waiting.items()):
+            if states.get(instance_id) != "running" or instance_id in self._nodes:
+                del self._waiting[instance_id]  # gone before it booted, or its node came from elsewhere
+            elif (now - instance["LaunchTime"]).total_seconds() >= self.boot_delay:
+                del self._waiting[instance_id]
+                actions.extend(self._register(instance))
+        return actions
+
+    def _release_gone(self, states: dict[str, str]) -> list[str]:
+        """Take the nodes of stopped or terminated instances away from KWOK: the machine dying, so no more
+        lease renewals. Each once (the resync's node list says again which are still played)."""
         from kubernetes.client.exceptions import ApiException
 
         actions = []
-        nodes = {
-            n.metadata.annotations.get(INSTANCE_ANNOTATION): n
-            for n in self.core.list_node().items
-            if n.metadata.annotations and INSTANCE_ANNOTATION in n.metadata.annotations
-        }
-        for instance in self._instances():
-            instance_id = instance["InstanceId"]
-            state = instance["State"]["Name"]
-            node = nodes.get(instance_id)
-            if state in GONE_STATES:
-                if node is not None and (node.metadata.labels or {}).get(KWOK_LABEL_KEY):
-                    # Taking the node away from KWOK is the machine dying: no more lease renewals.
-                    self.core.patch_node(node.metadata.name, {"metadata": {"labels": {KWOK_LABEL_KEY: None}}})
-                    actions.append(f"released {node.metadata.name} ({instance_id} is {state})")
+        for instance_id, name in self._nodes.items():
+            state = states.get(instance_id, "terminated")  # an instance EC2 no longer lists is long gone
+            if state not in GONE_STATES or instance_id in self._released:
                 continue
-            if state != "running" or node is not None:
-                continue
-            launched = instance["LaunchTime"]
-            if (now - launched).total_seconds() < self.boot_delay:
-                continue
-            if instance_id in self._refused:
-                continue
-            booted = self._boot(instance)
-            if isinstance(booted, str):
-                self._refused.add(instance_id)
-                actions.append(f"not joining {instance_id}: {booted}")
-                continue
-            boot, image = booted
-            info = self._type(instance["InstanceType"])
-            manifest = node_manifest(instance, info, boot, self.region)
-            if boot.format == "windows":
-                as_windows_node(manifest, info, boot, windows_build(image))
-            # Status goes in with the create, as the kubelet registers it: KWOK initializes a node the
-            # moment it appears and keeps capacity that is already there, but fills in its own defaults
-            # if a later status patch has not landed yet.
             try:
-                self.core.create_node(manifest)
+                self.core.patch_node(name, {"metadata": {"labels": {KWOK_LABEL_KEY: None}}})
             except ApiException as exc:
-                if exc.status != 409:
+                if exc.status != 404:
                     raise
-            unread = " (user data not readable: cloud labels only, no taints)" if boot.format == "unknown" else ""
-            actions.append(f"registered {manifest['metadata']['name']} for {instance_id}{unread}")
+            self._released.add(instance_id)
+            actions.append(f"released {name} ({instance_id} is {state})")
         return actions
+
+    def _register(self, instance: dict[str, Any]) -> list[str]:
+        """The Node a booted instance's kubelet registers (or why it does not join)."""
+        from kubernetes.client.exceptions import ApiException
+
+        instance_id = instance["InstanceId"]
+        booted = self._boot(instance)
+        if isinstance(booted, str):
+            self._refused.add(instance_id)
+            return [f"not joining {instance_id}: {booted}"]
+        boot, image = booted
+        info = self._type(instance["InstanceType"])
+        manifest = node_manifest(instance, info, boot, self.region)
+        if boot.format == "windows":
+            as_windows_node(manifest, info, boot, windows_build(image))
+        # Status goes in with the create, as the kubelet registers it: KWOK initializes a node the
+        # moment it appears and keeps capacity that is already there, but fills in its own defaults
+        # if a later status patch has not landed yet.
+        name = str(manifest["metadata"]["name"])
+        try:
+            self.core.create_node(manifest)
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+            self._nodes[instance_id] = name  # registered by someone else already (a bench's fleet)
+            return []
+        self._nodes[instance_id] = name
+        unread = " (user data not readable: cloud labels only, no taints)" if boot.format == "unknown" else ""
+        return [f"registered {name} for {instance_id}{unread}"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -382,6 +484,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--region", default="us-east-1")
     parser.add_argument("--boot-delay", type=float, default=3.0)
     parser.add_argument("--interval", type=float, default=1.0)
+    parser.add_argument("--resync", type=float, default=30.0, help="seconds between full node lists")
     args = parser.parse_args(argv)
 
     import boto3
@@ -394,6 +497,8 @@ def main(argv: list[str] | None = None) -> int:
         args.cluster,
         args.region,
         args.boot_delay,
+        states=served_states(args.endpoint_url, args.region),
+        resync_seconds=args.resync,
     )
     print(f"registrar for cluster {args.cluster} (boot delay {args.boot_delay}s)", flush=True)
     while True:
