@@ -103,6 +103,17 @@ class PoolBudgets:
         disrupting = self._disrupting.get(pool, 0) + taken
         return allowed_disruptions(found.disruption.budgets, reason, self._nodes.get(pool, 0), disrupting, self._now)
 
+    def blocking(self, reason: str) -> list[str]:
+        """The NodePools with nodes whose budgets allow no disruption at all for `reason` now, whatever is being
+        disrupted (Karpenter's `NodePoolBlockedForDisruptionReason`: its event goes on the NodePool, not on each
+        node the budget holds back)."""
+        return sorted(
+            pool
+            for pool, found in self._pools.items()
+            if self._nodes.get(pool, 0)
+            and allowed_disruptions(found.disruption.budgets, reason, self._nodes[pool], 0, self._now).allowed == 0
+        )
+
     def take(self, pool: str, count: int = 1) -> None:
         """Record that `count` more of the pool's nodes are being disrupted (decided this tick)."""
         self._taken[pool] = self._taken.get(pool, 0) + count

@@ -271,7 +271,7 @@ class MultiNodeConsolidation:
         for c in eligible:
             allowed = ctx.budgets.allowance(c.member.nodepool, UNDERUTILIZED).allowed - taken.get(c.member.nodepool, 0)
             if allowed <= 0:
-                out.blocked[c.name] = ctx.budget(c, UNDERUTILIZED) or f"NodePool {c.member.nodepool}: budget used"
+                out.hold(c.name, ctx.budget(c, UNDERUTILIZED) or f"NodePool {c.member.nodepool}: budget used")
                 continue
             if len(within) >= MAX_MULTI_NODE_CANDIDATES or pods + len(c.reschedulable) > MAX_MULTI_NODE_PODS:
                 break
@@ -341,7 +341,7 @@ class SingleNodeConsolidation:
                 break
             held = ctx.budget(c, UNDERUTILIZED)
             if held:
-                out.blocked[c.name] = held
+                out.hold(c.name, held)
                 continue
             hopeless = room.hopeless(ctx.state, c)
             if hopeless:

@@ -127,14 +127,22 @@ class PlanContext:
 @dataclass
 class Outcome:
     """What a method decided. `skipped`: NodeClaim -> why it was not disrupted (for the report); `blocked`: held
-    back by a budget (a `DisruptionBlocked` event); `unconsolidatable`: consolidation found no move (an
-    `Unconsolidatable` event); `eligible`: how many nodes the method considered."""
+    back by a budget or by what its pods or node say (a `DisruptionBlocked` event on the node, except for those in
+    `budget_held`: as Karpenter does, a budget that holds back a pool reports once, on the NodePool);
+    `unconsolidatable`: consolidation found no move (an `Unconsolidatable` event); `eligible`: how many nodes the
+    method considered."""
 
     decisions: list[Decision] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
     blocked: dict[str, str] = field(default_factory=dict)
+    budget_held: set[str] = field(default_factory=set)
     unconsolidatable: dict[str, str] = field(default_factory=dict)
     eligible: int = 0
+
+    def hold(self, name: str, budget: str) -> None:
+        """Record that `budget` (the sentence `PlanContext.budget` gives) holds the NodeClaim `name` back."""
+        self.blocked[name] = budget
+        self.budget_held.add(name)
 
 
 class Method(Protocol):
@@ -219,7 +227,7 @@ class Emptiness:
             out.eligible += 1
             held = ctx.budget(c, EMPTY)
             if held:
-                out.blocked[c.name] = held
+                out.hold(c.name, held)
                 continue
             decision = Decision(EMPTINESS, EMPTY, (c,), f"empty for consolidateAfter on {c.member.node}")
             ctx.take(decision)
@@ -247,7 +255,7 @@ class Drift:
             why = ctx.drift[c.name]
             held = ctx.budget(c, DRIFTED)
             if held:
-                out.blocked[c.name] = held
+                out.hold(c.name, held)
                 continue
             if c.empty:
                 decision = Decision(DRIFT, DRIFTED, (c,), why)

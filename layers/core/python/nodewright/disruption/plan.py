@@ -68,7 +68,10 @@ class Plan:
     decided by nothing else. `blocked`: held back by a budget or by something its pods or node say
     (`DisruptionBlocked` events); `unconsolidatable`: consolidation found no move (`Unconsolidatable` events);
     `skipped`: every node not decided, with the most telling reason (repair's guard, budget, then consolidation,
-    then the method's, then why it is no candidate, then an unhealthy condition still within its toleration)."""
+    then the method's, then why it is no candidate, then an unhealthy condition still within its toleration).
+    `budget_held`: the names in `blocked` that a budget holds back, which get no event of their own; instead
+    `blocking_budgets` names each (NodePool, reason) whose budget allows no disruption at all now, for a method that
+    had nodes to consider (Karpenter's NodePool event)."""
 
     repairs: Repairs = field(default_factory=Repairs)
     # NodeClaim -> what its repair's workflow would launch now, for the dry run (as `Decision.planned`).
@@ -76,6 +79,8 @@ class Plan:
     decisions: list[Decision] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
     blocked: dict[str, str] = field(default_factory=dict)
+    budget_held: set[str] = field(default_factory=set)
+    blocking_budgets: list[tuple[str, str]] = field(default_factory=list)
     unconsolidatable: dict[str, str] = field(default_factory=dict)
     methods: list[MethodReport] = field(default_factory=list)
     # Each static NodePool's decision (`disruption.static`): NodeClaims to launch and to remove.
@@ -264,6 +269,10 @@ def _plan(state: ClusterState, drift: Mapping[str, str], methods: Sequence[Metho
         started = timer()
         outcome = method.decide(ctx)
         out.decisions.extend(outcome.decisions)
+        out.budget_held.update(n for n in outcome.budget_held if n not in out.blocked)
+        if outcome.eligible:
+            blocking = [(pool, method.reason) for pool in ctx.budgets.blocking(method.reason)]
+            out.blocking_budgets.extend(b for b in blocking if b not in out.blocking_budgets)
         for found, into in (
             (outcome.blocked, out.blocked),
             (outcome.unconsolidatable, out.unconsolidatable),

@@ -535,12 +535,20 @@ def _collect_instances(
 
 
 def _record_events(cluster: Cluster, state: ClusterState, decided: Plan, now: float) -> tuple[int, int]:
-    """DisruptionBlocked and Unconsolidatable on the node and its NodeClaim; each message once per window."""
+    """DisruptionBlocked and Unconsolidatable on the node and its NodeClaim, each message once per window; a budget
+    that allows no disruption, once a minute on its NodePool (Karpenter's events and dedupe timeouts). A node a
+    budget holds back gets no event of its own: at thousands of nodes that was thousands of events a tick, each
+    new whenever the count of nodes being disrupted in its message changed."""
     window = math.floor(now / EVENT_WINDOW_SECONDS)
     members = {m.nodeclaim: m for m in state.fleet}
-    events: list[NodeEvent] = []
+    minute = math.floor(now / 60)
+    events = [
+        NodeEvent(pool, "DisruptionBlocked", _blocking_budget(reason), "Normal", f"{reason}|{minute}", kind="NodePool")
+        for pool, reason in decided.blocking_budgets
+    ]
+    own = {name: why for name, why in decided.blocked.items() if name not in decided.budget_held}
     for reason, found, severity in (
-        ("DisruptionBlocked", decided.blocked, "Normal"),
+        ("DisruptionBlocked", own, "Normal"),
         ("Unconsolidatable", decided.unconsolidatable, "Normal"),
         (REPAIR_BLOCKED, decided.repairs.held, "Warning"),
     ):
@@ -556,6 +564,10 @@ def _record_events(cluster: Cluster, state: ClusterState, decided: Plan, now: fl
     if invalid:
         cluster.record_events(invalid)
     return len(decided.blocked), len(decided.unconsolidatable)
+
+
+def _blocking_budget(reason: str) -> str:
+    return f"No allowed disruptions for disruption reason {reason} due to blocking budget"
 
 
 def _invalid_do_not_disrupt(state: ClusterState, window: int) -> list[PodEvent]:
