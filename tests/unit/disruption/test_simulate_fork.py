@@ -20,7 +20,7 @@ from nodewright.model.objects import Node, Pod
 from nodewright.scheduling import Results, existing, solve
 from nodewright.scheduling.bins import Bin
 from nodewright.scheduling.classes import VolumeIndex
-from nodewright.scheduling.existing import Registration
+from nodewright.scheduling.existing import Registration, SolveInputs
 
 POOL = {"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "0s", "budgets": [{"nodes": "100%"}]}
 TYPES = ("m5.large", "m5.xlarge", "m5.2xlarge", "c5.xlarge", "r5.large")
@@ -196,7 +196,7 @@ def test_a_forked_registration_plans_as_a_registration_from_scratch(seed: int, m
         runs[-1] += (sim.results, names)
     assert shared.registered().solver, "the simulations did not fork a registration"
     with monkeypatch.context() as m:
-        m.setattr(Registration, "fork", lambda self, *inputs: Registration(*inputs))
+        m.setattr(Registration, "fork", lambda self, inputs: Registration(inputs))
         for group, settling, ceiling, results, _names in runs:
             fresh = simulate(
                 cluster.state(locked=["claim-node-11"]), group, one_claim=True, ceiling=ceiling, settling=settling
@@ -214,13 +214,13 @@ def test_a_fork_counts_the_limits_and_keeps_the_bins_of_a_registration_from_scra
     nodes = list(state.inputs.nodes)
     inputs = (state.inputs.nodepools, state.inputs.nodeclasses, state.catalog.instance_types, state.inputs.daemonsets)
     volumes = VolumeIndex((), (), ())
-    base = Registration(nodes, (), *inputs, volumes, state.templates)
+    base = Registration(SolveInputs(nodes, (), *inputs, volumes, state.templates))
     rng = random.Random(3)
     for _ in range(20):
         kept = [n for n in nodes if rng.random() < 0.6]
         handed = [replace(n, taints=(*n.taints, SETTLING_TAINT)) if rng.random() < 0.2 else n for n in kept]
-        fork = base.fork(handed, (), *inputs, volumes, state.templates)
-        scratch = Registration(handed, (), *inputs, volumes, state.templates)
+        fork = base.fork(SolveInputs(handed, (), *inputs, volumes, state.templates))
+        scratch = Registration(SolveInputs(handed, (), *inputs, volumes, state.templates))
         assert fork.shared and not scratch.shared
         assert [c.remaining for c in fork.pools.contexts] == [c.remaining for c in scratch.pools.contexts]
         assert [_content(e.bin, fork) for e in fork.entries] == [_content(e.bin, scratch) for e in scratch.entries]
@@ -243,11 +243,11 @@ def test_a_fork_registers_only_the_nodes_it_hands_over_changed(monkeypatch: pyte
     nodes = list(state.inputs.nodes)
     inputs = (state.inputs.nodepools, state.inputs.nodeclasses, state.catalog.instance_types, state.inputs.daemonsets)
     volumes = VolumeIndex((), (), ())
-    base = Registration(nodes, (), *inputs, volumes, state.templates)
+    base = Registration(SolveInputs(nodes, (), *inputs, volumes, state.templates))
     registered: list[str] = []
     real = existing.node_bin
     monkeypatch.setattr(existing, "node_bin", lambda node, *rest: registered.append(node.name) or real(node, *rest))
     handed = [replace(n, taints=(*n.taints, SETTLING_TAINT)) if i < 2 else n for i, n in enumerate(nodes[3:])]
-    fork = base.fork(handed, (), *inputs, volumes, state.templates)
+    fork = base.fork(SolveInputs(handed, (), *inputs, volumes, state.templates))
     assert registered == [n.name for n in handed[:2]]
     assert len(fork.entries) == len(handed)

@@ -20,6 +20,7 @@ from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.objects import Node, Pod
 from nodewright.scheduling.choice import MIX_ALTERNATIVES, MIX_BELOW_PODS, MIX_DEPTH
 from nodewright.scheduling.classes import VolumeIndex
+from nodewright.scheduling.existing import SolveInputs
 from nodewright.scheduling.solver import Solver, pod_classes
 from nodewright.scheduling.templates import TemplateCache
 
@@ -46,7 +47,7 @@ def _solver(limits: dict[str, str] | None = None, mix: tuple[int, int] = (MIX_BE
     nodepool = pool(limits=limits)
     templates = TemplateCache()
     inputs = (nodes, claims, [nodepool], [nodeclass()], small_catalog(), (), volumes, templates)
-    return Solver(*inputs, pod_classes(pending, nodes, claims, volumes, templates), None, *mix)
+    return Solver(SolveInputs(*inputs), pod_classes(pending, nodes, claims, volumes, templates), *mix)
 
 
 def test_a_fork_plans_as_a_freshly_built_run() -> None:
@@ -78,12 +79,12 @@ def test_the_alternatives_start_is_copied_only_when_a_look_ahead_can_be_skipped(
     templates = TemplateCache()
     inputs = (nodes, claims, [pool()], [nodeclass()], small_catalog(), (), volumes, templates)
     small = pods("small", 30, cpu="500m", memory="1Gi")
-    solver = Solver(*inputs, pod_classes(small, nodes, claims, volumes, templates))
+    solver = Solver(SolveInputs(*inputs), pod_classes(small, nodes, claims, volumes, templates))
     assert not solver.look_ahead.may_skip
     solver.run()
     assert not solver.look_ahead.mix_skipped  # what may_skip promises
     large = pods("large", 30, cpu="2", memory="4Gi")
-    assert Solver(*inputs, pod_classes(large, nodes, claims, volumes, templates)).look_ahead.may_skip
+    assert Solver(SolveInputs(*inputs), pod_classes(large, nodes, claims, volumes, templates)).look_ahead.may_skip
 
 
 def test_a_node_without_room_for_any_class_is_shared_and_others_are_copied() -> None:
@@ -96,7 +97,7 @@ def test_a_node_without_room_for_any_class_is_shared_and_others_are_copied() -> 
     templates = TemplateCache()
     pending = [*pods("one", 2, cpu="1"), *pods("half", 2, cpu="500m", memory="4Gi")]
     inputs = (nodes, (), [pool()], [nodeclass()], catalog, (), volumes, templates)
-    solver = Solver(*inputs, pod_classes(pending, nodes, (), volumes, templates))
+    solver = Solver(SolveInputs(*inputs), pod_classes(pending, nodes, (), volumes, templates))
     full, roomy = sorted(solver.bins, key=lambda b: b.name)
     # "full" has ~0.4 vCPU left: less than any class asks for (the least of each resource over the classes).
     fork = solver.fork(MIX_BELOW_PODS, MIX_DEPTH)

@@ -15,6 +15,7 @@ from nodewright.scheduling.bins import Bin
 from nodewright.scheduling.choice import MIX_BELOW_PODS, MIX_DEPTH
 from nodewright.scheduling.claims import Claims
 from nodewright.scheduling.classes import VolumeIndex
+from nodewright.scheduling.existing import SolveInputs
 from nodewright.scheduling.pools import PoolContext
 from nodewright.scheduling.solver import Solver, pod_classes
 from nodewright.scheduling.templates import TemplateCache
@@ -25,7 +26,7 @@ def _solver(nodes: list[Node]) -> Solver:
     pending = pods("p", 1)
     templates = TemplateCache()
     inputs = (nodes, (), [pool()], [nodeclass()], small_catalog(), (), volumes, templates)
-    return Solver(*inputs, pod_classes(pending, nodes, (), volumes, templates))
+    return Solver(SolveInputs(*inputs), pod_classes(pending, nodes, (), volumes, templates))
 
 
 def _nodes() -> list[Node]:

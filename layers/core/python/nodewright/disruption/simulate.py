@@ -28,7 +28,7 @@ from nodewright.model.objects import Node, Pod
 from nodewright.model.taints import Taint, Toleration
 from nodewright.scheduling import PlannedNodeClaim, Results, solve
 from nodewright.scheduling.classes import VolumeIndex
-from nodewright.scheduling.existing import Registration
+from nodewright.scheduling.existing import Registration, SolveInputs
 
 ZONE = "topology.kubernetes.io/zone"
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
@@ -174,14 +174,16 @@ def _registration(state: ClusterState, base: Registered, whole: bool) -> Registr
     if found is None:
         nodes = [u.node if whole or u.anti_affinity else u.room for u in base.usable]
         found = base.solver[whole] = Registration(
-            nodes,
-            _starting_claims(state, base, base.starting.keys()),
-            [p for p in base.nodepools if not p.static],
-            state.inputs.nodeclasses,
-            state.catalog.instance_types,
-            state.inputs.daemonsets,
-            VolumeIndex(state.inputs.pvcs, state.inputs.pvs, state.inputs.storage_classes),
-            state.templates,
+            SolveInputs(
+                nodes,
+                _starting_claims(state, base, base.starting.keys()),
+                [p for p in base.nodepools if not p.static],
+                state.inputs.nodeclasses,
+                state.catalog.instance_types,
+                state.inputs.daemonsets,
+                VolumeIndex(state.inputs.pvcs, state.inputs.pvs, state.inputs.storage_classes),
+                state.templates,
+            )
         )
     return found
 

@@ -155,6 +155,23 @@ def inflight_bin(claim: NodeClaim, pods: NodePods, pools: Pools, volumes: Volume
     return b
 
 
+@dataclass(frozen=True, slots=True)
+class SolveInputs:
+    """The cluster a solve places pods into: existing nodes (with their bound pods), NodeClaims in flight, NodePools
+    and their EC2NodeClasses, the instance types with offerings, DaemonSets, volumes for topology, the scheduling
+    cache (`templates.TemplateCache`) and the price ceiling of new NodeClaims (None: no bound)."""
+
+    nodes: Sequence[Node]
+    nodeclaims: Sequence[NodeClaim]
+    nodepools: Sequence[NodePool]
+    nodeclasses: Sequence[EC2NodeClass]
+    instance_types: Sequence[InstanceType]
+    daemonsets: Sequence[DaemonSet]
+    volumes: VolumeIndex
+    templates: TemplateCache
+    price_ceiling: float | None = None
+
+
 @dataclass(slots=True)
 class Entry:
     """An existing node as registered: the node, its pods' sums, its NodeClaim (if any), its place in registration
@@ -177,25 +194,25 @@ class Registration:
     again. A fork's bins are the base's: the solver copies them before it fills them (`shared`), which costs a
     fraction of registering them."""
 
-    def __init__(
-        self,
-        nodes: Sequence[Node],
-        nodeclaims: Sequence[NodeClaim],
-        nodepools: Sequence[NodePool],
-        nodeclasses: Sequence[EC2NodeClass],
-        instance_types: Sequence[InstanceType],
-        daemonsets: Sequence[DaemonSet],
-        volumes: VolumeIndex,
-        templates: TemplateCache,
-        price_ceiling: float | None = None,
-    ) -> None:
+    def __init__(self, inputs: SolveInputs) -> None:
+        nodes, templates = inputs.nodes, inputs.templates
         on_nodes = templates.node_pods_of(nodes)
         self.pools = Pools(
-            nodepools, nodeclasses, instance_types, daemonsets, nodes, on_nodes, nodeclaims, templates, price_ceiling
+            inputs.nodepools,
+            inputs.nodeclasses,
+            inputs.instance_types,
+            inputs.daemonsets,
+            nodes,
+            on_nodes,
+            inputs.nodeclaims,
+            templates,
+            inputs.price_ceiling,
         )
-        self.sources = (instance_types, daemonsets, templates)  # what a fork must be given too (see `fork`)
-        claim_of = claims_of(nodes, nodeclaims)
-        entries = [self._entry(n, p, claim_of.get(n.name), volumes) for n, p in zip(nodes, on_nodes, strict=True)]
+        self.sources = (inputs.instance_types, inputs.daemonsets, templates)  # what a fork must share (see `fork`)
+        claim_of = claims_of(nodes, inputs.nodeclaims)
+        entries = [
+            self._entry(n, p, claim_of.get(n.name), inputs.volumes) for n, p in zip(nodes, on_nodes, strict=True)
+        ]
         self.entries = sorted(entries, key=_entry_order)
         self.carrying = [p for p in on_nodes if p.pods]  # the sums of the nodes with pods, in the order of `nodes`
         self.shared = False
@@ -206,18 +223,7 @@ class Registration:
         order = (not initialized(node, claim), node.name)
         return Entry(node, pods, claim, order, node_bin(node, pods, claim, self.pools, volumes))
 
-    def fork(
-        self,
-        nodes: Sequence[Node],
-        nodeclaims: Sequence[NodeClaim],
-        nodepools: Sequence[NodePool],
-        nodeclasses: Sequence[EC2NodeClass],
-        instance_types: Sequence[InstanceType],
-        daemonsets: Sequence[DaemonSet],
-        volumes: VolumeIndex,
-        templates: TemplateCache,
-        price_ceiling: float | None = None,
-    ) -> Registration:
+    def fork(self, inputs: SolveInputs) -> Registration:
         """What `Registration(nodes, ...)` with these inputs would give, from this one: its entries of the nodes
         given as the same objects with the same NodeClaim are kept (their bins shared: `shared`), the other nodes
         registered, and the limits' counts and DaemonSets adjusted by the nodes taken away and added.
@@ -225,10 +231,11 @@ class Registration:
         Invariant: the fork's entries, bins, NodePools and limits equal a from-scratch registration's. When the
         catalog, DaemonSets or cache differ, or the nodes taken away change what the DaemonSets' running pods
         request, it is a from-scratch registration."""
-        inputs = (nodes, nodeclaims, nodepools, nodeclasses, instance_types, daemonsets, volumes, templates)
+        nodes, nodeclaims, templates = inputs.nodes, inputs.nodeclaims, inputs.templates
         assert not self.shared, "forks are made of a registration made from scratch"
-        if any(a is not b for a, b in zip(self.sources, (instance_types, daemonsets, templates), strict=True)):
-            return Registration(*inputs, price_ceiling)
+        shared = (inputs.instance_types, inputs.daemonsets, templates)
+        if any(a is not b for a, b in zip(self.sources, shared, strict=True)):
+            return Registration(inputs)
         index = self._index
         if index is None:
             index = self._index = _Index(self)
@@ -255,7 +262,7 @@ class Registration:
         # Not `node_pods_of`: it would drop the kept sums of every node but these few.
         added_pods = [templates.node_pods(n) for n in added]
         if not _same_daemonsets(index.daemons, [e.pods for e in gone], added_pods):
-            return Registration(*inputs, price_ceiling)
+            return Registration(inputs)
         counted = {pool: dict(values) for pool, values in index.counted.items()}
         for e in gone:
             add_counted(counted, *self.pools.node_counted(e.node), -1)
@@ -266,9 +273,11 @@ class Registration:
             if not (claim.node_name and (claim.node_name in kept_names or claim.node_name in added_names)):
                 add_counted(counted, claim.nodepool, self.pools.claim_capacity(claim), 1)
         other = object.__new__(Registration)
-        other.pools = self.pools.derive(nodepools, nodeclasses, counted, price_ceiling)
+        other.pools = self.pools.derive(inputs.nodepools, inputs.nodeclasses, counted, inputs.price_ceiling)
         other.sources = self.sources
-        fresh = [other._entry(n, p, claim_of.get(n.name), volumes) for n, p in zip(added, added_pods, strict=True)]
+        fresh = [
+            other._entry(n, p, claim_of.get(n.name), inputs.volumes) for n, p in zip(added, added_pods, strict=True)
+        ]
         other.entries = sorted([*kept, *fresh], key=_entry_order) if fresh else kept
         carrying = {e.node.name: e.pods for e in (*kept, *fresh) if e.pods.pods}
         other.carrying = [carrying[n.name] for n in nodes if n.name in carrying] if carrying else []

@@ -50,7 +50,7 @@ from nodewright.scheduling.classes import (
     build_classes,
     selector_keys,
 )
-from nodewright.scheduling.existing import Registration, inflight_bin
+from nodewright.scheduling.existing import Registration, SolveInputs, inflight_bin
 from nodewright.scheduling.finalize import Finalizer
 from nodewright.scheduling.nodepods import NodePods, node_pods
 from nodewright.scheduling.pools import PoolContext, ReqKey
@@ -65,24 +65,16 @@ class Solver:
 
     def __init__(
         self,
-        nodes: Sequence[Node],
-        nodeclaims: Sequence[NodeClaim],
-        nodepools: Sequence[NodePool],
-        nodeclasses: Sequence[EC2NodeClass],
-        instance_types: Sequence[InstanceType],
-        daemonsets: Sequence[DaemonSet],
-        volumes: VolumeIndex,
-        templates: TemplateCache,
+        inputs: SolveInputs,
         classes: list[PodClass],
-        price_ceiling: float | None = None,
         mix_below: int = MIX_BELOW_PODS,
         mix_depth: int = MIX_DEPTH,
         base: Registration | None = None,
     ) -> None:
         # The existing nodes as places pods can go, with the NodePools and their limits left: registered here, or
         # forked from `base`, the same cluster's nodes registered once for many solves (see `Registration.fork`).
-        inputs = (nodes, nodeclaims, nodepools, nodeclasses, instance_types, daemonsets, volumes, templates)
-        existing = base.fork(*inputs, price_ceiling) if base is not None else Registration(*inputs, price_ceiling)
+        existing = base.fork(inputs) if base is not None else Registration(inputs)
+        nodes, nodeclaims = inputs.nodes, inputs.nodeclaims
         self.pools = existing.pools
         # What each claim's nominated pods add up to, read instead of the pods.
         nominated = [node_pods(c.nominated_pods) for c in nodeclaims]
@@ -93,7 +85,7 @@ class Solver:
         self.look_ahead = LookAhead(self.classes, mix_below, mix_depth)
         self.claims = Claims(self.pools, self.topology, self.look_ahead)
         self.bins = self.claims.bins  # every place pods can go, in placement order (shared, not copied)
-        registered = self._register_existing(existing, nodes, nodeclaims, nominated, volumes)
+        registered = self._register_existing(existing, nodes, nodeclaims, nominated, inputs.volumes)
         # Existing nodes and claims in flight come first in `bins`; their domains are topology domains.
         self.topology.existing = list(self.bins)
         # Pending pods some already hold (a claim in flight lists the pods it was launched for), by bin name.
@@ -619,8 +611,10 @@ def solve(
         volumes = VolumeIndex(pvcs, pvs, storage_classes)
         templates = templates if templates is not None else TemplateCache()
         classes = pod_classes(pods, nodes, nodeclaims, volumes, templates)
-        inputs = (nodes, nodeclaims, nodepools, nodeclasses, instance_types, daemonsets, volumes, templates, classes)
-        return _best_plan(Solver(*inputs, price_ceiling, base=base))
+        inputs = SolveInputs(
+            nodes, nodeclaims, nodepools, nodeclasses, instance_types, daemonsets, volumes, templates, price_ceiling
+        )
+        return _best_plan(Solver(inputs, classes, base=base))
 
 
 def _best_plan(solver: Solver) -> Results:
