@@ -76,7 +76,7 @@ NODECLAIMS = "/apis/nodewright.io/v1/nodeclaims"
 # The child: a planner container's life, one tick per line read from stdin, its memory size enforced.
 CHILD = """
 import collections, importlib.util, json, os, resource, sys, threading, time
-from nodewright.adapters import kubernetes_cluster
+from nodewright.adapters import apiserver
 
 limit_mb = int(sys.argv[2])
 page = os.sysconf("SC_PAGE_SIZE")
@@ -92,13 +92,13 @@ def enforce():
 threading.Thread(target=enforce, daemon=True).start()
 
 requests = []
-send = kubernetes_cluster.ApiServer.request
+send = apiserver.ApiServer.request
 def counted(self, method, path, query=(), body=None, headers=None):
     started = time.perf_counter()
     status, data = send(self, method, path, query, body, headers)
     requests.append((method, len(data), path, time.perf_counter() - started))
     return status, data
-kubernetes_cluster.ApiServer.request = counted
+apiserver.ApiServer.request = counted
 
 # AWS calls and their time (moto's answer included): where a tick's wall time goes besides the API server.
 from botocore.client import BaseClient

@@ -63,7 +63,7 @@ UNSCHEDULABLE = {"type": "PodScheduled", "status": "False", "reason": "Unschedul
 # The child: a Lambda container's life for two invocations, with the first CreateFleet timed at the client.
 CHILD = """
 import importlib.util, json, resource, sys, time
-from nodewright.adapters import ec2_launcher, kubernetes_cluster
+from nodewright.adapters import apiserver, ec2_launcher
 
 first_fleet = []
 create_fleet = ec2_launcher.Ec2Cloud.create_fleet
@@ -73,14 +73,14 @@ def timed_fleet(self, request):
 ec2_launcher.Ec2Cloud.create_fleet = timed_fleet
 
 requests = []
-send = kubernetes_cluster.ApiServer.request
+send = apiserver.ApiServer.request
 def counted(self, method, path, query=(), body=None, headers=None):
     started = time.perf_counter()
     status, data = send(self, method, path, query, body, headers)
     took = time.perf_counter() - started
     requests.append((method, path, dict(query).get("fieldSelector", ""), len(data), took, started))
     return status, data
-kubernetes_cluster.ApiServer.request = counted
+apiserver.ApiServer.request = counted
 
 # AWS calls, with when they started: what the first CreateFleet waited for.
 from botocore.client import BaseClient
@@ -511,10 +511,11 @@ def measure_provisioner(
 
 
 def measure_interruption(state: lw.WorldState, outputs: dict[str, str]) -> None:
+    from nodewright.adapters.apiserver import ApiServer
     from nodewright.adapters.dynamodb_state import DynamoDBState
     from nodewright.adapters.ec2_launcher import Ec2Cloud
     from nodewright.adapters.eks_token import EksTokenSource
-    from nodewright.adapters.kubernetes_cluster import ApiServer, KubernetesCluster
+    from nodewright.adapters.kubernetes_cluster import KubernetesCluster
     from nodewright.service.interrupt import handle_message
 
     # Deciding about a foreign instance takes EC2 alone; the cluster port is real, and counted, to show it.

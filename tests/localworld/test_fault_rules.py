@@ -209,7 +209,7 @@ def test_a_killed_invocation_stops_before_the_call_and_every_later_one_in_any_th
     import boto3
     from botocore.stub import Stubber
 
-    from nodewright.adapters.kubernetes_cluster import ApiServer
+    from nodewright.adapters.apiserver import ApiServer
     from nodewright.localworld.lambda_seam import install_step_hooks, running
 
     install_step_hooks()
@@ -226,7 +226,7 @@ def test_a_killed_invocation_stops_before_the_call_and_every_later_one_in_any_th
         stub.assert_no_pending_responses()  # PutItem was never sent
 
     faults.replace({"kill": [{"function": "Provisioner", "after": "k8s:GET /api/v1/nodes"}]})
-    api = ApiServer("https://127.0.0.1:1", None, lambda: "token")
+    api = ApiServer("https://127.0.0.1:1", None, lambda: "token", 1)
     with running("stack-Provisioner-1", faults) as invocation:
         with ThreadPoolExecutor(max_workers=1) as pool:
             # A handler's worker thread belongs to its invocation; the kill is raised there and surfaces in the handler.

@@ -12,7 +12,8 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from nodewright.adapters.kubernetes_cluster import MERGE_PATCH, ApiError, ApiServer, KubernetesCluster
+from nodewright.adapters.apiserver import ApiError, ApiServer
+from nodewright.adapters.kubernetes_cluster import CONNECTIONS, MERGE_PATCH, KubernetesCluster
 from nodewright.model.conditions import Condition
 from nodewright.ports import BLOCKED, EVICTED
 from nodewright.tags import CORDONED
@@ -75,7 +76,7 @@ def _cluster(server: _Server, tokens: list[str]) -> KubernetesCluster:
     def token() -> str:
         return issued.pop(0) if len(issued) > 1 else issued[0]
 
-    return KubernetesCluster(ApiServer(server.url + "/", None, token), clock=lambda: 0.0)
+    return KubernetesCluster(ApiServer(server.url + "/", None, token, CONNECTIONS), clock=lambda: 0.0)
 
 
 def test_lists_follow_continue_tokens_and_fill_in_kind_and_drop_managed_fields(server: _Server) -> None:

@@ -205,7 +205,7 @@ def test_the_transport_streams_a_watch_line_by_line_across_chunks_and_raises_an_
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    from nodewright.adapters.kubernetes_cluster import ApiError, ApiServer
+    from nodewright.adapters.apiserver import ApiError, ApiServer
 
     events = [json.dumps({"type": "ADDED", "object": {"metadata": {"name": f"o{i}"}}}).encode() for i in range(3)]
 
@@ -236,7 +236,7 @@ def test_the_transport_streams_a_watch_line_by_line_across_chunks_and_raises_an_
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        api = ApiServer(f"http://127.0.0.1:{server.server_address[1]}", None, lambda: "t")
+        api = ApiServer(f"http://127.0.0.1:{server.server_address[1]}", None, lambda: "t", 1)
         assert list(api.stream("/api/v1/nodes", [("watch", "1")], {"Accept-Encoding": "gzip"})) == events
         early = api.stream("/api/v1/nodes", [("watch", "1")], {})
         assert next(early) == events[0]

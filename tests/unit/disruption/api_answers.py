@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 
-from nodewright.adapters.kubernetes_cluster import ApiServer
+from nodewright.adapters.apiserver import ApiServer
 
 
 class Answers(ApiServer):

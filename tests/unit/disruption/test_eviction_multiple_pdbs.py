@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from api_answers import Answers
 
-from nodewright.adapters.kubernetes_cluster import MULTIPLE_PDBS_MESSAGE, ApiError, KubernetesCluster
+from nodewright.adapters.apiserver import ApiError
+from nodewright.adapters.kubernetes_cluster import MULTIPLE_PDBS_MESSAGE, KubernetesCluster
 from nodewright.ports import BLOCKED
 
 

@@ -37,13 +37,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any
-from urllib.parse import urlencode
 
+from nodewright.adapters.apiserver import ApiError, ApiServer
 from nodewright.adapters.informer import PROOF_WATCH_SECONDS, WATCH_SECONDS, Informers, informers_for
 from nodewright.adapters.slim import slim
 from nodewright.model.conditions import Condition, merge_conditions
@@ -82,12 +82,12 @@ CLUSTER_LISTS: tuple[tuple[str, str, str, tuple[tuple[str, str], ...]], ...] = (
 MERGE_PATCH = "application/merge-patch+json"
 COMPONENT = "nodewright"
 _EVENT_WORKERS = 8
-CONNECT_TIMEOUT_SECONDS = 5.0
+# The connections one ApiServer pools: as many as `record_events` or an incremental `read()` uses threads.
+CONNECTIONS = max(_EVENT_WORKERS, len(NODEPOOLS) + len(NODECLASSES) + 1 + len(CLUSTER_LISTS))
 # The API server's answer (HTTP 500) to an Eviction of a pod more than one PodDisruptionBudget selects.
 MULTIPLE_PDBS_MESSAGE = (
     "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
 )
-READ_TIMEOUT_SECONDS = 30.0
 # The provisioner's informers (`read_for_provisioning`, `nodeclaims`) list a list smaller than this again instead of
 # watching it: a watch may take a second to prove it is current, a few hundred objects take less to list and parse.
 WATCH_FROM_OBJECTS = 1000
@@ -153,78 +153,6 @@ def selector_string(selector: LabelSelector) -> str:
     return ",".join(parts)
 
 
-class ApiError(Exception):
-    """The API server answered with an error status."""
-
-    def __init__(self, status: int, method: str, path: str, body: str) -> None:
-        super().__init__(f"{method} {path}: HTTP {status}: {body[:500]}")
-        self.status = status
-        self.body = body
-
-
-class ApiServer:
-    """HTTP(S) requests to one Kubernetes API server, each with a fresh-enough bearer token.
-
-    `endpoint` is the server's base URL; `ca_pem` the PEM bundle that signs its certificate (None: the
-    system's trust store); `token()` is called per request and is expected to cache (EksTokenSource does).
-    Connection failures are retried (the request never reached the server); a request that reached it is
-    retried only when it is idempotent and the read failed, and HTTP error statuses are returned, not retried.
-    The pool holds as many connections as `record_events` or an incremental `read()` uses threads.
-    """
-
-    def __init__(self, endpoint: str, ca_pem: str | None, token: Callable[[], str]) -> None:
-        import urllib3
-
-        self._base = endpoint.rstrip("/")
-        self._token = token
-        self._pool = urllib3.PoolManager(
-            num_pools=1,
-            maxsize=max(_EVENT_WORKERS, len(NODEPOOLS) + len(NODECLASSES) + 1 + len(CLUSTER_LISTS)),
-            cert_reqs="CERT_REQUIRED",
-            ca_cert_data=ca_pem,
-            retries=urllib3.Retry(total=3, connect=3, read=1, status=0, backoff_factor=0.2, redirect=False),
-            timeout=urllib3.Timeout(connect=CONNECT_TIMEOUT_SECONDS, read=READ_TIMEOUT_SECONDS),
-        )
-
-    @property
-    def endpoint(self) -> str:
-        """The server's base URL (what a process's informers are kept by)."""
-        return self._base
-
-    def request(
-        self,
-        method: str,
-        path: str,
-        query: Sequence[tuple[str, str]] = (),
-        body: bytes | None = None,
-        headers: Mapping[str, str] | None = None,
-    ) -> tuple[int, bytes]:
-        """Send one request; returns (HTTP status, body bytes)."""
-        url = self._base + path + (f"?{urlencode(list(query))}" if query else "")
-        sent = {**(headers or {}), "Authorization": f"Bearer {self._token()}"}
-        response = self._pool.request(method, url, body=body, headers=sent, redirect=False)
-        return int(response.status), bytes(response.data)
-
-    def stream(self, path: str, query: Sequence[tuple[str, str]], headers: Mapping[str, str]) -> Iterator[bytes]:
-        """A GET's body line by line as it arrives (a watch); an error status raises ApiError. Closing the
-        iterator before the end drops the connection instead of waiting for the server to end the body."""
-        url = self._base + path + (f"?{urlencode(list(query))}" if query else "")
-        sent = {**headers, "Authorization": f"Bearer {self._token()}"}
-        response = self._pool.request("GET", url, headers=sent, redirect=False, preload_content=False)
-        try:
-            if response.status >= 400:
-                raise ApiError(int(response.status), "GET", path, response.read().decode(errors="replace"))
-            pending = b""
-            for chunk in response.stream(2**16, decode_content=True):
-                *lines, pending = (pending + chunk).split(b"\n")
-                yield from lines
-            if pending:
-                yield pending
-        finally:
-            response.close()
-            response.release_conn()
-
-
 class KubernetesCluster:
     """Cluster port over the Kubernetes REST API (see the module doc)."""
 
@@ -244,7 +172,7 @@ class KubernetesCluster:
         `read()` follows its lists with watches, in stores the process keeps by endpoint (`informers_for`)."""
         cluster = eks.describe_cluster(name=cluster_name)["cluster"]
         ca_pem = base64.b64decode(cluster["certificateAuthority"]["data"]).decode()
-        api = ApiServer(str(cluster["endpoint"]), ca_pem, token_source.token)
+        api = ApiServer(str(cluster["endpoint"]), ca_pem, token_source.token, CONNECTIONS)
         # Kept by endpoint and CA: a cluster made again at the same address starts its resourceVersions anew, and
         # a watch from the old cluster's resourceVersion must not be applied to its objects.
         kept = f"{api.endpoint} {hashlib.sha256(ca_pem.encode()).hexdigest()[:16]}"

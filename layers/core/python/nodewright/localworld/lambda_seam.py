@@ -102,7 +102,7 @@ def install_step_hooks() -> None:
     from botocore.client import BaseClient
     from botocore.exceptions import ClientError
 
-    from nodewright.adapters.kubernetes_cluster import ApiServer
+    from nodewright.adapters.apiserver import ApiServer
 
     # Private to botocore and absent from its stubs, but the one place every client's every call passes.
     make_api_call = getattr(BaseClient, "_make_api_call")  # noqa: B009
