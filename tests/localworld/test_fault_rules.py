@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -260,3 +260,57 @@ def test_work_chained_through_done_callbacks_still_belongs_to_the_invocation() -
         first.submit(lambda: None).add_done_callback(created)
         chained.result(timeout=5)
     assert seen == ["stack-Provisioner-1"]
+
+
+def test_a_watch_is_its_own_step_and_a_kill_after_a_line_stops_the_container_mid_stream() -> None:
+    from nodewright.adapters.apiserver import ApiServer
+    from nodewright.localworld.lambda_seam import install_step_hooks, running
+
+    sent: list[str] = []
+
+    class Body:
+        """A watch's response as urllib3 hands it over: three event lines, each read counted."""
+
+        status = 200
+
+        def __init__(self, path: str) -> None:
+            self.path = path
+
+        def stream(self, size: int, decode_content: bool) -> Iterator[bytes]:
+            for n in range(3):
+                sent.append(f"{self.path}#{n}")
+                yield f'{{"type":"ADDED","n":{n}}}\n'.encode()
+
+        def close(self) -> None: ...
+
+        def release_conn(self) -> None: ...
+
+    class Pool:
+        def request(self, method: str, url: str, **kwargs: Any) -> Body:
+            return Body(url.removeprefix("https://127.0.0.1:1").partition("?")[0])
+
+    install_step_hooks()
+    api = ApiServer("https://127.0.0.1:1", None, lambda: "token", 1)
+    api._pool = Pool()  # type: ignore[assignment]  # the socket only; the stream and its hook are real
+    faults = Faults()
+    # A rule on the list's GET does not fire on a watch of the same path.
+    faults.replace({"kill": [{"function": "Planner", "after": "k8s:GET /api/v1/nodes"}]})
+    with running("stack-Planner", faults):
+        assert len(list(api.stream("/api/v1/nodes", [("watch", "1")], {}))) == 3
+    assert faults.to_json()["kill"][0]["fired"] == 0
+
+    sent.clear()
+    faults.replace({"kill": [{"function": "Planner", "after": "k8s:WATCH /api/v1/nodes$"}]})
+    lines: list[bytes] = []
+    with running("stack-Planner", faults), pytest.raises(InvocationKilled) as killed:
+        for line in api.stream("/api/v1/nodes", [("watch", "1")], {}):
+            lines.append(line)
+    # The first line arrived and killed the container before the handler saw it; nothing more was read.
+    assert killed.value.step == "k8s:WATCH /api/v1/nodes" and lines == []
+    assert sent == ["/api/v1/nodes#0"]
+
+    faults.replace({"kill": [{"function": "Planner", "before": "k8s:WATCH /apis/"}]})
+    sent.clear()
+    with running("stack-Planner", faults), pytest.raises(InvocationKilled):
+        next(api.stream("/apis/karpenter.sh/v1/nodeclaims", [("watch", "1")], {}))
+    assert sent == []

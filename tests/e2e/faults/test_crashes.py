@@ -5,7 +5,9 @@ Bounds proved:
 - a planner killed after taking a decision's lease and before StartExecution: the node is not started on while the
   lease's start grace (60 s) runs, and the first tick after it starts the workflow, which finishes;
 - a provisioner killed right after CreateFleet answered (before it recorded the instance on its NodeClaim): the
-  NodeClaim adopts that instance and the pod runs on it; one instance is ever launched for the pod.
+  NodeClaim adopts that instance and the pod runs on it; one instance is ever launched for the pod;
+- a planner killed mid-watch (after the first line of its NodeClaims watch, with the NodeClaim's deletion in it):
+  the warm container's store stays at the last event it applied, and the next tick starts the deletion's workflow.
 """
 
 from __future__ import annotations
@@ -101,3 +103,27 @@ def test_a_provisioner_killed_after_create_fleet_has_its_instance_adopted_and_ne
     [pod] = running(world, namespace)
     node = world.core.read_node(pod.spec.node_name)
     assert node.spec.provider_id.endswith(launched["InstanceId"])
+
+
+def test_a_planner_killed_mid_watch_resumes_from_its_store_and_the_next_tick_acts_on_the_change(
+    local_world: World, namespace: str, stack: Stack, pool_factory: Any
+) -> None:
+    world = local_world
+    pool = pool_factory(spot("c6i.large"))
+    deployment(world, namespace, pool, "web", 1, "250m", "256Mi")
+    claim, node = registered(world, stack, namespace, pool, 1)
+    name = claim["metadata"]["name"]
+    tick(stack)  # the warm container now follows its lists with watches
+
+    planner = stack.outputs["PlannerFunctionName"]
+    world.set_faults({"kill": [{"function": planner, "after": "k8s:WATCH /apis/nodewright.io/v1/nodeclaims"}]})
+    client.CustomObjectsApi(world.api_client).delete_cluster_custom_object("nodewright.io", "v1", "nodeclaims", name)
+    invoke_dying(world, planner, b"{}")
+    assert world.faults()["kill"][0]["fired"] == 1
+    world.set_faults({})
+
+    [entry] = [s for s in tick(stack)["started"] if s["nodeclaim"] == name]
+    assert entry["reason"] == DELETED
+    finished = stack.finish(execution_named(stack, entry["execution"]), timeout=300)
+    assert finished["status"] == "SUCCEEDED", finished
+    assert not world.core.list_node(field_selector=f"metadata.name={node.metadata.name}").items

@@ -8,7 +8,7 @@ import copy
 import json
 import random
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -351,3 +351,33 @@ def test_clusters_made_from_eks_in_one_process_share_their_informers_only_when_i
     assert other._informers is not first._informers and off._informers is None
     assert remade._informers is not first._informers  # a cluster made again at the same address (a new CA)
     reset()
+
+
+class _Killed(BaseException):
+    """A container killed mid-watch (the local world's InvocationKilled): not an Exception, so nothing retries it."""
+
+
+def test_a_watch_killed_mid_stream_leaves_the_store_at_the_last_event_applied_and_the_next_sync_resumes() -> None:
+    informer = Informer(lambda d: d)
+
+    def doc(name: str, version: str) -> dict[str, Any]:
+        return {"metadata": {"name": name, "resourceVersion": version}}
+
+    informer.sync(lambda: ([doc("a", "5"), doc("b", "5")], "5"), lambda rv: iter(()))
+    asked: list[str] = []
+
+    def dying(rv: str) -> Iterator[bytes]:
+        asked.append(rv)
+        yield json.dumps({"type": "MODIFIED", "object": doc("a", "6")}).encode()
+        raise _Killed
+
+    with pytest.raises(_Killed):
+        informer.sync(lambda: pytest.fail("a killed container lists nothing more"), dying)
+    assert informer.resource_version == "6" and informer.lists == 1
+
+    def resumed(rv: str) -> Iterator[bytes]:
+        asked.append(rv)
+        yield json.dumps({"type": "DELETED", "object": doc("b", "7")}).encode()
+
+    assert informer.sync(lambda: pytest.fail("resumes from its store"), resumed) == [doc("a", "6")]
+    assert asked == ["5", "6"] and informer.lists == 1

@@ -19,10 +19,11 @@ the identity the handler presents (for example inside an EKS token) is the role'
 Environment variables are process-wide, so invocations are serialized by a lock.
 
 Kill rules (`faults.KillRule`) stop an invocation at a named step: every AWS call a handler makes goes through
-botocore's `BaseClient._make_api_call` and every Kubernetes request through the adapter's `ApiServer.request`;
-both are wrapped once, and consult the rules only inside an invocation (a context variable, carried into the
-handler's thread pools), so moto's own clients (Step Functions calling Lambda) are never stopped. Once killed,
-every later call of the invocation is refused too: a dead container sends nothing more.
+botocore's `BaseClient._make_api_call`, every Kubernetes request through the adapter's `ApiServer.request` and
+every watch through its `ApiServer.stream` (step `k8s:WATCH <path>`, "after" checked on each line received). All
+are wrapped once, and consult the rules only inside an invocation (a context variable, carried into the handler's
+thread pools), so moto's own clients (Step Functions calling Lambda) are never stopped. Once killed, every later
+call of the invocation is refused too: a dead container sends nothing more.
 """
 
 from __future__ import annotations
@@ -140,6 +141,23 @@ def install_step_hooks() -> None:
         return answer
 
     setattr(ApiServer, "request", kubernetes_request)  # noqa: B010
+
+    stream = ApiServer.stream
+
+    def kubernetes_watch(self: Any, path: str, *args: Any, **kwargs: Any) -> Iterator[bytes]:
+        # A watch is its own verb (as in the API server's audit log), so a rule on a list's GET does not fire on it.
+        invocation = _CURRENT.get()
+        if invocation is None:
+            yield from stream(self, path, *args, **kwargs)
+            return
+        step = f"k8s:WATCH {path}"
+        invocation.step("before", step)
+        for line in stream(self, path, *args, **kwargs):
+            # Each line is an answer that arrived: a kill "after" one stops the container mid-watch.
+            invocation.step("after", step)
+            yield line
+
+    setattr(ApiServer, "stream", kubernetes_watch)  # noqa: B010
 
     submit = ThreadPoolExecutor.submit
     add_done_callback = Future.add_done_callback
