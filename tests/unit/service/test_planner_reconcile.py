@@ -4,6 +4,7 @@ starter that died before StartExecution, and one failed StartExecution that does
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -14,6 +15,7 @@ from nodewright.adapters.memory import InMemoryCluster, InMemoryState, InMemoryW
 from nodewright.disruption.commands import DELETED, INSTANCE_STOPPING
 from nodewright.disruption.lease import LEASE_SECONDS, START_GRACE_SECONDS, lock_name
 from nodewright.disruption.reconcile import GONE_GRACE_SECONDS
+from nodewright.ports import Instance
 from nodewright.service.plan import PlannerPorts, TickResult, tick
 from nodewright.tags import CORDONED
 
@@ -170,3 +172,45 @@ def test_a_drained_node_whose_nodeclaim_is_being_deleted_is_not_given_back_its_d
     assert node(cluster)["spec"]["unschedulable"] is True
     [started] = result.started
     assert (started["nodeclaim"], started["reason"]) == (claim, DELETED)
+
+
+class _CountingCloud(FakeCloud):
+    """EC2 that counts how the tick reads it: listings of the cluster's live instances, and descriptions by id."""
+
+    def __init__(self, cloud: FakeCloud, listing_fails: bool = False) -> None:
+        self.__dict__.update(cloud.__dict__)
+        self.listings, self.described, self.listing_fails = 0, [], listing_fails
+
+    def capacity_instances(self) -> Sequence[Instance]:
+        self.listings += 1
+        if self.listing_fails:
+            raise RuntimeError("RequestLimitExceeded")
+        return super().capacity_instances()
+
+    def describe_instances(self, instance_ids: Iterable[str]) -> Sequence[Instance]:
+        self.described.append(sorted(instance_ids))
+        return super().describe_instances(instance_ids)
+
+
+def test_a_tick_lists_the_live_instances_once_and_describes_by_id_only_those_not_in_the_listing() -> None:
+    cluster, cloud, state, clock, claim, instance = running_node()
+    counting = _CountingCloud(cloud)
+    ports, _ = ticking(cluster, counting, state, clock)
+    assert tick(ports).repaired == []
+    assert (counting.listings, counting.described) == (1, [])  # drift, reconciliation and the GC share one listing
+
+    counting.instances[instance] = replace(counting.instances[instance], state="terminated")
+    assert [(r["kind"], r["nodeclaim"]) for r in tick(ports).repaired] == [("forget", claim)]
+    assert (counting.listings, counting.described) == (2, [[instance]])  # not live: described by its id
+
+
+def test_a_listing_ec2_refuses_skips_the_garbage_collection_but_not_the_fleets_description() -> None:
+    cluster, cloud, state, clock, claim, instance = running_node()
+    counting = _CountingCloud(cloud, listing_fails=True)
+    counting.instances[instance] = replace(counting.instances[instance], state="stopped")
+    ports, _ = ticking(cluster, counting, state, clock)
+    result = tick(ports)
+    assert "instance garbage collection: RuntimeError: RequestLimitExceeded" in result.problems
+    assert counting.described == [[instance]] and result.collected == []
+    [started] = result.started  # the stopped instance is still seen, through its description
+    assert (started["nodeclaim"], started["reason"]) == (claim, INSTANCE_STOPPING)
