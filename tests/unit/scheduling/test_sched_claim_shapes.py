@@ -204,4 +204,5 @@ def test_an_alternative_run_is_ranked_as_its_finished_plan_would_be(seed: int) -
         solver_module.solve(cluster.pending, **cluster.solve_kwargs())
     finally:
         solver_module.Solver.rank = rank  # type: ignore[method-assign]
-    assert len(ranked) == 2, "the cluster must run the look-ahead's two alternatives"
+    # The first run is ranked too, then each alternative that runs (one may be known to plan as another).
+    assert len(ranked) >= 2, "the cluster must run one of the look-ahead's alternatives at least"

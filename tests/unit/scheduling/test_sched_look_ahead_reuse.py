@@ -83,7 +83,13 @@ def test_every_reused_look_ahead_is_what_a_fresh_scan_answers(seed: int, catalog
 def mix(cap: int, most: int) -> Mix:
     """A remembered answer: 3 pods of the class, then 2 of the (1000m, 1Gi) pods; sizes A then B pending."""
     return Mix(
-        chosen=None, fill=[((1000, GiB), 2)], needed={(1000, GiB): 2, (500, GiB): 1}, pending=[A, B], cap=cap, most=most
+        chosen=None,
+        fill=[((1000, GiB), 2)],
+        needed={(1000, GiB): 2, (500, GiB): 1},
+        pending=[A, B],
+        cap=cap,
+        most=most,
+        reach=1,
     )  # type: ignore[arg-type]
 
 

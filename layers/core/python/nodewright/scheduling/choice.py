@@ -51,7 +51,9 @@ class Mix:
     pods fill the rest of the node; `needed`: per size, the most pods any configuration the scan scored took
     (counts at or above it give every score the same value); `pending`: the sizes (cpu, memory, price per
     pod) that were pending, in order; `cap` and `most`: the cap on the class's pods and the most of them
-    any scored type holds.
+    any scored type holds; `reach`: the depth the chosen count needs (1 when it is the most the chosen type
+    holds under the cap, 0 when no type was scored): a scan of a smaller depth, at least `reach`, answers
+    the same (`LookAhead.same_run`).
     """
 
     chosen: tuple[Candidate, int]
@@ -60,6 +62,7 @@ class Mix:
     pending: list[tuple[int, int, float]]
     cap: int
     most: int
+    reach: int
 
     def holds_for(self, cap: int, others: list[_Pending]) -> bool:
         """Whether the scan would answer the same for this cap and these pending pods.
@@ -192,6 +195,9 @@ class LookAhead:
         # whether a mix was weighed or skipped with free pods to come (where other settings may choose otherwise).
         self.skipped = False
         self.varies = False
+        # The deepest count below the most that a chosen mix of this run took (see `Mix.reach`): a run with the
+        # same `mix_below` and a depth from `reach` up to this one's makes every choice alike (`same_run`).
+        self.reach = 0
         # Per group of node constraints, the free classes in placement order with their positions.
         self.placing = 0
         self.free_groups: dict[tuple[object, ...], list[tuple[int, PodClass]]] = {}
@@ -220,6 +226,18 @@ class LookAhead:
         """Whether `solve` should also plan with its other look-ahead settings: a look-ahead was skipped, and
         the run made a choice they may make differently (otherwise, class by class, they choose alike)."""
         return self.skipped and self.varies
+
+    def same_run(self, mix_below: int, mix_depth: int) -> bool:
+        """After a run, whether a run of the same classes from the same start with these settings would make every
+        choice this one made, and so the same plan.
+
+        With the same `mix_below` the same classes are looked ahead for. A scan of a smaller depth scores a subset
+        of the configurations (the first counts below the most of each type), in the same order; its pruning bound
+        is never tighter, since its best so far is never better, so it reaches every type this scan reached, and
+        scores are totally ordered (count and name break ties): when this scan's winner is in the subset
+        (`reach` <= the depth), it wins there too, and beyond the types this scan reached every score is above
+        the bound it stopped at. So every look-ahead answers alike, and, step by step, the runs are the same."""
+        return mix_below == self.mix_below and self.reach <= mix_depth <= self.mix_depth
 
     def mixed_choice(
         self,
@@ -258,6 +276,7 @@ class LookAhead:
         mix = self.mixes.get(key)
         if mix is None or not mix.holds_for(cap, others):
             mix = self.mixes[key] = self._best_mix(compat, cls, cap, rate, others, choice)
+        self.reach = max(self.reach, mix.reach)
         groups = {(o[0], o[1]): o[4] for o in others}
         self._promise([(groups[size], n) for size, n in mix.fill])
         return mix.chosen
@@ -298,7 +317,7 @@ class LookAhead:
         chosen: tuple[Candidate, int] = choice
         fill: list[tuple[_Size, int]] = []
         needed: dict[_Size, int] = {}
-        largest = 0
+        largest = reach = 0
         need_cpu, need_memory = cls.requests.get(CPU, 0), cls.requests.get(MEMORY, 0)
         # No node holds more value than its cpu (or memory, or pod slots) times the best value per unit of
         # it among these pods: candidates are visited by that optimistic score and the scan stops once it
@@ -336,8 +355,8 @@ class LookAhead:
                         cpu, memory, slots = cpu - n * other_cpu, memory - n * other_memory, slots - n
                 score = (-value / price, -k, price, candidate.it.name)
                 if best is None or score < best:
-                    best, chosen, fill = score, (candidate, k), taken
-        return Mix(chosen, fill, needed, [(o[0], o[1], o[3]) for o in others], cap, largest)
+                    best, chosen, fill, reach = score, (candidate, k), taken, most - k + 1
+        return Mix(chosen, fill, needed, [(o[0], o[1], o[3]) for o in others], cap, largest, reach)
 
     def _promise(self, fill: list[tuple[list[PodClass], int]]) -> None:
         """Count the pods a new claim was sized to take as spoken for, so no later claim counts on them."""

@@ -32,6 +32,9 @@ _Finalized = tuple[
 ]
 
 
+_BASICS = frozenset((CPU, MEMORY, PODS))
+
+
 class Finalizer:
     """Turns the new claims of one run into PlannedNodeClaims; claims alike share the work."""
 
@@ -110,17 +113,21 @@ class Finalizer:
         assert b.chosen is not None
         chosen: list[Candidate] = []
         used = b.used
-        need = (used.get(CPU, 0), used.get(MEMORY, 0), used.get(PODS, 0))
-        for index in compat.with_cpu(need[0]):
-            candidate = compat.candidates[index][1]
-            cpu, memory, pod_slots = compat.basics[index]
-            if cpu < need[0] or memory < need[1] or pod_slots < need[2]:
+        need_cpu, need_memory, need_pods = used.get(CPU, 0), used.get(MEMORY, 0), used.get(PODS, 0)
+        # Pods that request only cpu, memory and pods fit where the quick test passes: the full test is for others.
+        basic = used.keys() <= _BASICS
+        exotic, budget = b.chosen.exotic, b.limit_budget
+        candidates, basics = compat.candidates, compat.basics
+        for index in compat.with_cpu(need_cpu):
+            cpu, memory, pod_slots = basics[index]
+            if cpu < need_cpu or memory < need_memory or pod_slots < need_pods:
                 continue  # the quick test on the three resources every pod requests
-            if candidate.exotic and not b.chosen.exotic:
+            candidate = candidates[index][1]
+            if candidate.exotic and not exotic:
                 continue
-            if b.limit_budget is not None and not within(candidate.capacity, b.limit_budget):
+            if budget is not None and not within(candidate.capacity, budget):
                 continue
-            if res.fits(used, candidate.allocatable):
+            if basic or res.fits(used, candidate.allocatable):
                 chosen.append(candidate)
                 if len(chosen) == MAX_INSTANCE_TYPES:
                     break

@@ -614,7 +614,12 @@ def solve(
         inputs = SolveInputs(
             nodes, nodeclaims, nodepools, nodeclasses, instance_types, daemonsets, volumes, templates, price_ceiling
         )
-        return _best_plan(Solver(inputs, classes, base=base))
+        results = _best_plan(Solver(inputs, classes, base=base))
+        # What the solve built (the NodePools' templates, when the caller keeps none, and the pod classes) is freed
+        # here, while the collector is off: alive when it comes back on, it would all be young objects for the
+        # collection that the solve's allocations have made due, walked for nothing.
+        del inputs, classes, templates, volumes
+        return results
 
 
 def _best_plan(solver: Solver) -> Results:
@@ -624,23 +629,36 @@ def _best_plan(solver: Solver) -> Results:
     # last alternative runs on it, the others on copies of it made before it runs.
     *firsts, last = MIX_ALTERNATIVES
     start = solver.fork(*last) if solver.look_ahead.may_skip else None
-    results = solver.run()
-    if start is not None and solver.look_ahead.mix_skipped:
-        # The look-ahead left out classes of many large pods per node; plans that include them are tried
-        # too and the best kept: fewest unschedulable pods, then lowest price, then fewest NodeClaims (ties
-        # keep the earlier plan, so the choice is as deterministic as each plan).
-        runs = [*(start.fork(below, depth) for below, depth in firsts), start]
-        while runs:
-            run = runs.pop(0)  # a run is dropped once done: only the plans kept live on
-            run.place()
-            rank, plan = run.rank(), None
-            if rank is None:
-                plan = run._results()
-                rank = _plan_rank(plan)
-            if rank < _plan_rank(results):
-                results = plan if plan is not None else run._results()
-            del run, plan  # the next run does not keep this one's bins alive
-    return results
+    solver.place()
+    if start is None or not solver.look_ahead.mix_skipped:
+        return solver._results()
+    # The look-ahead left out classes of many large pods per node; plans that include them are tried too and
+    # the best kept: fewest unschedulable pods, then lowest price, then fewest NodeClaims (ties keep the earlier
+    # plan, so the choice is as deterministic as each plan). A run is ranked before its claims are finished
+    # (`Solver.rank`) and finished only once it is known to be kept, as the first run is too.
+    best, (best_rank, plan) = solver, _ranked(solver)
+    runs = [*(start.fork(below, depth) for below, depth in firsts), start]
+    done: list[LookAhead] = []
+    while runs:
+        run = runs.pop(0)  # a run is dropped once done: only the best lives on
+        if any(d.same_run(run.look_ahead.mix_below, run.look_ahead.mix_depth) for d in done):
+            continue  # it would make an earlier alternative's plan again, which ranks no better than itself
+        run.place()
+        done.append(run.look_ahead)
+        rank, run_plan = _ranked(run)
+        if rank < best_rank:
+            best, best_rank, plan = run, rank, run_plan
+        del run, run_plan  # the next run does not keep this one's bins alive unless it is the best
+    return plan if plan is not None else best._results()
+
+
+def _ranked(run: Solver) -> tuple[tuple[int, float, int], Results | None]:
+    """The rank of a placed run's plan and, when ranking needed the plan (reservations), the plan itself."""
+    rank = run.rank()
+    if rank is not None:
+        return rank, None
+    plan = run._results()
+    return _plan_rank(plan), plan
 
 
 def pod_classes(
