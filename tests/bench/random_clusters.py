@@ -33,6 +33,8 @@ Per seed and size, one `random cluster=random-<seed> pods=<N>` line (stable keys
   where what the bound relaxes barely matters: the figure to hold against the 1.05x packing target. (A bound of
   a part of the fleet is a bound of that part's price: those NodeClaims hold exactly those pods.)
   `-` when not bounded (`--no-lp`, no such NodeClaims, or more pod groups than the LP takes).
+- `cfg_converged`, `free_converged`: whether column generation ended (`random_bound`) within `--lp-seconds`; a bound
+  that did not is still a lower bound, only a weaker one, so its ratio overstates the packing loss.
 - `violations`: invariants the plan must keep (`audit`); any is a solver bug.
 Then per size a `random summary` line: the slowest seed and its pods/s, the median pods/s, the median and worst
 `ratio_cfg`, the median `ratio_free`, the totals of unschedulable pods and violations. Lines starting with `#` are
@@ -193,10 +195,15 @@ class Figure:
 
 
 def _bound_fields(name: str, bound: Bound | None) -> str:
-    """`lp_<name>`, `ratio_<name>`, `<name>_pods` (and `<name>_cost` for a part of the fleet); `-`: not bounded."""
+    """`lp_<name>`, `ratio_<name>`, `<name>_pods`, `<name>_converged` (and `<name>_cost` for a part of the fleet);
+    `-`: not bounded."""
     lp = f"{bound.value:.4f}" if bound is not None and bound.ratio is not None else "-"
     ratio = f"{bound.ratio:.3f}" if bound is not None and bound.ratio is not None else "-"
-    fields = f"lp_{name}={lp} ratio_{name}={ratio} {name}_pods={bound.pods if bound is not None else '-'}"
+    converged = ("yes" if bound.converged else "no") if bound is not None else "-"
+    fields = (
+        f"lp_{name}={lp} ratio_{name}={ratio} {name}_pods={bound.pods if bound is not None else '-'} "
+        f"{name}_converged={converged}"
+    )
     if name != "cfg":
         fields += f" {name}_cost={f'{bound.cost:.4f}' if bound is not None else '-'}"
     return fields
