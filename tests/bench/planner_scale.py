@@ -997,7 +997,7 @@ def measure_batches(
     creates, so every batch plans the same pods. Returns (cold wall ms, cold CPU ms, warm wall ms, warm CPU ms,
     NodeClaims the cold batch launched, the warm batches' ms reading the cluster, a digest of the cold batch's plan
     or "warm-differs" when a warm batch planned otherwise)."""
-    from nodewright.service.provision import provision
+    from nodewright.service.provision import WarmBatch, provision
 
     # As the provisioner's handler makes it: with informers (its own, not the planner's) unless switched off.
     informers = Informers() if incremental_reads(os.environ) else None
@@ -1005,6 +1005,7 @@ def measure_batches(
     cloud = BatchCloud(nodes)
     parsed_pods: dict[Any, Any] = {}
     templates = TemplateCache()
+    warm = WarmBatch() if os.environ.get("NODEWRIGHT_BENCH_WARM", "1") != "0" else None
     hints = [
         {
             "namespace": p["metadata"]["namespace"],
@@ -1028,6 +1029,7 @@ def measure_batches(
             templates=cloud,  # type: ignore[arg-type]
             parsed_pods=parsed_pods,
             nodepool_templates=templates,
+            warm=warm,
         )
         walls.append((time.perf_counter() - started) * 1000)
         cpus.append((time.process_time() - cpu) * 1000)

@@ -509,7 +509,11 @@ def _finish(state: _State, summaries: bool = True) -> ClusterInputs:
         elif not pod.is_daemonset_pod:
             # From files every unbound pod waits for capacity (DaemonSet pods follow their nodes instead).
             pending.append(pod)
-    nodes = tuple(replace(node, pods=tuple(bound[node.name])) for node in state.nodes)
+    # A node without pods stays the object parsed (and kept by version, `_cached_parse`): a warm container then sees
+    # an unchanged node as the same object batch after batch, and registers it once (`scheduling.kept`).
+    nodes = tuple(
+        replace(node, pods=tuple(bound[node.name])) if bound[node.name] or node.pods else node for node in state.nodes
+    )
     buffers = _resolve_buffers(state)
     pending.extend(capacitybuffer.virtual_pods(buffers))
     _check_references(state)

@@ -375,10 +375,29 @@ def _holders(snapshot: Snapshot, registered: Mapping[str, str], moving: Collecti
     }
 
 
-def full_nodes(nodes: Sequence[Node], room_known: set[str]) -> tuple[Node, ...]:
+def full_nodes(
+    nodes: Sequence[Node], room_known: set[str], kept: dict[str, tuple[Node, Node]] | None = None
+) -> tuple[Node, ...]:
     """Nodes whose pods were not all read get no room: the kube-scheduler has already found them full for
-    the pods to plan (see the module doc). Their labels and the pods read for topology stay."""
-    return tuple(n if n.name in room_known else replace(n, allocatable={}) for n in nodes)
+    the pods to plan (see the module doc). Their labels and the pods read for topology stay. `kept`: a warm
+    container's copies from the last call, node name -> (the node given, its copy without room); a copy is reused
+    only for the very same node object (see `warm`), and afterwards `kept` holds this call's nodes only."""
+    if kept is None:
+        return tuple(n if n.name in room_known else replace(n, allocatable={}) for n in nodes)
+    out: list[Node] = []
+    now: dict[str, tuple[Node, Node]] = {}
+    for n in nodes:
+        if n.name in room_known:
+            out.append(n)
+            continue
+        found = kept.get(n.name)
+        if found is None or found[0] is not n:
+            found = (n, replace(n, allocatable={}))
+        now[n.name] = found
+        out.append(found[1])
+    kept.clear()
+    kept.update(now)
+    return tuple(out)
 
 
 def displace(
