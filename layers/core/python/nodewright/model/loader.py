@@ -351,14 +351,16 @@ def _version_key(doc: Mapping[str, Any]) -> tuple[str, str] | None:
     return (uid, version) if isinstance(uid, str) and uid and isinstance(version, str) and version else None
 
 
+_PARSED_TYPES: dict[Any, type] = {"Pod": ParsedPod, "Node": Node, "NodeClaim": NodeClaim}
+
+
 def _cached_parse(doc: Mapping[str, Any], parsed: ParsedPods | None) -> Any:
     """The parse an earlier load kept for this document's kind, uid and version, else None."""
-    kind = doc.get("kind")
-    if parsed is None or kind not in CACHED_KINDS:
+    expected = _PARSED_TYPES.get(doc.get("kind"))
+    if parsed is None or expected is None:
         return None
     key = _version_key(doc)
     found = parsed.get(key) if key is not None else None
-    expected = {"Pod": ParsedPod, "Node": Node, "NodeClaim": NodeClaim}[str(kind)]
     return found if isinstance(found, expected) else None
 
 
@@ -369,6 +371,13 @@ def _load_known_pod(state: _State, doc: Mapping[str, Any], source: str) -> bool:
     if found is None:
         return False
     kind = str(doc["kind"])
+    if kind != "Pod" and (kind, found.name) not in state.seen:
+        # The common case at thousands of nodes, without a collector: a Node or NodeClaim seen once, as `_claim`
+        # and `_store` would record it.
+        state.seen[(kind, found.name)] = source
+        (state.nodes if kind == "Node" else state.nodeclaims).append(found)
+        state.objects.append((LoadedObject(source, kind, found.name, ""), found))
+        return True
     name = found.pod.key if isinstance(found, ParsedPod) else found.name
     ctx = Collector(source, kind, name)
     if kind == "Pod" or _claim(state, kind, name, source, ctx):

@@ -27,6 +27,9 @@ from nodewright.scheduling.existing import Registration, SolveInputs
 # next solves' base from scratch instead: each later fork would pay for those nodes again.
 REBASE_SHARE = 8
 REBASE_MIN = 64
+# Forks share the base's numbering of requirement sets (`Pools.req_id`), which each solve's new sets extend: a
+# container that lives for days starts again from scratch past this many, so the numbering does not grow unbounded.
+REBASE_REQUIREMENT_SETS = 50_000
 
 _T = TypeVar("_T")
 
@@ -57,6 +60,7 @@ class KeptRegistration:
             and kept.templates is inputs.templates
             and _same(kept.instance_types, inputs.instance_types)
             and _same(kept.daemonsets, inputs.daemonsets)
+            and len(self.base.pools.req_keys) <= REBASE_REQUIREMENT_SETS
         ):
             aligned = replace(inputs, instance_types=kept.instance_types, daemonsets=kept.daemonsets)
             changed = sum(1 for n in inputs.nodes if self.nodes.get(n.name) is not n)

@@ -45,7 +45,7 @@ import json
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any
 
 from nodewright.disruption.drain import DISRUPTED_TAINT_KEY, drain_pod
@@ -78,8 +78,14 @@ def pod_key(doc: Mapping[str, Any]) -> str:
 def nominated(claim: NodeClaim) -> tuple[str, ...]:
     """The pods (`ns/name`) the claim was launched for (its `nodewright.io/pods` annotation)."""
     raw = claim.annotations.get(PODS_ANNOTATION, "")
+    return _pods_annotation(raw) if raw else ()
+
+
+@lru_cache(maxsize=1 << 15)
+def _pods_annotation(raw: str) -> tuple[str, ...]:
+    # Read for every NodeClaim twice a batch, and a claim's annotation never changes: parsed once per text.
     try:
-        pods = json.loads(raw) if raw else []
+        pods = json.loads(raw)
     except ValueError:
         return ()
     return tuple(str(p) for p in pods) if isinstance(pods, list) else ()
