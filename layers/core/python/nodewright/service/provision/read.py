@@ -308,8 +308,12 @@ def with_pods(snapshot: Snapshot, extra: Sequence[Mapping[str, Any]]) -> tuple[C
 
 def deleting(docs: Iterable[Mapping[str, Any]]) -> set[str]:
     """The names of the objects among `docs` that are being deleted (held by a finalizer)."""
-    metadata = [d.get("metadata") or {} for d in docs]
-    return {str(m.get("name")) for m in metadata if m.get("deletionTimestamp")}
+    out: set[str] = set()
+    for doc in docs:  # a plain loop: run over every Node and NodeClaim of the cluster each batch
+        metadata = doc.get("metadata") or {}
+        if metadata.get("deletionTimestamp"):
+            out.add(str(metadata.get("name")))
+    return out
 
 
 def being_disrupted(nodes: Iterable[Mapping[str, Any]]) -> set[str]:
@@ -317,14 +321,12 @@ def being_disrupted(nodes: Iterable[Mapping[str, Any]]) -> set[str]:
     Karpenter's provisioner does with deleting nodes, their pods are planned as pending and their room is not
     counted, so a replacement in flight for one disruption is not taken by the pods of another, or by a batch."""
     nodes = list(nodes)
-    tainted = {
-        str((doc.get("metadata") or {}).get("name"))
-        for doc in nodes
-        if any(
-            t.get("key") == DISRUPTED_TAINT_KEY and t.get("effect") == "NoSchedule"
-            for t in (doc.get("spec") or {}).get("taints") or []
-        )
-    }
+    tainted: set[str] = set()
+    for doc in nodes:  # a plain loop: most nodes have no taint at all
+        for t in (doc.get("spec") or {}).get("taints") or ():
+            if t.get("key") == DISRUPTED_TAINT_KEY and t.get("effect") == "NoSchedule":
+                tainted.add(str((doc.get("metadata") or {}).get("name")))
+                break
     return tainted | deleting(nodes)
 
 
