@@ -74,6 +74,8 @@ def capacity_in_flight(
             continue
         mine = [known[k] for k in nominated(claim) if k in known]
         node_name = registered.get(claim.name)
+        if node_name is not None and not mine:
+            continue  # a registered claim none of whose pods is pending reserves nothing (most of ten thousand)
         if node_name is not None:
             node = nodes_by_name.get(node_name)
             if node is None:
