@@ -115,7 +115,7 @@ def build_runtime(cluster: Any = None) -> _Runtime:
     from nodewright.adapters.dynamodb_state import DynamoDBState
     from nodewright.adapters.ec2_catalog import kept_catalog
     from nodewright.scheduling import TemplateCache
-    from nodewright.service.provision import delivery, provision
+    from nodewright.service.provision import WarmBatch, delivery, provision
 
     state = DynamoDBState(settings.table, dynamodb)
     mode = catalog_mode(os.environ)
@@ -125,6 +125,7 @@ def build_runtime(cluster: Any = None) -> _Runtime:
     clock = _SystemClock()
     parsed_pods: dict[Any, Any] = {}  # pods, Nodes and NodeClaims parsed by earlier calls (see model.loader)
     nodepool_templates = TemplateCache()  # NodePools prepared against the catalog, kept batch after batch
+    warm = WarmBatch()  # the unchanged nodes' copies and registration, kept batch after batch
 
     def run(batch: Any) -> dict[str, Any]:
         if batch.pods or batch.nodes or not batch.pod_events:
@@ -152,6 +153,7 @@ def build_runtime(cluster: Any = None) -> _Runtime:
             templates=cloud,
             parsed_pods=parsed_pods,
             nodepool_templates=nodepool_templates,
+            warm=warm,
         )
         answer = {"cluster": settings.cluster, **result.to_json()}
         delivery.remember(state, result, answer, clock.now())

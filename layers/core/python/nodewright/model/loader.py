@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -345,21 +346,30 @@ CACHED_KINDS = ("Pod", "Node", "NodeClaim")
 
 def _version_key(doc: Mapping[str, Any]) -> tuple[str, str] | None:
     metadata = doc.get("metadata")
-    if not isinstance(metadata, Mapping):
+    # A plain dict first: `isinstance` against the Mapping ABC costs more than the rest, for every object a load reads.
+    if type(metadata) is not dict and not isinstance(metadata, Mapping):
         return None
     uid, version = metadata.get("uid"), metadata.get("resourceVersion")
     return (uid, version) if isinstance(uid, str) and uid and isinstance(version, str) and version else None
 
 
+_PARSED_TYPES: dict[Any, type] = {"Pod": ParsedPod, "Node": Node, "NodeClaim": NodeClaim}
+
+
 def _cached_parse(doc: Mapping[str, Any], parsed: ParsedPods | None) -> Any:
     """The parse an earlier load kept for this document's kind, uid and version, else None."""
-    kind = doc.get("kind")
-    if parsed is None or kind not in CACHED_KINDS:
+    expected = _PARSED_TYPES.get(doc.get("kind"))
+    if parsed is None or expected is None:
         return None
     key = _version_key(doc)
     found = parsed.get(key) if key is not None else None
-    expected = {"Pod": ParsedPod, "Node": Node, "NodeClaim": NodeClaim}[str(kind)]
     return found if isinstance(found, expected) else None
+
+
+@lru_cache(maxsize=1 << 15)
+def _loaded_object(source: str, kind: str, name: str) -> LoadedObject:
+    # Immutable, so one per name serves every load: the provisioner loads the same ten thousand nodes each batch.
+    return LoadedObject(source, kind, name, "")
 
 
 def _load_known_pod(state: _State, doc: Mapping[str, Any], source: str) -> bool:
@@ -369,6 +379,13 @@ def _load_known_pod(state: _State, doc: Mapping[str, Any], source: str) -> bool:
     if found is None:
         return False
     kind = str(doc["kind"])
+    if kind != "Pod" and (kind, found.name) not in state.seen:
+        # The common case at thousands of nodes, without a collector: a Node or NodeClaim seen once, as `_claim`
+        # and `_store` would record it.
+        state.seen[(kind, found.name)] = source
+        (state.nodes if kind == "Node" else state.nodeclaims).append(found)
+        state.objects.append((_loaded_object(source, kind, found.name), found))
+        return True
     name = found.pod.key if isinstance(found, ParsedPod) else found.name
     ctx = Collector(source, kind, name)
     if kind == "Pod" or _claim(state, kind, name, source, ctx):
@@ -509,7 +526,11 @@ def _finish(state: _State, summaries: bool = True) -> ClusterInputs:
         elif not pod.is_daemonset_pod:
             # From files every unbound pod waits for capacity (DaemonSet pods follow their nodes instead).
             pending.append(pod)
-    nodes = tuple(replace(node, pods=tuple(bound[node.name])) for node in state.nodes)
+    # A node without pods stays the object parsed (and kept by version, `_cached_parse`): a warm container then sees
+    # an unchanged node as the same object batch after batch, and registers it once (`scheduling.kept`).
+    nodes = tuple(
+        replace(node, pods=tuple(bound[node.name])) if bound[node.name] or node.pods else node for node in state.nodes
+    )
     buffers = _resolve_buffers(state)
     pending.extend(capacitybuffer.virtual_pods(buffers))
     _check_references(state)

@@ -52,6 +52,7 @@ from nodewright.scheduling.classes import (
 )
 from nodewright.scheduling.existing import Registration, SolveInputs, inflight_bin
 from nodewright.scheduling.finalize import Finalizer
+from nodewright.scheduling.kept import KeptRegistration
 from nodewright.scheduling.nodepods import NodePods, node_pods
 from nodewright.scheduling.pools import PoolContext, ReqKey
 from nodewright.scheduling.preferences import PREFER_NO_SCHEDULE, Variant, untolerated, variants
@@ -586,6 +587,7 @@ def solve(
     templates: TemplateCache | None = None,
     price_ceiling: float | None = None,
     base: Registration | None = None,
+    kept: KeptRegistration | None = None,
 ) -> Results:
     """Decide where pending `pods` go.
 
@@ -604,6 +606,8 @@ def solve(
     their size is kept by the planner (`disruption.static`); pods still land on their nodes and claims in flight.
     `base`: the same cluster's nodes registered once (`existing.Registration`) for a caller that solves many times
     with some nodes taken away; the solve forks it instead of registering every node again (the same plan).
+    `kept`: instead of `base`, the registration a warm container keeps from solve to solve (`kept.KeptRegistration`):
+    the solve forks the last one, registering only the nodes that changed (the same plan).
     """
     nodepools = [p for p in nodepools if not p.static]
     # The solver creates no reference cycles (a unit test checks), so the collector's passes free nothing.
@@ -614,6 +618,8 @@ def solve(
         inputs = SolveInputs(
             nodes, nodeclaims, nodepools, nodeclasses, instance_types, daemonsets, volumes, templates, price_ceiling
         )
+        if kept is not None and base is None:
+            inputs, base = kept.base_for(inputs)
         results = _best_plan(Solver(inputs, classes, base=base))
         # What the solve built (the NodePools' templates, when the caller keeps none, and the pod classes) is freed
         # here, while the collector is off: alive when it comes back on, it would all be young objects for the

@@ -138,26 +138,54 @@ def pool_resources(
 ) -> dict[str, str]:
     """`status.resources` of a NodePool: the capacity of its NodeClaims' nodes (a claim not registered yet
     counts with its own `status.capacity`), and `nodes`, how many there are."""
+    return pools_resources([pool], nodeclaims, nodes)[pool]
+
+
+def pools_resources(
+    pools: Sequence[str], nodeclaims: Sequence[Mapping[str, Any]], nodes: Sequence[Mapping[str, Any]]
+) -> dict[str, dict[str, str]]:
+    """`pool_resources` of each of `pools`, in one pass over the NodeClaims and Nodes (tens of thousands at scale,
+    once per batch rather than once per NodePool). Quantities are read once per distinct value: a fleet's nodes
+    report a few capacities."""
     capacity_by_provider = {
         str((n.get("spec") or {}).get("providerID") or ""): (n.get("status") or {}).get("capacity") or {} for n in nodes
     }
-    totals = dict.fromkeys(POOL_RESOURCES, 0)
-    count = 0
+    wanted = set(pools)
+    totals = {pool: dict.fromkeys(POOL_RESOURCES, 0) for pool in wanted}
+    counts = dict.fromkeys(wanted, 0)
+    canonical: dict[tuple[str, type, Any], int | None] = {}
     for claim in nodeclaims:
-        if ((claim.get("metadata") or {}).get("labels") or {}).get("karpenter.sh/nodepool") != pool:
+        pool = ((claim.get("metadata") or {}).get("labels") or {}).get("karpenter.sh/nodepool")
+        if pool not in wanted:
             continue
         status = claim.get("status") or {}
         capacity = capacity_by_provider.get(str(status.get("providerID") or "")) or status.get("capacity") or {}
-        count += 1
+        counts[pool] += 1
         for name in POOL_RESOURCES:
             if name in capacity:
-                try:
-                    totals[name] += to_canonical(name, capacity[name])
-                except ValueError:
-                    continue
-    out = {name: format_canonical(name, value) for name, value in totals.items()}
-    out["nodes"] = str(count)
+                value = _canonical(canonical, name, capacity[name])
+                if value is not None:
+                    totals[pool][name] += value
+    out: dict[str, dict[str, str]] = {}
+    for pool in wanted:
+        out[pool] = {name: format_canonical(name, value) for name, value in totals[pool].items()}
+        out[pool]["nodes"] = str(counts[pool])
     return out
+
+
+def _canonical(seen: dict[tuple[str, type, Any], int | None], name: str, raw: Any) -> int | None:
+    """`to_canonical(name, raw)`, None when it is not a quantity; kept in `seen` by value (and type, so 1 and
+    True stay apart) when the value can be kept."""
+    key = (name, type(raw), raw) if isinstance(raw, (str, int, float)) else None
+    if key is not None and key in seen:
+        return seen[key]
+    try:
+        value: int | None = to_canonical(name, raw)
+    except ValueError:
+        value = None
+    if key is not None:
+        seen[key] = value
+    return value
 
 
 def nodepool_status(
@@ -273,6 +301,7 @@ def write_status(
             cluster.set_status("EC2NodeClass", name, fields, conditions)
             report.written.append(f"ec2nodeclass/{name}")
     classes = {_name(d): d for d in nodeclasses}
+    resources = pools_resources([_name(d) for d in nodepools if _ours(d)], nodeclaims, nodes)
     for doc in nodepools:
         if not _ours(doc):
             continue
@@ -284,7 +313,7 @@ def write_status(
             pool_errors.get(name, ()),
             classes.get(ref),
             class_conditions.get(ref),
-            pool_resources(name, nodeclaims, nodes),
+            resources[name],
         )
         report.ready[f"nodepool/{name}"] = _verdict(conditions)
         if _changed(doc, fields, conditions):

@@ -49,12 +49,13 @@ def capacity_in_flight(
     removed: Collection[str],
     now: float,
     result: ProvisionResult,
+    kept_full: dict[str, tuple[Node, Node]] | None = None,
 ) -> Capacity:
     """Existing nodes, NodeClaims in flight with their nominated pods, and the pods left to plan (module doc).
 
     `registered`: claim -> node for claims whose node exists; `registered_at`: node -> when its claim
     registered, for those within the grace period; `removed`: claims deleted by the registration timeout or being
-    deleted.
+    deleted; `kept_full`: a warm container's copies of the nodes without room (`read.full_nodes`).
     """
     inputs = snapshot.inputs
     pending_by_key = {p.key: p for p in inputs.pending_pods}
@@ -73,6 +74,8 @@ def capacity_in_flight(
             continue
         mine = [known[k] for k in nominated(claim) if k in known]
         node_name = registered.get(claim.name)
+        if node_name is not None and not mine:
+            continue  # a registered claim none of whose pods is pending reserves nothing (most of ten thousand)
         if node_name is not None:
             node = nodes_by_name.get(node_name)
             if node is None:
@@ -122,6 +125,6 @@ def capacity_in_flight(
             taints=tuple(t for t in n.taints if n.name not in just_registered or t.key != UNREGISTERED_TAINT.key),
             pods=(*n.pods, *reserved.get(n.name, ())),
         )
-        for n in full_nodes(inputs.nodes, snapshot.room_known)
+        for n in full_nodes(inputs.nodes, snapshot.room_known, kept_full)
     )
     return Capacity(nodes, tuple(inflight), tuple(p for p in inputs.pending_pods if p.key not in waiting))

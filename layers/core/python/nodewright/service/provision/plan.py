@@ -25,6 +25,7 @@ from nodewright.model.nodepool import NodePool
 from nodewright.model.requirements import Operator, Requirement
 from nodewright.ports import Cloud, OfferingKey, StateStore
 from nodewright.scheduling import PlannedNodeClaim, TemplateCache, solve
+from nodewright.scheduling.kept import KeptRegistration
 from nodewright.scheduling.results import Results, Unschedulable
 from nodewright.service.provision.inflight import Capacity
 from nodewright.service.provision.nodeclaim import nodeclaim_name
@@ -83,12 +84,14 @@ def plan(
     plan_filter: Callable[[Results], Results | str] | None = None,
     one_claim_in: str = "",
     nodepool_templates: TemplateCache | None = None,
+    kept: KeptRegistration | None = None,
 ) -> Plan:
     """Resolve, build the catalog, solve; every refusal and every skipped NodePool is a decision in `result`.
     The simulation's own time goes into `result.timings["solve"]`. `plan_filter` narrows the simulation's plan
     before anything is named or created (see `filtered`); `one_claim_in` allows at most one new NodeClaim, in
     that NodePool (see `disruption.one_node.one_new_node`). `nodepool_templates`: NodePools prepared against the
-    catalog by earlier calls (see `scheduling.TemplateCache`)."""
+    catalog by earlier calls (see `scheduling.TemplateCache`); `kept`: the existing nodes as a warm container's
+    earlier solve registered them (`scheduling.kept`)."""
     ready = prepare(inputs, cloud, state, catalog_source, now, result)
     pools, catalog = ready.pools, ready.catalog
     if one_claim_in:
@@ -106,6 +109,7 @@ def plan(
         pvs=inputs.pvs,
         storage_classes=inputs.storage_classes,
         templates=nodepool_templates,
+        kept=kept,
     )
     result.timings["solve"] = timer() - prepared_at
     if plan_filter is not None:

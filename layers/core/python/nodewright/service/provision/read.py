@@ -45,7 +45,7 @@ import json
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any
 
 from nodewright.disruption.drain import DISRUPTED_TAINT_KEY, drain_pod
@@ -78,8 +78,14 @@ def pod_key(doc: Mapping[str, Any]) -> str:
 def nominated(claim: NodeClaim) -> tuple[str, ...]:
     """The pods (`ns/name`) the claim was launched for (its `nodewright.io/pods` annotation)."""
     raw = claim.annotations.get(PODS_ANNOTATION, "")
+    return _pods_annotation(raw) if raw else ()
+
+
+@lru_cache(maxsize=1 << 15)
+def _pods_annotation(raw: str) -> tuple[str, ...]:
+    # Read for every NodeClaim twice a batch, and a claim's annotation never changes: parsed once per text.
     try:
-        pods = json.loads(raw) if raw else []
+        pods = json.loads(raw)
     except ValueError:
         return ()
     return tuple(str(p) for p in pods) if isinstance(pods, list) else ()
@@ -302,8 +308,12 @@ def with_pods(snapshot: Snapshot, extra: Sequence[Mapping[str, Any]]) -> tuple[C
 
 def deleting(docs: Iterable[Mapping[str, Any]]) -> set[str]:
     """The names of the objects among `docs` that are being deleted (held by a finalizer)."""
-    metadata = [d.get("metadata") or {} for d in docs]
-    return {str(m.get("name")) for m in metadata if m.get("deletionTimestamp")}
+    out: set[str] = set()
+    for doc in docs:  # a plain loop: run over every Node and NodeClaim of the cluster each batch
+        metadata = doc.get("metadata") or {}
+        if metadata.get("deletionTimestamp"):
+            out.add(str(metadata.get("name")))
+    return out
 
 
 def being_disrupted(nodes: Iterable[Mapping[str, Any]]) -> set[str]:
@@ -311,14 +321,12 @@ def being_disrupted(nodes: Iterable[Mapping[str, Any]]) -> set[str]:
     Karpenter's provisioner does with deleting nodes, their pods are planned as pending and their room is not
     counted, so a replacement in flight for one disruption is not taken by the pods of another, or by a batch."""
     nodes = list(nodes)
-    tainted = {
-        str((doc.get("metadata") or {}).get("name"))
-        for doc in nodes
-        if any(
-            t.get("key") == DISRUPTED_TAINT_KEY and t.get("effect") == "NoSchedule"
-            for t in (doc.get("spec") or {}).get("taints") or []
-        )
-    }
+    tainted: set[str] = set()
+    for doc in nodes:  # a plain loop: most nodes have no taint at all
+        for t in (doc.get("spec") or {}).get("taints") or ():
+            if t.get("key") == DISRUPTED_TAINT_KEY and t.get("effect") == "NoSchedule":
+                tainted.add(str((doc.get("metadata") or {}).get("name")))
+                break
     return tainted | deleting(nodes)
 
 
@@ -375,10 +383,29 @@ def _holders(snapshot: Snapshot, registered: Mapping[str, str], moving: Collecti
     }
 
 
-def full_nodes(nodes: Sequence[Node], room_known: set[str]) -> tuple[Node, ...]:
+def full_nodes(
+    nodes: Sequence[Node], room_known: set[str], kept: dict[str, tuple[Node, Node]] | None = None
+) -> tuple[Node, ...]:
     """Nodes whose pods were not all read get no room: the kube-scheduler has already found them full for
-    the pods to plan (see the module doc). Their labels and the pods read for topology stay."""
-    return tuple(n if n.name in room_known else replace(n, allocatable={}) for n in nodes)
+    the pods to plan (see the module doc). Their labels and the pods read for topology stay. `kept`: a warm
+    container's copies from the last call, node name -> (the node given, its copy without room); a copy is reused
+    only for the very same node object (see `warm`), and afterwards `kept` holds this call's nodes only."""
+    if kept is None:
+        return tuple(n if n.name in room_known else replace(n, allocatable={}) for n in nodes)
+    out: list[Node] = []
+    now: dict[str, tuple[Node, Node]] = {}
+    for n in nodes:
+        if n.name in room_known:
+            out.append(n)
+            continue
+        found = kept.get(n.name)
+        if found is None or found[0] is not n:
+            found = (n, replace(n, allocatable={}))
+        now[n.name] = found
+        out.append(found[1])
+    kept.clear()
+    kept.update(now)
+    return tuple(out)
 
 
 def displace(
