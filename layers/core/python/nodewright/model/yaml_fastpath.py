@@ -1,0 +1,117 @@
+"""YAML documents read by a native parser (`yaml_rs`) where its reading is provably PyYAML's safe load.
+
+PyYAML builds a Python node, with its marks, for every event libyaml reports before any object exists: on 10,000
+served Pod documents (37 MB) that alone is about 3 s. `yaml_rs` (Rust, wheels on PyPI) builds the objects directly,
+about twice as fast. But it reads YAML 1.2, PyYAML YAML 1.1: the same text gives other objects for some plain
+scalars (`yes`, `on`, `0777`, `1e3`, `12:30`, `2001-12-14`, `._5`, ...), for tags, anchors, merge keys, and in
+other places (a surrogate pair escaped, NEL / LS / PS as line breaks). So the text is cut into its documents (at
+each `---` at the start of a line, which begins a document in every context in both readings) and a document goes
+to `yaml_rs` only when nothing in it can read differently (`_suspect`); any other document goes to PyYAML alone, as
+does the whole text when it has a directive, a document end marker or a character outside the safe set. When any
+document fails in either parser, the whole text is read by PyYAML: its objects, or its error with the marks of the
+whole text.
+
+`_suspect` is conservative: it flags, at every place a node can start (line start, after whitespace, after `[`, `{`,
+`,`, or after the `:` of a quoted or flow key), every tag, anchor, alias, block scalar, explicit key, directive and
+reserved indicator; the words YAML 1.1 alone reads as booleans, `<<`, `=` and `.inf` / `.nan`; an escaped `\\u` /
+`\\U`; and every scalar starting like a number (`[-+]?.?[0-9_]`) that is not a plain decimal integer or
+`digits.digits`, unless PyYAML's resolver and `yaml_rs` both read it as the same string. A scalar that differs
+between the two readings has one of these forms, written without spaces except a timestamp's (whose first line
+alone, a date, is flagged), so a false alarm costs only time. The differential tests (tests/unit/model/
+test_yaml_fastpath.py) compare against PyYAML on generated documents, the bench's served pods and the repository's
+YAML files.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+try:  # a declared dependency (pyproject.toml); without it every text goes to PyYAML, as before
+    import yaml_rs
+except ImportError:  # pragma: no cover - the Lambdas' layer, which parses no YAML text
+    yaml_rs = None
+
+# Outside this set: characters PyYAML refuses (non-printable, lone surrogates), those YAML 1.1 reads as line breaks
+# (NEL, LS, PS), tab and carriage return (whose whitespace rules differ in places), and the byte-order mark.
+_UNSAFE_CHAR = re.compile("[^\n\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]")
+# A directive, or a document end marker: documents would no longer be what lies between two `---`.
+_DIRECTIVE_OR_END = re.compile(r"^(?:%|\.\.\.(?= |$))", re.M)
+_DOCUMENT_START = re.compile(r"^---(?= |$)", re.M)
+# A first "document" of blank lines and comments only, before the first `---`: no document at all.
+_NOTHING = re.compile(r"(?:[ ]*(?:#[^\n]*)?\n)*[ ]*(?:#[^\n]*)?")
+
+# Where a scalar may end: spaces, then the end of the line, a comment, a flow indicator, or a key's `: `.
+_END = r"(?=[ ]*(?:$|#|,|\]|\}|:(?: |$)))"
+_SUSPECT = re.compile(
+    # A character after which a node may start (whitespace, `[{,`; `:` after a quoted or flow key, and so after any
+    # `:`, a superset), then what follows it. The character is matched, not looked behind: a pattern that starts with
+    # a character set is scanned for in C, one that starts with a lookbehind is tried at every position (4x slower).
+    r"[\s\[{,:](?=[!&*|>?%@`yYnNoO<=.+\-0-9_\[{])(?:"
+    r"[!&*|>?%@`]"
+    rf"|(?:yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF|<<|=|[-+]?\.(?:inf|Inf|INF|nan|NaN|NAN)){_END}"
+    rf"|(?![-+]?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?{_END})(?P<number>[-+]?\.?[0-9_][-0-9a-fA-F_.+:xXoObBtTzZ ]*?){_END}"
+    # A flow collection as a key (PyYAML refuses it, yaml_rs makes a tuple of it; an implicit key is one line in
+    # both readings). Not after `:`: `k:{"name":"main"}:` is a plain key as kubectl prints managedFields.
+    r"|(?<!:)[\[{][^\n]*[\]}][ ]*:(?: |$))",
+    re.M,
+)
+# An escaped `\u` / `\U` (surrogate pairs). Its own pattern: in the one above, a second alternative at the top
+# would end the scan in C.
+_ESCAPE = re.compile(r"\\[uU]")
+
+
+def load_all(text: str, pyyaml_load_all: Callable[[str], list[Any]]) -> list[Any]:
+    """Every document of `text`, as `pyyaml_load_all` (PyYAML's safe load) returns them; the documents nothing can
+    read differently are read by `yaml_rs` (module doc). Raises what `pyyaml_load_all(text)` raises."""
+    if yaml_rs is None or _UNSAFE_CHAR.search(text) or _DIRECTIVE_OR_END.search(text):
+        return pyyaml_load_all(text)
+    starts = [match.start() for match in _DOCUMENT_START.finditer(text)]
+    if not starts or starts[0] != 0:
+        starts.insert(0, 0)
+    starts.append(len(text))
+    documents: list[Any] = []
+    try:
+        for begin, end in zip(starts, starts[1:]):
+            chunk = text[begin:end]
+            if begin == 0 and not chunk.startswith("---") and _NOTHING.fullmatch(chunk):
+                continue
+            if _suspect(chunk):
+                documents.extend(pyyaml_load_all(chunk))
+            else:
+                documents.append(yaml_rs.loads(chunk, parse_datetime=False, duplicate_key_policy=_LAST_WINS))
+    except Exception:  # noqa: BLE001 - any failure: PyYAML reads the whole text, and raises with its marks
+        return pyyaml_load_all(text)
+    return documents
+
+
+def _suspect(chunk: str) -> bool:
+    """Whether anything in `chunk` may read differently in PyYAML and yaml_rs (module doc)."""
+    if _ESCAPE.search(chunk):
+        return True
+    for match in _SUSPECT.finditer("\n" + chunk):
+        number = match.group("number")
+        if number is None or not _same_string(number):
+            return True
+    return False
+
+
+_STR = "tag:yaml.org,2002:str"
+
+
+def _same_string(scalar: str) -> bool:
+    """Whether both PyYAML's resolver and yaml_rs read the plain scalar `scalar` as that string."""
+    import yaml
+    from yaml.nodes import ScalarNode
+
+    if yaml.resolver.Resolver().resolve(ScalarNode, scalar, (True, False)) != _STR:
+        return False
+    try:
+        read = yaml_rs.loads(scalar, parse_datetime=False)
+    except Exception:  # noqa: BLE001 - not a scalar on its own: treat as different
+        return False
+    return isinstance(read, str) and read == scalar
+
+
+_LAST_WINS = yaml_rs.DuplicateKeyPolicy.LastWins if yaml_rs is not None else None  # PyYAML's: the last value wins
