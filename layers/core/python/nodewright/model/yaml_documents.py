@@ -5,8 +5,8 @@ time goes there: for every scalar, the resolver tries its implicit-type patterns
 through `construct_object` with its per-node bookkeeping and generator-based maps. On a file of 10,000 pods that was
 about 1.4 s of the 2-3 s `nodewright simulate` took.
 
-The native parser (see yaml_fastpath) reads the documents where its reading is provably the same; the rest
-come here. `load_all(text)` returns what `yaml.load_all(text, Loader=yaml.CSafeLoader)` returns (the same objects, equal, of
+The native parser (see yaml_fastpath) reads the documents where its reading is provably the same; the rest come
+here. `load_all(text)` returns what `yaml.load_all(text, Loader=yaml.CSafeLoader)` returns (the same objects, equal, of
 the same types; the same exceptions on bad input), faster:
 - the resolver's answer for a plain scalar is kept by its value (see `_Loader`): the same keys and values come back
   in every document;

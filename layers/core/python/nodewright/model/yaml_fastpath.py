@@ -11,23 +11,25 @@ does the whole text when it has a directive, a document end marker or a characte
 document fails in either parser, the whole text is read by PyYAML: its objects, or its error with the marks of the
 whole text.
 
-`_suspect` is conservative: it flags, at every place a node can start (line start, after whitespace, after `[`, `{`,
-`,`, or after the `:` of a quoted or flow key), every tag, anchor, alias, block scalar, explicit key, directive and
-reserved indicator; the words YAML 1.1 alone reads as booleans, `<<`, `=` and `.inf` / `.nan`; an escaped `\\u` /
-`\\U`; and every scalar starting like a number (`[-+]?.?[0-9_]`) that is not a plain decimal integer or
-`digits.digits`, unless PyYAML's resolver and `yaml_rs` both read it as the same string. A scalar that differs
-between the two readings has one of these forms, written without spaces except a timestamp's (whose first line
-alone, a date, is flagged), so a false alarm costs only time. The differential tests (tests/unit/model/
-test_yaml_fastpath.py) compare against PyYAML on generated documents, the bench's served pods and the repository's
-YAML files.
+`_suspect` is conservative. At every place a node can start (line start, after whitespace, `[`, `{`, `,` or `:`)
+it flags: a tag, anchor, alias, block scalar, explicit key, directive, reserved indicator or `:`; the words only
+YAML 1.1 reads as booleans, `<<`, `=`, `.inf` and `.nan`; and a scalar that starts like a number (`[-+]?.?[0-9_]`)
+and is made of the characters numbers and timestamps use, unless it is a plain decimal integer or `digits.digits`
+or both PyYAML's resolver and `yaml_rs` read it as the same string. It also flags a flow collection as a key and an
+escaped `\\u` / `\\U`. A scalar that reads differently has one of these forms, without spaces but a timestamp's
+(whose first line alone, a date, is flagged): a false alarm costs only time. The differential tests
+(tests/unit/model/test_yaml_fastpath.py) compare with PyYAML on generated and damaged documents, the bench's
+served pods and the repository's YAML files.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable
 from typing import Any
 
+yaml_rs: Any
 try:  # a declared dependency (pyproject.toml); without it every text goes to PyYAML, as before
     import yaml_rs
 except ImportError:  # pragma: no cover - the Lambdas' layer, which parses no YAML text
@@ -48,8 +50,10 @@ _SUSPECT = re.compile(
     # A character after which a node may start (whitespace, `[{,`; `:` after a quoted or flow key, and so after any
     # `:`, a superset), then what follows it. The character is matched, not looked behind: a pattern that starts with
     # a character set is scanned for in C, one that starts with a lookbehind is tried at every position (4x slower).
-    r"[\s\[{,:](?=[!&*|>?%@`yYnNoO<=.+\-0-9_\[{])(?:"
-    r"[!&*|>?%@`]"
+    r"[\s\[{,:](?=[!&*|>?%@`:yYnNoO<=.+\-0-9_\[{])(?:"
+    # an indicator: tag, anchor, alias, block scalar, explicit key, directive, reserved; `:` (YAML 1.2 lets a plain
+    # scalar start with it in a flow collection, `[:x]`, which PyYAML refuses)
+    r"[!&*|>?%@`:]"
     rf"|(?:yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF|<<|=|[-+]?\.(?:inf|Inf|INF|nan|NaN|NAN)){_END}"
     rf"|(?![-+]?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?{_END})(?P<number>[-+]?\.?[0-9_][-0-9a-fA-F_.+:xXoObBtTzZ ]*?){_END}"
     # A flow collection as a key (PyYAML refuses it, yaml_rs makes a tuple of it; an implicit key is one line in
@@ -73,7 +77,7 @@ def load_all(text: str, pyyaml_load_all: Callable[[str], list[Any]]) -> list[Any
     starts.append(len(text))
     documents: list[Any] = []
     try:
-        for begin, end in zip(starts, starts[1:]):
+        for begin, end in itertools.pairwise(starts):
             chunk = text[begin:end]
             if begin == 0 and not chunk.startswith("---") and _NOTHING.fullmatch(chunk):
                 continue
@@ -81,7 +85,7 @@ def load_all(text: str, pyyaml_load_all: Callable[[str], list[Any]]) -> list[Any
                 documents.extend(pyyaml_load_all(chunk))
             else:
                 documents.append(yaml_rs.loads(chunk, parse_datetime=False, duplicate_key_policy=_LAST_WINS))
-    except Exception:  # noqa: BLE001 - any failure: PyYAML reads the whole text, and raises with its marks
+    except Exception:  # any failure: PyYAML reads the whole text, and raises with its marks
         return pyyaml_load_all(text)
     return documents
 
@@ -105,11 +109,12 @@ def _same_string(scalar: str) -> bool:
     import yaml
     from yaml.nodes import ScalarNode
 
-    if yaml.resolver.Resolver().resolve(ScalarNode, scalar, (True, False)) != _STR:
+    resolver: Any = yaml.resolver.Resolver()
+    if resolver.resolve(ScalarNode, scalar, (True, False)) != _STR:
         return False
     try:
         read = yaml_rs.loads(scalar, parse_datetime=False)
-    except Exception:  # noqa: BLE001 - not a scalar on its own: treat as different
+    except Exception:  # not a scalar on its own: treat as different
         return False
     return isinstance(read, str) and read == scalar
 
