@@ -53,7 +53,9 @@ def compile_ahead(core: Path) -> None:
 
 def run_side(core: Path, module: str, args: Sequence[str]) -> list[str]:
     """The lines the benchmark module printed with this core package first on the path."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(core), str(ROOT)])}
+    # The caller's PYTHONPATH stays after them: a private site with a dependency the venv does not have yet.
+    extra = [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(core), str(ROOT), *extra])}
     done = subprocess.run(
         [sys.executable, "-m", module, *args], cwd=ROOT, env=env, capture_output=True, text=True, check=False
     )

@@ -38,8 +38,12 @@ except ImportError:  # pragma: no cover - the Lambdas' layer, which parses no YA
 # Outside this set: characters PyYAML refuses (non-printable, lone surrogates), those YAML 1.1 reads as line breaks
 # (NEL, LS, PS), tab and carriage return (whose whitespace rules differ in places), and the byte-order mark.
 _UNSAFE_CHAR = re.compile("[^\n\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]")
-# A directive, or a document end marker: documents would no longer be what lies between two `---`.
-_DIRECTIVE_OR_END = re.compile(r"^(?:%|\.\.\.(?= |$))", re.M)
+# The same for an ASCII text (`str.isascii` is a C loop): a set of rare characters is scanned for quicker than the
+# complement of a large one.
+_UNSAFE_ASCII = re.compile("[\x00-\x09\x0b-\x1f\x7f]")
+# A directive, or a document end marker, after a line break (the text's start is checked apart: a pattern that
+# starts with `^` is tried at every position): documents would no longer be what lies between two `---`.
+_DIRECTIVE_OR_END = re.compile(r"\n(?:%|\.\.\.(?=[ \n]|\Z))")
 _DOCUMENT_START = re.compile(r"^---(?= |$)", re.M)
 # A first "document" of blank lines and comments only, before the first `---`: no document at all.
 _NOTHING = re.compile(r"(?:[ ]*(?:#[^\n]*)?\n)*[ ]*(?:#[^\n]*)?")
@@ -47,10 +51,11 @@ _NOTHING = re.compile(r"(?:[ ]*(?:#[^\n]*)?\n)*[ ]*(?:#[^\n]*)?")
 # Where a scalar may end: spaces, then the end of the line, a comment, a flow indicator, or a key's `: `.
 _END = r"(?=[ ]*(?:$|#|,|\]|\}|:(?: |$)))"
 _SUSPECT = re.compile(
-    # A character after which a node may start (whitespace, `[{,`; `:` after a quoted or flow key, and so after any
-    # `:`, a superset), then what follows it. The character is matched, not looked behind: a pattern that starts with
-    # a character set is scanned for in C, one that starts with a lookbehind is tried at every position (4x slower).
-    r"[\s\[{,:](?=[!&*|>?%@`:yYnNoO<=.+\-0-9_\[{])(?:"
+    # A character after which a node may start (space or line break: tab and CR are not let in, see above; `[{,`;
+    # `:` after a quoted or flow key, and so after any `:`, a superset), then what follows it. The character is
+    # matched, not looked behind: a pattern that starts with a character set is scanned for in C, one that starts
+    # with a lookbehind is tried at every position (4x slower); and `[ \n]` is tested quicker than `\s`.
+    r"[ \n\[{,:](?=[!&*|>?%@`:yYnNoO<=.+\-0-9_\[{])(?:"
     # an indicator: tag, anchor, alias, block scalar, explicit key, directive, reserved; `:` (YAML 1.2 lets a plain
     # scalar start with it in a flow collection, `[:x]`, which PyYAML refuses)
     r"[!&*|>?%@`:]"
@@ -69,7 +74,7 @@ _ESCAPE = re.compile(r"\\[uU]")
 def load_all(text: str, pyyaml_load_all: Callable[[str], list[Any]]) -> list[Any]:
     """Every document of `text`, as `pyyaml_load_all` (PyYAML's safe load) returns them; the documents nothing can
     read differently are read by `yaml_rs` (module doc). Raises what `pyyaml_load_all(text)` raises."""
-    if yaml_rs is None or _UNSAFE_CHAR.search(text) or _DIRECTIVE_OR_END.search(text):
+    if yaml_rs is None or not _safe_text(text):
         return pyyaml_load_all(text)
     starts = [match.start() for match in _DOCUMENT_START.finditer(text)]
     if not starts or starts[0] != 0:
@@ -90,6 +95,14 @@ def load_all(text: str, pyyaml_load_all: Callable[[str], list[Any]]) -> list[Any
     return documents
 
 
+def _safe_text(text: str) -> bool:
+    """No character outside the safe set, no directive, no document end marker (see above)."""
+    unsafe = _UNSAFE_ASCII if text.isascii() else _UNSAFE_CHAR
+    if unsafe.search(text) or text.startswith(("%", "...")):
+        return False
+    return _DIRECTIVE_OR_END.search(text) is None
+
+
 def _suspect(chunk: str) -> bool:
     """Whether anything in `chunk` may read differently in PyYAML and yaml_rs (module doc)."""
     if _ESCAPE.search(chunk):
@@ -104,8 +117,16 @@ def _suspect(chunk: str) -> bool:
 _STR = "tag:yaml.org,2002:str"
 
 
+# A `-` inside a scalar (not its sign, not an exponent's): no number has one in either reading, only a timestamp,
+# which starts with a 4-digit year and `-`. Such scalars (uids, names) are strings in both, known without asking.
+_INNER_DASH = re.compile(r"[^-+eE]-")
+_DATE = re.compile(r"[-+]?[0-9]{4}-")
+
+
 def _same_string(scalar: str) -> bool:
     """Whether both PyYAML's resolver and yaml_rs read the plain scalar `scalar` as that string."""
+    if _INNER_DASH.search(scalar) and not _DATE.match(scalar):
+        return True
     import yaml
     from yaml.nodes import ScalarNode
 
