@@ -90,7 +90,9 @@ def load_all(text: str, pyyaml_load_all: Callable[[str], list[Any]]) -> list[Any
                 documents.extend(pyyaml_load_all(chunk))
             else:
                 documents.append(yaml_rs.loads(chunk, parse_datetime=False, duplicate_key_policy=_LAST_WINS))
-    except Exception:  # any failure: PyYAML reads the whole text, and raises with its marks
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException:  # any failure (a Rust panic is a BaseException): PyYAML reads the whole text, and raises
         return pyyaml_load_all(text)
     return documents
 
