@@ -80,13 +80,14 @@ def load_all(text: str, pyyaml_load_all: Callable[[str], list[Any]]) -> list[Any
     if not starts or starts[0] != 0:
         starts.insert(0, 0)
     starts.append(len(text))
+    flagged = _suspect_lines(text)
     documents: list[Any] = []
     try:
         for begin, end in itertools.pairwise(starts):
             chunk = text[begin:end]
             if begin == 0 and not chunk.startswith("---") and _NOTHING.fullmatch(chunk):
                 continue
-            if _suspect(chunk):
+            if flagged and not flagged.isdisjoint(chunk.split("\n")):
                 documents.extend(pyyaml_load_all(chunk))
             else:
                 documents.append(yaml_rs.loads(chunk, parse_datetime=False, duplicate_key_policy=_LAST_WINS))
@@ -107,13 +108,28 @@ def _safe_text(text: str) -> bool:
 
 def _suspect(chunk: str) -> bool:
     """Whether anything in `chunk` may read differently in PyYAML and yaml_rs (module doc)."""
-    if _ESCAPE.search(chunk):
-        return True
-    for match in _SUSPECT.finditer("\n" + chunk):
-        number = match.group("number")
+    return bool(_suspect_lines(chunk))
+
+
+def _suspect_lines(text: str) -> set[str]:
+    """The lines of `text` in which something may read differently in PyYAML and yaml_rs (module doc).
+
+    Every check is within one line (no pattern crosses a line break; a line's start is a place a node may start),
+    so each distinct line is checked once: served objects repeat most of their lines (on 10,000 served pods, 80,000
+    distinct lines of 1.4 million), and the patterns then scan a twelfth of the text."""
+    distinct = "\n" + "\n".join(set(text.split("\n")))
+    flagged: set[str] = set()
+    for match in itertools.chain(_ESCAPE.finditer(distinct), _SUSPECT.finditer(distinct)):
+        number = match.groupdict().get("number")
         if number is None or not _same_string(number):
-            return True
-    return False
+            inside = match.start() + 1  # past the line break or character before the node
+            flagged.add(distinct[distinct.rfind("\n", 0, inside) + 1 : _line_end(distinct, inside)])
+    return flagged
+
+
+def _line_end(text: str, position: int) -> int:
+    end = text.find("\n", position)
+    return len(text) if end < 0 else end
 
 
 _STR = "tag:yaml.org,2002:str"
