@@ -5,9 +5,9 @@
 
 The other commit's `layers/core/python` is exported (`git archive`) to a temporary directory; each round runs the
 benchmark module once with each solver (the order alternating from round to round, so neither side always runs on
-the warmer or the quieter machine), the benchmark's own code always from this tree (entries already on `PYTHONPATH`, such as a private site with a
-dependency the venv lacks, follow both). Every line the benchmark
-prints is shown with the side that printed it; then, per figure (a line's words before its first number), the
+the warmer or the quieter machine), the benchmark's own code always from this tree (entries already on
+`PYTHONPATH`, such as a private site with a dependency the venv lacks, follow both). Every line the benchmark prints
+is shown with the side that printed it; then, per figure (a line's words before its first number), the
 median over rounds of each numeric field the two sides share, and this tree's over the other's. On a shared
 machine wall times are noisy: compare `cpu_*` fields and ratios from one run, not figures from different runs.
 """
