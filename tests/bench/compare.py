@@ -5,8 +5,9 @@
 
 The other commit's `layers/core/python` is exported (`git archive`) to a temporary directory; each round runs the
 benchmark module once with each solver (the order alternating from round to round, so neither side always runs on
-the warmer or the quieter machine), the benchmark's own code always from this tree. Every line the benchmark
-prints is shown with the side that printed it; then, per figure (a line's words before its first number), the
+the warmer or the quieter machine), the benchmark's own code always from this tree (entries already on
+`PYTHONPATH`, such as a private site with a dependency the venv lacks, follow both). Every line the benchmark prints
+is shown with the side that printed it; then, per figure (a line's words before its first number), the
 median over rounds of each numeric field the two sides share, and this tree's over the other's. On a shared
 machine wall times are noisy: compare `cpu_*` fields and ratios from one run, not figures from different runs.
 """
@@ -53,7 +54,9 @@ def compile_ahead(core: Path) -> None:
 
 def run_side(core: Path, module: str, args: Sequence[str]) -> list[str]:
     """The lines the benchmark module printed with this core package first on the path."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(core), str(ROOT)])}
+    # The caller's PYTHONPATH stays after them: a private site with a dependency the venv does not have yet.
+    extra = [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(core), str(ROOT), *extra])}
     done = subprocess.run(
         [sys.executable, "-m", module, *args], cwd=ROOT, env=env, capture_output=True, text=True, check=False
     )

@@ -79,7 +79,7 @@ def test_same_errors_as_the_safe_loader(text: str) -> None:
 
 
 def test_resolution_is_kept_per_scalar() -> None:
-    """The same plain scalar is resolved once per text; a quoted one is resolved on its own."""
+    """On the PyYAML path, the same plain scalar is resolved once per text; a quoted one on its own."""
     calls: list[Any] = []
     base = yaml_documents._BASE
 
@@ -91,7 +91,7 @@ def test_resolution_is_kept_per_scalar() -> None:
     original = yaml_documents._Loader.__bases__
     yaml_documents._Loader.__bases__ = (Counting,)
     try:
-        docs = yaml_documents.load_all("a: 10\nb: 10\nc: '10'\n---\na: 10\n")
+        docs = yaml_documents.pyyaml_load_all("a: 10\nb: 10\nc: '10'\n---\na: 10\n")
     finally:
         yaml_documents._Loader.__bases__ = original
     assert docs == [{"a": 10, "b": 10, "c": "10"}, {"a": 10}]

@@ -5,7 +5,8 @@ time goes there: for every scalar, the resolver tries its implicit-type patterns
 through `construct_object` with its per-node bookkeeping and generator-based maps. On a file of 10,000 pods that was
 about 1.4 s of the 2-3 s `nodewright simulate` took.
 
-`load_all(text)` returns what `yaml.load_all(text, Loader=yaml.CSafeLoader)` returns (the same objects, equal, of
+The native parser (see yaml_fastpath) reads the documents where its reading is provably the same; the rest come
+here. `load_all(text)` returns what `yaml.load_all(text, Loader=yaml.CSafeLoader)` returns (the same objects, equal, of
 the same types; the same exceptions on bad input), faster:
 - the resolver's answer for a plain scalar is kept by its value (see `_Loader`): the same keys and values come back
   in every document;
@@ -60,7 +61,15 @@ class _Loader(_BASE):  # type: ignore[misc]  # PyYAML's loaders are untyped
 def load_all(text: str) -> list[Any]:
     """Every document of `text`, as `yaml.load_all(text, Loader=yaml.CSafeLoader)` would return them.
 
-    Raises yaml.YAMLError as PyYAML does (syntax errors with their marks, unknown tags)."""
+    Raises yaml.YAMLError as PyYAML does (syntax errors with their marks, unknown tags). The documents that no
+    difference between YAML 1.1 and 1.2 can touch are read by a native parser (see yaml_fastpath), the others here."""
+    from nodewright.model import yaml_fastpath
+
+    return yaml_fastpath.load_all(text, pyyaml_load_all)
+
+
+def pyyaml_load_all(text: str) -> list[Any]:
+    """`load_all` through PyYAML alone (libyaml's parser and the constructor of this module)."""
     loader = _Loader(text)
     try:
         documents = []

@@ -1,0 +1,241 @@
+"""The native YAML path (yaml_fastpath) against PyYAML's C safe loader: the same objects of the same types, or an
+error of the same type and message, on generated documents, served pods and every YAML file of the repository."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from nodewright.model import yaml_documents, yaml_fastpath
+
+pytestmark = pytest.mark.skipif(yaml_fastpath.yaml_rs is None, reason="yaml-rs is not installed (pyproject.toml)")
+
+SAFE: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+ROOT = Path(__file__).resolve().parents[3]
+
+# Plain scalars YAML 1.1 and 1.2 read differently (or that look as if they might), and some they agree on.
+TRICKY = [
+    "yes",
+    "Yes",
+    "YES",
+    "no",
+    "No",
+    "NO",
+    "on",
+    "On",
+    "ON",
+    "off",
+    "Off",
+    "OFF",
+    "y",
+    "n",
+    "true",
+    "False",
+    "TRUE",
+    "null",
+    "Null",
+    "NULL",
+    "~",
+    "0777",
+    "0o17",
+    "0x1F",
+    "0X1F",
+    "0b101",
+    "1_000",
+    "1e3",
+    "1E3",
+    "1.5e3",
+    "1.5e+3",
+    "._5",
+    ".5",
+    "-.5",
+    "+.5",
+    "1.",
+    "+1.",
+    "01.5",
+    "12:30",
+    "-1:30.5",
+    "1:60",
+    ".inf",
+    "-.Inf",
+    "+.INF",
+    ".nan",
+    ".NaN",
+    "2001-12-14",
+    "2001-12-14t21:59:43.10-05:00",
+    "2001-12-14 21:59:43.10 -5",
+    "2002-12-14T01:02:03Z",
+    "<<",
+    "=",
+    "10.0.0.1",
+    "1.0.3",
+    "100m",
+    "128Mi",
+    "1Gi",
+    "0",
+    "-0",
+    "+12",
+    "42",
+    "3.25",
+    "007",
+    "9999999999999999999999999",
+    "8ea44336-ef04-dac5-fe59-520c9607abdc",
+    "a b",
+    "x:y",
+    "inf",
+    "nan",
+    "0x_1F",
+    "1__2",
+    "+0o7",
+]
+KEYS = st.sampled_from(["a", "name", "on", "yes", "1", "0777", 'k:{"x":"y"}', "1.5", "null", "x y"])
+VALUE = st.one_of(st.sampled_from(TRICKY), st.text(alphabet="ab01:-. #'\"yesno", max_size=8))
+
+
+def _shape(value: Any) -> Any:
+    """Value and type at every level (1 == True == 1.0 in Python; the types must match too)."""
+    if isinstance(value, dict):
+        return ("dict", [(_shape(k), _shape(v)) for k, v in value.items()])
+    if isinstance(value, list):
+        return ("list", [_shape(v) for v in value])
+    if isinstance(value, float) and math.isnan(value):
+        return ("float", "nan")
+    return (type(value).__name__, value)
+
+
+def _outcome(load: Any, text: str) -> Any:
+    try:
+        return ("ok", _shape(load(text)))
+    except yaml.YAMLError as exc:
+        return ("error", type(exc).__name__, str(exc))
+
+
+def _assert_same(text: str) -> None:
+    assert _outcome(yaml_documents.load_all, text) == _outcome(lambda t: list(yaml.load_all(t, Loader=SAFE)), text)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(st.tuples(st.integers(0, 2), KEYS, VALUE), max_size=6), min_size=1, max_size=4))
+def test_plain_scalars_written_by_hand(documents: list[list[tuple[int, str, str]]]) -> None:
+    """Unquoted scalars, nested by indentation, as a person writes them: every form YAML 1.1 and 1.2 may read
+    differently, in keys and values, in block and flow style, several documents a text."""
+    texts = []
+    for lines in documents:
+        body = []
+        for depth, key, value in lines:
+            indent = "  " * depth
+            body.append(f"{indent}{key}: {value}" if depth % 2 == 0 else f"{indent}- [{value}, {{{key}: {value}}}]")
+        texts.append("\n".join(body))
+    _assert_same("\n---\n".join(texts) + "\n")
+
+
+JSONISH = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(),
+        st.floats(allow_nan=False),
+        st.text(max_size=12),
+        st.sampled_from(TRICKY),
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.one_of(st.text(max_size=6), st.sampled_from(TRICKY)), inner)
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(JSONISH, min_size=1, max_size=3),
+    st.sampled_from([False, True, None]),
+    st.sampled_from([20, 80]),
+    st.booleans(),
+)
+def test_documents_as_pyyaml_writes_them(docs: list[Any], flow: bool | None, width: int, unicode: bool) -> None:
+    """Objects written by PyYAML's dumper in block, flow and mixed style, narrow and wide, with and without
+    unicode escapes: quoted strings that look typed, folded long lines, escapes, empty maps and lists."""
+    _assert_same(yaml.safe_dump_all(docs, default_flow_style=flow, width=width, allow_unicode=unicode))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(JSONISH, st.integers(0, 200), st.sampled_from([*"[]{}:,-?!&*|>'\"#\t\n %@`\\", "---", "...", ": "]))
+def test_damaged_text(doc: Any, where: int, insert: str) -> None:
+    """A character or marker put anywhere in valid YAML: the same objects, or the same error with the same marks."""
+    text = yaml.safe_dump({"a": doc, "b": [doc]}, default_flow_style=None)
+    where = where % (len(text) + 1)
+    _assert_same(text[:where] + insert + text[where:])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'a: "\\ud83d\\ude00"\n',  # a surrogate pair: PyYAML refuses it
+        "a: b\x85c\n",  # NEL: a line break in YAML 1.1 only
+        "a: b\u2028c\n",
+        "\ufeffa: 1\n",
+        "a:\tb\n",
+        "a: 1\r\nb: 2\r\n",
+        "%YAML 1.1\n---\na: 1\n",
+        "a: 1\n...\n---\nb: 2\n",
+        "[1]: 2\n",
+        "a: {[1]: 2}\n",
+        "a: 1\na: 2\nb: 3\na: 4\n",
+        "# only a comment\n",
+        "",
+        "---\n",
+        "--- yes\n--- 0777\n--- |\n  x\n",
+        "a: |\n  ---\n",
+        'a: "x\n---\ny"\n',
+        'k:{"name":"main"}: {}\n',
+        "a: 1\n---\n- x\n",
+        "- a\n- b\n",
+        "a: @x\n",
+        "a: x: y\n",
+        "a: &x 1\nb: *x\n",
+        "b: [:false]\n",  # YAML 1.2 reads a plain scalar starting with `:` in a flow collection; PyYAML refuses it
+        "b: {:a}\n",
+        "[:]\n",
+    ],
+)
+def test_edge_cases(text: str) -> None:
+    _assert_same(text)
+
+
+def test_served_pods_are_read_natively() -> None:
+    """The bench's served pods: the same objects, and every Pod document read by yaml_rs (none suspect), so the
+    fast path is what the bench measures."""
+    from tests.bench.simulate_cli import documents
+
+    text = yaml.safe_dump_all(documents("pods", 3), sort_keys=True)
+    _assert_same(text)
+    chunks = text.split("\n---\n")
+    assert len(chunks) > 100
+    assert not any(yaml_fastpath._suspect(chunk) for chunk in chunks)
+
+
+def test_suspect_flags_what_reads_differently() -> None:
+    for text in ["a: yes", "on: 1", "a: 0777", "a: [1e3]", '{"a":12:30}', "a: !!str 1", "a: 2001-12-14", "[1]: 2"]:
+        assert yaml_fastpath._suspect(text), text
+    for text in ["a: 12", "a: 1.5", "a: 100m", "a: 'yes'", 'k:{"a":"b"}: {}', "a: 10.0.0.1", "a: true"]:
+        assert not yaml_fastpath._suspect(text), text
+
+
+REPOSITORY_YAML = sorted(
+    str(path.relative_to(ROOT))
+    for pattern in ("*.yaml", "*.yml")
+    for path in ROOT.rglob(pattern)
+    if not {".venv", "node_modules", "cdk.out", ".git", ".localworld"} & set(path.parts)
+)
+
+
+@pytest.mark.parametrize("name", REPOSITORY_YAML)
+def test_repository_yaml_files(name: str) -> None:
+    text = (ROOT / name).read_text(encoding="utf-8")
+    _assert_same(text)
