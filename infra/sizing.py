@@ -13,8 +13,8 @@ whole peak, which is the bench building the documents, not the planner's tick; t
 peak since then (the 1,000-node one is still such an upper bound). The rows were set from the higher figures and
 are kept: they leave room for objects larger than the bench's. Time is the other limit. At 10,000 nodes the
 bench's warm planner tick takes about 10 s and its cold tick 39-49 s, against the planner's 55 s timeout; the
-provisioner, which follows its Nodes and NodeClaims in a warm container, plans a batch of 100 pods in 0.17 s at
-2,500 nodes, 0.27 s at 5,000 and 0.47 s at 10,000 (a cold container: 1.1, 3.2 and 3.5 s;
+provisioner, which follows its Nodes and NodeClaims in a warm container, plans a batch of 100 pods in 0.16 s at
+2,500 nodes, 0.11 s at 5,000 and 0.27 s at 10,000 (a cold container: 1.4, 2.8 and 3.5 s;
 `python -m tests.bench.planner_scale --sizes 2500 5000 10000 --runs 3 --batch-only`; docs/reference/performance.md,
 "The planner at scale"). The provisioner's rows are an estimate (it holds the
 Nodes and NodeClaims, a fifth of the planner's objects), not measured.
