@@ -381,7 +381,7 @@ def _instances(cloud: Cloud, fleet: Sequence[FleetNode], live: Sequence[Instance
 
     Most are in the tick's listing of live instances (`live`, read in pages of 1,000); only the others (shutting
     down, terminated, or not launched by nodewright) are described by id, in calls of 200: at 3,000 nodes a tick
-    makes about 3 calls instead of 18."""
+    makes about 3 calls instead of 15 descriptions of 200 ids and the listing."""
     ids = {m.instance_id for m in fleet if m.instance_id}
     found = {i.id: i for i in live or () if i.id in ids}
     missing = ids - found.keys()
