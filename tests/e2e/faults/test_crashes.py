@@ -38,14 +38,20 @@ def invoke_dying(world: World, function: str, payload: bytes) -> dict[str, Any]:
     return body
 
 
+def web_node(world: World, stack: Stack, namespace: str, pool_factory: Any) -> tuple[Any, str, Any]:
+    """A spot c6i.large NodePool with one registered node running one web pod: (the pool, its NodeClaim's name,
+    its Node)."""
+    pool = pool_factory(spot("c6i.large"))
+    deployment(world, namespace, pool, "web", 1, "250m", "256Mi")
+    claim, node = registered(world, stack, namespace, pool, 1)
+    return pool, claim["metadata"]["name"], node
+
+
 def test_a_planner_killed_before_start_execution_starts_the_workflow_once_the_lease_grace_has_passed(
     local_world: World, namespace: str, stack: Stack, pool_factory: Any
 ) -> None:
     world = local_world
-    pool = pool_factory(spot("c6i.large"))
-    deployment(world, namespace, pool, "web", 1, "250m", "256Mi")
-    claim, node = registered(world, stack, namespace, pool, 1)
-    name = claim["metadata"]["name"]
+    pool, name, node = web_node(world, stack, namespace, pool_factory)
     client.CustomObjectsApi(world.api_client).delete_cluster_custom_object("nodewright.io", "v1", "nodeclaims", name)
 
     planner = stack.outputs["PlannerFunctionName"]
@@ -109,10 +115,7 @@ def test_a_planner_killed_mid_watch_resumes_from_its_store_and_the_next_tick_act
     local_world: World, namespace: str, stack: Stack, pool_factory: Any
 ) -> None:
     world = local_world
-    pool = pool_factory(spot("c6i.large"))
-    deployment(world, namespace, pool, "web", 1, "250m", "256Mi")
-    claim, node = registered(world, stack, namespace, pool, 1)
-    name = claim["metadata"]["name"]
+    _, name, node = web_node(world, stack, namespace, pool_factory)
     tick(stack)  # the warm container now follows its lists with watches
 
     planner = stack.outputs["PlannerFunctionName"]
