@@ -14,7 +14,11 @@ from hypothesis import strategies as st
 
 from nodewright.model import yaml_documents, yaml_fastpath
 
-pytestmark = pytest.mark.skipif(yaml_fastpath.yaml_rs is None, reason="yaml-rs is not installed (pyproject.toml)")
+
+def test_the_native_parser_is_installed() -> None:
+    # A declared dependency: without it every text silently takes the PyYAML path and the tests below prove nothing.
+    assert yaml_fastpath.yaml_rs is not None, "yaml-rs is missing: `make setup` installs pyproject.toml's dependencies"
+
 
 SAFE: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 ROOT = Path(__file__).resolve().parents[3]
