@@ -474,8 +474,10 @@ def _pod_constraints(
     if anchor is not None:
         selector = LabelSelector((("app", anchor.name),))
         # Required zone affinity only to a Deployment whose own zone spread pins each of its nodes to one zone: with
-        # a NodeClaim that may launch in several zones the domain is unknown in the batch (as in Karpenter).
-        if "zone_spread" in anchor.features and rng.random() < 0.5:
+        # a NodeClaim that may launch in several zones the domain is unknown in the batch (as in Karpenter). Not for
+        # a Deployment with a zone spread of its own: the spread counts every zone its nodes may use, the affinity
+        # allows only the anchor's, so past one pod a zone the spread needs is one the affinity refuses.
+        if "zone_spread" in anchor.features and rng.random() < 0.5 and "zone_spread" not in features:
             spec["pod_affinity"] = (PodAffinityTerm(selector, ZONE_LABEL, namespaces=(anchor.template.namespace,)),)
             features.append("zone_affinity")
         else:
@@ -693,19 +695,24 @@ def _existing_nodes(
 
 def _limit(draft: PoolDraft, workloads: Sequence[Workload], counts: Sequence[int], nodes: Sequence[Node]) -> int:
     """A cpu limit (whole vCPUs) that leaves room for everything that may land in the pool: the drawn limit, raised
-    to three times the cpu its Deployments request plus 16 vCPUs per pod of a one-per-node Deployment, plus the
-    largest type twice and the existing nodes of the pool."""
+    to three times the vCPUs its Deployments need plus 16 vCPUs per pod of a one-per-node Deployment, plus the
+    largest type twice and the existing nodes of the pool. A pod needs its cpu request, or for a memory-heavy pod
+    the vCPUs that come with its memory on the pool's most memory-dense type (a limit counts nodes' vCPUs, and a
+    cache of 16 GiB and 0.5 CPU takes 2 vCPUs of an r type's node, more of any other)."""
+    pool = draft.parsed()
+    types = _pool_types(pool)
+    mib_per_vcpu = max((it.memory_mib / it.vcpu for it in types if it.vcpu), default=0.0)
     cpu = 0.0
     one_per_node = 0
     for w, n in zip(workloads, counts, strict=True):
         if w.pool == draft.name:
-            cpu += n * w.template.requests.get("cpu", 0) / 1000
+            memory_vcpus = w.template.requests.get("memory", 0) / 2**20 / mib_per_vcpu if mib_per_vcpu else 0.0
+            cpu += n * max(w.template.requests.get("cpu", 0) / 1000, memory_vcpus)
             if w.template.pod_anti_affinity or any(
                 s.topology_key == HOSTNAME_LABEL for s in w.template.topology_spread
             ):
                 one_per_node += n
-    pool = draft.parsed()
-    largest = max((it.vcpu for it in _pool_types(pool)), default=0)
+    largest = max((it.vcpu for it in types), default=0)
     existing = sum(
         int(n.labels.get(AWS + "instance-cpu", "0")) for n in nodes if n.labels.get(NODEPOOL_LABEL) == draft.name
     )
