@@ -221,14 +221,14 @@ def test_served_pods_are_read_natively() -> None:
     _assert_same(text)
     chunks = text.split("\n---\n")
     assert len(chunks) > 100
-    assert not any(yaml_fastpath._suspect(chunk) for chunk in chunks)
+    assert not any(yaml_fastpath._suspect_lines(chunk) for chunk in chunks)
 
 
 def test_suspect_flags_what_reads_differently() -> None:
     for text in ["a: yes", "on: 1", "a: 0777", "a: [1e3]", '{"a":12:30}', "a: !!str 1", "a: 2001-12-14", "[1]: 2"]:
-        assert yaml_fastpath._suspect(text), text
+        assert yaml_fastpath._suspect_lines(text), text
     for text in ["a: 12", "a: 1.5", "a: 100m", "a: 'yes'", 'k:{"a":"b"}: {}', "a: 10.0.0.1", "a: true"]:
-        assert not yaml_fastpath._suspect(text), text
+        assert not yaml_fastpath._suspect_lines(text), text
 
 
 REPOSITORY_YAML = sorted(

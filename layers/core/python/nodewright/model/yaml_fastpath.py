@@ -6,12 +6,12 @@ about twice as fast. But it reads YAML 1.2, PyYAML YAML 1.1: the same text gives
 scalars (`yes`, `on`, `0777`, `1e3`, `12:30`, `2001-12-14`, `._5`, ...), for tags, anchors, merge keys, and in
 other places (a surrogate pair escaped, NEL / LS / PS as line breaks). So the text is cut into its documents (at
 each `---` at the start of a line, which begins a document in every context in both readings) and a document goes
-to `yaml_rs` only when nothing in it can read differently (`_suspect`); any other document goes to PyYAML alone, as
-does the whole text when it has a directive, a document end marker or a character outside the safe set. When any
-document fails in either parser, the whole text is read by PyYAML: its objects, or its error with the marks of the
-whole text.
+to `yaml_rs` only when nothing in it can read differently (`_suspect_lines`); any other document goes to PyYAML
+alone, as does the whole text when it has a directive, a document end marker or a character outside the safe set.
+When any document fails in either parser, the whole text is read by PyYAML: its objects, or its error with the
+marks of the whole text.
 
-`_suspect` is conservative. At every place a node can start (line start, after whitespace, `[`, `{`, `,` or `:`)
+`_suspect_lines` is conservative. At every place a node can start (line start, after whitespace, `[`, `{`, `,` or `:`)
 it flags: a tag, anchor, alias, block scalar, explicit key, directive, reserved indicator or `:`; the words only
 YAML 1.1 reads as booleans, `<<`, `=`, `.inf` and `.nan`; and a scalar that starts like a number (`[-+]?.?[0-9_]`)
 and is made of the characters numbers and timestamps use, unless it is a plain decimal integer or `digits.digits`
@@ -104,11 +104,6 @@ def _safe_text(text: str) -> bool:
     if unsafe.search(text) or text.startswith(("%", "...")):
         return False
     return _DIRECTIVE_OR_END.search(text) is None
-
-
-def _suspect(chunk: str) -> bool:
-    """Whether anything in `chunk` may read differently in PyYAML and yaml_rs (module doc)."""
-    return bool(_suspect_lines(chunk))
 
 
 def _suspect_lines(text: str) -> set[str]:
