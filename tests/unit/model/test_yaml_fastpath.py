@@ -102,12 +102,16 @@ KEYS = st.sampled_from(["a", "name", "on", "yes", "1", "0777", 'k:{"x":"y"}', "1
 VALUE = st.one_of(st.sampled_from(TRICKY), st.text(alphabet="ab01:-. #'\"yesno", max_size=8))
 
 
-def _shape(value: Any) -> Any:
-    """Value and type at every level (1 == True == 1.0 in Python; the types must match too)."""
+def _shape(value: Any, path: tuple[int, ...] = ()) -> Any:
+    """Value and type at every level (1 == True == 1.0 in Python; the types must match too). A collection that
+    contains itself (damaged text can make `&x [*x]`) is shown as how many levels up it points."""
+    if isinstance(value, (dict, list)) and id(value) in path:
+        return ("cycle", len(path) - path.index(id(value)))
+    inner = (*path, id(value))
     if isinstance(value, dict):
-        return ("dict", [(_shape(k), _shape(v)) for k, v in value.items()])
+        return ("dict", [(_shape(k, inner), _shape(v, inner)) for k, v in value.items()])
     if isinstance(value, list):
-        return ("list", [_shape(v) for v in value])
+        return ("list", [_shape(v, inner) for v in value])
     if isinstance(value, float) and math.isnan(value):
         return ("float", "nan")
     return (type(value).__name__, value)
@@ -206,6 +210,8 @@ def test_damaged_text(doc: Any, where: int, insert: str) -> None:
         "b: [:false]\n",  # YAML 1.2 reads a plain scalar starting with `:` in a flow collection; PyYAML refuses it
         "b: {:a}\n",
         "[:]\n",
+        "a: &x [*x]\n",  # a list that contains itself
+        "a: &x {b: *x}\n",
     ],
 )
 def test_edge_cases(text: str) -> None:
