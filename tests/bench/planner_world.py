@@ -521,8 +521,7 @@ def run(args: argparse.Namespace, state: lw.WorldState, log: Callable[[str], Non
         scale._emit({"figure": "workflows", "executions": executions(state, outputs)})
         emit_tick(tick("warm, after the workflows"), timeout_s)
     if args.pending:
-        namespaces = scale.pending_pods(api, args.pending)
-        scale.measure_provisioner(state, outputs, api, namespaces, log)
+        scale.measure_provisioner(state, outputs, api, args.pending, log)
 
 
 def main(argv: list[str] | None = None) -> int:

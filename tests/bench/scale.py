@@ -11,7 +11,7 @@ deployed into it, `--nodes` KWOK nodes over three zones and `--running` pods bou
 a cluster that has been running for a while; KWOK runs them), labelled in 200 apps so topology selectors have
 something to count, and twice `--pending` pods the kube-scheduler marks Unschedulable (they select the
 NodePool's label, which no existing node has): a Karpenter-style mix of small, medium, large, arm64-only and
-zone-spread pods, in two fresh namespaces per run (a reused world keeps its nodes and running pods; the pending
+zone-spread pods, in a fresh namespace per batch (a reused world keeps its nodes and running pods; the pending
 namespaces and NodeClaims of earlier runs are deleted first, so every run starts from the same cluster).
 
 What it measures, printed one figure per line (JSON):
@@ -22,7 +22,9 @@ What it measures, printed one figure per line (JSON):
   first namespace's pending pods (a cold container) and then for the second's (warm). Per call: batch arrival
   (the handler called) to the first CreateFleet request, the handler's own timings (cluster read, prepare,
   solve), the API server requests it made and the bytes they returned, and the process's peak resident memory
-  (the function has 1,769 MB). Also, for comparison, what one list of every pod costs (what each batch read
+  (the function has 1,769 MB). The second namespace's pods are created only once the first call has answered:
+  a provisioner plans every pending pod of the cluster, so pods pending before the cold call would leave the
+  warm one nothing to do. Also, for comparison, what one list of every pod costs (what each batch read
   before reads were narrowed).
 - `interruption`: the real interruption service with the adapters the Lambda builds, for a Spot warning about
   an instance of another cluster (and, for contrast, one of ours): the decision, its time, and the API server
@@ -109,8 +111,11 @@ class Context:
     def get_remaining_time_in_millis(self):
         return 120000
 
-profile_dir = sys.argv[4] if len(sys.argv) > 4 else ""
-for label, path in (("cold", sys.argv[2]), ("warm", sys.argv[3])):
+profile_dir = sys.argv[2] if len(sys.argv) > 2 else ""
+# One batch a line on stdin (`<label> <payload path>`): the parent creates the next batch's pods only after this
+# one is answered, as a warm container meets pods that became pending after its last batch.
+for line in sys.stdin:
+    label, path = line.split()
     event = json.loads(open(path).read())
     first_fleet.clear(); requests.clear(); aws_calls.clear()
     profiler = None
@@ -364,25 +369,19 @@ def forget_earlier_runs(state: lw.WorldState, api: Api, log: Callable[[str], Non
         )
 
 
-def pending_pods(api: Api, pending: int) -> tuple[str, str]:
-    """Two fresh namespaces of `pending` pods each, once the kube-scheduler has marked them all Unschedulable."""
-    run = uuid.uuid4().hex[:4]
-    namespaces = (f"bench-{run}-a", f"bench-{run}-b")
-    for namespace in namespaces:
-        api.post("/api/v1/namespaces", {"metadata": {"name": namespace}})
-    _wait(lambda: bool(api.get(f"/api/v1/namespaces/{namespaces[1]}/serviceaccounts")[0]["items"]), 60, "namespaces")
-    for namespace in namespaces:
-        api.create_all(f"/api/v1/namespaces/{namespace}/pods", (_pending(i, pending) for i in range(pending)))
+def pending_pods(api: Api, pending: int, namespace: str) -> str:
+    """A fresh namespace of `pending` pods, once the kube-scheduler has marked each one it could not bind
+    Unschedulable (a node an earlier batch launched may take some)."""
+    api.post("/api/v1/namespaces", {"metadata": {"name": namespace}})
+    _wait(lambda: bool(api.get(f"/api/v1/namespaces/{namespace}/serviceaccounts")[0]["items"]), 60, "the namespace")
+    api.create_all(f"/api/v1/namespaces/{namespace}/pods", (_pending(i, pending) for i in range(pending)))
 
-    def all_unschedulable() -> bool:
-        for namespace in namespaces:
-            items = api.get(f"/api/v1/namespaces/{namespace}/pods")[0]["items"]
-            if len(items) < pending or not all(is_pending(p) for p in items):
-                return False
-        return True
+    def all_decided() -> bool:
+        items = api.get(f"/api/v1/namespaces/{namespace}/pods")[0]["items"]
+        return len(items) >= pending and all(is_pending(p) or p["spec"].get("nodeName") for p in items)
 
-    _wait(all_unschedulable, 900, "the pending pods marked Unschedulable")
-    return namespaces
+    _wait(all_decided, 900, "the pending pods marked Unschedulable")
+    return namespace
 
 
 def nodewright_objects(state: lw.WorldState, node_role: str) -> list[tuple[str, dict[str, Any]]]:
@@ -469,35 +468,43 @@ def measure_provisioner(
     state: lw.WorldState,
     outputs: dict[str, str],
     api: Api,
-    namespaces: tuple[str, str],
+    pending: int,
     log: Callable[[str], None],
     profile: Path | None = None,
     code: Path = ROOT,
 ) -> None:
-    with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
-        paths = []
-        for namespace in namespaces:
+    """The provisioner's handler in a fresh process: a batch of `pending` new pods (cold), then, once it has
+    answered, a batch of `pending` more pods created after it (warm). Prints a `provisioner` figure per call."""
+    run = uuid.uuid4().hex[:4]
+    env = function_env(state, outputs["ProvisionerFunctionName"])
+    # The checkout measured: its handler file, and its core package first on the path.
+    env["PYTHONPATH"] = os.pathsep.join([str(code / "layers" / "core" / "python"), str(ROOT)])
+    handler = code / "functions" / "provisioner" / "handler.py"
+    log("# running the provisioner's handler in a fresh process (cold, then warm)")
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp,
+        subprocess.Popen(
+            [sys.executable, "-c", CHILD, str(handler), *([str(profile)] if profile else [])],
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        ) as child,
+    ):
+        assert child.stdin is not None and child.stdout is not None and child.stderr is not None
+        for label in ("cold", "warm"):
+            namespace = pending_pods(api, pending, f"bench-{run}-{label}")
             path = Path(tmp) / f"{namespace}.json"
             path.write_text(json.dumps(payload(api, state, namespace)))
-            paths.append(str(path))
-        env = function_env(state, outputs["ProvisionerFunctionName"])
-        # The checkout measured: its handler file, and its core package first on the path.
-        env["PYTHONPATH"] = os.pathsep.join([str(code / "layers" / "core" / "python"), str(ROOT)])
-        handler = code / "functions" / "provisioner" / "handler.py"
-        log("# running the provisioner's handler in a fresh process (cold, then warm)")
-        done = subprocess.run(
-            [sys.executable, "-c", CHILD, str(handler), *paths, *([str(profile)] if profile else [])],
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=1800,
-        )
-        for line in done.stdout.splitlines():
-            if line.startswith('{"call"'):
-                _emit({"figure": "provisioner", **json.loads(line)})
-        if done.returncode != 0:
-            raise SystemExit(f"the provisioner's process failed:\n{done.stderr[-4000:]}")
+            child.stdin.write(f"{label} {path}\n")
+            child.stdin.flush()
+            answer = child.stdout.readline()
+            if not answer.startswith('{"call"'):
+                child.kill()
+                raise SystemExit(f"the provisioner's process failed:\n{child.stderr.read()[-4000:]}")
+            _emit({"figure": "provisioner", **json.loads(answer)})
+        child.stdin.close()
     # After the provisioner, so its 20,000 pods of load on the API server do not weigh on the calls measured.
     every, size, seconds = api.get("/api/v1/pods", resourceVersion="0")
     _emit(
@@ -602,11 +609,10 @@ def main(argv: list[str] | None = None) -> int:
             api.post(path, body)
         populate(api, args.nodes, args.running, log)
         forget_earlier_runs(state, api, log)
-        namespaces = pending_pods(api, args.pending)
         _emit({"figure": "cluster", "nodes": args.nodes, "running_pods": args.running, "pending_pods": args.pending})
         if args.profile:
             args.profile.mkdir(parents=True, exist_ok=True)
-        measure_provisioner(state, outputs, api, namespaces, log, args.profile, args.code.resolve())
+        measure_provisioner(state, outputs, api, args.pending, log, args.profile, args.code.resolve())
         _emit({"figure": "code measured", "checkout": str(args.code.resolve()), "commit": _commit(args.code)})
         measure_interruption(state, outputs)
     finally:
