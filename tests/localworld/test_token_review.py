@@ -10,6 +10,7 @@ from nodewright.adapters.eks_token import encode_token
 from nodewright.localworld.tokenwebhook import (
     Identity,
     TokenRejected,
+    Verified,
     canonical_arn,
     check_presigned_url,
     map_identity,
@@ -115,3 +116,26 @@ def test_signatures_are_checked_as_sts_would() -> None:
     assert signature_matches(with_session, "prod", "the-secret", "session-token")
     tampered = url.replace("Action=GetCallerIdentity", "Action=GetCallerIdentity&Extra=1")
     assert not signature_matches(tampered, "prod", "the-secret", None)
+
+
+def test_an_sts_that_does_not_answer_is_a_refusal_not_an_error() -> None:
+    """Port 9 refuses the connection: the review says why (the webhook answers "not authenticated") instead of
+    raising, which left kube-apiserver's review unanswered."""
+    config = {"cluster": "prod", "sts_endpoint": "http://127.0.0.1:9", "verify_signatures": False}
+    with pytest.raises(TokenRejected, match="STS did not answer"):
+        review(encode_token(_url()), config, NOW)
+
+
+def test_a_token_sts_vouched_for_is_not_replayed_but_its_time_and_mapping_still_count() -> None:
+    token = encode_token(_url())
+    identity = Identity("arn:aws:sts::123456789012:assumed-role/planner-role/fn", "123456789012", "AROA1")
+    mappings = [{"arn": "arn:aws:iam::123456789012:role/planner-role", "username": "planner", "groups": ["g"]}]
+    config = {"cluster": "prod", "sts_endpoint": "http://127.0.0.1:9", "mappings": mappings}
+    verified: Verified = {token: (identity, NOW)}
+    assert review(token, config, NOW, verified).username == "planner"  # STS (port 9) never asked
+    with pytest.raises(TokenRejected, match="not mapped"):
+        review(token, {**config, "mappings": []}, NOW, verified)
+    with pytest.raises(TokenRejected, match="expired"):
+        review(token, config, NOW + datetime.timedelta(minutes=11), verified)
+    with pytest.raises(TokenRejected, match="STS did not answer"):
+        review(encode_token(_url(date="20260101T115600Z")), config, NOW, verified)  # another token is asked for

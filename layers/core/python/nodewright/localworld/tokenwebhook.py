@@ -42,6 +42,8 @@ from nodewright.adapters.eks_token import CLUSTER_ID_HEADER, decode_token
 TOKEN_LIFETIME = datetime.timedelta(minutes=15)
 # Clock skew we tolerate for a signing time in the future, as STS itself does.
 SKEW = datetime.timedelta(minutes=5)
+# How long a review waits for moto (kube-apiserver's own wait for a webhook is longer).
+STS_TIMEOUT = 30
 
 
 class TokenRejected(ValueError):
@@ -64,6 +66,10 @@ class User:
     username: str
     uid: str
     groups: tuple[str, ...]
+
+
+# Identities STS gave for tokens, with when they were first reviewed (see `review`).
+Verified = dict[str, tuple[Identity, datetime.datetime]]
 
 
 def check_presigned_url(url: str, cluster: str, now: datetime.datetime) -> dict[str, str]:
@@ -172,10 +178,12 @@ def verify_signature(url: str, cluster: str, moto_endpoint: str) -> None:
     query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query))
     access_key = query.get("X-Amz-Credential", "").split("/", 1)[0]
     try:
-        with urllib.request.urlopen(f"{moto_endpoint}/_nodewright/credentials/{access_key}", timeout=10) as r:
+        with urllib.request.urlopen(f"{moto_endpoint}/_nodewright/credentials/{access_key}", timeout=STS_TIMEOUT) as r:
             secret = json.loads(r.read())
     except urllib.error.HTTPError as exc:
         raise TokenRejected("the token's access key is not valid (InvalidClientTokenId)") from exc
+    except OSError as exc:  # a timeout or a refused connection: not authenticated, never an unanswered review
+        raise TokenRejected(f"STS did not answer: {exc}") from exc
     if not signature_matches(url, cluster, secret["secret_access_key"], secret.get("session_token")):
         raise TokenRejected(f"the signature does not match (not signed for cluster {cluster!r}?)")
 
@@ -196,23 +204,37 @@ def replay(url: str, cluster: str, sts_endpoint: str) -> Identity:
         )
     request = urllib.request.Request(replayed, headers=headers, method="GET")
     try:
-        with urllib.request.urlopen(request, timeout=10) as response:
+        with urllib.request.urlopen(request, timeout=STS_TIMEOUT) as response:
             return parse_caller_identity(response.read())
     except urllib.error.HTTPError as exc:
         raise TokenRejected(f"STS refused the token: HTTP {exc.code}") from exc
+    except OSError as exc:
+        raise TokenRejected(f"STS did not answer: {exc}") from exc
 
 
-def review(token: str, config: dict[str, Any], now: datetime.datetime) -> User:
-    """Authenticate one bearer token; TokenRejected when it is not a valid mapped EKS token."""
+def review(token: str, config: dict[str, Any], now: datetime.datetime, verified: Verified | None = None) -> User:
+    """Authenticate one bearer token; TokenRejected when it is not a valid mapped EKS token.
+
+    `verified`: what STS said for tokens of this cluster, by token, with their signing times. A client reuses a
+    token for 14 minutes, and STS's answer for it cannot change while it is valid: asking once is enough. Its
+    time is still checked, and its mapping applied, at every review. Without this, a moto server busy for seconds
+    (a planner describing 3,000 instances) turned a token reviewed a minute before into a 401."""
     try:
         url = decode_token(token)
     except ValueError as exc:
         raise TokenRejected(str(exc)) from exc
     cluster = str(config.get("cluster", ""))
     check_presigned_url(url, cluster, now)
+    known = verified.get(token) if verified is not None else None
+    if known is not None:
+        return map_identity(known[0], list(config.get("mappings", [])))
     if config.get("verify_signatures", True):
         verify_signature(url, cluster, str(config["sts_endpoint"]))
     identity = replay(url, cluster, str(config["sts_endpoint"]))
+    if verified is not None:
+        for old in [t for t, (_, at) in verified.items() if now - at > TOKEN_LIFETIME]:
+            del verified[old]
+        verified[token] = (identity, now)
     return map_identity(identity, list(config.get("mappings", [])))
 
 
@@ -229,6 +251,8 @@ def token_review_response(user: User | None, error: str = "") -> dict[str, Any]:
 def serve(port: int, config_path: Path, cert: Path, key: Path) -> None:
     """Serve TokenReviews over HTTPS on 127.0.0.1:`port` until terminated."""
 
+    verified: Verified = {}  # see `review`; the server's threads share it
+
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
@@ -236,7 +260,7 @@ def serve(port: int, config_path: Path, cert: Path, key: Path) -> None:
                 doc = json.loads(self.rfile.read(length) or b"{}")
                 token = str(doc.get("spec", {}).get("token", ""))
                 config = json.loads(config_path.read_text())
-                user: User | None = review(token, config, datetime.datetime.now(datetime.UTC))
+                user: User | None = review(token, config, datetime.datetime.now(datetime.UTC), verified)
                 answer = token_review_response(user)
                 self.log_message("authenticated %s as %s", user.username if user else "-", "ok")
             except TokenRejected as exc:
