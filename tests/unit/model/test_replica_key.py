@@ -227,7 +227,7 @@ def test_replicas_load_as_each_parsed_alone(monkeypatch: pytest.MonkeyPatch) -> 
     alone = [p for doc in pods for p in _pods(load_documents([*nodes, doc], "cluster")[0])]
     assert _pods(together) == sorted(alone, key=repr) and len(alone) == 7
     by_name = {p.name: p for p in _pods(together)}
-    assert (by_name["web-3"].node_name, by_name["web-4"].node_name, by_name["web-6"].node_name) == ("node-1", "node-0", "")
+    assert [by_name[name].node_name for name in ("web-3", "web-4", "web-6")] == ["node-1", "node-0", ""]
     assert by_name["web-3"].pvc_names == ("data-web", "web-3-scratch") and by_name["web-7"].priority == 11
 
 
@@ -274,4 +274,3 @@ def test_each_field_the_parse_reads_is_in_the_key() -> None:
         doc = copy.deepcopy(base)
         change(doc)
         assert replica_key(doc) != key, what
-
