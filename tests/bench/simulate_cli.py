@@ -11,8 +11,9 @@ Pod document each, as an API server serves a pending pod the scheduler could not
 own generated name, uid, resourceVersion, timestamps, token volume and scheduler message, the defaults the API server
 fills in, its ReplicaSet owner and the managedFields of the controller manager and the scheduler, keys sorted as
 `kubectl get -o yaml` prints them (about 3.7 KB a pod, 37 MB for 10,000). No two Pod documents are alike but for
-their name, so no shortcut for identical replicas can help on them; and `pods-json`, the same objects as one `List` in
-JSON as `kubectl get -o json` prints it (about 90 MB). `--inputs` picks some. Each file is simulated `--runs` times,
+their name: replicas share a parse only by what the parse reads (`model/replica_key.py`), as served pods of one
+ReplicaSet do; and `pods-json`, the same objects as one `List` in JSON as `kubectl get -o json` prints it (about
+90 MB). `--inputs` picks some. Each file is simulated `--runs` times,
 each time in a fresh `python -m nodewright simulate --json FILE` process: process start, imports, YAML parsing, the
 solve and the JSON output are all in the figure. Per input, one line: `wall_s` (median) and `wall_min_s`, `cpu_s`
 (the child's user + system time, median), and `sha` (the output's first 12 hex digits: the same on both sides of a

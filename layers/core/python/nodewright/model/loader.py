@@ -35,6 +35,7 @@ from nodewright.model.parse import nodeclaim_from, nodepool_from, object_name
 from nodewright.model.parse_ec2nodeclass import ec2nodeclass_from
 from nodewright.model.pod_spec import ParsedPod
 from nodewright.model.quantity import format_canonical
+from nodewright.model.replica_key import replica_key
 from nodewright.model.schema import suggest, type_name
 
 WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "Job", "CronJob")
@@ -91,7 +92,8 @@ class _State:
     buffers: list[tuple[capacitybuffer.CapacityBuffer, str]] = field(default_factory=list)
     pod_templates: dict[str, Mapping[str, Any]] = field(default_factory=dict)
     scalables: dict[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
-    alike_pods: _AlikePods | None = None  # files only: API objects are kept by version instead (parsed_pods)
+    # Clean parses of this load's Pod documents by `replica_key` (see `_parse_pod`).
+    replicas: dict[str, ParsedPod] = field(default_factory=dict)
 
 
 def _expand(docs: Iterable[Any], source: str, errors: list[ValidationError]) -> list[Mapping[str, Any]]:
@@ -156,7 +158,7 @@ def load_files(paths: Sequence[str | Path], summaries: bool = True) -> tuple[Clu
     `summaries`: give each object its one-line summary (what `validate` prints).
     """
     sources, errors = read_files(paths)
-    inputs, more = load_sources(sources, summaries, alike_pods=True)
+    inputs, more = load_sources(sources, summaries)
     return inputs, errors + more
 
 
@@ -216,17 +218,16 @@ def load_sources(
     sources: Iterable[tuple[Sequence[Any], str]],
     summaries: bool = True,
     parsed_pods: ParsedPods | None = None,
-    alike_pods: bool = False,
     buffers: Sequence[Mapping[str, Any]] = (),
     keep_only_loaded: bool = False,
 ) -> tuple[ClusterInputs, list[ValidationError]]:
     """Load documents from several sources into one `ClusterInputs` (names must be unique across them).
-    `alike_pods`: parse a Pod document that differs from an earlier clean one only by its name as a renamed copy
-    of it (`_pod_shape`; files of many replicas); the result is the same. `buffers`: see `load_documents`.
+    Replicas share a parse: a Pod document whose `replica_key` an earlier clean parse of this load had is a
+    renamed copy of it (`_parse_pod`), the pod parsing it gives. `buffers`: see `load_documents`.
     `keep_only_loaded`: afterwards `parsed_pods` holds only the parses of the versions this load read, with no
     size limit (a caller whose every load reads the whole cluster, the planner: its cache then follows the
     cluster's size, and a cluster of more objects than PARSED_PODS_LIMIT is not parsed again every tick)."""
-    state = _State(parsed_pods=parsed_pods, alike_pods={} if alike_pods else None)
+    state = _State(parsed_pods=parsed_pods)
     if keep_only_loaded and parsed_pods is not None:
         state.loaded_versions = set()
     with paused_cycle_collector():  # tens of thousands of objects that live on and form no cycles (see gcpause)
@@ -409,49 +410,19 @@ def _remember(state: _State, doc: Mapping[str, Any], value: Any, ctx: Collector)
 
 
 def _parse_pod(ctx: Collector, doc: Mapping[str, Any], state: _State) -> ParsedPod | None:
-    alike = state.alike_pods
     found = _cached_parse(doc, state.parsed_pods)
     if found is not None:
         return found  # type: ignore[no-any-return]
-    shape = _pod_shape(doc) if alike is not None else None
-    if alike is not None and shape is not None:
-        twin = alike.get(shape[0])
-        if twin is not None:
-            return twin.renamed(shape[1])
-    parsed = kube.parse_pod(ctx, doc)
+    replica = replica_key(doc)
+    twin = state.replicas.get(replica[0]) if replica is not None else None
+    if replica is not None and twin is not None:
+        parsed: ParsedPod | None = twin.renamed(replica[1], node_name=replica[2])
+    else:
+        parsed = kube.parse_pod(ctx, doc)
+        if replica is not None and parsed is not None and ctx.ok and not ctx.errors:
+            state.replicas[replica[0]] = parsed
     _remember(state, doc, parsed, ctx)
-    if alike is not None and shape is not None and parsed is not None and ctx.ok and not ctx.errors:
-        alike[shape[0]] = parsed
     return parsed
-
-
-# Clean parses of Pod documents by everything but their name (see `_pod_shape`): files list replicas of one
-# template as separate Pod documents, which differ only by name.
-_AlikePods = dict[str, ParsedPod]
-
-
-def _pod_shape(doc: Mapping[str, Any]) -> tuple[str, str] | None:
-    """(the document without `metadata.name`, as its repr; the name), or None when the document has no plain
-    string name, carries a `metadata.uid` or refers to itself. Two documents with the same shape parse to the same
-    pod but for its name, uid and the claim names that follow the name (`ParsedPod.renamed`).
-
-    A pod with a uid is an object an API server served (`kubectl get -o yaml`): the uid is in its shape and no two
-    pods share one, so its shape can never match another's, and building it (a repr of the whole object, its
-    managedFields and status included) would cost about as much as parsing the pod.
-
-    The repr of what YAML and JSON load (dicts, lists, strings, numbers, booleans, None, timestamps, bytes) tells
-    apart any two values that differ in content, key order or type (1, 1.0, True, "1"), at C speed; only a
-    structure that contains itself (a YAML alias to an ancestor) shows as `{...}` or `[...]`, and is not kept."""
-    metadata = doc.get("metadata")
-    if not isinstance(metadata, dict):
-        return None
-    name = metadata.get("name")
-    if not isinstance(name, str) or not name or "uid" in metadata:
-        return None
-    shape = repr({**doc, "metadata": {k: v for k, v in metadata.items() if k != "name"}})
-    if "{...}" in shape or "[...]" in shape:
-        return None
-    return shape, name
 
 
 def _store(state: _State, kind: str, value: Any, source: str, ctx: Collector) -> None:

@@ -361,10 +361,12 @@ class ParsedPod:
             for volume, storage_class in self.ephemeral_volumes
         )
 
-    def renamed(self, name: str, extra_claims: Sequence[str] = ()) -> ParsedPod:
-        """The same pod under another name (another replica), with its claim names following the name."""
+    def renamed(self, name: str, extra_claims: Sequence[str] = (), node_name: str | None = None) -> ParsedPod:
+        """The same pod under another name (another replica), with its claim names following the name; on the
+        node `node_name` when it is given."""
         claims = self.static_claims + tuple(f"{name}-{v}" for v, _ in self.ephemeral_volumes) + tuple(extra_claims)
-        pod = replace(self.pod, name=name, uid=f"{self.pod.namespace}/{name}", pvc_names=claims)
+        node = self.pod.node_name if node_name is None else node_name
+        pod = replace(self.pod, name=name, uid=f"{self.pod.namespace}/{name}", pvc_names=claims, node_name=node)
         return ParsedPod(pod, self.static_claims, self.ephemeral_volumes)
 
 
