@@ -10,7 +10,8 @@ gets the memory `infra/sizing.py` gives that size) and deployed into it, and a f
 nodes as a cluster that has run for a while holds them: for each, a moto instance launched from the
 EC2NodeClass's image, subnet and security group with nodewright's tags, its Node (KWOK plays its kubelet) and
 its NodeClaim with the launch's hash stamps and a Registered, Initialized status. All on one m5a.4xlarge
-NodePool, each node packed full by `--running` bare pods (created bound, as `scale.py` does), so consolidation
+NodePool, each node packed full by `--running` bare pods (created bound, as `scale.py` does, and selecting that
+NodePool: the provisioner's `bench` NodePool has cheaper larger types), so consolidation
 finds nothing to do and only what the scenario changes is disrupted; the NodePool's budget lets 2 nodes go at a
 time.
 
@@ -270,6 +271,9 @@ def _pod(node: WorldNode, slot: int, cpu_m: int, memory_mi: int) -> dict[str, An
         "metadata": {"name": f"run-{node.index:05d}-{slot:02d}", "labels": {"app": f"app-{node.index % 200}"}},
         "spec": {
             "nodeName": node.name,
+            # The fleet's NodePool only: the provisioner's `bench` NodePool offers larger, cheaper types (an
+            # m6g.8xlarge for two full m5a.4xlarge), which multi-node consolidation rightly took for a saving.
+            "nodeSelector": {"karpenter.sh/nodepool": POOL},
             "containers": [
                 {
                     "name": "app",

@@ -481,28 +481,31 @@ def measure_provisioner(
     env["PYTHONPATH"] = os.pathsep.join([str(code / "layers" / "core" / "python"), str(ROOT)])
     handler = code / "functions" / "provisioner" / "handler.py"
     log("# running the provisioner's handler in a fresh process (cold, then warm)")
+    # Its log to a file: a pipe nobody reads while the bench creates the next pods would fill and stop the child.
     with (
         tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp,
+        tempfile.TemporaryFile(mode="w+") as errors,
         subprocess.Popen(
             [sys.executable, "-c", CHILD, str(handler), *([str(profile)] if profile else [])],
             env=env,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stderr=errors,
             text=True,
         ) as child,
     ):
-        assert child.stdin is not None and child.stdout is not None and child.stderr is not None
+        assert child.stdin is not None and child.stdout is not None
         for label in ("cold", "warm"):
             namespace = pending_pods(api, pending, f"bench-{run}-{label}")
             path = Path(tmp) / f"{namespace}.json"
             path.write_text(json.dumps(payload(api, state, namespace)))
             child.stdin.write(f"{label} {path}\n")
             child.stdin.flush()
-            answer = child.stdout.readline()
-            if not answer.startswith('{"call"'):
-                child.kill()
-                raise SystemExit(f"the provisioner's process failed:\n{child.stderr.read()[-4000:]}")
+            # The handler logs to stdout too (Powertools): its figure is the line that starts with {"call".
+            answer = next((line for line in child.stdout if line.startswith('{"call"')), None)
+            if answer is None:
+                errors.seek(0)
+                raise SystemExit(f"the provisioner's process ended (exit {child.wait()}):\n{errors.read()[-4000:]}")
             _emit({"figure": "provisioner", **json.loads(answer)})
         child.stdin.close()
     # After the provisioner, so its 20,000 pods of load on the API server do not weigh on the calls measured.
