@@ -139,3 +139,19 @@ def test_a_token_sts_vouched_for_is_not_replayed_but_its_time_and_mapping_still_
         review(token, config, NOW + datetime.timedelta(minutes=11), verified)
     with pytest.raises(TokenRejected, match="STS did not answer"):
         review(encode_token(_url(date="20260101T115600Z")), config, NOW, verified)  # another token is asked for
+
+
+def test_tokens_vouched_for_more_than_a_token_lifetime_ago_are_forgotten(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new review drops what STS said for tokens that can no longer be valid, so the webhook's memory stays
+    as small as the tokens in use."""
+    from nodewright.localworld import tokenwebhook
+
+    old = encode_token(_url(date="20260101T113000Z"))
+    identity = Identity("arn:aws:sts::123456789012:assumed-role/planner-role/fn", "123456789012", "AROA1")
+    verified: Verified = {old: (identity, NOW - datetime.timedelta(minutes=20))}
+    fresh = encode_token(_url())
+    monkeypatch.setattr(tokenwebhook, "replay", lambda url, cluster, endpoint: identity)
+    config = {"cluster": "prod", "sts_endpoint": "http://127.0.0.1:9", "verify_signatures": False, "mappings": []}
+    with pytest.raises(TokenRejected, match="not mapped"):
+        review(fresh, config, NOW, verified)
+    assert list(verified) == [fresh]

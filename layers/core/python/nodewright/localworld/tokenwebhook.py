@@ -215,7 +215,7 @@ def replay(url: str, cluster: str, sts_endpoint: str) -> Identity:
 def review(token: str, config: dict[str, Any], now: datetime.datetime, verified: Verified | None = None) -> User:
     """Authenticate one bearer token; TokenRejected when it is not a valid mapped EKS token.
 
-    `verified`: what STS said for tokens of this cluster, by token, with their signing times. A client reuses a
+    `verified`: what STS said for tokens of this cluster, by token, with when it said it. A client reuses a
     token for 14 minutes, and STS's answer for it cannot change while it is valid: asking once is enough. Its
     time is still checked, and its mapping applied, at every review. Without this, a moto server busy for seconds
     (a planner describing 3,000 instances) turned a token reviewed a minute before into a 401."""
@@ -232,8 +232,11 @@ def review(token: str, config: dict[str, Any], now: datetime.datetime, verified:
         verify_signature(url, cluster, str(config["sts_endpoint"]))
     identity = replay(url, cluster, str(config["sts_endpoint"]))
     if verified is not None:
-        for old in [t for t, (_, at) in verified.items() if now - at > TOKEN_LIFETIME]:
-            del verified[old]
+        # The server's threads share `verified`: the entries are copied before the walk (one C call) and popped, so
+        # a review beside this one never meets a dict changing under it or an entry already gone.
+        for old, (_, at) in list(verified.items()):
+            if now - at > TOKEN_LIFETIME:
+                verified.pop(old, None)
         verified[token] = (identity, now)
     return map_identity(identity, list(config.get("mappings", [])))
 
