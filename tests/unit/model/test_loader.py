@@ -124,6 +124,17 @@ def test_bound_pods_need_their_node() -> None:
     assert inputs.pending_pods == ()
 
 
+def test_a_cluster_read_leaves_out_pods_of_a_deleted_node_and_names_them() -> None:
+    # A Node deleted moments ago leaves its pods bound to it until the pod garbage collector deletes them.
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "here"}, "status": {"allocatable": {"cpu": "2"}}}
+    kept = pod({"containers": [container()], "nodeName": "here"}, name="kept")
+    orphan = pod({"containers": [container()], "nodeName": "ghost"}, name="orphan")
+    inputs, errors = load_documents([node, kept, orphan], "cluster", omit_orphans=True)
+    assert errors == []
+    assert inputs.orphaned_pods == ("default/orphan",)
+    assert [p.name for n in inputs.nodes for p in n.pods] == ["kept"] and inputs.pending_pods == ()
+
+
 def test_daemonset_owned_pods_are_not_pending() -> None:
     ds_pod = pod({"containers": [container()]})
     ds_pod["metadata"]["ownerReferences"] = [{"kind": "DaemonSet", "name": "agent", "controller": True}]

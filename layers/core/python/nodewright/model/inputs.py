@@ -57,6 +57,8 @@ class ClusterInputs:
     # pods are at the end of `pending_pods` (`model.capacitybuffer`).
     buffers: tuple[BufferResolution, ...] = ()
     objects: tuple[LoadedObject, ...] = ()
+    # Pods (`ns/name`) bound to a Node the documents do not hold, left out of the load (`load_sources(omit_orphans)`).
+    orphaned_pods: tuple[str, ...] = ()
 
     def nodepool(self, name: str) -> NodePool | None:
         """The NodePool called `name`, if loaded."""

@@ -94,6 +94,8 @@ class _State:
     scalables: dict[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
     # Clean parses of this load's Pod documents by `replica_key` (see `_parse_pod`).
     replicas: dict[str, ParsedPod] = field(default_factory=dict)
+    # With `omit_orphans`: a pod bound to a Node the documents do not hold is left out, not an error.
+    omit_orphans: bool = False
 
 
 def _expand(docs: Iterable[Any], source: str, errors: list[ValidationError]) -> list[Mapping[str, Any]]:
@@ -202,15 +204,21 @@ def load_documents(
     parsed_pods: ParsedPods | None = None,
     buffers: Sequence[Mapping[str, Any]] = (),
     keep_only_loaded: bool = False,
+    omit_orphans: bool = False,
 ) -> tuple[ClusterInputs, list[ValidationError]]:
     """Load already-parsed documents (YAML-loaded dicts or API objects as dicts) from one source. `summaries`: give
     each loaded object its one-line summary (what `validate` prints); services that only decide leave it off.
     `parsed_pods`: pods, Nodes and NodeClaims parsed by earlier loads of full API objects, by (uid,
     resourceVersion); see `_cached_parse`. `buffers`: CapacityBuffers read from the API server with the
     PodTemplates and workloads they name (`ClusterView.buffers`); those workloads only give their pod template and
-    replica count (their pods are read as pods). `keep_only_loaded`: see `load_sources`."""
+    replica count (their pods are read as pods). `keep_only_loaded`, `omit_orphans`: see `load_sources`."""
     return load_sources(
-        [(list(docs), source)], summaries, parsed_pods, buffers=buffers, keep_only_loaded=keep_only_loaded
+        [(list(docs), source)],
+        summaries,
+        parsed_pods,
+        buffers=buffers,
+        keep_only_loaded=keep_only_loaded,
+        omit_orphans=omit_orphans,
     )
 
 
@@ -220,14 +228,18 @@ def load_sources(
     parsed_pods: ParsedPods | None = None,
     buffers: Sequence[Mapping[str, Any]] = (),
     keep_only_loaded: bool = False,
+    omit_orphans: bool = False,
 ) -> tuple[ClusterInputs, list[ValidationError]]:
     """Load documents from several sources into one `ClusterInputs` (names must be unique across them).
     Replicas share a parse: a Pod document whose `replica_key` an earlier clean parse of this load had is a
     renamed copy of it (`_parse_pod`), the pod parsing it gives. `buffers`: see `load_documents`.
     `keep_only_loaded`: afterwards `parsed_pods` holds only the parses of the versions this load read, with no
     size limit (a caller whose every load reads the whole cluster, the planner: its cache then follows the
-    cluster's size, and a cluster of more objects than PARSED_PODS_LIMIT is not parsed again every tick)."""
-    state = _State(parsed_pods=parsed_pods)
+    cluster's size, and a cluster of more objects than PARSED_PODS_LIMIT is not parsed again every tick).
+    `omit_orphans`: a pod bound to a Node the documents do not hold is left out and named in
+    `ClusterInputs.orphaned_pods` instead of being an error (a whole-cluster read, where such a pod belongs to a
+    deleted Node and waits for the pod garbage collector; in files it is a mistake, and an error says so)."""
+    state = _State(parsed_pods=parsed_pods, omit_orphans=omit_orphans)
     if keep_only_loaded and parsed_pods is not None:
         state.loaded_versions = set()
     with paused_cycle_collector():  # tens of thousands of objects that live on and form no cycles (see gcpause)
@@ -480,10 +492,13 @@ def _finish(state: _State, summaries: bool = True) -> ClusterInputs:
     node_names = {node.name for node in state.nodes}
     bound: dict[str, list[Pod]] = {name: [] for name in node_names}
     pending: list[Pod] = []
+    orphaned: list[str] = []
     for pod, source in pods:
         if pod.node_name:
             if pod.node_name in bound:
                 bound[pod.node_name].append(pod)
+            elif state.omit_orphans:
+                orphaned.append(pod.key)
             else:
                 state.errors.append(
                     ValidationError(
@@ -519,6 +534,7 @@ def _finish(state: _State, summaries: bool = True) -> ClusterInputs:
         nodeclaims=tuple(state.nodeclaims),
         nodeoverlays=tuple(state.nodeoverlays),
         buffers=buffers,
+        orphaned_pods=tuple(orphaned),
     )
     if not summaries:
         return replace(inputs, objects=tuple(obj for obj, _ in state.objects))

@@ -107,6 +107,8 @@ class TickResult:
     static_launched: list[str] = field(default_factory=list)
     static_removed: list[str] = field(default_factory=list)
     buffers: dict[str, Any] = field(default_factory=dict)
+    # Pods still bound to a deleted Node (the pod garbage collector removes them): counted, not decided on.
+    orphaned_pods: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -127,6 +129,7 @@ class TickResult:
             "static_launched": self.static_launched,
             "static_removed": self.static_removed,
             "buffers": self.buffers,
+            "orphaned_pods": self.orphaned_pods,
         }
 
 
@@ -182,9 +185,11 @@ def _tick(ports: PlannerPorts, methods: Sequence[Method], timer: Callable[[], fl
         parsed_pods=ports.parsed_pods,
         buffers=view.buffers,
         keep_only_loaded=True,
+        omit_orphans=True,
     )
     inputs, errors = loaded
     out.problems.extend(f"{e.kind}/{e.name}: {e.path}: {e.message}" for e in errors)
+    out.orphaned_pods = len(inputs.orphaned_pods)
 
     result = provisioning.ProvisionResult("planner")
     registered = provisioning.finish_registrations(inputs.nodeclaims, inputs.nodes, ports.cluster, now, result)
