@@ -17,8 +17,9 @@ constraint that is not about what one node may hold, and keeping those that are:
   not run are not subtracted, which again only lowers the bound.
 - Rows: pods grouped by requests (every resource: cpu, memory, pods, nvidia.com/gpu) and by node constraints
   (tolerations, node selector, required node affinity). A group may use a node kind when the pool's taints are
-  tolerated and some required term does not conflict with the pool's requirements and the type's labels (keys one
-  side leaves open are taken as met: a relaxation).
+  tolerated and some required term does not conflict with the pool's requirements and the type's labels, nor needs
+  a label that is not well known and that the pool neither labels nor requires (Karpenter refuses such a term: no
+  node of the pool would carry the label); other keys one side leaves open are taken as met (a relaxation).
 - Relaxed away entirely: topology spread, pod affinity and anti-affinity (required or preferred), preferred node
   affinity, NodePool weights and limits, and host ports. A plan must meet them; the bound does not, so a cluster
   whose plan is driven by them (one pod per node, say) has a ratio well above 1 that is no packing loss.
@@ -54,6 +55,7 @@ import numpy as np
 
 from nodewright.catalog.allocatable import allocatable_for
 from nodewright.catalog.catalog import offering_matches, type_matches
+from nodewright.catalog.labels import WELL_KNOWN_LABELS
 from nodewright.model.objects import Pod
 from nodewright.model.requirements import Requirements
 from nodewright.model.taints import untolerated
@@ -169,9 +171,23 @@ def _kinds(cluster: RandomCluster) -> _Kinds:
 
 
 def _compatible(pod: Pod, profile: _Profile) -> bool:
+    """Whether pods like `pod` may run on a node of the profile: its taints tolerated, and some required term of the
+    pod that neither conflicts with the node's requirements nor needs a label the node cannot carry: a key that is
+    not well known and that the NodePool neither labels nor requires (Karpenter refuses such a pod for the NodePool,
+    as `scheduling.claims` does: nothing would set the label, so every plan keeps this)."""
     if untolerated(pod.tolerations, profile.taints) is not None:
         return False
-    return any(option.conflict(profile.requirements) is None for option in node_options(pod))
+    return any(
+        option.conflict(profile.requirements) is None and not _needs_undefined_label(option, profile.requirements)
+        for option in node_options(pod)
+    )
+
+
+def _needs_undefined_label(option: Requirements, node: Requirements) -> bool:
+    return any(
+        key not in node.by_key and key not in WELL_KNOWN_LABELS and not value_set.absent_ok
+        for key, value_set in option.by_key.items()
+    )
 
 
 def _groups(claims: Sequence[PlannedNodeClaim], cluster: RandomCluster) -> list[tuple[Pod, Mapping[str, int], int]]:

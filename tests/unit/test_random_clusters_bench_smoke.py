@@ -102,3 +102,20 @@ def test_seeds_parse_and_default_to_a_range_of_the_day() -> None:
     assert len(today) == random_clusters.SEEDS_PER_RUN and today == list(range(today[0], today[0] + len(today)))
     assert random_clusters.default_seeds(datetime.date(2026, 12, 6))[0] != today[0]
     assert random_clusters.describe_seeds(today) == f"{today[0]}-{today[-1]}"
+
+
+def test_bound_keeps_a_label_the_nodepool_does_not_define() -> None:
+    # A pod selecting `team: data` runs only where the NodePool labels or requires `team` (Karpenter refuses the others:
+    # nothing would set the label); well-known keys a NodePool leaves open stay open.
+    from nodewright.model.objects import Pod
+    from nodewright.model.requirements import Requirements
+    from tests.bench.random_bound import _compatible, _Profile
+
+    def pod(selector: dict[str, str]) -> Pod:
+        return Pod(namespace="d", name="p", uid="u", labels={}, requests={"cpu": 100}, node_selector=selector)
+
+    open_pool = _Profile((), Requirements.from_labels({"karpenter.sh/nodepool": "general"}))
+    team_pool = _Profile((), Requirements.from_labels({"karpenter.sh/nodepool": "team", "team": "data"}))
+    assert not _compatible(pod({"team": "data"}), open_pool)
+    assert _compatible(pod({"team": "data"}), team_pool)
+    assert _compatible(pod({"topology.kubernetes.io/zone": "us-east-1a"}), open_pool)

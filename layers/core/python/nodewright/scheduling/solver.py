@@ -482,6 +482,7 @@ class Solver:
         terms, tolerations = variant.terms, variant.tolerations
         bin_compat, bin_cap, assign = self.claims.bin_compat, self.topology.bin_cap, self.claims.assign
         may_take, refuses = self.claims.may_take_later, self.claims.refuses_for_good
+        dearer = self.claims.narrowing_dearer
         max_copies = res.max_copies
         ebs_claims = cls.ebs_claims
         # Per shape of new claim (requirement set, NodePool): whether it refuses these pods for good. A run opens
@@ -515,6 +516,8 @@ class Solver:
             survivors.append(b)
             k = min(k, bin_cap(b, cls, terms, len(pods)))
             if k > 0:
+                if merged[1] != b.rkey and b.kind == "new" and dearer(b, cls, merged, k, requirements, rkey, variant):
+                    continue  # it stays in the list: for fewer pods, or once it has narrowed anyway, it may pay
                 pods = assign(b, cls, pods, k, *merged)
         return survivors, pods
 
