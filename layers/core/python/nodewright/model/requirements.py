@@ -220,7 +220,8 @@ class Requirements:
             key = NORMALIZED_LABELS.get(key, key)
             value_set = _exactly(value)
             previous = out.get(key)
-            out[key] = value_set if previous is None else previous.intersect(value_set)
+            # A node carries a deprecated label and its GA name with the same value: one value set, nothing to meet.
+            out[key] = value_set if previous is None or previous is value_set else previous.intersect(value_set)
         return Requirements(out)
 
     def get(self, key: str) -> ValueSet:
