@@ -14,7 +14,7 @@ import pytest
 from nodewright.adapters.informer import Informers
 from nodewright.adapters.kubernetes_cluster import KubernetesCluster
 from nodewright.adapters.memory import InMemoryState
-from nodewright.ports import ProvisioningView
+from nodewright.ports import FleetView, ProvisioningView
 from nodewright.scheduling import TemplateCache
 from nodewright.service.batch import parse_batch
 from nodewright.service.provision import ProvisionResult, WarmBatch, provision
@@ -90,6 +90,35 @@ def test_a_batch_gives_the_caller_its_collector_setting_back(enabled: bool) -> N
         gc.enable() if enabled else gc.disable()
         run("cold")
         assert gc.isenabled() is enabled
+    finally:
+        gc.enable() if was else gc.disable()
+
+
+class _WatchedFleet(KubernetesCluster):
+    enabled: list[bool]
+
+    def read_fleet(self) -> FleetView:
+        self.enabled.append(gc.isenabled())
+        return super().read_fleet()
+
+
+def test_a_registration_payload_reads_the_fleet_with_the_collector_paused() -> None:
+    # A batch without pods (nodes registered): every NodeClaim and Node read consistently and parsed.
+    nodes = bench.fleet(40)
+    cluster = _WatchedFleet(bench.ListServer(bench.documents(nodes)))  # type: ignore[arg-type]
+    cluster.enabled = []
+    cloud = bench.BatchCloud(nodes)
+    catalog = bench.BenchCatalog(on_demand_cluster().instance_types)
+    batch = parse_batch({"batch_id": "registered", "cluster": bench.CLUSTER, "pods": [], "nodes": [nodes[0].name]})
+    was = gc.isenabled()
+    gc.collect()
+    gc.enable()
+    try:
+        provision(batch, cluster, cloud, InMemoryState(), bench.Clock(), catalog)  # type: ignore[arg-type]
+        assert cluster.enabled == [False]
+        assert gc.isenabled()
+        gc.disable()
+        assert gc.collect() == 0
     finally:
         gc.enable() if was else gc.disable()
 

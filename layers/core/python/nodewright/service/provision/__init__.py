@@ -153,7 +153,8 @@ def provision(
     now = clock.now()
     result = ProvisionResult(batch.batch_id)
     if not batch.pods and not displaced_nodes and not batch.buffers:
-        return _lifecycle_only(batch, cluster, cloud, now, result, templates, started, timer)
+        with paused_cycle_collector():  # it reads and parses every NodeClaim and Node too (see below)
+            return _lifecycle_only(batch, cluster, cloud, now, result, templates, started, timer)
 
     owner = f"{batch.batch_id}/{uuid.uuid4().hex[:8]}"
     with one_planner(state, owner, clock, sleep) as lock:
