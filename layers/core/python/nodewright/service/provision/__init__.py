@@ -157,16 +157,17 @@ def provision(
             return _lifecycle_only(batch, cluster, cloud, now, result, templates, started, timer)
 
     owner = f"{batch.batch_id}/{uuid.uuid4().hex[:8]}"
-    with one_planner(state, owner, clock, sleep) as lock:
-        if isinstance(lock, str):
-            result.decide("busy", "planner", f"{lock} is planning new capacity; evaluated again in the next window")
-            result.timings["total"] = timer() - started
-            return result
-        # The cycle collector is paused from the read to the NodeClaims' creation: a cold container's first read
-        # decodes and parses tens of MB of JSON (3,000 Nodes and NodeClaims: millions of objects that live on in the
-        # informers and parse caches and form no cycles), and the collector's repeated passes over them, full ones
-        # among them, were 40 % of that batch's CPU. Once resumed, it goes over them once, after the launches.
-        with paused_cycle_collector():
+    # The cycle collector is paused from the read to the launches' end: a cold container's first read decodes and
+    # parses tens of MB of JSON (3,000 Nodes and NodeClaims: millions of objects that live on in the informers and
+    # parse caches and form no cycles), and the collector's repeated passes over them, full ones among them, were
+    # 40 % of that batch's CPU. Resumed once the launches are done, it goes over them once, and not on the GIL
+    # while the launch threads build and send their CreateFleet requests.
+    with paused_cycle_collector():
+        with one_planner(state, owner, clock, sleep) as lock:
+            if isinstance(lock, str):
+                result.decide("busy", "planner", f"{lock} is planning new capacity; evaluated again in the next window")
+                result.timings["total"] = timer() - started
+                return result
             snapshot = read_cluster(batch, cluster, result, parsed_pods)
             result.timings["read_cluster"] = timer() - started
             # Which claims' nodes have joined decides the plan; writing their registration can wait until the
@@ -220,11 +221,11 @@ def provision(
                     # Another planner may be planning these pods now: what was not created is left to it, or to the
                     # next window (a replacement's step is retried on `busy`).
                     result.decide("busy", "planner", f"{lost}; the NodeClaims not created are planned again")
-    # The planner lock is released: the NodeClaims exist, so whoever plans next counts them in flight.
-    if planned is not None:
-        for outcome in pipeline.outcomes():
-            result.merge(outcome)
-        result.timings["launch"] = timer() - started
+        # The planner lock is released: the NodeClaims exist, so whoever plans next counts them in flight.
+        if planned is not None:
+            for outcome in pipeline.outcomes():
+                result.merge(outcome)
+            result.timings["launch"] = timer() - started
     live = [c for c in snapshot.base.nodeclaims if c.name not in removed]
     finish_registrations(live, snapshot.base.nodes, cluster, now, result)
     if planned is not None:
