@@ -6,7 +6,8 @@ batch's garbage goes by reference counting alone."""
 from __future__ import annotations
 
 import gc
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -37,14 +38,28 @@ class _WatchedCluster(KubernetesCluster):
         return super().nodeclaims()
 
 
-def _batches() -> tuple[_WatchedCluster, Any]:
-    """A 40-node cluster read through the real adapter with informers, and a function running one batch of 20
-    pending pods in the same container (its parses, NodePool preparations and warm state kept)."""
+class _WatchedLaunches(bench.BatchCloud):
+    """EC2 noting whether the cycle collector runs while a launch thread's CreateFleet is in flight: when it is
+    sent, and when its answer comes (a moment later, as from EC2; by then the batch has created its NodeClaims)."""
+
+    enabled: list[bool]
+
+    def create_fleet(self, request: Mapping[str, Any]) -> Mapping[str, Any]:
+        self.enabled.append(gc.isenabled())
+        time.sleep(0.2)
+        self.enabled.append(gc.isenabled())
+        return super().create_fleet(request)
+
+
+def _batches() -> tuple[_WatchedCluster, _WatchedLaunches, Callable[[str], ProvisionResult]]:
+    """A 40-node cluster read through the real adapter with informers, its EC2, and a function running one batch of
+    20 pending pods in the same container (its parses, NodePool preparations and warm state kept)."""
     nodes = bench.fleet(40)
     pending = bench.pending_pods(20)
     cluster = _WatchedCluster(bench.ListServer(bench.documents(nodes), pending), informers=Informers())  # type: ignore[arg-type]
     cluster.enabled = []
-    cloud = bench.BatchCloud(nodes)
+    cloud = _WatchedLaunches(nodes)
+    cloud.enabled = []
     catalog = bench.BenchCatalog(on_demand_cluster().instance_types)
     hints = [{k: p["metadata"][k] for k in ("namespace", "name", "uid", "resourceVersion")} for p in pending]
     parsed: dict[Any, Any] = {}
@@ -65,11 +80,11 @@ def _batches() -> tuple[_WatchedCluster, Any]:
             warm=warm,
         )
 
-    return cluster, run
+    return cluster, cloud, run
 
 
-def test_the_collector_is_paused_while_the_batch_reads_the_cluster() -> None:
-    cluster, run = _batches()
+def test_the_collector_is_paused_from_the_batch_read_to_its_launches() -> None:
+    cluster, cloud, run = _batches()
     was = gc.isenabled()
     gc.enable()
     try:
@@ -77,6 +92,8 @@ def test_the_collector_is_paused_while_the_batch_reads_the_cluster() -> None:
         assert result.launched, "the batch launched nothing: the plan did not run"
         assert {name for name, _ in cluster.enabled} == {"read_for_provisioning", "nodeclaims"}
         assert not any(enabled for _, enabled in cluster.enabled)
+        # The launch threads' CreateFleet too: the collector's one pass over the read's objects comes after them.
+        assert cloud.enabled and not any(cloud.enabled)
         assert gc.isenabled()
     finally:
         gc.enable() if was else gc.disable()
@@ -84,7 +101,7 @@ def test_the_collector_is_paused_while_the_batch_reads_the_cluster() -> None:
 
 @pytest.mark.parametrize("enabled", [True, False])
 def test_a_batch_gives_the_caller_its_collector_setting_back(enabled: bool) -> None:
-    _, run = _batches()
+    _, _, run = _batches()
     was = gc.isenabled()
     try:
         gc.enable() if enabled else gc.disable()
@@ -124,7 +141,7 @@ def test_a_registration_payload_reads_the_fleet_with_the_collector_paused() -> N
 
 
 def test_cold_and_warm_batches_leave_no_reference_cycles() -> None:
-    _, run = _batches()
+    _, _, run = _batches()
     was = gc.isenabled()
     gc.collect()
     gc.disable()
