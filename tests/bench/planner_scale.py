@@ -1254,6 +1254,7 @@ def _first_container(size: int) -> str:
     """`FIRST_CHILD` run for `size` nodes; its figure fields."""
     done = subprocess.run(
         [sys.executable, "-c", FIRST_CHILD, str(size), ",".join(HANDLER_IMPORTS)],
+        cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),  # `tests` importable
         capture_output=True,
         text=True,
         check=False,
