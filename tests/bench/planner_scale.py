@@ -49,7 +49,17 @@ warm ticks, one tick reads the same cluster with full lists. Printed per size, o
   wall time reading the cluster (`read_cluster`, the lists and their loading); `batch_launched`: the NodeClaims the
   cold batch launched; `batch_digest`: a hash of the cold batch's plan (each claim's pool, placement and pods, and the
   pods' decisions), "warm-differs" when a warm batch planned otherwise. `--batch-only` runs the batches alone, without
-  the planner's ticks (`planner_scale_batch`, with `batch_min_cpu_ms`, the least CPU of the warm batches).
+  the planner's ticks (`planner_scale_batch`, with `batch_min_cpu_ms`, the least CPU of the warm batches);
+- with `--batch-only`, what a new provisioner container pays, in a process of its own that has imported nothing of
+  nodewright before (`FIRST_CHILD`): `first_import_ms`/`first_import_cpu_ms`, importing what the provisioner's
+  handler imports (Powertools, boto3, the adapters, the provisioning service); `first_catalog_ms`, building and
+  loading the instance catalog the handler keeps (the shipped snapshot, `NODEWRIGHT_CATALOG=snapshot`); then, once
+  the bench has built the cluster in that process (not timed; it parses its NodePool and EC2NodeClass once),
+  `batch_first_ms`/`batch_first_cpu_ms`, that container's first batch against the snapshot catalog (its module
+  caches and informers empty, its NodePools prepared against every type of the catalog), and
+  `batch_first_fleet_ms`, its wall time to the first CreateFleet (`timings.first_create_fleet`);
+  `batch_first_launched` the NodeClaims it launched. Set-up and first batch together are what a new container's
+  first batch waits for, less the network.
 
 Nothing here asserts a time.
 """
@@ -1161,6 +1171,99 @@ def measure_batch_only(size: int, runs: int, change: float = 0.0) -> str:
     )
 
 
+# The modules the provisioner's handler imports, at its top and in `build_runtime` (functions/provisioner/handler.py).
+HANDLER_IMPORTS = (
+    "aws_lambda_powertools",
+    "aws_lambda_powertools.metrics",
+    "nodewright.tracing",
+    "nodewright.gcpause",
+    "nodewright.service.batch",
+    "nodewright.adapters.aws_sdk",
+    "nodewright.adapters.ec2_launcher",
+    "nodewright.adapters.eks_token",
+    "nodewright.adapters.kubernetes_cluster",
+    "nodewright.settings",
+    "nodewright.adapters.dynamodb_state",
+    "nodewright.adapters.ec2_catalog",
+    "nodewright.scheduling",
+    "nodewright.service.provision",
+)
+
+# A new container, in a process that imports nothing of nodewright before it is timed: the handler's imports and
+# catalog, then (the bench's own build, not timed) the cluster, then the first batch (`measure_first_batch`).
+FIRST_CHILD = """
+import importlib, sys, time
+started, cpu = time.perf_counter(), time.process_time()
+for name in sys.argv[2].split(","):
+    importlib.import_module(name)
+imported, imported_cpu = time.perf_counter(), time.process_time()
+from nodewright.adapters.ec2_catalog import kept_catalog
+catalog = kept_catalog("snapshot", "us-east-1", None)
+catalog.instance_types()
+loaded = time.perf_counter()
+from tests.bench.planner_scale import measure_first_batch
+print(measure_first_batch(int(sys.argv[1]), catalog, (imported - started, imported_cpu - cpu, loaded - imported)))
+"""
+
+
+def measure_first_batch(size: int, catalog: Any, setup: tuple[float, float, float]) -> str:
+    """`FIRST_CHILD`'s first batch: the cluster built, then one batch as a new container's handler runs it (a new
+    adapter with empty informers, no parse, preparation or warm state kept); returns the `first_*` and
+    `batch_first_*` fields."""
+    from nodewright.service.provision import provision
+
+    try:
+        from nodewright.service.provision import WarmBatch
+    except ImportError:  # compared against an older tree (`tests.bench.compare`)
+        WarmBatch = None  # type: ignore[assignment,misc]
+    nodes = fleet(size)
+    pending = pending_pods(BATCH_PODS)
+    server = ListServer(documents(nodes), pending)
+    cloud = BatchCloud(nodes)
+    hints = [{k: p["metadata"][k] for k in ("namespace", "name", "uid", "resourceVersion")} for p in pending]
+    batch = parse_batch({"batch_id": "bench-first", "cluster": CLUSTER, "pods": hints})
+    import gc
+
+    gc.collect()
+    started, cpu = time.perf_counter(), time.process_time()
+    cluster = KubernetesCluster(server, informers=Informers() if incremental_reads(os.environ) else None)  # type: ignore[arg-type]
+    result = provision(
+        batch,
+        cluster,
+        cloud,  # type: ignore[arg-type]
+        InMemoryState(),
+        Clock(),
+        catalog,
+        templates=cloud,  # type: ignore[arg-type]
+        parsed_pods={},
+        nodepool_templates=TemplateCache(),
+        **({"warm": WarmBatch()} if WarmBatch is not None else {}),
+    )
+    wall, cpu_s = (time.perf_counter() - started) * 1000, (time.process_time() - cpu) * 1000
+    launched = len([c for c in result.to_json()["nodeclaims"] if not c["reused"]])
+    imports, imports_cpu, catalog_s = setup
+    return (
+        f"first_import_ms={imports * 1000:.0f} first_import_cpu_ms={imports_cpu * 1000:.0f} "
+        f"first_catalog_ms={catalog_s * 1000:.0f} batch_first_ms={wall:.0f} batch_first_cpu_ms={cpu_s:.0f} "
+        f"batch_first_fleet_ms={result.timings.get('first_create_fleet', 0.0) * 1000:.0f} "
+        f"batch_first_launched={launched}"
+    )
+
+
+def _first_container(size: int) -> str:
+    """`FIRST_CHILD` run for `size` nodes; its figure fields."""
+    done = subprocess.run(
+        [sys.executable, "-c", FIRST_CHILD, str(size), ",".join(HANDLER_IMPORTS)],
+        cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),  # `tests` importable
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"# the first-container child failed for size {size}:\n{done.stderr[-3000:]}")
+    return done.stdout.strip().splitlines()[-1]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.bench.planner_scale", description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 2500], help="cluster sizes in nodes")
@@ -1192,7 +1295,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if done.returncode != 0:
             print(f"# size {size} failed:\n{done.stderr[-3000:]}", file=sys.stderr)
             return 2
-        print(done.stdout.strip(), flush=True)
+        line = done.stdout.strip()
+        if args.batch_only:
+            line = f"{line} {_first_container(size)}"
+        print(line, flush=True)
     return 0
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 from typing import Any
 
 from nodewright.model.errors import Collector
@@ -223,8 +224,12 @@ def get_resources(ctx: Collector, value: Any, path: str, allow_negative: bool = 
     return out
 
 
+@lru_cache(maxsize=4096)
 def label_key_problem(key: str) -> str | None:
-    """Why `key` is not a valid Kubernetes label key (qualified name), or None when it is."""
+    """Why `key` is not a valid Kubernetes label key (qualified name), or None when it is.
+
+    Kept by key: a cluster's objects carry a few dozen distinct label keys, and a cold provisioner checked every
+    key of 3,000 Nodes' labels (84,000 checks, two regular expressions each) to parse them."""
     if not key:
         return "a label key must not be empty"
     prefix, _, name = key.rpartition("/")
