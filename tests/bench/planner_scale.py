@@ -994,6 +994,42 @@ def _commands(result: Mapping[str, Any]) -> list[Any]:
     return list(result["decisions"].get("commands", []))
 
 
+def _batch(
+    batch: Any,
+    cluster: KubernetesCluster,
+    cloud: BatchCloud,
+    catalog: Any,
+    parsed_pods: dict[Any, Any],
+    templates: TemplateCache,
+    kept: Mapping[str, Any],
+) -> Any:
+    """One batch as the provisioner's handler runs it (`service.provision.provision`); `kept`: `_warm_kept()`."""
+    from nodewright.service.provision import provision
+
+    return provision(
+        batch,
+        cluster,
+        cloud,  # type: ignore[arg-type]
+        InMemoryState(),
+        Clock(),
+        catalog,
+        templates=cloud,  # type: ignore[arg-type]
+        parsed_pods=parsed_pods,
+        nodepool_templates=templates,
+        **kept,
+    )
+
+
+def _warm_kept() -> dict[str, Any]:
+    """What a warm container keeps between batches (the handler's `WarmBatch`); nothing for a tree from before it
+    (compared against an older tree by `tests.bench.compare`)."""
+    try:
+        from nodewright.service.provision import WarmBatch
+    except ImportError:
+        return {}
+    return {"warm": WarmBatch()}
+
+
 def measure_batches(
     server: ListServer,
     nodes: Sequence[BenchNode],
@@ -1007,20 +1043,13 @@ def measure_batches(
     NodeClaim a batch creates, so every batch plans the same pods. Returns (cold wall ms, cold CPU ms, warm wall
     ms, warm CPU ms, NodeClaims the cold batch launched, the warm batches' ms reading the cluster, a digest of the
     cold batch's plan or "warm-differs" when a warm batch planned otherwise)."""
-    from nodewright.service.provision import provision
-
-    try:  # what a warm container keeps between batches (the handler's); a tree from before it has none
-        from nodewright.service.provision import WarmBatch
-    except ImportError:  # compared against an older tree (`tests.bench.compare`)
-        WarmBatch = None  # type: ignore[assignment,misc]
-
     # As the provisioner's handler makes it: with informers (its own, not the planner's) unless switched off.
     informers = Informers() if incremental_reads(os.environ) else None
     cluster = KubernetesCluster(server, informers=informers)  # type: ignore[arg-type]
     cloud = BatchCloud(nodes)
     parsed_pods: dict[Any, Any] = {}
     templates = TemplateCache()
-    kept = {"warm": WarmBatch()} if WarmBatch is not None else {}
+    kept = _warm_kept()
     hints = [
         {
             "namespace": p["metadata"]["namespace"],
@@ -1034,18 +1063,7 @@ def measure_batches(
     for run in range(runs + 1):
         batch = parse_batch({"batch_id": f"bench-{run}", "cluster": CLUSTER, "pods": hints})
         started, cpu = time.perf_counter(), time.process_time()
-        result = provision(
-            batch,
-            cluster,
-            cloud,  # type: ignore[arg-type]
-            InMemoryState(),
-            Clock(),
-            catalog,
-            templates=cloud,  # type: ignore[arg-type]
-            parsed_pods=parsed_pods,
-            nodepool_templates=templates,
-            **kept,
-        )
+        result = _batch(batch, cluster, cloud, catalog, parsed_pods, templates, kept)
         walls.append((time.perf_counter() - started) * 1000)
         cpus.append((time.process_time() - cpu) * 1000)
         reads.append(result.timings.get("read_cluster", 0.0) * 1000)
@@ -1210,12 +1228,6 @@ def measure_first_batch(size: int, catalog: Any, setup: tuple[float, float, floa
     """`FIRST_CHILD`'s first batch: the cluster built, then one batch as a new container's handler runs it (a new
     adapter with empty informers, no parse, preparation or warm state kept); returns the `first_*` and
     `batch_first_*` fields."""
-    from nodewright.service.provision import provision
-
-    try:
-        from nodewright.service.provision import WarmBatch
-    except ImportError:  # compared against an older tree (`tests.bench.compare`)
-        WarmBatch = None  # type: ignore[assignment,misc]
     nodes = fleet(size)
     pending = pending_pods(BATCH_PODS)
     server = ListServer(documents(nodes), pending)
@@ -1227,18 +1239,7 @@ def measure_first_batch(size: int, catalog: Any, setup: tuple[float, float, floa
     gc.collect()
     started, cpu = time.perf_counter(), time.process_time()
     cluster = KubernetesCluster(server, informers=Informers() if incremental_reads(os.environ) else None)  # type: ignore[arg-type]
-    result = provision(
-        batch,
-        cluster,
-        cloud,  # type: ignore[arg-type]
-        InMemoryState(),
-        Clock(),
-        catalog,
-        templates=cloud,  # type: ignore[arg-type]
-        parsed_pods={},
-        nodepool_templates=TemplateCache(),
-        **({"warm": WarmBatch()} if WarmBatch is not None else {}),
-    )
+    result = _batch(batch, cluster, cloud, catalog, {}, TemplateCache(), _warm_kept())
     wall, cpu_s = (time.perf_counter() - started) * 1000, (time.process_time() - cpu) * 1000
     launched = len([c for c in result.to_json()["nodeclaims"] if not c["reused"]])
     imports, imports_cpu, catalog_s = setup
