@@ -1,4 +1,4 @@
-"""The provisioner's batch pauses the cycle collector from its read to its NodeClaims' creation (a cold container's
+"""The provisioner's batch pauses the cycle collector from its read to the end of its launches (a cold container's
 first read decodes thousands of Nodes and NodeClaims, and the collector's passes over them were 40 % of that batch's
 CPU): the pause must cover the reads, which run in threads, give the caller its setting back, and be free, i.e. a
 batch's garbage goes by reference counting alone."""
