@@ -19,19 +19,11 @@ from typing import Any
 _OPENS = re.compile(r"[ \t\r\n]*[\[{]")
 
 
-def load_json(text: str, prune: bool = False) -> list[Any] | None:
+def load_json(text: str) -> list[Any] | None:
     """The documents of `text` when it is one strict JSON value: `[value]`; None when it is not (the caller reads it
-    as YAML). `NaN`, `Infinity` and `-Infinity`, which Python's decoder accepts and JSON does not, make it None.
-    `prune`: a served object's `metadata.managedFields` may be left out where that is certain to change nothing else
-    (json_prune), for readers that never look at it."""
+    as YAML). `NaN`, `Infinity` and `-Infinity`, which Python's decoder accepts and JSON does not, make it None."""
     if not _OPENS.match(text):
         return None
-    if prune:
-        from nodewright.model.json_prune import load_pruned
-
-        pruned = load_pruned(text)
-        if pruned is not None:
-            return pruned
     try:
         return [json.loads(text, parse_constant=_refuse)]
     except (ValueError, RecursionError):

@@ -133,9 +133,7 @@ def _parse_yaml(text: str, source: str) -> tuple[list[Any], list[ValidationError
     # API server would read where YAML 1.1 reads JSON otherwise (see json_documents).
     from nodewright.model.json_documents import load_json
 
-    # The model reads no `metadata.managedFields`, and no command that loads files prints their documents: what is
-    # certain to be left out is not parsed (json_prune, yaml_prune).
-    docs = load_json(text, prune=True)
+    docs = load_json(text)
     if docs is not None:
         return docs, []
     # Imported here: the Lambdas load API objects through this module but never parse YAML text, and PyYAML
@@ -147,6 +145,8 @@ def _parse_yaml(text: str, source: str) -> tuple[list[Any], list[ValidationError
     # libyaml's parser (when PyYAML was built with it; its wheels are) with a quicker constructor: the same
     # objects and errors as yaml.load_all with the C safe loader (see yaml_documents).
     try:
+        # The model reads no `metadata.managedFields`, and no command that loads files prints their documents: the
+        # blocks certain to be cut are not parsed (yaml_prune).
         return yaml_documents.load_all(text, prune=True), []
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
