@@ -64,7 +64,7 @@ class Pruner:
     def __init__(self, pyyaml_load_all: Callable[[str], list[Any]]) -> None:
         self._pyyaml_load_all = pyyaml_load_all
         self._simple: set[str] = {""}
-        self._shapes: dict[tuple[str, str], bool] = {}
+        self._shapes: dict[tuple[int, str], bool] = {}
 
     def prune(self, text: str) -> str:
         """`text` without the blocks certain to be cut (module doc); `text` itself when there are none."""
@@ -78,7 +78,7 @@ class Pruner:
             end = _BLOCK_LINES.match(text, position).end()  # type: ignore[union-attr]  # matches the empty text
             position = end
             head = self._head(text, start, kept)
-            if head < 0 or not _AFTER.match(text, end) or not self._certain(text[head:start], text[start:end]):
+            if head < 0 or not _AFTER.match(text, end) or not self._certain(text, head, start, end):
                 continue
             pieces.append(text[kept:start])
             kept = end
@@ -98,25 +98,27 @@ class Pruner:
             return len(_DOCUMENT) if text.startswith(_DOCUMENT) else 0
         return -1
 
-    def _certain(self, before: str, block: str) -> bool:
-        """Whether the block can be cut from the document whose lines up to it are `before` (module doc)."""
-        if before.startswith(_BLOCK) or "\n" + _BLOCK in before:
+    def _certain(self, text: str, head: int, start: int, end: int) -> bool:
+        """Whether the block `text[start:end]` can be cut from its document, which begins at `head` (module doc)."""
+        if text.startswith(_BLOCK, head) or text.find("\n" + _BLOCK, head, start) >= 0:
             return False  # a duplicate key: the later one wins, so which one a reader keeps depends on the order
-        owner = before.rfind("\n" + _OWNER) + 1  # 0 when not found: then `before` must start with it
-        if not before.startswith(_OWNER, owner) or _COLUMN_0.search(before, owner + len(_OWNER) - 1, len(before) - 1):
+        found = text.rfind("\n" + _OWNER, head, start)
+        owner = head if found < 0 else found + 1
+        if not text.startswith(_OWNER, owner) or _COLUMN_0.search(text, owner + len(_OWNER) - 1, start - 1):
             return False  # the block is not in the document's top-level `metadata`
-        for lines in (before.split("\n"), block.split("\n")):
-            if not self._simple.issuperset(lines):  # checked once per distinct line: most repeat
-                for line in set(lines).difference(self._simple):
-                    if not _SIMPLE.fullmatch(line):
-                        return False
-                    self._simple.add(line)
-        shape = (before.translate(_SHAPE), block.translate(_SHAPE))
+        region = text[head:end]
+        lines = region.split("\n")
+        if not self._simple.issuperset(lines):  # checked once per distinct line: most repeat
+            for line in set(lines).difference(self._simple):
+                if not _SIMPLE.fullmatch(line):
+                    return False
+                self._simple.add(line)
+        shape = (start - head, region.translate(_SHAPE))  # the length before the block says where it starts
         known = self._shapes.get(shape)
         if known is None:
             if len(self._shapes) >= _MAX_SHAPES:
                 return False
-            known = self._shapes[shape] = self._reads_alike(before, block)
+            known = self._shapes[shape] = self._reads_alike(text[head:start], text[start:end])
         return known
 
     def _reads_alike(self, before: str, block: str) -> bool:
