@@ -180,3 +180,13 @@ def test_served_pods_are_cut_before_parsing(monkeypatch: pytest.MonkeyPatch) -> 
     assert read == _without_managed_fields(list(yaml.load_all(text, Loader=SAFE)))
     given_texts.clear()
     assert any("managedFields" in d["metadata"] for d in yaml_documents.load_all(text) if d["kind"] == "Pod")
+
+
+def test_files_are_loaded_with_the_cut() -> None:
+    """`validate`, `simulate` and `disrupt` read files through the loader, which asks for the cut."""
+    from nodewright.model import loader
+    from tests.bench.simulate_cli import documents
+
+    text = yaml.safe_dump_all(documents("pods", 1), sort_keys=True)
+    docs, errors = loader._parse_yaml(text, "pods.yaml")
+    assert not errors and not any("managedFields" in d["metadata"] for d in docs)
