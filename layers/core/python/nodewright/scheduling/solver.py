@@ -123,6 +123,9 @@ class Solver:
         self.pinned: dict[tuple[ReqKey, str, str], tuple[Requirements, ReqKey]] = {}  # see `_pinned`
         # Per (class, form) by id (both live as long as the run's forms): see `_hostname_terms`.
         self.hostname_terms: dict[tuple[int, int], tuple[tuple[tuple[int, int], ...], bool]] = {}
+        # Per (class, form, requirement set), the new claims that declined one pod of it (`_fill`), by position,
+        # with what that answer read: the claim's requirement set and type and the run's count of limit changes.
+        self.declined: dict[tuple[int, int, ReqKey], dict[int, tuple[ReqKey, int, int]]] = {}
         self.unschedulable: list[Unschedulable] = []
 
     def _register_existing(
@@ -191,6 +194,7 @@ class Solver:
         other.forms = self.forms
         other.pinned = self.pinned
         other.hostname_terms = self.hostname_terms  # reads the classes, forms and groups the runs share
+        other.declined = {}  # by position of this run's claims
         other.unschedulable = []
         return other
 
@@ -489,6 +493,10 @@ class Solver:
         # thousands of claims of a few hundred shapes, and a new list visits every claim once: most of them, in
         # other zones or NodePools, are dropped on one look-up instead of the checks below.
         refused = self.claims.refused.setdefault((rkey, tolerations), {})
+        # A zone spread's one-pod batches visit the same claims that declined its pod (`narrowing_dearer`) at every
+        # batch: for one pod the answer reads only what `_declined` keeps, so such a claim is stepped over.
+        declined = self._declined(cls, variant, rkey)
+        claims = self.claims
         survivors: list[Bin] = []
         for index, b in enumerate(bins):
             if not pods:
@@ -500,6 +508,13 @@ class Solver:
                 if never is None:
                     never = refused[shape] = refuses(b, requirements, rkey, tolerations)
                 if never:
+                    continue
+                if (
+                    declined is not None
+                    and len(pods) == 1
+                    and declined.get(b.order) == (b.rkey, id(b.chosen), claims.limits_changed)
+                ):
+                    survivors.append(b)  # as the answer below keeps it (one without room would be dropped later)
                     continue
             k = max_copies(request, b.remaining)
             if k <= 0 or b.grown or (closing and any(counts[g].get(b.name, 0) >= limit for g, limit in closing)):
@@ -517,9 +532,26 @@ class Solver:
             k = min(k, bin_cap(b, cls, terms, len(pods)))
             if k > 0:
                 if merged[1] != b.rkey and b.kind == "new" and dearer(b, cls, merged, k, requirements, rkey, variant):
+                    if k == 1 and declined is not None:
+                        declined[b.order] = (b.rkey, id(b.chosen), claims.limits_changed)
                     continue  # it stays in the list: for fewer pods, or once it has narrowed anyway, it may pay
                 pods = assign(b, cls, pods, k, *merged)
         return survivors, pods
+
+    def _declined(self, cls: PodClass, variant: Variant, rkey: ReqKey) -> dict[int, tuple[ReqKey, int, int]] | None:
+        """The claims that declined one pod of this class, form and requirement set (numbered `rkey`), or None when
+        such an answer may not hold at the next visit.
+
+        `Claims.narrowing_dearer` for one pod reads the claim's narrowing (its requirement set and `rkey`), the
+        price of its type's offerings before and after, and what a fresh claim for one pod costs, which reads the
+        NodePools' limits left (`Claims.limits_changed`) and the class's hostname terms for a brand-new node: only a
+        required hostname pod affinity reads the run's state there (whether any matching pod runs yet), and host
+        ports or EBS volumes are never declined. So while the claim keeps its requirement set and type and no
+        limit changed, one pod is declined again: the claim is kept in the list and skipped (were its room or
+        hostname terms to take that pod no more, it would take nothing either way)."""
+        if cls.host_ports or cls.ebs_claims or self._hostname_terms(cls, variant)[1]:
+            return None
+        return self.declined.setdefault((id(cls), id(variant), rkey), {})
 
     def _affinity_group(self, cls: PodClass, terms: tuple[TopologyTerm, ...]) -> int | None:
         """The group of a required hostname pod-affinity term that ties the class to nodes already chosen.
