@@ -116,6 +116,9 @@ class Solver:
         self.parked: dict[tuple[object, ...], tuple[list[Bin], list[ReqKey]]] = {}
         # Per such key, `claims.narrowed` when its parked bins were last looked at (see `_room`).
         self.parked_seen: dict[tuple[object, ...], int] = {}
+        # Per request (a class's `request_key`), the positions of the bins found without room for one more such pod:
+        # room only shrinks (a claim that grows leaves the lists), so a new list for the request leaves them out.
+        self.full: dict[object, set[int]] = {}
         self.finalizer = Finalizer(self.pools)
         # Karpenter relaxes PreferNoSchedule taints last, and only when a NodePool has one.
         self.prefer_no_schedule = any(t.effect == PREFER_NO_SCHEDULE for c in self.pools.contexts for t in c.taints)
@@ -185,6 +188,7 @@ class Solver:
         other.room = {}
         other.parked = {}
         other.parked_seen = {}
+        other.full = {}  # by position of this run's bins
         other.pending_held = self.pending_held
         other.cpu_index = self.cpu_index  # the same bins as the run starts: copies of them, in the same order
         other.eligible = self.eligible
@@ -342,7 +346,7 @@ class Solver:
             if read < len(hosts):
                 held = sorted([*held, *hosts[read:]], key=lambda b: b.order)
             parked: list[tuple[Bin, ReqKey]] = []
-            kept_hosts, pods = self._fill(held, parked, cls, pods, request, closing, requirements, rkey, variant)
+            kept_hosts, pods = self._fill(held, parked, cls, pods, request, closing, requirements, rkey, variant, None)
             if parked:
                 kept_hosts = sorted([*kept_hosts, *(b for b, _ in parked)], key=placement_order)
             self.affinity_room[room_key] = (kept_hosts, len(hosts))
@@ -350,7 +354,10 @@ class Solver:
         key = (request_key, closing, rkey, variant.tolerations)
         kept = self._room(request, key, requirements, rkey, variant.tolerations)
         set_aside: list[tuple[Bin, ReqKey]] = []
-        survivors, pods = self._fill(kept, set_aside, cls, pods, request, closing, requirements, rkey, variant)
+        declined = None if binds or cls.host_ports or cls.ebs_claims else self._declined(cls, variant, rkey)
+        survivors, pods = self._fill(
+            kept, set_aside, cls, pods, request, closing, requirements, rkey, variant, declined
+        )
         if set_aside:
             parked_bins, parked_keys = self.parked.setdefault(key, ([], []))
             parked_bins.extend(b for b, _ in set_aside)
@@ -404,7 +411,10 @@ class Solver:
         if entry is None:
             kept = _with_room(request, self._eligible(request, requirements, rkey, tolerations))
             taking, waiting = self._new_room(requirements, rkey, tolerations)
-            kept.extend(taking)
+            # Claims another list of the request found full would only be dropped again, one by one (the oldest,
+            # first in placement order, are the full ones: a one-pod batch would step over all of them).
+            full = self.full.get(key[0])
+            kept.extend([b for b in taking if b.order not in full] if full else taking)
             # Parked as `_fill` would park them: they come back once their requirements change.
             if waiting:
                 parked_bins, parked_keys = self.parked.setdefault(key, ([], []))
@@ -475,13 +485,15 @@ class Solver:
         requirements: Requirements,
         rkey: ReqKey,
         variant: Variant,
+        declined: dict[int, tuple[ReqKey, int, int]] | None,
     ) -> tuple[list[Bin], list[Pod]]:
         """Place as many of `pods` as fit on `bins`, in order. Returns the bins still worth visiting for this
         request, requirement set and tolerations (those without room, closed by the class's own hostname terms,
         with a taint not tolerated or whose requirements can never take these, are dropped for good: room only
         shrinks, counts only grow, a bin's requirements only narrow) and the pods left over. A new claim that
         refuses these requirements only for a label it does not define yet is added to `parked` with its
-        requirement-set number: visiting it again is useless until its requirements change (`_room`)."""
+        requirement-set number: visiting it again is useless until its requirements change (`_room`). `declined`:
+        the claims that declined one pod of the class, form and requirement set (`_declined`), None when not kept."""
         counts = self.topology.counts
         terms, tolerations = variant.terms, variant.tolerations
         bin_compat, bin_cap, assign = self.claims.bin_compat, self.topology.bin_cap, self.claims.assign
@@ -495,8 +507,8 @@ class Solver:
         refused = self.claims.refused.setdefault((rkey, tolerations), {})
         # A zone spread's one-pod batches visit the same claims that declined its pod (`narrowing_dearer`) at every
         # batch: for one pod the answer reads only what `_declined` keeps, so such a claim is stepped over.
-        declined = self._declined(cls, variant, rkey)
         claims = self.claims
+        full = self.full.setdefault(cls.request_key, set())  # `request` is the class's (see `_room`)
         survivors: list[Bin] = []
         for index, b in enumerate(bins):
             if not pods:
@@ -517,7 +529,10 @@ class Solver:
                     survivors.append(b)  # as the answer below keeps it (one without room would be dropped later)
                     continue
             k = max_copies(request, b.remaining)
-            if k <= 0 or b.grown or (closing and any(counts[g].get(b.name, 0) >= limit for g, limit in closing)):
+            if k <= 0:
+                full.add(b.order)
+                continue
+            if b.grown or (closing and any(counts[g].get(b.name, 0) >= limit for g, limit in closing)):
                 continue
             if ebs_claims and len(ebs_claims - b.volumes) > b.remaining.get(EBS_VOLUMES, 0):
                 continue  # the class's EBS volumes: attached once per node, whatever number of its pods go there
@@ -538,9 +553,10 @@ class Solver:
                 pods = assign(b, cls, pods, k, *merged)
         return survivors, pods
 
-    def _declined(self, cls: PodClass, variant: Variant, rkey: ReqKey) -> dict[int, tuple[ReqKey, int, int]] | None:
-        """The claims that declined one pod of this class, form and requirement set (numbered `rkey`), or None when
-        such an answer may not hold at the next visit.
+    def _declined(self, cls: PodClass, variant: Variant, rkey: ReqKey) -> dict[int, tuple[ReqKey, int, int]]:
+        """The claims that declined one pod of this class, form and requirement set (numbered `rkey`), by position,
+        with what the answer read. The caller keeps none (None) for a class with host ports, EBS volumes or a
+        required hostname pod affinity in this form, where such an answer may not hold at the next visit.
 
         `Claims.narrowing_dearer` for one pod reads the claim's narrowing (its requirement set and `rkey`), the
         price of its type's offerings before and after, and what a fresh claim for one pod costs, which reads the
@@ -549,8 +565,6 @@ class Solver:
         ports or EBS volumes are never declined. So while the claim keeps its requirement set and type and no
         limit changed, one pod is declined again: the claim is kept in the list and skipped (were its room or
         hostname terms to take that pod no more, it would take nothing either way)."""
-        if cls.host_ports or cls.ebs_claims or self._hostname_terms(cls, variant)[1]:
-            return None
         return self.declined.setdefault((id(cls), id(variant), rkey), {})
 
     def _affinity_group(self, cls: PodClass, terms: tuple[TopologyTerm, ...]) -> int | None:
