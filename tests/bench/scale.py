@@ -148,6 +148,14 @@ for line in sys.stdin:
         "first_nodeclaim_created_s": round(min(
             (r[5] + r[4] for r in requests if r[0] == "POST" and r[1].endswith("/nodeclaims")), default=arrival
         ) - arrival, 3),
+        # What the decision read, in order, with its start, time and size: where the read's time went.
+        "reads_before_first_nodeclaim": [
+            f"{r[1]} {r[2]} at {r[5] - arrival:.2f}s {r[4]:.2f}s {r[3]} bytes"
+            for r in sorted(requests, key=lambda r: r[5])
+            if r[0] == "GET" and r[5] <= min(
+                (q[5] for q in requests if q[0] == "POST" and q[1].endswith("/nodeclaims")), default=done
+            )
+        ][:24],
         "aws_calls_before_first_create_fleet": [
             f"{op} at {start - arrival:.2f}s {took:.2f}s" for op, start, took in sorted(aws_calls, key=lambda c: c[1])
             if first_fleet and start <= first_fleet[0]

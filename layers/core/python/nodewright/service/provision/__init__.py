@@ -29,6 +29,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from nodewright.catalog.types import InstanceTypeSource
@@ -58,7 +59,7 @@ from nodewright.service.provision.nodeclaim import (
     nodeclaim_name,
 )
 from nodewright.service.provision.pipeline import Pipeline
-from nodewright.service.provision.plan import Plan, plan
+from nodewright.service.provision.plan import Plan, plan, resolve
 from nodewright.service.provision.read import (
     NOMINATION_GRACE_SECONDS,
     Snapshot,
@@ -178,6 +179,10 @@ def provision(
             )
             recent = recent_nodes(snapshot, registered, now)
             planned: Plan | None = None
+            # The EC2NodeClasses are resolved (AWS calls, no decision) while the pods are read from the cluster.
+            ahead = ThreadPoolExecutor(max_workers=1, thread_name_prefix="resolve")
+            resolving = ahead.submit(resolve, snapshot.base.nodeclasses, cloud)
+            ahead.shutdown(wait=False)
             if read_pods(batch, snapshot, cluster, recent, set(displaced_nodes), result, registered):
                 # A NodeClaim being deleted is not capacity on its way (Karpenter leaves deleting claims out too).
                 gone = removed | deleting(snapshot.view.nodeclaims)
@@ -198,6 +203,7 @@ def provision(
                     one_claim_in,
                     nodepool_templates,
                     warm.registration if warm is not None else None,
+                    resolving.result(),
                 )
                 result.timings["prepare"] = planned.prepared_at - started
                 # What is created here is what launches: `plan_filter` has narrowed the plan already. Each claim
