@@ -361,6 +361,9 @@ def forget_earlier_runs(state: lw.WorldState, api: Api, log: Callable[[str], Non
         if n["metadata"]["name"].startswith("bench-") and n["metadata"]["name"] != "bench-running"
     ]
     for namespace in old:
+        # Their pods at once: a pod bound to a node whose instance was just terminated has no kubelet left to confirm
+        # its graceful deletion, and would hold its namespace until the pod garbage collector comes round.
+        api.send("DELETE", f"/api/v1/namespaces/{namespace}/pods", {"gracePeriodSeconds": 0})
         api.send("DELETE", f"/api/v1/namespaces/{namespace}")
 
     def gone() -> bool:
