@@ -41,9 +41,9 @@ for what is left of that list rather than for all of it. It lists them as a watc
 one (Kubernetes' WatchList: a watch with `sendInitialEvents=true` sends every object as an ADDED event, then a
 bookmark annotated `k8s.io/initial-events-end` at the list's resourceVersion), so each Node is decoded as it
 arrives rather than 12 MB at once after the last byte; a server that refuses it, or a stream that ends before that
-bookmark, is listed as before. A primed list is what a `sync` without a store would have
-listed (the same watch-cache list), only a few hundred milliseconds earlier, so the first `sync` after it takes it as
-it is; one older than `PRIMED_SECONDS` (an invocation that did not read it) is followed with a watch like any store.
+bookmark, is listed as before. A primed list is what a `sync` without a store would have listed (the same
+watch-cache list), only a few hundred milliseconds earlier, so the first `sync` after it takes it as it is; one older
+than `PRIMED_SECONDS` (an invocation that did not read it) is followed with a watch like any store.
 
 Stores live as long as the process (`informers_for`, by API endpoint and CA), so a warm Lambda container keeps them
 between invocations; `reset()` forgets them all (tests).
