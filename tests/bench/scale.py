@@ -388,7 +388,8 @@ def pending_pods(api: Api, pending: int, namespace: str) -> str:
     api.create_all(f"/api/v1/namespaces/{namespace}/pods", (_pending(i, pending) for i in range(pending)))
 
     def all_decided() -> bool:
-        items = api.get(f"/api/v1/namespaces/{namespace}/pods")[0]["items"]
+        # As the watch cache has them, where the forwarder's watch sees them (see `payload`).
+        items = api.get(f"/api/v1/namespaces/{namespace}/pods", resourceVersion="0")[0]["items"]
         return len(items) >= pending and all(is_pending(p) or p["spec"].get("nodeName") for p in items)
 
     _wait(all_decided, 900, "the pending pods marked Unschedulable")
