@@ -48,8 +48,6 @@ class FakeApiServer:
         self.bookmark = False
         self.lists: dict[str, int] = {}
         self.watches: dict[str, int] = {}
-        self.watch_lists: dict[str, int] = {}
-        self.watch_list = "served"  # or "refused", "cut" (`_watch_list`)
         self.bytes = 0
 
     # ------------------------------------------------------------------ changes
@@ -83,8 +81,6 @@ class FakeApiServer:
         assert method == "GET", (method, path)
         params = dict(query)
         selector = params.get("fieldSelector", "")
-        if params.get("watch") == "1" and params.get("sendInitialEvents") == "true":
-            return self._watch_list(path, params, selector)
         if params.get("watch") == "1":
             return self._watch(path, int(params["resourceVersion"]), selector)
         self.lists[path] = self.lists.get(path, 0) + 1
@@ -117,20 +113,6 @@ class FakeApiServer:
         if self.bookmark:
             mark = {"kind": path.rsplit("/", 1)[1], "metadata": {"resourceVersion": str(self.version)}}
             lines.append(json.dumps({"type": "BOOKMARK", "object": mark}))
-        return self._answer(200, "".join(line + "\n" for line in lines).encode())
-
-    def _watch_list(self, path: str, params: Mapping[str, str], selector: str) -> tuple[int, bytes]:
-        """Kubernetes' WatchList: every object as ADDED, then the bookmark that ends the initial events
-        (`watch_list` "refused": a server without the feature gate; "cut": the stream ends before that bookmark)."""
-        self.watch_lists[path] = self.watch_lists.get(path, 0) + 1
-        assert params["resourceVersionMatch"] == "NotOlderThan" and params["allowWatchBookmarks"] == "true"
-        if self.watch_list == "refused":
-            return self._answer(422, b'{"kind":"Status","code":422,"reason":"Invalid"}')
-        items = [d for _, d in sorted(self.objects.get(path, {}).items()) if _matches(d, selector)]
-        lines = [json.dumps({"type": "ADDED", "object": d}) for d in items]
-        end = {"resourceVersion": str(self.version), "annotations": {"k8s.io/initial-events-end": "true"}}
-        if self.watch_list != "cut":
-            lines.append(json.dumps({"type": "BOOKMARK", "object": {"metadata": end}}))
         return self._answer(200, "".join(line + "\n" for line in lines).encode())
 
     def _answer(self, status: int, raw: bytes) -> tuple[int, bytes]:

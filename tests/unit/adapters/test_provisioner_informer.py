@@ -249,29 +249,16 @@ def test_the_transport_streams_a_watch_line_by_line_across_chunks_and_raises_an_
 
 def test_a_primed_node_list_is_the_first_read_and_the_next_batch_follows_it(server: Server) -> None:
     cluster = _cluster(server)
-    cluster.prime_nodes()  # a cold container, beside its set-up: a watch list, no list
-    assert server.watch_lists[NODES] == 1 and server.full_lists(NODES) == []
-    [(_, initial)] = [(p, q) for p, q in server.queries if q.get("sendInitialEvents")]
-    assert initial["resourceVersion"] == "0" and initial["timeoutSeconds"] == "60"  # the watch cache's, as a read's
+    cluster.prime_nodes()  # a cold container, beside its set-up
+    assert len(server.full_lists(NODES)) == 1
     server.put(NODES, node("n3"))  # after the priming: the first read does not wait for a proof of it
-    first = cluster.read_for_provisioning().nodes
-    assert _names(first) == ["n1", "n2"] and first[0]["kind"] == "Node" and first[0]["apiVersion"] == "v1"
-    assert server.full_lists(NODES) == [] and NODES not in server.watches
-    server.bookmark = True
-    assert _names(cluster.read_for_provisioning().nodes) == ["n1", "n2", "n3"]  # followed from the bookmark's version
-    assert server.full_lists(NODES) == [] and server.watches[NODES] == 1
-    cluster.prime_nodes()  # a store that holds the list is not listed again
-    assert server.watch_lists[NODES] == 1 and server.full_lists(NODES) == []
-
-
-@pytest.mark.parametrize("watch_list", ["refused", "cut"])
-def test_a_watch_list_the_server_refuses_or_cuts_short_is_listed_instead(server: Server, watch_list: str) -> None:
-    server.watch_list = watch_list  # a server without WatchList, or a stream that ended before its last bookmark
-    cluster = _cluster(server)
-    cluster.prime_nodes()
-    assert server.watch_lists[NODES] == 1 and len(server.full_lists(NODES)) == 1
     assert _names(cluster.read_for_provisioning().nodes) == ["n1", "n2"]
     assert len(server.full_lists(NODES)) == 1 and NODES not in server.watches
+    server.bookmark = True
+    assert _names(cluster.read_for_provisioning().nodes) == ["n1", "n2", "n3"]  # followed from the primed list
+    assert len(server.full_lists(NODES)) == 1 and server.watches[NODES] == 1
+    cluster.prime_nodes()  # a store that holds the list is not listed again
+    assert len(server.full_lists(NODES)) == 1
 
 
 def test_a_primed_list_left_unread_is_followed_like_any_store() -> None:

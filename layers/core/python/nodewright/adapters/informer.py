@@ -37,13 +37,9 @@ at its first bookmark), instead of being held for its `timeoutSeconds`: a bookma
 
 A cold container can start its largest list early (`prime`): the provisioner lists the Nodes while the rest of its
 first invocation sets up (clients, imports, the delivery record, the planner lock), so the read that follows waits
-for what is left of that list rather than for all of it. It lists them as a watch list where the API server offers
-one (Kubernetes' WatchList: a watch with `sendInitialEvents=true` sends every object as an ADDED event, then a
-bookmark annotated `k8s.io/initial-events-end` at the list's resourceVersion), so each Node is decoded as it
-arrives rather than 12 MB at once after the last byte; a server that refuses it, or a stream that ends before that
-bookmark, is listed as before. A primed list is what a `sync` without a store would have listed (the same
-watch-cache list), only a few hundred milliseconds earlier, so the first `sync` after it takes it as it is; one older
-than `PRIMED_SECONDS` (an invocation that did not read it) is followed with a watch like any store.
+for what is left of that list rather than for all of it. A primed list is what a `sync` without a store would have
+listed (the same watch-cache list), only a few hundred milliseconds earlier, so the first `sync` after it takes it as
+it is; one older than `PRIMED_SECONDS` (an invocation that did not read it) is followed with a watch like any store.
 
 Stores live as long as the process (`informers_for`, by API endpoint and CA), so a warm Lambda container keeps them
 between invocations; `reset()` forgets them all (tests).
@@ -69,8 +65,6 @@ PROOF_WATCH_SECONDS = 3
 # How long a primed list (`Informer.prime`) stands for a list made by the next `sync`: the invocation that primed
 # it reads it within a second or two; a later one follows it with a watch.
 PRIMED_SECONDS = 10.0
-# The annotation on the bookmark that ends a watch list's initial events (Kubernetes' WatchList).
-INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 
 Relist = Callable[[], tuple[list[dict[str, Any]], str]]  # every object, prepared, and the list's resourceVersion
 # The watch's events after a resourceVersion, one JSON line each, as they arrive (a body's `splitlines()` will do);
@@ -114,7 +108,6 @@ class Informer:
         self.lists = 0  # full lists made (cold starts and relists), for tests and benches
         self.watches = 0  # watches followed
         self.unproven = 0  # watches that did not prove a required target (a full list followed)
-        self.streams = 0  # watch lists that filled the store (`prime`)
 
     def sync(
         self, relist: Relist, watch: Watch, target: str = "", required: bool = False, watch_from: int = 0
@@ -145,42 +138,15 @@ class Informer:
             self._list(relist)
             return self._documents()
 
-    def prime(self, relist: Relist, watch_list: Callable[[], Iterable[bytes]] | None = None) -> None:
-        """List now, if the store holds nothing, for the next `sync` (module doc): through `watch_list` (a watch
-        that sends the initial events) when given and the server completes it, else with `relist`. The `sync`
-        waits for a priming in progress. A `required` sync (a consistent list) does not take a primed list: it
-        lists or proves as before. A list's error is raised here and leaves the store empty, for the `sync` to list
-        again."""
+    def prime(self, relist: Relist) -> None:
+        """List now, if the store holds nothing, for the next `sync` (module doc); the `sync` waits for a priming
+        in progress. A `required` sync (a consistent list) does not take a primed list: it lists or proves as
+        before. An error is raised here and leaves the store empty, for the `sync` to list again."""
         with self._lock:
             if self.resource_version:
                 return
-            if watch_list is None or not self._stream(watch_list):
-                self._list(relist)
+            self._list(relist)
             self._primed_at = self._clock()
-
-    def _stream(self, watch_list: Callable[[], Iterable[bytes]]) -> bool:
-        """Fill the store from a watch list's events, each applied as it is read; True once the bookmark that ends
-        the initial events has come. Anything else (an error status or event, a broken stream, the end of the watch
-        before that bookmark) leaves the store empty and returns False."""
-        self._objects, self._ordered, self.resource_version = {}, None, ""
-        try:
-            lines = watch_list()
-            try:
-                for line in lines:
-                    if not line.strip():
-                        continue
-                    event = json.loads(line)
-                    if self._apply(event) and _initial_events_end(event):
-                        self.streams += 1
-                        return True
-            finally:
-                close = getattr(lines, "close", None)
-                if close is not None:
-                    close()
-        except Exception:  # a server without WatchList answers an error status: the caller lists
-            pass
-        self._objects, self._ordered, self.resource_version = {}, None, ""
-        return False
 
     def _list(self, relist: Relist) -> None:
         self.resource_version = ""  # a list that fails is tried again next time, not followed from here
@@ -232,11 +198,6 @@ class Informer:
         if self._ordered is None:
             self._ordered = [self._objects[k] for k in sorted(self._objects)]
         return list(self._ordered)
-
-
-def _initial_events_end(event: Mapping[str, Any]) -> bool:
-    metadata = (event.get("object") or {}).get("metadata") or {}
-    return bool((metadata.get("annotations") or {}).get(INITIAL_EVENTS_END) == "true")
 
 
 class Informers:

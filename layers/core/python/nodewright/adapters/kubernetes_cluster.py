@@ -98,8 +98,6 @@ MULTIPLE_PDBS_MESSAGE = (
 # The provisioner's informers (`read_for_provisioning`, `nodeclaims`) list a list smaller than this again instead of
 # watching it: a watch may take a second to prove it is current, a few hundred objects take less to list and parse.
 WATCH_FROM_OBJECTS = 1000
-# A watch list's timeoutSeconds: long enough to send ten thousand Nodes; one that ends sooner is listed instead.
-WATCH_LIST_SECONDS = 60
 _CONFLICT_RETRIES = 5
 _POSTED_MEMORY_SECONDS = 900.0
 
@@ -353,8 +351,18 @@ class KubernetesCluster:
         seconds = PROOF_WATCH_SECONDS if target or consistent else WATCH_SECONDS
 
         def watch(resource_version: str) -> Iterable[bytes]:
-            params = [("resourceVersion", resource_version), ("timeoutSeconds", str(seconds))]
-            return self._watch_lines(path, [*query, *params])
+            params = [
+                *query,
+                ("watch", "1"),
+                ("resourceVersion", resource_version),
+                ("allowWatchBookmarks", "true"),
+                ("timeoutSeconds", str(seconds)),
+            ]
+            stream = getattr(self.api, "stream", None)
+            if stream is None:  # a transport that answers whole bodies only
+                return self._send("GET", path, params, None, "").splitlines()
+            lines: Iterable[bytes] = stream(path, params, {"Accept": "application/json", "Accept-Encoding": "gzip"})
+            return lines
 
         if not (target or consistent):
             return informer.sync(relist, watch)
@@ -369,31 +377,13 @@ class KubernetesCluster:
         informer = self._informers.informer(key, lambda doc: _strip(doc, kind, api_version))
         return informer, partial(self._list_or_none, path, kind, api_version, query, not consistent)
 
-    def _watch_lines(self, path: str, params: Sequence[tuple[str, str]]) -> Iterable[bytes]:
-        """A watch's events (`params` say from where and for how long), one JSON line each, as they arrive."""
-        params = [*params, ("watch", "1"), ("allowWatchBookmarks", "true")]
-        stream = getattr(self.api, "stream", None)
-        if stream is None:  # a transport that answers whole bodies only
-            return self._send("GET", path, params, None, "").splitlines()
-        lines: Iterable[bytes] = stream(path, params, {"Accept": "application/json", "Accept-Encoding": "gzip"})
-        return lines
-
     def prime_nodes(self) -> None:
-        """List the Nodes into their informer now, when it holds none (`Informer.prime`), as a watch list where the
-        server offers one: a cold provisioner calls this beside the rest of its set-up, and its first
-        `read_for_provisioning` takes that list instead of listing the Nodes, its largest read, again. The list is
-        the watch cache's (resourceVersion 0), as the read's own would be. Nothing without informers."""
-        if self._informers is None:
-            return
-        path = "/api/v1/nodes"
-        informer, relist = self._informer(path, "Node", "v1", ())
-        initial = [
-            ("sendInitialEvents", "true"),
-            ("resourceVersionMatch", "NotOlderThan"),
-            ("resourceVersion", "0"),
-            ("timeoutSeconds", str(WATCH_LIST_SECONDS)),
-        ]
-        informer.prime(relist, partial(self._watch_lines, path, initial))
+        """List the Nodes into their informer now, when it holds none (`Informer.prime`): a cold provisioner calls
+        this beside the rest of its set-up, and its first `read_for_provisioning` takes that list instead of
+        listing the Nodes, its largest read, again. Nothing without informers."""
+        if self._informers is not None:
+            informer, relist = self._informer("/api/v1/nodes", "Node", "v1", ())
+            informer.prime(relist)
 
     def _current_version(self, path: str) -> str:
         """The resourceVersion a consistent read of `path` is at now ("" when its CRD is not installed): one
