@@ -32,7 +32,7 @@ def checked_shapes() -> Iterator[list[int]]:
     refused = [0]
 
     def checked(self: Solver, bins: list[object], *args: object) -> object:
-        requirements, rkey, variant = args[-3], args[-2], args[-1]
+        requirements, rkey, variant = args[5], args[6], args[7]  # after parked, cls, pods, request, closing
         answers = self.claims.refused.get((rkey, variant.tolerations), {})
         for b in bins:
             kept = answers.get((b.rkey, id(b.pool))) if b.kind == "new" and not b.grown else None  # type: ignore[attr-defined]

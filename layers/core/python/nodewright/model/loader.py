@@ -145,7 +145,9 @@ def _parse_yaml(text: str, source: str) -> tuple[list[Any], list[ValidationError
     # libyaml's parser (when PyYAML was built with it; its wheels are) with a quicker constructor: the same
     # objects and errors as yaml.load_all with the C safe loader (see yaml_documents).
     try:
-        return yaml_documents.load_all(text), []
+        # The model reads no `metadata.managedFields`, and no command that loads files prints their documents: the
+        # blocks certain to be cut are not parsed (yaml_prune).
+        return yaml_documents.load_all(text, prune=True), []
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""

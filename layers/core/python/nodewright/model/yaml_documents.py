@@ -58,14 +58,16 @@ class _Loader(_BASE):  # type: ignore[misc]  # PyYAML's loaders are untyped
         return found
 
 
-def load_all(text: str) -> list[Any]:
+def load_all(text: str, prune: bool = False) -> list[Any]:
     """Every document of `text`, as `yaml.load_all(text, Loader=yaml.CSafeLoader)` would return them.
 
     Raises yaml.YAMLError as PyYAML does (syntax errors with their marks, unknown tags). The documents that no
-    difference between YAML 1.1 and 1.2 can touch are read by a native parser (see yaml_fastpath), the others here."""
+    difference between YAML 1.1 and 1.2 can touch are read by a native parser (see yaml_fastpath), the others here.
+    `prune`: a served object's `metadata.managedFields` may be missing where leaving it out is certain to change
+    nothing else (yaml_prune); for readers that never look at it."""
     from nodewright.model import yaml_fastpath
 
-    return yaml_fastpath.load_all(text, pyyaml_load_all)
+    return yaml_fastpath.load_all(text, pyyaml_load_all, prune)
 
 
 def pyyaml_load_all(text: str) -> list[Any]:

@@ -29,6 +29,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from nodewright.model.yaml_prune import Pruner
+
 yaml_rs: Any
 try:  # a declared dependency (pyproject.toml); without it every text goes to PyYAML, as before
     import yaml_rs
@@ -71,11 +73,14 @@ _SUSPECT = re.compile(
 _ESCAPE = re.compile(r"\\[uU]")
 
 
-def load_all(text: str, pyyaml_load_all: Callable[[str], list[Any]]) -> list[Any]:
+def load_all(text: str, pyyaml_load_all: Callable[[str], list[Any]], prune: bool = False) -> list[Any]:
     """Every document of `text`, as `pyyaml_load_all` (PyYAML's safe load) returns them; the documents nothing can
-    read differently are read by `yaml_rs` (module doc). Raises what `pyyaml_load_all(text)` raises."""
+    read differently are read by `yaml_rs` (module doc). Raises what `pyyaml_load_all(text)` raises. `prune`: a
+    served object's `metadata.managedFields` may be left out where that is certain to change nothing else
+    (yaml_prune), for readers that never look at it."""
     if yaml_rs is None or not _safe_text(text):
         return pyyaml_load_all(text)
+    whole, text = text, Pruner(pyyaml_load_all).prune(text) if prune else text
     starts = [match.start() for match in _DOCUMENT_START.finditer(text)]
     if not starts or starts[0] != 0:
         starts.insert(0, 0)
@@ -94,7 +99,7 @@ def load_all(text: str, pyyaml_load_all: Callable[[str], list[Any]]) -> list[Any
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException:  # any failure (a Rust panic is a BaseException): PyYAML reads the whole text, and raises
-        return pyyaml_load_all(text)
+        return pyyaml_load_all(whole)
     return documents
 
 

@@ -116,6 +116,9 @@ class Solver:
         self.parked: dict[tuple[object, ...], tuple[list[Bin], list[ReqKey]]] = {}
         # Per such key, `claims.narrowed` when its parked bins were last looked at (see `_room`).
         self.parked_seen: dict[tuple[object, ...], int] = {}
+        # Per request (a class's `request_key`), the positions of the bins found without room for one more such pod:
+        # room only shrinks (a claim that grows leaves the lists), so a new list for the request leaves them out.
+        self.full: dict[object, set[int]] = {}
         self.finalizer = Finalizer(self.pools)
         # Karpenter relaxes PreferNoSchedule taints last, and only when a NodePool has one.
         self.prefer_no_schedule = any(t.effect == PREFER_NO_SCHEDULE for c in self.pools.contexts for t in c.taints)
@@ -123,6 +126,9 @@ class Solver:
         self.pinned: dict[tuple[ReqKey, str, str], tuple[Requirements, ReqKey]] = {}  # see `_pinned`
         # Per (class, form) by id (both live as long as the run's forms): see `_hostname_terms`.
         self.hostname_terms: dict[tuple[int, int], tuple[tuple[tuple[int, int], ...], bool]] = {}
+        # Per (class, form, requirement set), the new claims that declined one pod of it (`_fill`), by position,
+        # with what that answer read: the claim's requirement set and type and the run's count of limit changes.
+        self.declined: dict[tuple[int, int, ReqKey], dict[int, tuple[ReqKey, int, int]]] = {}
         self.unschedulable: list[Unschedulable] = []
 
     def _register_existing(
@@ -182,6 +188,7 @@ class Solver:
         other.room = {}
         other.parked = {}
         other.parked_seen = {}
+        other.full = {}  # by position of this run's bins
         other.pending_held = self.pending_held
         other.cpu_index = self.cpu_index  # the same bins as the run starts: copies of them, in the same order
         other.eligible = self.eligible
@@ -191,6 +198,7 @@ class Solver:
         other.forms = self.forms
         other.pinned = self.pinned
         other.hostname_terms = self.hostname_terms  # reads the classes, forms and groups the runs share
+        other.declined = {}  # by position of this run's claims
         other.unschedulable = []
         return other
 
@@ -338,7 +346,7 @@ class Solver:
             if read < len(hosts):
                 held = sorted([*held, *hosts[read:]], key=lambda b: b.order)
             parked: list[tuple[Bin, ReqKey]] = []
-            kept_hosts, pods = self._fill(held, parked, cls, pods, request, closing, requirements, rkey, variant)
+            kept_hosts, pods = self._fill(held, parked, cls, pods, request, closing, requirements, rkey, variant, None)
             if parked:
                 kept_hosts = sorted([*kept_hosts, *(b for b, _ in parked)], key=placement_order)
             self.affinity_room[room_key] = (kept_hosts, len(hosts))
@@ -346,7 +354,10 @@ class Solver:
         key = (request_key, closing, rkey, variant.tolerations)
         kept = self._room(request, key, requirements, rkey, variant.tolerations)
         set_aside: list[tuple[Bin, ReqKey]] = []
-        survivors, pods = self._fill(kept, set_aside, cls, pods, request, closing, requirements, rkey, variant)
+        declined = None if binds or cls.host_ports or cls.ebs_claims else self._declined(cls, variant, rkey)
+        survivors, pods = self._fill(
+            kept, set_aside, cls, pods, request, closing, requirements, rkey, variant, declined
+        )
         if set_aside:
             parked_bins, parked_keys = self.parked.setdefault(key, ([], []))
             parked_bins.extend(b for b, _ in set_aside)
@@ -400,7 +411,10 @@ class Solver:
         if entry is None:
             kept = _with_room(request, self._eligible(request, requirements, rkey, tolerations))
             taking, waiting = self._new_room(requirements, rkey, tolerations)
-            kept.extend(taking)
+            # Claims another list of the request found full would only be dropped again, one by one (the oldest,
+            # first in placement order, are the full ones: a one-pod batch would step over all of them).
+            full = self.full.get(key[0])
+            kept.extend([b for b in taking if b.order not in full] if full else taking)
             # Parked as `_fill` would park them: they come back once their requirements change.
             if waiting:
                 parked_bins, parked_keys = self.parked.setdefault(key, ([], []))
@@ -471,13 +485,15 @@ class Solver:
         requirements: Requirements,
         rkey: ReqKey,
         variant: Variant,
+        declined: dict[int, tuple[ReqKey, int, int]] | None,
     ) -> tuple[list[Bin], list[Pod]]:
         """Place as many of `pods` as fit on `bins`, in order. Returns the bins still worth visiting for this
         request, requirement set and tolerations (those without room, closed by the class's own hostname terms,
         with a taint not tolerated or whose requirements can never take these, are dropped for good: room only
         shrinks, counts only grow, a bin's requirements only narrow) and the pods left over. A new claim that
         refuses these requirements only for a label it does not define yet is added to `parked` with its
-        requirement-set number: visiting it again is useless until its requirements change (`_room`)."""
+        requirement-set number: visiting it again is useless until its requirements change (`_room`). `declined`:
+        the claims that declined one pod of the class, form and requirement set (`_declined`), None when not kept."""
         counts = self.topology.counts
         terms, tolerations = variant.terms, variant.tolerations
         bin_compat, bin_cap, assign = self.claims.bin_compat, self.topology.bin_cap, self.claims.assign
@@ -489,6 +505,10 @@ class Solver:
         # thousands of claims of a few hundred shapes, and a new list visits every claim once: most of them, in
         # other zones or NodePools, are dropped on one look-up instead of the checks below.
         refused = self.claims.refused.setdefault((rkey, tolerations), {})
+        # A zone spread's one-pod batches visit the same claims that declined its pod (`narrowing_dearer`) at every
+        # batch: for one pod the answer reads only what `_declined` keeps, so such a claim is stepped over.
+        claims = self.claims
+        full = self.full.setdefault(cls.request_key, set())  # `request` is the class's (see `_room`)
         survivors: list[Bin] = []
         for index, b in enumerate(bins):
             if not pods:
@@ -501,8 +521,18 @@ class Solver:
                     never = refused[shape] = refuses(b, requirements, rkey, tolerations)
                 if never:
                     continue
+                if (
+                    declined is not None
+                    and len(pods) == 1
+                    and declined.get(b.order) == (b.rkey, id(b.chosen), claims.limits_changed)
+                ):
+                    survivors.append(b)  # as the answer below keeps it (one without room would be dropped later)
+                    continue
             k = max_copies(request, b.remaining)
-            if k <= 0 or b.grown or (closing and any(counts[g].get(b.name, 0) >= limit for g, limit in closing)):
+            if k <= 0:
+                full.add(b.order)
+                continue
+            if b.grown or (closing and any(counts[g].get(b.name, 0) >= limit for g, limit in closing)):
                 continue
             if ebs_claims and len(ebs_claims - b.volumes) > b.remaining.get(EBS_VOLUMES, 0):
                 continue  # the class's EBS volumes: attached once per node, whatever number of its pods go there
@@ -517,9 +547,25 @@ class Solver:
             k = min(k, bin_cap(b, cls, terms, len(pods)))
             if k > 0:
                 if merged[1] != b.rkey and b.kind == "new" and dearer(b, cls, merged, k, requirements, rkey, variant):
+                    if k == 1 and declined is not None:
+                        declined[b.order] = (b.rkey, id(b.chosen), claims.limits_changed)
                     continue  # it stays in the list: for fewer pods, or once it has narrowed anyway, it may pay
                 pods = assign(b, cls, pods, k, *merged)
         return survivors, pods
+
+    def _declined(self, cls: PodClass, variant: Variant, rkey: ReqKey) -> dict[int, tuple[ReqKey, int, int]]:
+        """The claims that declined one pod of this class, form and requirement set (numbered `rkey`), by position,
+        with what the answer read. The caller keeps none (None) for a class with host ports, EBS volumes or a
+        required hostname pod affinity in this form, where such an answer may not hold at the next visit.
+
+        `Claims.narrowing_dearer` for one pod reads the claim's narrowing (its requirement set and `rkey`), the
+        price of its type's offerings before and after, and what a fresh claim for one pod costs, which reads the
+        NodePools' limits left (`Claims.limits_changed`) and the class's hostname terms for a brand-new node: only a
+        required hostname pod affinity reads the run's state there (whether any matching pod runs yet), and host
+        ports or EBS volumes are never declined. So while the claim keeps its requirement set and type and no
+        limit changed, one pod is declined again: the claim is kept in the list and skipped (were its room or
+        hostname terms to take that pod no more, it would take nothing either way)."""
+        return self.declined.setdefault((id(cls), id(variant), rkey), {})
 
     def _affinity_group(self, cls: PodClass, terms: tuple[TopologyTerm, ...]) -> int | None:
         """The group of a required hostname pod-affinity term that ties the class to nodes already chosen.
