@@ -85,26 +85,13 @@ def build_runtime(cluster: Any = None) -> _Runtime:
     from concurrent.futures import ThreadPoolExecutor
 
     from nodewright.adapters import aws_sdk
-    from nodewright.adapters.ec2_launcher import client, ec2_cloud
+    from nodewright.adapters.ec2_launcher import ec2_cloud
     from nodewright.adapters.eks_token import EksTokenSource
     from nodewright.adapters.kubernetes_cluster import KubernetesCluster
     from nodewright.settings import ProvisionerSettings, catalog_mode
 
     settings = ProvisionerSettings.from_env()
     session = aws_sdk.session(settings.region)
-    # Every client is made on this thread (a boto3 session is not thread-safe), the EKS and STS ones first: then
-    # eks:DescribeCluster and the Node list (the first batch's largest read) wait on the network in a thread while
-    # this one makes the other clients and imports the planning code, instead of one after the other.
-    eks = client(session, "eks", settings.region)
-    reading = None
-    if cluster is None:
-        tokens = EksTokenSource(settings.cluster, session.client("sts"), settings.region)
-        describing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="describe-cluster")
-        reading = describing.submit(
-            KubernetesCluster.from_eks, settings.cluster, eks, tokens, settings.incremental_reads
-        )
-        reading.add_done_callback(_prime_nodes)
-        describing.shutdown(wait=False)
     cloud = ec2_cloud(
         settings.cluster,
         settings.node_role,
@@ -112,9 +99,18 @@ def build_runtime(cluster: Any = None) -> _Runtime:
         settings.region,
         session,
         node_roles=settings.node_roles,
-        eks=eks,
     )
+    # Every client is made here, on this thread (a boto3 session is not thread-safe); then eks:DescribeCluster
+    # waits on the network in a thread while this one imports the planning code, instead of one after the other.
     dynamodb = session.client("dynamodb")
+    reading = None
+    if cluster is None:
+        tokens = EksTokenSource(settings.cluster, session.client("sts"), settings.region)
+        describing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="describe-cluster")
+        reading = describing.submit(
+            KubernetesCluster.from_eks, settings.cluster, cloud.eks, tokens, settings.incremental_reads
+        )
+        describing.shutdown(wait=False)
 
     from nodewright.adapters.dynamodb_state import DynamoDBState
     from nodewright.adapters.ec2_catalog import kept_catalog
@@ -166,22 +162,6 @@ def build_runtime(cluster: Any = None) -> _Runtime:
 
     logger.info("provisioner ready", extra={"cluster": settings.cluster, "catalog": mode})
     return _Runtime(settings.cluster, run)
-
-
-def _prime_nodes(reading: Any) -> None:
-    """Once the cluster adapter exists, list the Nodes into its informer on a thread of their own
-    (`KubernetesCluster.prime_nodes`); a failure is the first read's to meet and report, not the set-up's."""
-    import threading
-
-    if reading.exception() is None:
-        threading.Thread(target=_quietly, args=(reading.result().prime_nodes,), name="prime-nodes").start()
-
-
-def _quietly(call: Any) -> None:
-    try:
-        call()
-    except Exception as error:  # the read lists the Nodes again and raises its own error
-        logger.warning("could not list the Nodes ahead of the first read", extra={"error": str(error)})
 
 
 def _record_pod_events(events: Any, cluster: Any, now: float) -> dict[str, int]:

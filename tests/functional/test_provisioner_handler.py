@@ -571,9 +571,8 @@ def test_without_a_cluster_port_the_eks_endpoint_comes_from_describe_cluster_rea
     account: dict[str, Any], monkeypatch: pytest.MonkeyPatch, incremental: str
 ) -> None:
     """build_runtime reads the cluster's endpoint (eks:DescribeCluster against the seeded record) on another thread
-    while it imports the planning code, then lists the Nodes on a thread of their own (`prime_nodes`), and hands
-    the provisioner what that read built: with the process's informers (its Nodes and NodeClaims kept between
-    batches) unless NODEWRIGHT_INCREMENTAL_READS is false."""
+    while it imports the planning code, and hands the provisioner what that read built: with the process's
+    informers (its Nodes and NodeClaims kept between batches) unless NODEWRIGHT_INCREMENTAL_READS is false."""
     import threading
 
     from nodewright.adapters.informer import informers_for, reset
@@ -590,18 +589,9 @@ def test_without_a_cluster_port_the_eks_endpoint_comes_from_describe_cluster_rea
         built.append((threading.current_thread().name, made))
         return made
 
-    primed = threading.Event()
-    primed_on: list[tuple[str, Any]] = []
-
-    def prime(self: Any) -> None:  # the Nodes listed beside the set-up, for the first batch's read
-        primed_on.append((threading.current_thread().name, self))
-        primed.set()
-
     monkeypatch.setattr(KubernetesCluster, "from_eks", classmethod(recording))
-    monkeypatch.setattr(KubernetesCluster, "prime_nodes", prime)
     runtime = handler.build_runtime()
     [(thread, made)] = built
-    assert primed.wait(10) and primed_on == [("prime-nodes", made)]
     assert thread.startswith("describe-cluster") and thread != threading.main_thread().name
     assert made.api._base == "https://127.0.0.1:6443"  # the seeded cluster record's
     assert runtime.cluster_name == CLUSTER

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from nodewright.adapters import kubernetes_cluster
-from nodewright.adapters.informer import PRIMED_SECONDS, Informer, Informers, reached
+from nodewright.adapters.informer import Informer, Informers, reached
 from nodewright.adapters.kubernetes_cluster import KubernetesCluster
 from tests.unit.adapters.test_informer import NODEPOOLS, NODES, FakeApiServer, node
 
@@ -245,46 +245,3 @@ def test_the_transport_streams_a_watch_line_by_line_across_chunks_and_raises_an_
             list(api.stream("/api/v1/nodes/fail", [], {}))
     finally:
         server.shutdown()
-
-
-def test_a_primed_node_list_is_the_first_read_and_the_next_batch_follows_it(server: Server) -> None:
-    cluster = _cluster(server)
-    cluster.prime_nodes()  # a cold container, beside its set-up
-    assert len(server.full_lists(NODES)) == 1
-    server.put(NODES, node("n3"))  # after the priming: the first read does not wait for a proof of it
-    assert _names(cluster.read_for_provisioning().nodes) == ["n1", "n2"]
-    assert len(server.full_lists(NODES)) == 1 and NODES not in server.watches
-    server.bookmark = True
-    assert _names(cluster.read_for_provisioning().nodes) == ["n1", "n2", "n3"]  # followed from the primed list
-    assert len(server.full_lists(NODES)) == 1 and server.watches[NODES] == 1
-    cluster.prime_nodes()  # a store that holds the list is not listed again
-    assert len(server.full_lists(NODES)) == 1
-
-
-def test_a_primed_list_left_unread_is_followed_like_any_store() -> None:
-    now = [100.0]
-    informer = Informer(lambda d: d, clock=lambda: now[0])
-    informer.prime(lambda: ([{"metadata": {"name": "a", "resourceVersion": "5"}}], "5"))
-    now[0] += PRIMED_SECONDS  # the invocation that primed it did not read it
-    event = {"type": "ADDED", "object": {"metadata": {"name": "b", "resourceVersion": "6"}}}
-    got = informer.sync(lambda: ([], "9"), lambda since: [json.dumps(event).encode()], target="6")
-    assert _names(got) == ["a", "b"] and informer.watches == 1 and informer.lists == 1
-
-
-def test_a_consistent_read_never_takes_a_primed_list() -> None:
-    informer = Informer(lambda d: d)
-    informer.prime(lambda: ([{"metadata": {"name": "a", "resourceVersion": "5"}}], "5"))
-    got = informer.sync(lambda: ([{"metadata": {"name": "b"}}], "9"), lambda since: [], target="9", required=True)
-    assert _names(got) == ["b"] and informer.lists == 2 and informer.unproven == 1
-
-
-def test_a_priming_that_fails_leaves_the_store_empty_for_the_read_to_list() -> None:
-    informer = Informer(lambda d: d)
-
-    def refused() -> tuple[list[dict[str, Any]], str]:
-        raise RuntimeError("forbidden")
-
-    with pytest.raises(RuntimeError):
-        informer.prime(refused)
-    got = informer.sync(lambda: ([{"metadata": {"name": "a"}}], "5"), lambda since: [])
-    assert _names(got) == ["a"] and informer.lists == 1 and informer.watches == 0

@@ -601,32 +601,24 @@ def ec2_cloud(
     session: Any | None = None,
     resolve_ttl: float | None = None,
     node_roles: Sequence[str] = (),
-    eks: Any = None,
 ) -> Ec2Cloud:
     """An Ec2Cloud with boto3 clients in `region`, standard retries (backoff on throttling). `resolve_ttl`: the
     longest any resolved part of an EC2NodeClass is reused (None: Karpenter's TTL per part; the planner, which
     tells drift from them, caps it below its tick); the IAM client is made only when an EC2NodeClass names a
-    role or instance profile other than the stack's. `eks`: a client made before (`client(session, "eks", region)`:
-    the provisioner asks DescribeCluster while the others are made)."""
+    role or instance profile other than the stack's."""
     import boto3
+    from botocore.config import Config
 
     session = session or boto3.session.Session()
+    config = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5, read_timeout=30)
     return Ec2Cloud(
         cluster_name,
         node_role,
         instance_profile,
-        ec2=client(session, "ec2", region),
-        ssm=client(session, "ssm", region),
-        eks=eks if eks is not None else client(session, "eks", region),
+        ec2=session.client("ec2", region_name=region, config=config),
+        ssm=session.client("ssm", region_name=region, config=config),
+        eks=session.client("eks", region_name=region, config=config),
         resolve_ttl=resolve_ttl,
         node_roles=node_roles,
-        iam=lambda: client(session, "iam", region),
+        iam=lambda: session.client("iam", region_name=region, config=config),
     )
-
-
-def client(session: Any, service: str, region: str) -> Any:
-    """A boto3 client of `session` with standard retries (backoff on throttling) and the adapters' time-outs."""
-    from botocore.config import Config
-
-    config = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5, read_timeout=30)
-    return session.client(service, region_name=region, config=config)

@@ -35,12 +35,6 @@ read before informers; so the proof can save a list, never make the result older
 at its first bookmark), instead of being held for its `timeoutSeconds`: a bookmark comes only on a watch longer than
 2 s (`PROOF_WATCH_SECONDS`).
 
-A cold container can start its largest list early (`prime`): the provisioner lists the Nodes while the rest of its
-first invocation sets up (clients, imports, the delivery record, the planner lock), so the read that follows waits
-for what is left of that list rather than for all of it. A primed list is what a `sync` without a store would have
-listed (the same watch-cache list), only a few hundred milliseconds earlier, so the first `sync` after it takes it as
-it is; one older than `PRIMED_SECONDS` (an invocation that did not read it) is followed with a watch like any store.
-
 Stores live as long as the process (`informers_for`, by API endpoint and CA), so a warm Lambda container keeps them
 between invocations; `reset()` forgets them all (tests).
 """
@@ -49,7 +43,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any
 
@@ -62,9 +55,6 @@ WATCH_SECONDS = 1
 # (the cacher's `nextBookmarkTime`), so a list nothing changed in can prove itself only on a longer watch; the
 # reader stops at the proof, about a second in, and does not wait for the end.
 PROOF_WATCH_SECONDS = 3
-# How long a primed list (`Informer.prime`) stands for a list made by the next `sync`: the invocation that primed
-# it reads it within a second or two; a later one follows it with a watch.
-PRIMED_SECONDS = 10.0
 
 Relist = Callable[[], tuple[list[dict[str, Any]], str]]  # every object, prepared, and the list's resourceVersion
 # The watch's events after a resourceVersion, one JSON line each, as they arrive (a body's `splitlines()` will do);
@@ -97,10 +87,8 @@ def object_key(document: Mapping[str, Any]) -> str:
 class Informer:
     """One list's objects by key and the resourceVersion they are current at (module doc)."""
 
-    def __init__(self, prepare: Prepare, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, prepare: Prepare) -> None:
         self._prepare = prepare
-        self._clock = clock
-        self._primed_at: float | None = None  # when `prime` listed, until a `sync` takes that list
         self._objects: dict[str, dict[str, Any]] = {}
         self._ordered: list[dict[str, Any]] | None = None
         self._lock = threading.Lock()
@@ -123,9 +111,6 @@ class Informer:
         `required` but no `target`, there is nothing to prove against: it lists). `watch_from`: a store holding
         fewer objects is listed again rather than watched (a small list costs less than waiting for a proof)."""
         with self._lock:
-            primed_at, self._primed_at = self._primed_at, None
-            if primed_at is not None and self._clock() - primed_at < PRIMED_SECONDS and not required:
-                return self._documents()
             if self.resource_version and len(self._objects) >= watch_from:
                 try:
                     proven = self._follow(watch, target)
@@ -135,26 +120,13 @@ class Informer:
                     self.unproven += 1
                 except Exception:  # 410 Gone, any error status, a broken stream: list again
                     pass
-            self._list(relist)
+            self.resource_version = ""  # a list that fails is tried again next time, not followed from here
+            items, resource_version = relist()
+            self.lists += 1
+            self._objects = {object_key(d): d for d in items}
+            self._ordered = None
+            self.resource_version = resource_version
             return self._documents()
-
-    def prime(self, relist: Relist) -> None:
-        """List now, if the store holds nothing, for the next `sync` (module doc); the `sync` waits for a priming
-        in progress. A `required` sync (a consistent list) does not take a primed list: it lists or proves as
-        before. An error is raised here and leaves the store empty, for the `sync` to list again."""
-        with self._lock:
-            if self.resource_version:
-                return
-            self._list(relist)
-            self._primed_at = self._clock()
-
-    def _list(self, relist: Relist) -> None:
-        self.resource_version = ""  # a list that fails is tried again next time, not followed from here
-        items, resource_version = relist()
-        self.lists += 1
-        self._objects = {object_key(d): d for d in items}
-        self._ordered = None
-        self.resource_version = resource_version
 
     def _follow(self, watch: Watch, target: str) -> bool:
         """Apply the watch's events from the stored resourceVersion; True when the store provably reached

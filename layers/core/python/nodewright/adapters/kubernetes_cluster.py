@@ -44,14 +44,7 @@ from functools import partial
 from typing import Any
 
 from nodewright.adapters.apiserver import ApiError, ApiServer
-from nodewright.adapters.informer import (
-    PROOF_WATCH_SECONDS,
-    WATCH_SECONDS,
-    Informer,
-    Informers,
-    Relist,
-    informers_for,
-)
+from nodewright.adapters.informer import PROOF_WATCH_SECONDS, WATCH_SECONDS, Informers, informers_for
 from nodewright.adapters.slim import slim
 from nodewright.model.conditions import Condition, merge_conditions
 from nodewright.model.objects import LabelSelector
@@ -347,7 +340,9 @@ class KubernetesCluster:
         store reaches `target` (`PROOF_WATCH_SECONDS` at most), and a store with fewer than `WATCH_FROM_OBJECTS`
         objects is listed again instead. `consistent`: the list is listed consistently (not from the watch cache)
         and a watch that does not prove it reached `target` is followed by that list (`Informer.sync`)."""
-        informer, relist = self._informer(path, kind, api_version, query, consistent)
+        assert self._informers is not None
+        key = (path, query, "consistent") if consistent else (path, query)
+        informer = self._informers.informer(key, lambda doc: _strip(doc, kind, api_version))
         seconds = PROOF_WATCH_SECONDS if target or consistent else WATCH_SECONDS
 
         def watch(resource_version: str) -> Iterable[bytes]:
@@ -364,26 +359,10 @@ class KubernetesCluster:
             lines: Iterable[bytes] = stream(path, params, {"Accept": "application/json", "Accept-Encoding": "gzip"})
             return lines
 
+        relist = partial(self._list_or_none, path, kind, api_version, query, not consistent)
         if not (target or consistent):
             return informer.sync(relist, watch)
         return informer.sync(relist, watch, target, consistent, WATCH_FROM_OBJECTS)
-
-    def _informer(
-        self, path: str, kind: str, api_version: str, query: tuple[tuple[str, str], ...], consistent: bool = False
-    ) -> tuple[Informer, Relist]:
-        """The informer of a list (a consistent list has its own) and how it lists."""
-        assert self._informers is not None
-        key = (path, query, "consistent") if consistent else (path, query)
-        informer = self._informers.informer(key, lambda doc: _strip(doc, kind, api_version))
-        return informer, partial(self._list_or_none, path, kind, api_version, query, not consistent)
-
-    def prime_nodes(self) -> None:
-        """List the Nodes into their informer now, when it holds none (`Informer.prime`): a cold provisioner calls
-        this beside the rest of its set-up, and its first `read_for_provisioning` takes that list instead of
-        listing the Nodes, its largest read, again. Nothing without informers."""
-        if self._informers is not None:
-            informer, relist = self._informer("/api/v1/nodes", "Node", "v1", ())
-            informer.prime(relist)
 
     def _current_version(self, path: str) -> str:
         """The resourceVersion a consistent read of `path` is at now ("" when its CRD is not installed): one
