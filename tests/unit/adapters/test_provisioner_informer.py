@@ -245,3 +245,20 @@ def test_the_transport_streams_a_watch_line_by_line_across_chunks_and_raises_an_
             list(api.stream("/api/v1/nodes/fail", [], {}))
     finally:
         server.shutdown()
+
+
+def test_a_cold_read_lists_at_once_and_asks_where_a_consistent_read_is_only_to_follow(server: Server) -> None:
+    # The one-object consistent read says how far a watch must go; a store that holds nothing has no watch to make,
+    # and that read (0.2-0.45 s in the local world at 3,000 nodes) only delayed the Node list.
+    cluster = _cluster(server)
+    cluster.read_for_provisioning()
+    cluster.nodeclaims()
+    versions = [p for p, q in server.queries if q.get("limit") == "1"]
+    assert versions == [] and len(server.full_lists(NODES)) == 1 and len(server.full_lists(NODECLAIMS)) == 1
+    server.put(NODES, node("n3"))
+    server.put(NODECLAIMS, claim("default-b"))
+    assert _names(cluster.read_for_provisioning().nodes) == ["n1", "n2", "n3"]
+    assert _names(cluster.nodeclaims()) == ["default-a", "default-b"]
+    versions = [p for p, q in server.queries if q.get("limit") == "1"]
+    assert sorted(versions) == [NODES, NODECLAIMS] and server.watches == {NODES: 1, NODECLAIMS: 1}
+    assert len(server.full_lists(NODES)) == 1 and len(server.full_lists(NODECLAIMS)) == 1

@@ -303,3 +303,32 @@ def test_a_pod_bound_since_the_cached_read_is_skipped_and_not_counted_twice_on_i
     assert [d.subject for d in actions(again, "skipped")] == ["pod/web/late-0"]
     # next-0 still has the room planned for it on the node (late-0 counted once, as bound).
     assert [d.subject for d in actions(again, "waiting")] == ["pod/web/next-0"]
+
+
+def test_the_node_classes_are_resolved_while_the_pods_their_terms_select_are_read() -> None:
+    spread = {
+        "maxSkew": 1,
+        "topologyKey": "topology.kubernetes.io/zone",
+        "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"app": "spread"}},
+    }
+    pending = pod("spread-0", topologySpreadConstraints=[spread])
+    pending["metadata"]["labels"] = {"app": "spread"}
+    cluster, cloud, state, clock = world(node("n-a", "us-east-1a"), pending)
+    resolving = threading.Event()
+    seen_during_read: list[bool] = []
+    resolve_node_class, bound_pods = cloud.resolve_node_class, cluster.bound_pods
+
+    def resolve(node_class: Any, version: str) -> Any:
+        resolving.set()
+        return resolve_node_class(node_class, version)
+
+    def read(namespace: str | None, selector: Any) -> Any:
+        # Resolved one after the other, the classes would wait for this read: it would wait out its 5 s in vain.
+        seen_during_read.append(resolving.wait(5))
+        return bound_pods(namespace, selector)
+
+    cloud.resolve_node_class = resolve  # type: ignore[method-assign]
+    cluster.bound_pods = read  # type: ignore[method-assign]
+    result = provision(batch_of(cluster), cluster, cloud, state, clock, CATALOG)
+    assert seen_during_read == [True] and [c.pods for c in result.launched] == [("web/spread-0",)]

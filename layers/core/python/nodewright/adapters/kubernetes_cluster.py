@@ -332,17 +332,20 @@ class KubernetesCluster:
         kind: str,
         api_version: str,
         query: tuple[tuple[str, str], ...],
-        target: str = "",
+        reach: Callable[[], str] | None = None,
         consistent: bool = False,
     ) -> list[dict[str, Any]]:
-        """A list through its informer: listed the first time, then followed with a watch. Without `target` (the
-        planner's `read()`), the watch runs `WATCH_SECONDS`. With one (the provisioner's reads), it runs until the
-        store reaches `target` (`PROOF_WATCH_SECONDS` at most), and a store with fewer than `WATCH_FROM_OBJECTS`
-        objects is listed again instead. `consistent`: the list is listed consistently (not from the watch cache)
-        and a watch that does not prove it reached `target` is followed by that list (`Informer.sync`)."""
+        """A list through its informer: listed the first time, then followed with a watch. Without `reach` (the
+        planner's `read()`), the watch runs `WATCH_SECONDS`. With it (the provisioner's reads), it runs until the
+        store reaches the resourceVersion `reach()` gives (`PROOF_WATCH_SECONDS` at most), and a store with fewer
+        than `WATCH_FROM_OBJECTS` objects is listed again instead. `consistent`: the list is listed consistently
+        (not from the watch cache) and a watch that does not prove it reached that version is followed by that list
+        (`Informer.sync`). `reach` is asked only of a store that holds a list: an empty one (a cold container) lists,
+        consistently where it must, and a consistent read of where to go would only delay that list."""
         assert self._informers is not None
         key = (path, query, "consistent") if consistent else (path, query)
         informer = self._informers.informer(key, lambda doc: _strip(doc, kind, api_version))
+        target = reach() if reach is not None and informer.resource_version else ""
         seconds = PROOF_WATCH_SECONDS if target or consistent else WATCH_SECONDS
 
         def watch(resource_version: str) -> Iterable[bytes]:
@@ -391,7 +394,7 @@ class KubernetesCluster:
             # Nodes, the one large list here, are followed from the last read, up to where a consistent read of
             # them is now. NodeClaims come from `nodeclaims()`, which the provisioner reads beside this (consistently).
             lists["nodes"] = lambda: self._follow(
-                "/api/v1/nodes", "Node", "v1", (), target=self._current_version("/api/v1/nodes")
+                "/api/v1/nodes", "Node", "v1", (), reach=partial(self._current_version, "/api/v1/nodes")
             )
             lists["claims"] = list
         for kind, groups in (("pools", NODEPOOLS), ("nodeclasses", NODECLASSES)):
@@ -423,7 +426,7 @@ class KubernetesCluster:
         # consistently when the watch cannot prove it got there (`Informer.sync`): never older than that read.
         path = self._nodeclaims()
         group, version, _ = NODECLAIMS
-        return self._follow(path, "", f"{group}/{version}", (), target=self._current_version(path), consistent=True)
+        return self._follow(path, "", f"{group}/{version}", (), partial(self._current_version, path), consistent=True)
 
     def pending_pods(self, namespaces: Sequence[str] | None = None) -> Mapping[str, Mapping[str, Any]]:
         if namespaces is None:

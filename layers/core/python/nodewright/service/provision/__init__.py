@@ -29,6 +29,8 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from nodewright.catalog.types import InstanceTypeSource
@@ -38,7 +40,7 @@ from nodewright.ports import Clock, Cloud, Cluster, Instance, LaunchTemplateStor
 from nodewright.scheduling import PlannedNodeClaim, Results, TemplateCache
 from nodewright.service.batch import Batch
 from nodewright.service.provision import explain
-from nodewright.service.provision.inflight import capacity_in_flight
+from nodewright.service.provision.inflight import Capacity, capacity_in_flight
 from nodewright.service.provision.launch import UNAVAILABLE_TTL_SECONDS, Launcher, kubelet_labels, launch_claim
 from nodewright.service.provision.lifecycle import (
     LAUNCH_TIMEOUT_SECONDS,
@@ -58,7 +60,7 @@ from nodewright.service.provision.nodeclaim import (
     nodeclaim_name,
 )
 from nodewright.service.provision.pipeline import Pipeline
-from nodewright.service.provision.plan import Plan, plan
+from nodewright.service.provision.plan import Plan, Resolution, plan, resolve
 from nodewright.service.provision.read import (
     NOMINATION_GRACE_SECONDS,
     Snapshot,
@@ -155,7 +157,24 @@ def provision(
     if not batch.pods and not displaced_nodes and not batch.buffers:
         with paused_cycle_collector():  # it reads and parses every NodeClaim and Node too (see below)
             return _lifecycle_only(batch, cluster, cloud, now, result, templates, started, timer)
-
+    call = _Call(
+        batch,
+        cluster,
+        cloud,
+        state,
+        catalog_source,
+        now,
+        result,
+        started,
+        timer,
+        frozenset(displaced_nodes),
+        plan_filter,
+        parsed_pods,
+        one_claim_in,
+        nodepool_templates,
+        claim_annotations,
+        warm,
+    )
     owner = f"{batch.batch_id}/{uuid.uuid4().hex[:8]}"
     # The cycle collector is paused from the read to the launches' end: a cold container's first read decodes and
     # parses tens of MB of JSON (3,000 Nodes and NodeClaims: millions of objects that live on in the informers and
@@ -168,72 +187,123 @@ def provision(
                 result.decide("busy", "planner", f"{lock} is planning new capacity; evaluated again in the next window")
                 result.timings["total"] = timer() - started
                 return result
-            snapshot = read_cluster(batch, cluster, result, parsed_pods)
-            result.timings["read_cluster"] = timer() - started
-            # Which claims' nodes have joined decides the plan; writing their registration can wait until the
-            # launches are under way (finish_registrations below).
-            registered = nodes_of(snapshot.base.nodeclaims, snapshot.base.nodes)
-            removed = cleanup_unregistered(
-                snapshot.base.nodeclaims, registered, cluster, cloud, now, result, documents=snapshot.view.nodeclaims
-            )
-            recent = recent_nodes(snapshot, registered, now)
-            planned: Plan | None = None
-            if read_pods(batch, snapshot, cluster, recent, set(displaced_nodes), result, registered):
-                # A NodeClaim being deleted is not capacity on its way (Karpenter leaves deleting claims out too).
-                gone = removed | deleting(snapshot.view.nodeclaims)
-                capacity = capacity_in_flight(
-                    snapshot, registered, recent, gone, now, result, warm.full if warm is not None else None
-                )
-                planned = plan(
-                    batch.batch_id,
-                    snapshot.inputs,
-                    capacity,
-                    cloud,
-                    state,
-                    catalog_source,
-                    now,
-                    result,
-                    timer,
-                    plan_filter,
-                    one_claim_in,
-                    nodepool_templates,
-                    warm.registration if warm is not None else None,
-                )
-                result.timings["prepare"] = planned.prepared_at - started
-                # What is created here is what launches: `plan_filter` has narrowed the plan already. Each claim
-                # launches as soon as it exists; the lock is kept until they all do.
-                pipeline = _start(
-                    batch.batch_id,
-                    planned,
-                    cluster,
-                    cloud,
-                    state,
-                    now,
-                    result,
-                    started,
-                    timer,
-                    lock.fence,
-                    claim_annotations,
-                )
-                try:
-                    pipeline.wait_created()
-                except PlannerLockLost as lost:
-                    # Another planner may be planning these pods now: what was not created is left to it, or to the
-                    # next window (a replacement's step is retried on `busy`).
-                    result.decide("busy", "planner", f"{lost}; the NodeClaims not created are planned again")
+            decided = _decide(call, lock.fence)
         # The planner lock is released: the NodeClaims exist, so whoever plans next counts them in flight.
-        if planned is not None:
-            for outcome in pipeline.outcomes():
+        if decided.pipeline is not None:
+            for outcome in decided.pipeline.outcomes():
                 result.merge(outcome)
             result.timings["launch"] = timer() - started
-    live = [c for c in snapshot.base.nodeclaims if c.name not in removed]
+    snapshot = decided.snapshot
+    live = [c for c in snapshot.base.nodeclaims if c.name not in decided.removed]
     finish_registrations(live, snapshot.base.nodes, cluster, now, result)
-    if planned is not None:
+    if decided.planned is not None:
         if not displaced_nodes:  # the workflow's replacement leaves status to the provisioner and the planner
-            _status(snapshot, planned, cluster, result)
-        explain.record(cluster, result, list(planned.pools.values()), planned.catalog, now)
+            _status(snapshot, decided.planned, cluster, result)
+        explain.record(cluster, result, list(decided.planned.pools.values()), decided.planned.catalog, now)
     result.timings["total"] = timer() - started
     return result
+
+
+@dataclass(frozen=True)
+class _Call:
+    """One `provision()` call's batch, ports and options, as the steps under the planner lock take them."""
+
+    batch: Batch
+    cluster: Cluster
+    cloud: Cloud
+    state: StateStore
+    catalog_source: InstanceTypeSource
+    now: float
+    result: ProvisionResult
+    started: float
+    timer: Callable[[], float]
+    displaced_nodes: frozenset[str]
+    plan_filter: Callable[[Results], Results | str] | None
+    parsed_pods: ParsedPods | None
+    one_claim_in: str
+    nodepool_templates: TemplateCache | None
+    claim_annotations: Mapping[str, str] | None
+    warm: WarmBatch | None
+
+
+@dataclass
+class _Decided:
+    """What the planner lock's holder read and decided: the NodeClaims it removed (unregistered too long), and
+    the plan and its launches when there were pods to plan."""
+
+    snapshot: Snapshot
+    removed: set[str]
+    planned: Plan | None = None
+    pipeline: Pipeline | None = None
+
+
+def _decide(call: _Call, fence: Callable[[], None]) -> _Decided:
+    """Under the planner lock: read, plan, and create the plan's NodeClaims, each launching as soon as it exists
+    (`fence` raises when the lock is no longer certainly held). Returns once every NodeClaim exists."""
+    batch, cluster, result = call.batch, call.cluster, call.result
+    snapshot = read_cluster(batch, cluster, result, call.parsed_pods)
+    result.timings["read_cluster"] = call.timer() - call.started
+    # Which claims' nodes have joined decides the plan; writing their registration can wait until the launches
+    # are under way (finish_registrations, after the lock).
+    registered = nodes_of(snapshot.base.nodeclaims, snapshot.base.nodes)
+    removed = cleanup_unregistered(
+        snapshot.base.nodeclaims, registered, cluster, call.cloud, call.now, result, documents=snapshot.view.nodeclaims
+    )
+    recent = recent_nodes(snapshot, registered, call.now)
+    # The EC2NodeClasses are resolved (AWS calls, no decision) while the pods are read from the cluster.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="resolve") as ahead:
+        resolving = ahead.submit(resolve, snapshot.base.nodeclasses, call.cloud)
+        if not read_pods(batch, snapshot, cluster, recent, set(call.displaced_nodes), result, registered):
+            return _Decided(snapshot, removed)
+        # A NodeClaim being deleted is not capacity on its way (Karpenter leaves deleting claims out too).
+        gone = removed | deleting(snapshot.view.nodeclaims)
+        kept = call.warm.full if call.warm is not None else None
+        capacity = capacity_in_flight(snapshot, registered, recent, gone, call.now, result, kept)
+        planned = _plan(call, snapshot, capacity, resolving.result())
+    # What is created here is what launches: `plan_filter` has narrowed the plan already. Each claim launches as
+    # soon as it exists; the lock is kept until they all do.
+    pipeline = _start(
+        batch.batch_id,
+        planned,
+        cluster,
+        call.cloud,
+        call.state,
+        call.now,
+        result,
+        call.started,
+        call.timer,
+        fence,
+        call.claim_annotations,
+    )
+    try:
+        pipeline.wait_created()
+    except PlannerLockLost as lost:
+        # Another planner may be planning these pods now: what was not created is left to it, or to the next
+        # window (a replacement's step is retried on `busy`).
+        result.decide("busy", "planner", f"{lost}; the NodeClaims not created are planned again")
+    return _Decided(snapshot, removed, planned, pipeline)
+
+
+def _plan(call: _Call, snapshot: Snapshot, capacity: Capacity, resolution: Resolution) -> Plan:
+    """`plan.plan` with the call's options; the time to the simulation's start is `prepare` in the timings."""
+    planned = plan(
+        call.batch.batch_id,
+        snapshot.inputs,
+        capacity,
+        call.cloud,
+        call.state,
+        call.catalog_source,
+        call.now,
+        call.result,
+        call.timer,
+        call.plan_filter,
+        call.one_claim_in,
+        call.nodepool_templates,
+        call.warm.registration if call.warm is not None else None,
+        resolution,
+    )
+    call.result.timings["prepare"] = planned.prepared_at - call.started
+    return planned
 
 
 def _lifecycle_only(

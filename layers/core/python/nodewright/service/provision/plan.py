@@ -21,6 +21,7 @@ from nodewright.disruption.one_node import one_new_node
 from nodewright.launch.template import ResolvedNodeClass
 from nodewright.launch.userdata import ClusterInfo
 from nodewright.model.inputs import ClusterInputs
+from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.model.nodepool import NodePool
 from nodewright.model.requirements import Operator, Requirement
 from nodewright.ports import Cloud, OfferingKey, StateStore
@@ -85,14 +86,15 @@ def plan(
     one_claim_in: str = "",
     nodepool_templates: TemplateCache | None = None,
     kept: KeptRegistration | None = None,
+    resolution: Resolution | None = None,
 ) -> Plan:
     """Resolve, build the catalog, solve; every refusal and every skipped NodePool is a decision in `result`.
     The simulation's own time goes into `result.timings["solve"]`. `plan_filter` narrows the simulation's plan
     before anything is named or created (see `filtered`); `one_claim_in` allows at most one new NodeClaim, in
     that NodePool (see `disruption.one_node.one_new_node`). `nodepool_templates`: NodePools prepared against the
     catalog by earlier calls (see `scheduling.TemplateCache`); `kept`: the existing nodes as a warm container's
-    earlier solve registered them (`scheduling.kept`)."""
-    ready = prepare(inputs, cloud, state, catalog_source, now, result)
+    earlier solve registered them (`scheduling.kept`); `resolution`: the EC2NodeClasses resolved already (`resolve`)."""
+    ready = prepare(inputs, cloud, state, catalog_source, now, result, resolution)
     pools, catalog = ready.pools, ready.catalog
     if one_claim_in:
         pools = one_new_node(pools, capacity.nodes, capacity.inflight, one_claim_in)
@@ -132,6 +134,21 @@ def plan(
     )
 
 
+@dataclass(frozen=True)
+class Resolution:
+    """The cluster's version and AMI facts (`info`) and each EC2NodeClass resolved against the account."""
+
+    info: ClusterInfo
+    node_classes: Mapping[str, NodeClassState]
+
+
+def resolve(node_classes: Sequence[EC2NodeClass], cloud: Cloud) -> Resolution:
+    """Resolve the EC2NodeClasses (subnets, security groups, AMIs, instance profile; see `resolve_node_classes`).
+    Only AWS calls, no decision: a provisioner runs it beside its second read of the cluster."""
+    info = cloud.cluster_info()
+    return Resolution(info, resolve_node_classes(node_classes, cloud, info.version))
+
+
 @dataclass
 class Prepared:
     """What a plan of new capacity starts from: the cluster's version and AMI facts, each EC2NodeClass resolved
@@ -153,11 +170,13 @@ def prepare(
     catalog_source: InstanceTypeSource,
     now: float,
     result: ProvisionResult,
+    resolution: Resolution | None = None,
 ) -> Prepared:
-    """Resolve the EC2NodeClasses, bound the NodePools and build the catalog (see `Prepared`); an unusable class
-    and each NodePool left out for it are decisions in `result`. Shared by `plan` and static NodePools' launches."""
-    info = cloud.cluster_info()
-    node_classes = resolve_node_classes(inputs.nodeclasses, cloud, info.version)
+    """Resolve the EC2NodeClasses (unless `resolution` has, see `resolve`), bound the NodePools and build the
+    catalog (see `Prepared`); an unusable class and each NodePool left out for it are decisions in `result`. Shared
+    by `plan` and static NodePools' launches."""
+    resolution = resolution if resolution is not None else resolve(inputs.nodeclasses, cloud)
+    info, node_classes = resolution.info, resolution.node_classes
     resolved = {name: s.resolved for name, s in node_classes.items() if s.ready and s.resolved is not None}
     for name, s in sorted(node_classes.items()):
         if not s.ready:
