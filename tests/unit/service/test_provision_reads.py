@@ -20,6 +20,12 @@ from nodewright.service.provision import delivery, explain, provision
 from nodewright.service.provision.serial import PLANNER_LOCK
 
 CATALOG = SmallCatalog()
+ZONE_SPREAD = {
+    "maxSkew": 1,
+    "topologyKey": "topology.kubernetes.io/zone",
+    "whenUnsatisfiable": "DoNotSchedule",
+    "labelSelector": {"matchLabels": {"app": "spread"}},
+}
 
 
 def bound(name: str, node: str, labels: Mapping[str, str], cpu: str = "1") -> dict[str, Any]:
@@ -108,16 +114,10 @@ def test_existing_nodes_are_the_kube_schedulers_and_their_pods_are_not_read() ->
 
 
 def test_a_zone_spread_reads_the_pods_its_selector_counts_and_balances_against_them() -> None:
-    spread = {
-        "maxSkew": 1,
-        "topologyKey": "topology.kubernetes.io/zone",
-        "whenUnsatisfiable": "DoNotSchedule",
-        "labelSelector": {"matchLabels": {"app": "spread"}},
-    }
     running = [node(f"n-{z}", f"us-east-1{z}", cpu="1") for z in "ab"]
     placed = [bound(f"spread-{z}{i}", f"n-{z}", {"app": "spread"}) for z in "ab" for i in range(2)]
     unrelated = bound("db-0", "n-a", {"app": "db"})
-    pending = [pod(f"spread-new-{i}", cpu="1", topologySpreadConstraints=[spread]) for i in range(2)]
+    pending = [pod(f"spread-new-{i}", cpu="1", topologySpreadConstraints=[ZONE_SPREAD]) for i in range(2)]
     for p in pending:
         p["metadata"]["labels"] = {"app": "spread"}
     cluster, cloud, state, clock = world(*running, *placed, unrelated, *pending)
@@ -306,13 +306,7 @@ def test_a_pod_bound_since_the_cached_read_is_skipped_and_not_counted_twice_on_i
 
 
 def test_the_node_classes_are_resolved_while_the_pods_their_terms_select_are_read() -> None:
-    spread = {
-        "maxSkew": 1,
-        "topologyKey": "topology.kubernetes.io/zone",
-        "whenUnsatisfiable": "DoNotSchedule",
-        "labelSelector": {"matchLabels": {"app": "spread"}},
-    }
-    pending = pod("spread-0", topologySpreadConstraints=[spread])
+    pending = pod("spread-0", topologySpreadConstraints=[ZONE_SPREAD])
     pending["metadata"]["labels"] = {"app": "spread"}
     cluster, cloud, state, clock = world(node("n-a", "us-east-1a"), pending)
     resolving = threading.Event()
