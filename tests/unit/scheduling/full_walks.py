@@ -3,7 +3,9 @@
 Within `full_walks()`, a new room list keeps only the claims with room for the batch (as it did before claims
 without room were left for `Solver._fill` to drop), and a list looks at its parked claims at every visit (not only
 after some claim narrowed, `Claims.narrowed`). Within `unkept_answers()`, what the solver keeps per question (a new
-claim's sizing, a class's hostname terms) is worked out afresh each time it is asked.
+claim's sizing, a class's hostname terms) is worked out afresh each time it is asked. Within `unkept_skips()`, no
+claim's one-pod decline is remembered (`Solver._declined`) and no bin is known full when a list is made
+(`Solver.full`).
 """
 
 from __future__ import annotations
@@ -104,3 +106,24 @@ def unkept_answers() -> Iterator[list[int]]:
         Claims._sized = sized  # type: ignore[method-assign]
         Solver._hostname_terms = terms  # type: ignore[method-assign]
         Claims._new_claim = new_claim  # type: ignore[method-assign]
+
+
+@contextmanager
+def unkept_skips() -> Iterator[None]:
+    """Patch the solver to remember no one-pod decline and no bin found full (see the module doc)."""
+    declined, room = Solver._declined, Solver._room
+
+    def nothing_declined(self: Solver, cls: PodClass, variant: Variant, rkey: ReqKey) -> dict[int, object]:
+        return {}
+
+    def nothing_full(self: Solver, *args: object) -> list[Bin]:
+        self.full.clear()
+        return room(self, *args)  # type: ignore[arg-type]
+
+    Solver._declined = nothing_declined  # type: ignore[assignment, method-assign]
+    Solver._room = nothing_full  # type: ignore[assignment, method-assign]
+    try:
+        yield
+    finally:
+        Solver._declined = declined  # type: ignore[method-assign]
+        Solver._room = room  # type: ignore[method-assign]

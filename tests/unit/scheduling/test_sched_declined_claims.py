@@ -11,13 +11,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from full_walks import unkept_skips
 
 from nodewright.scheduling import solver as solver_module
 from nodewright.scheduling.bins import Bin
 from nodewright.scheduling.claims import Claims
-from nodewright.scheduling.classes import PodClass
-from nodewright.scheduling.pools import ReqKey
-from nodewright.scheduling.preferences import Variant
 from nodewright.scheduling.solver import Solver
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -28,10 +26,9 @@ from tests.bench.random_generator import generate  # noqa: E402
 
 
 @contextmanager
-def counted(keep: bool) -> Iterator[list[int]]:
-    """Count the narrowing prices asked (`Claims.narrowing_dearer`) and the places the walks were handed; unless
-    `keep`, with nothing kept: no decline remembered, no bin known full when a list is made."""
-    dearer, declined, fill, room = Claims.narrowing_dearer, Solver._declined, Solver._fill, Solver._room
+def counted() -> Iterator[list[int]]:
+    """Count the narrowing prices asked (`Claims.narrowing_dearer`) and the places the walks were handed."""
+    dearer, fill = Claims.narrowing_dearer, Solver._fill
     counts = [0, 0]
 
     def counted_dearer(self: Claims, *args: object) -> bool:
@@ -42,33 +39,21 @@ def counted(keep: bool) -> Iterator[list[int]]:
         counts[1] += len(bins)
         return fill(self, bins, *args)  # type: ignore[arg-type]
 
-    def nothing_declined(self: Solver, cls: PodClass, variant: Variant, rkey: ReqKey) -> dict[int, object]:
-        return {}
-
-    def nothing_full(self: Solver, *args: object) -> list[Bin]:
-        self.full.clear()
-        return room(self, *args)  # type: ignore[arg-type]
-
     Claims.narrowing_dearer = counted_dearer  # type: ignore[assignment, method-assign]
     Solver._fill = counted_fill  # type: ignore[assignment, method-assign]
-    if not keep:
-        Solver._declined = nothing_declined  # type: ignore[assignment, method-assign]
-        Solver._room = nothing_full  # type: ignore[assignment, method-assign]
     try:
         yield counts
     finally:
         Claims.narrowing_dearer = dearer  # type: ignore[method-assign]
         Solver._fill = fill  # type: ignore[method-assign]
-        Solver._declined = declined  # type: ignore[method-assign]
-        Solver._room = room  # type: ignore[method-assign]
 
 
 @pytest.mark.parametrize("seed", [8300, 8315])
 def test_the_kept_declines_and_full_bins_give_the_plan_made_without_them(seed: int) -> None:
     cluster = generate(seed, 2000)
-    with counted(keep=True) as kept:
+    with counted() as kept:
         plan = solver_module.solve(cluster.pending, **cluster.solve_kwargs())
-    with counted(keep=False) as unkept:
+    with counted() as unkept, unkept_skips():
         again = solver_module.solve(cluster.pending, **cluster.solve_kwargs())
     assert plan.to_json() == again.to_json()
     assert kept[0] < unkept[0], "the cluster must have claims that decline one pod again"
