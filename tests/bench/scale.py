@@ -129,6 +129,8 @@ for line in sys.stdin:
     if profiler is not None:
         profiler.disable()
         profiler.dump_stats(f"{profile_dir}/{label}.prof")
+    posted = [r for r in requests if r[0] == "POST" and r[1].endswith("/nodeclaims")]
+    first_post = min((r[5] for r in posted), default=done)
     print(json.dumps({
         "call": label,
         "pods": len(event["pods"]),
@@ -145,16 +147,12 @@ for line in sys.stdin:
             f"{r[0]} {r[1]} {r[2]} {r[3]} bytes {r[4]:.2f}s" for r in sorted(requests, key=lambda r: -r[4])[:4]
         ],
         "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        "first_nodeclaim_created_s": round(min(
-            (r[5] + r[4] for r in requests if r[0] == "POST" and r[1].endswith("/nodeclaims")), default=arrival
-        ) - arrival, 3),
+        "first_nodeclaim_created_s": round(min((r[5] + r[4] for r in posted), default=arrival) - arrival, 3),
         # What the decision read, in order, with its start, time and size: where the read's time went.
         "reads_before_first_nodeclaim": [
             f"{r[1]} {r[2]} at {r[5] - arrival:.2f}s {r[4]:.2f}s {r[3]} bytes"
             for r in sorted(requests, key=lambda r: r[5])
-            if r[0] == "GET" and r[5] <= min(
-                (q[5] for q in requests if q[0] == "POST" and q[1].endswith("/nodeclaims")), default=done
-            )
+            if r[0] == "GET" and r[5] <= first_post
         ][:24],
         "aws_calls_before_first_create_fleet": [
             f"{op} at {start - arrival:.2f}s {took:.2f}s" for op, start, took in sorted(aws_calls, key=lambda c: c[1])
