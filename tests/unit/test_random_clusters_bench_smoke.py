@@ -89,10 +89,12 @@ def test_the_bench_prints_figures_compare_can_pair() -> None:
     for fields in per_seed:
         assert fields["pods"] == "300" and fields["unschedulable"] == "0" and fields["violations"] == "0"
         float(fields["pods_per_s"]), float(fields["cost_per_hour"]), float(fields["ratio_cfg"])
+        assert float(fields["warm_pods_per_s"]) > 0 and float(fields["warm_cpu_pods_per_s"]) > 0
     keys = {compare.figure_key(line) for line in figures}
     assert keys == {"random cluster=random-3 pods=300", "random cluster=random-11 pods=300", "random summary pods=300"}
     (summary,) = [_fields(line) for line in figures if line.startswith("random summary")]
     assert summary["slowest"] in {"random-3", "random-11"} and summary["seeds"] == "2"
+    assert summary["slowest_warm"] in {"random-3", "random-11"} and float(summary["median_warm_pods_per_s"]) > 0
     assert float(summary["median_ratio_cfg"]) >= 1 - 1e-6
 
 
