@@ -82,16 +82,15 @@ def load_all(text: str, pyyaml_load_all: Callable[[str], list[Any]], prune: bool
     (yaml_prune), for readers that never look at it."""
     if yaml_rs is None:
         return pyyaml_load_all(text)
-    # Every check before the parse is within one line, so it runs once over the text's distinct lines (see
-    # `distinct_lines`): served objects repeat most of their lines.
+    whole, text = text, Pruner(pyyaml_load_all).prune(text) if prune else text
+    # Every check before the parse is within one line, so it runs once over the distinct lines (see
+    # `distinct_lines`): served objects repeat most of their lines. They are the pruned text's: the pruner cuts
+    # only whole simple lines (yaml_prune: printable ASCII, indented, no `%`, `---` or `...` at their start), which
+    # none of the checks can flag, so the pruned text is safe exactly when the whole one is.
     distinct = distinct_lines(text)
     if not _safe_text(text, distinct):
-        return pyyaml_load_all(text)
-    # The pruned text's lines are some of the text's (the pruner cuts whole lines), so the lines flagged in the
-    # text's distinct lines are all those that can be flagged in the pruned text's, and maybe a few more: a
-    # document with one goes to PyYAML, which costs only time.
+        return pyyaml_load_all(whole)
     flagged = _suspect_lines(distinct)
-    whole, text = text, Pruner(pyyaml_load_all).prune(text) if prune else text
     starts = [*_document_starts(text), len(text)]
     documents: list[Any] = []
     try:
