@@ -274,3 +274,50 @@ def test_each_field_the_parse_reads_is_in_the_key() -> None:
         doc = copy.deepcopy(base)
         change(doc)
         assert replica_key(doc) != key, what
+
+
+def _rebuilt(value: Any, intern: bool) -> Any:
+    """`value` with every string a fresh object, interned or not (JSON and YAML parsers differ in which they
+    intern; equal contents must key alike either way)."""
+    import sys
+
+    if isinstance(value, dict):
+        return {_rebuilt(k, intern): _rebuilt(v, intern) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rebuilt(v, intern) for v in value]
+    if isinstance(value, str):
+        fresh = "".join(list(value))  # a new object, not interned
+        return sys.intern(fresh) if intern else fresh
+    return value
+
+
+def test_equal_contents_key_alike_whether_or_not_their_strings_are_interned() -> None:
+    doc = _every_feature()
+    interned, plain = replica_key(_rebuilt(doc, True)), replica_key(_rebuilt(doc, False))
+    assert interned is not None and plain is not None
+    assert interned[0] == plain[0]
+
+
+def test_values_of_other_types_key_apart() -> None:
+    keys = set()
+    for other in [1, 1.0, True, "1", None, -0.0, 0.0, 10**30, [1], {"1": 1}]:
+        doc = _every_feature()
+        doc["spec"]["overhead"] = {"cpu": other}
+        found = replica_key(doc)
+        assert found is not None
+        keys.add(found[0])
+    assert len(keys) == 10
+
+
+def test_a_timestamp_keys_by_its_repr() -> None:
+    """PyYAML reads an unquoted date as a `date`, which marshal does not write: the key is the repr then, equal for
+    equal contents and unlike any other pod's."""
+    import datetime
+
+    doc = _every_feature()
+    doc["metadata"]["annotations"] = {"since": datetime.date(2001, 12, 14)}
+    found, again = replica_key(doc), replica_key(copy.deepcopy(doc))
+    assert found is not None and again is not None
+    assert isinstance(found[0], str) and found[0] == again[0]
+    doc["metadata"]["annotations"] = {"since": datetime.date(2001, 12, 15)}
+    assert replica_key(doc)[0] != found[0]  # type: ignore[index]

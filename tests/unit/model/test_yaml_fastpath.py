@@ -4,6 +4,7 @@ error of the same type and message, on generated documents, served pods and ever
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -227,14 +228,14 @@ def test_served_pods_are_read_natively() -> None:
     _assert_same(text)
     chunks = text.split("\n---\n")
     assert len(chunks) > 100
-    assert not any(yaml_fastpath._suspect_lines(chunk) for chunk in chunks)
+    assert not any(yaml_fastpath._suspect_lines(yaml_fastpath.distinct_lines(chunk)) for chunk in chunks)
 
 
 def test_suspect_flags_what_reads_differently() -> None:
     for text in ["a: yes", "on: 1", "a: 0777", "a: [1e3]", '{"a":12:30}', "a: !!str 1", "a: 2001-12-14", "[1]: 2"]:
-        assert yaml_fastpath._suspect_lines(text), text
+        assert yaml_fastpath._suspect_lines(yaml_fastpath.distinct_lines(text)), text
     for text in ["a: 12", "a: 1.5", "a: 100m", "a: 'yes'", 'k:{"a":"b"}: {}', "a: 10.0.0.1", "a: true"]:
-        assert not yaml_fastpath._suspect_lines(text), text
+        assert not yaml_fastpath._suspect_lines(yaml_fastpath.distinct_lines(text)), text
 
 
 REPOSITORY_YAML = sorted(
@@ -249,3 +250,66 @@ REPOSITORY_YAML = sorted(
 def test_repository_yaml_files(name: str) -> None:
     text = (ROOT / name).read_text(encoding="utf-8")
     _assert_same(text)
+
+
+# Pieces of lines around the markers the checks before the parse look for (documents, directives, ends, unsafe
+# characters), joined by line breaks or not.
+MARKED = st.lists(
+    st.sampled_from(["---", "--- a", "---a", " ---", "----", "...", "... #", "....", "%YAML 1.1", "a%", "a: 1"])
+    | st.sampled_from(["\n", "\t", "\r", "\x85", "\u2028", "\ufeff", "\x00", "é", " "]),
+    max_size=12,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(MARKED)
+def test_document_starts_are_the_lines_that_start_a_document(pieces: list[str]) -> None:
+    """The literal-led pattern finds what `^---(?= |$)` under re.M finds (the text's start always counts)."""
+    text = "".join(pieces)
+    expected = sorted({0, *(match.start() for match in re.finditer(r"^---(?= |$)", text, re.M))})
+    assert yaml_fastpath._document_starts(text) == expected
+
+
+@settings(max_examples=500, deadline=None)
+@given(MARKED)
+def test_the_text_checks_on_distinct_lines_are_the_whole_texts(pieces: list[str]) -> None:
+    """Characters, directives and document end markers looked for in the distinct lines: the answer of the same
+    patterns over the whole text."""
+    text = "".join(pieces)
+    unsafe = yaml_fastpath._UNSAFE_ASCII if text.isascii() else yaml_fastpath._UNSAFE_CHAR
+    whole = not (
+        unsafe.search(text)
+        or text.startswith(("%", "..."))
+        or re.search(r"\n(?:%|\.\.\.(?=[ \n]|\Z))", text) is not None
+    )
+    assert yaml_fastpath._safe_text(text, yaml_fastpath.distinct_lines(text)) == whole
+
+
+def test_lines_flagged_only_in_a_pruned_block_leave_its_document_native(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The suspect lines are looked for before the pruning, in the whole text's lines: a line that reads otherwise
+    in YAML 1.1 (`f:on: {}`) inside a managedFields block the pruner cuts sends no document to PyYAML, and one left
+    in the document does."""
+    from tests.bench.simulate_cli import documents
+
+    text = yaml.safe_dump_all(documents("pods", 1), sort_keys=True).replace(
+        "        f:dnsPolicy: {}\n", "        f:dnsPolicy: {}\n        f:on: {}\n"
+    )
+    assert "f:on: {}" in text
+    read_by_pyyaml: list[str] = []
+
+    def pyyaml(chunk: str) -> list[Any]:
+        read_by_pyyaml.append(chunk)
+        return yaml_documents.pyyaml_load_all(chunk)
+
+    pruned = yaml_fastpath.load_all(text, pyyaml, prune=True)
+    # The pruner checks each new shape with PyYAML (two reads of a document's head); no whole document went there.
+    assert not [chunk for chunk in read_by_pyyaml if "\nspec:\n" in chunk]
+    assert pruned == [
+        {**doc, "metadata": {k: v for k, v in doc["metadata"].items() if k != "managedFields"}}
+        if doc.get("kind") == "Pod"
+        else doc
+        for doc in yaml.load_all(text, Loader=SAFE)
+    ]
+    read_by_pyyaml.clear()
+    assert yaml_fastpath.load_all(text, pyyaml) == list(yaml.load_all(text, Loader=SAFE))
+    assert len([chunk for chunk in read_by_pyyaml if "\nspec:\n" in chunk]) == 40

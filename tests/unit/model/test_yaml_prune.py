@@ -190,3 +190,23 @@ def test_files_are_loaded_with_the_cut() -> None:
     text = yaml.safe_dump_all(documents("pods", 1), sort_keys=True)
     docs, errors = loader._parse_yaml(text, "pods.yaml")
     assert not errors and not any("managedFields" in d["metadata"] for d in docs)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    ENTRIES,
+    st.integers(0, 400),
+    st.sampled_from(["\t", "\r", "\r\n", "\x85", "\u2028", "\ufeff", "\x00", "\x7f", "é", "\n%", "\n...", "\n---"]),
+)
+def test_a_text_is_safe_for_the_native_parser_exactly_when_its_cut_is(managed: Any, where: int, insert: str) -> None:
+    """yaml_fastpath checks the characters, directives and end markers of the pruned text only: the pruner cuts no
+    line such a check could find (a cut line is simple: printable ASCII, indented), wherever one is put."""
+    from nodewright.model import yaml_fastpath
+
+    text = yaml.safe_dump_all([_served(0, managed, {"app": "a"}), _served(1, managed, {"app": "b"})], sort_keys=True)
+    where = where % (len(text) + 1)
+    text = text[:where] + insert + text[where:]
+    cut = Pruner(yaml_documents.pyyaml_load_all).prune(text)
+    assert yaml_fastpath._safe_text(cut, yaml_fastpath.distinct_lines(cut)) == yaml_fastpath._safe_text(
+        text, yaml_fastpath.distinct_lines(text)
+    )

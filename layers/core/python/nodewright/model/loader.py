@@ -93,7 +93,7 @@ class _State:
     pod_templates: dict[str, Mapping[str, Any]] = field(default_factory=dict)
     scalables: dict[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
     # Clean parses of this load's Pod documents by `replica_key` (see `_parse_pod`).
-    replicas: dict[str, ParsedPod] = field(default_factory=dict)
+    replicas: dict[bytes | str, ParsedPod] = field(default_factory=dict)
     # With `omit_orphans`: a pod bound to a Node the documents do not hold is left out, not an error.
     omit_orphans: bool = False
 
