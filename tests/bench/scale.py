@@ -439,8 +439,9 @@ def nodewright_objects(state: lw.WorldState, node_role: str) -> list[tuple[str, 
 
 def payload(api: Api, state: lw.WorldState, namespace: str) -> dict[str, Any]:
     """The forwarder's payload for the namespace's pending pods, read from the watch cache (resourceVersion=0), where
-    the forwarder's own watch sees pods: a hint at a version the cache has not reached yet sends the provisioner to
-    read its namespace again (0.03-0.34 s at 3,000 nodes), as a forwarder's hints do only for a pod changed since."""
+    the forwarder's own watch sees pods: only a hint at a version the provisioner's cache has not reached yet sends the
+    provisioner to read its namespace again (0.03-0.34 s at 3,000 nodes); a pod the kube-scheduler rewrote since
+    (a new condition message as nodes come and go) is read at its later version and confirms the hint."""
     pods = api.get(f"/api/v1/namespaces/{namespace}/pods", resourceVersion="0")[0]["items"]
     [built] = build_payloads([hint_of(p) for p in pods if is_pending(p)], state.cluster, "bench")
     result: dict[str, Any] = json.loads(built.body)

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from nodewright.adapters import kubernetes_cluster
-from nodewright.adapters.informer import Informer, Informers, reached
+from nodewright.adapters.informer import Informer, Informers
 from nodewright.adapters.kubernetes_cluster import KubernetesCluster
+from nodewright.model.resource_version import reached
 from tests.unit.adapters.test_informer import NODEPOOLS, NODES, FakeApiServer, node
 
 NODECLAIMS = "/apis/nodewright.io/v1/nodeclaims"

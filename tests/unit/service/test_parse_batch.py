@@ -27,12 +27,16 @@ def test_a_pod_object_from_an_older_forwarder_is_read_as_a_hint_and_its_spec_ign
     assert batch.pods == (PodHint("web", "web-0", "u-1", "7"),)
 
 
-def test_a_hint_matches_only_the_object_and_version_it_names() -> None:
+def test_a_hint_is_confirmed_by_its_object_at_its_version_or_a_later_one_only() -> None:
     hint = PodHint("web", "web-0", "u-1", "7")
-    assert hint.matches({"metadata": {"uid": "u-1", "resourceVersion": "7"}})
-    assert not hint.matches({"metadata": {"uid": "u-1", "resourceVersion": "8"}})
-    assert not hint.matches({"metadata": {"uid": "u-2", "resourceVersion": "7"}})
-    assert PodHint("web", "web-0").matches({"metadata": {"uid": "anything", "resourceVersion": "1"}})
+    assert hint.confirmed_by({"metadata": {"uid": "u-1", "resourceVersion": "7"}})
+    # Written again since the forwarder saw it (the kube-scheduler's new condition message): read no earlier.
+    assert hint.confirmed_by({"metadata": {"uid": "u-1", "resourceVersion": "12"}})
+    assert not hint.confirmed_by({"metadata": {"uid": "u-1", "resourceVersion": "6"}})  # the cache is behind
+    assert not hint.confirmed_by({"metadata": {"uid": "u-2", "resourceVersion": "12"}})  # another pod of that name
+    assert not hint.confirmed_by({"metadata": {"uid": "u-1"}})
+    assert not PodHint("web", "web-0", "u-1", "x7").confirmed_by({"metadata": {"uid": "u-1", "resourceVersion": "x8"}})
+    assert PodHint("web", "web-0").confirmed_by({"metadata": {"uid": "anything", "resourceVersion": "1"}})
 
 
 def test_a_registration_payload_has_no_pods_and_names_nodes() -> None:

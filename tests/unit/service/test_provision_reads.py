@@ -96,6 +96,19 @@ def test_a_hint_the_watch_cache_has_not_seen_yet_is_read_consistently_in_its_nam
     assert sorted(k for c in result.launched for k in c.pods) == ["api/api-0", "web/web-0"]
 
 
+def test_a_hinted_pod_the_cache_holds_at_a_later_version_needs_no_second_read() -> None:
+    # The kube-scheduler rewrote the pod's condition message after the forwarder's hint: the cache is ahead of the
+    # hint, not behind it, and the pod is planned as the cache holds it.
+    clock = FixedClock()
+    hinted = pod("web-0")
+    later = {**hinted, "metadata": {**hinted["metadata"], "resourceVersion": "5"}}
+    cluster = LaggingCache([nodepool(), nodeclass(), hinted], clock=clock.now, lagging={"web/web-0": later})
+    hints = [PodHint("web", "web-0", hinted["metadata"]["uid"], "1")]
+    result = provision(Batch("ahead", "demo", hints), cluster, FakeCloud(), InMemoryState(), clock, CATALOG)
+    assert not [r for r in cluster.reads if r.startswith("pending_pods")]
+    assert [k for c in result.launched for k in c.pods] == ["web/web-0"]
+
+
 def test_a_cache_at_the_hinted_version_needs_no_second_read() -> None:
     cluster, cloud, state, clock = world(pod("web-0"))
     provision(batch_of(cluster), cluster, cloud, state, clock, CATALOG)

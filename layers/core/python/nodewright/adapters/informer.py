@@ -46,6 +46,8 @@ import threading
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any
 
+from nodewright.model.resource_version import reached
+
 # The watch's timeoutSeconds: how long a sync waits for events. The informers of a read are synced side by side,
 # so a read pays it once. The API server sends what its cache holds past our resourceVersion at once; waiting
 # longer would only catch what happens during the wait.
@@ -65,15 +67,6 @@ Prepare = Callable[[dict[str, Any]], dict[str, Any]]  # a watched object as the 
 
 class WatchEnded(Exception):
     """The watch cannot go on from the stored resourceVersion (an ERROR event, an unknown event type)."""
-
-
-def reached(resource_version: str, target: str) -> bool:
-    """Whether `resource_version` is at or past `target`. resourceVersions are opaque to clients in general; the
-    API server's are etcd revisions, decimal integers that grow with every write in the cluster. Anything that
-    is not one proves nothing (False)."""
-    if not (resource_version.isdigit() and target.isdigit()):
-        return False
-    return int(resource_version) >= int(target)
 
 
 def object_key(document: Mapping[str, Any]) -> str:

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from nodewright.model.resource_version import reached
+
 T = TypeVar("T")
 
 
@@ -33,12 +35,15 @@ class PodHint:
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
 
-    def matches(self, pod: Mapping[str, Any]) -> bool:
-        """True when `pod` (API JSON) is the very object and version the forwarder saw."""
+    def confirmed_by(self, pod: Mapping[str, Any]) -> bool:
+        """True when `pod` (API JSON, as read) is the object the forwarder saw, at the version it saw or a later
+        one: what was read is then no older than what the forwarder knew. Any other answer (another uid, an older
+        version, a version that is not an etcd revision) confirms nothing."""
         metadata = pod.get("metadata") or {}
         if self.uid and metadata.get("uid") != self.uid:
             return False
-        return not self.resource_version or metadata.get("resourceVersion") == self.resource_version
+        version = str(metadata.get("resourceVersion") or "")
+        return not self.resource_version or version == self.resource_version or reached(version, self.resource_version)
 
     def to_json(self) -> dict[str, str]:
         return {

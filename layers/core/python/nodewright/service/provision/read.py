@@ -18,7 +18,7 @@ Reads, in order:
    consistently, as it did before it kept them. A NodeClaim the previous lock holder created was written before
    that holder released the lock, so before this read, and is among them with the pods it was launched for
    (`nominated`): those pods wait for it instead of being planned again. When a hinted pod is missing there
-   or at another version, the cache may be behind the forwarder's watch, so the pending pods of those hints'
+   or at an older version, the cache may be behind the forwarder's watch, so the pending pods of those hints'
    namespaces are read again consistently, at most `NAMESPACE_REREADS` namespaces per batch (those with hinted pods
    the cache knows first); the others wait for the next window.
 2. For the pods to plan and the pods nominated to NodeClaims in flight: the pods bound to nodes that their
@@ -161,14 +161,16 @@ def read_cluster(
 
 def reread_namespaces(batch: Batch, cached: Mapping[str, Mapping[str, Any]]) -> tuple[list[str], list[str]]:
     """(the namespaces to read again consistently, those left unread past `NAMESPACE_REREADS`) for the hints the
-    watch cache does not confirm (missing, or at another version). Namespaces with a hinted pod the cache knows
-    (same uid, another version: a real pod the cache is behind on) go first, then those with the most hints: a
+    watch cache does not confirm (`PodHint.confirmed_by`: missing, or at an older version). A pod the cache holds at
+    a later version was written since the forwarder saw it, as the kube-scheduler rewrites a pending pod's condition
+    message whenever nodes come and go: the cache is not behind on it. Namespaces with a hinted pod the cache knows
+    (same uid, an older version: a real pod the cache is behind on) go first, then those with the most hints: a
     forged hint names a pod the cache has never seen."""
     known: dict[str, int] = {}
     hints: dict[str, int] = {}
     for hint in batch.pods:
         found = cached.get(hint.key)
-        if found is not None and hint.matches(found):
+        if found is not None and hint.confirmed_by(found):
             continue
         hints[hint.namespace] = hints.get(hint.namespace, 0) + 1
         uid = (found.get("metadata") or {}).get("uid") if found is not None else None
