@@ -286,9 +286,9 @@ def test_the_text_checks_on_distinct_lines_are_the_whole_texts(pieces: list[str]
 
 
 def test_lines_flagged_only_in_a_pruned_block_leave_its_document_native(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The suspect lines are looked for before the pruning, in the whole text's lines: a line that reads otherwise
-    in YAML 1.1 (`f:on: {}`) inside a managedFields block the pruner cuts sends no document to PyYAML, and one left
-    in the document does."""
+    """The suspect lines are looked for in the pruned text's lines: a line that reads otherwise in YAML 1.1
+    (`f:on: {}`) inside a managedFields block the pruner cuts sends no document to PyYAML, and one left in the
+    document (no pruning) does."""
     from tests.bench.simulate_cli import documents
 
     text = yaml.safe_dump_all(documents("pods", 1), sort_keys=True).replace(
